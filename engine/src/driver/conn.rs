@@ -1,0 +1,72 @@
+//! One connection's state as the event loop sees it. No I/O here: the loop reads and changes
+//! these fields around the operations it submits.
+
+use std::time::Instant;
+
+use crate::h1::Scanner;
+use crate::tls::TlsSession;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// No socket.
+    Idle,
+    /// Connect submitted.
+    Connecting,
+    /// TCP is up; the TLS handshake is running.
+    Handshaking,
+    /// Ready: a request is in flight, or the connection is between requests.
+    Open,
+    /// Cancel and close submitted; becomes Idle when every operation has completed.
+    Closing,
+}
+
+pub(crate) struct Conn {
+    pub phase: Phase,
+    /// Bumped for every new socket, so completions of an earlier socket are recognised.
+    pub generation: u16,
+    /// Operations submitted and not yet completed (a multishot receive counts until its last
+    /// completion). Memory an operation points at is left alone until this drops to zero.
+    pub pending_ops: u32,
+    pub recv_armed: bool,
+    /// A request was started (its budget unit taken) and has not finished as ok or error.
+    pub outstanding: bool,
+    pub sent_at: Instant,
+    pub first_byte_seen: bool,
+    pub connect_started: Instant,
+    /// When the in-flight request (or the handshake) times out.
+    pub deadline: Option<Instant>,
+    pub scanner: Scanner,
+    pub tls: Option<Box<TlsSession>>,
+    /// Bytes being sent: the shared request (plain TCP) or ciphertext (TLS).
+    pub sending: bool,
+    pub send_from_request: bool,
+    pub send_buf: Vec<u8>,
+    pub send_off: usize,
+    pub addr: libc::sockaddr_storage,
+    pub addr_len: libc::socklen_t,
+}
+
+impl Conn {
+    pub(crate) fn new(now: Instant) -> Self {
+        Conn {
+            phase: Phase::Idle,
+            generation: 0,
+            pending_ops: 0,
+            recv_armed: false,
+            outstanding: false,
+            sent_at: now,
+            first_byte_seen: false,
+            connect_started: now,
+            deadline: None,
+            scanner: Scanner::new(),
+            tls: None,
+            sending: false,
+            send_from_request: false,
+            send_buf: Vec::new(),
+            send_off: 0,
+            // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+            addr: unsafe { std::mem::zeroed() },
+            addr_len: 0,
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! volley-engine: the load engine.
+//!
+//! One OS thread per `threads`, each owning one io_uring and its share of the connections; no
+//! async runtime. Protocol code is Sans-I/O (`h1`, `tls`): it takes bytes and returns bytes
+//! and events, and only `driver` touches sockets. The engine knows nothing of gRPC or of the
+//! report: it takes a [`Plan`], hands out one [`Snapshot`] per second, and returns [`Stats`]
+//! that merge exactly with any other engine's.
+
+mod driver;
+mod error;
+mod h1;
+mod plan;
+mod ring;
+mod run;
+mod stats;
+mod target;
+mod tls;
+
+pub use error::EngineError;
+pub use plan::{Plan, RequestSpec, Stop, TlsOptions};
+pub use ring::{RingSupport, probe_io_uring};
+pub use run::{RunControl, RunResult, run};
+pub use stats::{
+    Counters, ErrorKind, HistogramError, Histograms, Snapshot, Stats, decode_histogram, encode_histogram, new_histogram,
+};
+pub use target::{Scheme, Target, TargetError};

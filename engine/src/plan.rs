@@ -1,0 +1,63 @@
+//! What a run is asked to do: the plan the engine executes.
+
+use std::time::Duration;
+
+use crate::target::Target;
+
+/// When a run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Exactly this many requests are attempted, across all threads and connections.
+    Requests(u64),
+    /// Requests keep going until this long after the start; those in flight then are counted
+    /// as aborted, not as errors.
+    Duration(Duration),
+}
+
+/// The request every connection sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestSpec {
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl RequestSpec {
+    pub fn new(method: &str, headers: Vec<(String, String)>, body: Vec<u8>) -> Self {
+        RequestSpec { method: method.to_string(), headers, body }
+    }
+
+    pub(crate) fn is_head(&self) -> bool {
+        self.method.eq_ignore_ascii_case("HEAD")
+    }
+
+    /// Methods whose requests carry a body by convention get `Content-Length: 0` when empty.
+    pub(crate) fn method_expects_body(&self) -> bool {
+        ["POST", "PUT", "PATCH"].iter().any(|m| self.method.eq_ignore_ascii_case(m))
+    }
+}
+
+/// How TLS certificates are checked, like curl: verified against the bundled web roots by
+/// default, plus any extra CA certificates; `insecure` skips verification.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsOptions {
+    pub insecure: bool,
+    /// Extra trusted CA certificates, PEM.
+    pub extra_ca_pem: Vec<u8>,
+}
+
+/// A complete load plan for one engine.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub target: Target,
+    pub request: RequestSpec,
+    pub connections: usize,
+    pub threads: usize,
+    pub stop: Stop,
+    pub connect_timeout: Duration,
+    /// A request without its full response after this long is an error of kind timeout.
+    pub request_timeout: Option<Duration>,
+    /// With false, every request gets a fresh connection (`Connection: close`).
+    pub keepalive: bool,
+    pub tls: TlsOptions,
+}

@@ -1,0 +1,85 @@
+//! Setting up an io_uring: the tuning flags with their fallback, and the one-line explanation
+//! when io_uring cannot be used at all.
+
+use std::io;
+
+use io_uring::IoUring;
+
+use crate::error::EngineError;
+
+/// What the kernel gave us. Reported so a run says what it measured with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RingSupport {
+    /// The kernel release, as `uname -r` prints it.
+    pub kernel: String,
+    /// SINGLE_ISSUER | COOP_TASKRUN | DEFER_TASKRUN | NO_SQARRAY were accepted.
+    pub tuned: bool,
+    /// Batched waits bounded by `min_wait_usec` (Linux 6.12+).
+    pub min_wait: bool,
+}
+
+/// Creates a ring, asking for the tuning flags first and falling back to none.
+pub(crate) fn build_ring(entries: u32, cq_entries: u32) -> io::Result<(IoUring, bool)> {
+    let tuned = IoUring::builder()
+        .setup_single_issuer()
+        .setup_coop_taskrun()
+        .setup_defer_taskrun()
+        .setup_no_sqarray()
+        .setup_cqsize(cq_entries)
+        .build(entries);
+    match tuned {
+        Ok(ring) => Ok((ring, true)),
+        Err(_) => IoUring::builder().setup_cqsize(cq_entries).build(entries).map(|r| (r, false)),
+    }
+}
+
+/// Checks, before any load starts, that io_uring works here with what the engine needs.
+pub fn probe_io_uring() -> Result<RingSupport, EngineError> {
+    let kernel = kernel_release();
+    let (ring, tuned) = build_ring(8, 16).map_err(|e| EngineError::IoUringUnavailable(explain(&e)))?;
+    if kernel_older_than(&kernel, 6, 0) {
+        return Err(EngineError::IoUringUnavailable(format!(
+            "io_uring here lacks multishot receive: kernel {kernel} is older than 6.0; run volley on Linux 6.0 or newer"
+        )));
+    }
+    Ok(RingSupport { kernel, tuned, min_wait: ring.params().is_feature_min_timeout() })
+}
+
+fn explain(e: &io::Error) -> String {
+    let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    match e.raw_os_error() {
+        Some(libc::ENOSYS) => "io_uring is not available: this kernel has no io_uring_setup (needs Linux 6.0+ built with CONFIG_IO_URING)".to_string(),
+        Some(libc::EPERM) if disabled == 2 => "io_uring is disabled on this machine (kernel.io_uring_disabled=2): enable it with 'sysctl -w kernel.io_uring_disabled=0'".to_string(),
+        Some(libc::EPERM) if disabled == 1 => "io_uring is restricted on this machine (kernel.io_uring_disabled=1): add this user to the group in kernel.io_uring_group, or set 'sysctl -w kernel.io_uring_disabled=0'".to_string(),
+        Some(libc::EPERM) => "io_uring is blocked (likely a seccomp filter, e.g. a container's default profile): allow io_uring_setup/io_uring_enter/io_uring_register, e.g. 'docker run --security-opt seccomp=unconfined'".to_string(),
+        Some(libc::ENOMEM) => "io_uring cannot lock memory for its rings: raise 'ulimit -l' (RLIMIT_MEMLOCK)".to_string(),
+        _ => format!("io_uring cannot be set up: {e}"),
+    }
+}
+
+fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
+fn kernel_older_than(release: &str, major: u32, minor: u32) -> bool {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
+    match (parts.next(), parts.next()) {
+        (Some(a), Some(b)) => (a, b) < (major, minor),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_versions_compare_by_major_then_minor() {
+        assert!(kernel_older_than("5.15.0-91-generic", 6, 0));
+        assert!(!kernel_older_than("6.18.44-fc", 6, 0));
+        assert!(!kernel_older_than("garbage", 6, 0));
+    }
+}

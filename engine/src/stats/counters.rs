@@ -1,0 +1,125 @@
+//! Plain counters: outcomes, status codes, errors by kind, bytes on the wire.
+
+/// Why a request failed. Each kind has its own counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The connection could not be set up (refused, unreachable, connect timeout).
+    Connect,
+    /// No complete response within `--timeout`.
+    Timeout,
+    /// The peer reset or closed the connection before the response was complete.
+    Reset,
+    /// The response broke HTTP (malformed, oversized).
+    Protocol,
+    /// The TLS handshake or a TLS record failed (including certificate verification).
+    Tls,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 5] =
+        [ErrorKind::Connect, ErrorKind::Timeout, ErrorKind::Reset, ErrorKind::Protocol, ErrorKind::Tls];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Tls => "tls",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Status codes are three digits; anything else is a protocol error before it gets here.
+pub const STATUS_SLOTS: usize = 1000;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counters {
+    /// Requests that got a complete response, whatever its status.
+    pub ok: u64,
+    errors: [u64; ErrorKind::ALL.len()],
+    status: Vec<u64>,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Connections set up successfully.
+    pub connects: u64,
+    /// Requests still in flight when the run stopped (deadline or Ctrl-C): sent, perhaps seen by
+    /// the server, but neither ok nor errors.
+    pub aborted: u64,
+    /// Samples beyond a histogram's range, recorded as its highest value.
+    pub clamped: u64,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            ok: 0,
+            errors: [0; ErrorKind::ALL.len()],
+            status: vec![0; STATUS_SLOTS],
+            bytes_sent: 0,
+            bytes_received: 0,
+            connects: 0,
+            aborted: 0,
+            clamped: 0,
+        }
+    }
+}
+
+impl Counters {
+    pub fn error(&mut self, kind: ErrorKind) {
+        self.errors[kind.index()] += 1;
+    }
+
+    pub fn add_errors(&mut self, kind: ErrorKind, n: u64) {
+        self.errors[kind.index()] += n;
+    }
+
+    pub fn errors_of(&self, kind: ErrorKind) -> u64 {
+        self.errors[kind.index()]
+    }
+
+    pub fn errors(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    /// Requests attempted and finished one way or the other: ok plus errors.
+    pub fn total(&self) -> u64 {
+        self.ok + self.errors()
+    }
+
+    pub fn status(&mut self, code: u16) {
+        if let Some(slot) = self.status.get_mut(code as usize) {
+            *slot += 1;
+        }
+    }
+
+    pub fn add_status(&mut self, code: u16, n: u64) {
+        if let Some(slot) = self.status.get_mut(code as usize) {
+            *slot += n;
+        }
+    }
+
+    /// Status codes seen, in order, with their counts.
+    pub fn statuses(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.status.iter().enumerate().filter(|(_, n)| **n > 0).map(|(code, n)| (code as u16, *n))
+    }
+
+    pub fn merge(&mut self, other: &Counters) {
+        self.ok += other.ok;
+        for (a, b) in self.errors.iter_mut().zip(other.errors.iter()) {
+            *a += b;
+        }
+        for (a, b) in self.status.iter_mut().zip(other.status.iter()) {
+            *a += b;
+        }
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.connects += other.connects;
+        self.aborted += other.aborted;
+        self.clamped += other.clamped;
+    }
+}

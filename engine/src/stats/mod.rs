@@ -1,0 +1,121 @@
+//! Statistics a run keeps: counters and HdrHistograms, kept per thread and merged exactly.
+
+mod counters;
+mod histogram;
+
+pub use counters::{Counters, ErrorKind};
+pub use histogram::{HistogramError, decode_histogram, encode_histogram, new_histogram};
+
+use hdrhistogram::Histogram;
+use std::time::Duration;
+
+/// Histograms of one run or of one interval; every value is in nanoseconds.
+#[derive(Debug, Clone)]
+pub struct Histograms {
+    /// Request latency: from when the request was sent to the last byte of its response.
+    pub latency: Histogram<u64>,
+    /// Connection set-up: TCP connect plus, for https, the TLS handshake.
+    pub connect: Histogram<u64>,
+    /// Time to the first byte of the response.
+    pub ttfb: Histogram<u64>,
+}
+
+impl Histograms {
+    pub fn new() -> Self {
+        Histograms { latency: new_histogram(), connect: new_histogram(), ttfb: new_histogram() }
+    }
+
+    /// Adds every sample of `other`. Both sides share the same bounds, so this cannot fail.
+    pub fn merge(&mut self, other: &Histograms) {
+        for (into, from) in
+            [(&mut self.latency, &other.latency), (&mut self.connect, &other.connect), (&mut self.ttfb, &other.ttfb)]
+        {
+            into.add(from).expect("volley histograms share one range");
+        }
+    }
+}
+
+impl Default for Histograms {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Counters and histograms together: what a thread, a worker or a whole run measured.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub counters: Counters,
+    pub histograms: Histograms,
+}
+
+impl Stats {
+    pub fn new() -> Self {
+        Stats::default()
+    }
+
+    pub fn merge(&mut self, other: &Stats) {
+        self.counters.merge(&other.counters);
+        self.histograms.merge(&other.histograms);
+    }
+
+    /// Records one sample, clamping (and counting) a value beyond the histogram's range so that
+    /// no sample is ever dropped silently.
+    pub(crate) fn record(counters: &mut Counters, hist: &mut Histogram<u64>, value: Duration) {
+        let nanos = u64::try_from(value.as_nanos()).unwrap_or(u64::MAX).max(1);
+        if nanos > hist.high() {
+            counters.clamped += 1;
+        }
+        hist.saturating_record(nanos);
+    }
+}
+
+/// One interval's worth of progress, handed out once per second while a run goes on.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Time since the run's start at the end of this interval.
+    pub elapsed: Duration,
+    /// What happened during the interval alone.
+    pub delta: Stats,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_histograms_have_the_percentiles_of_all_samples_together() {
+        let mut parts = [Stats::new(), Stats::new(), Stats::new()];
+        let mut all = Stats::new();
+        let mut x: u64 = 12345;
+        for i in 0..30_000u64 {
+            // A cheap xorshift spreads values over six orders of magnitude.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = Duration::from_nanos(1_000 + x % 1_000_000_000);
+            let part = &mut parts[(i % 3) as usize];
+            Stats::record(&mut part.counters, &mut part.histograms.latency, v);
+            Stats::record(&mut all.counters, &mut all.histograms.latency, v);
+        }
+        let mut merged = Stats::new();
+        for p in &parts {
+            merged.merge(p);
+        }
+        let (m, a) = (&merged.histograms.latency, &all.histograms.latency);
+        assert_eq!(m.len(), a.len());
+        for q in [0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 0.9999, 1.0] {
+            assert_eq!(m.value_at_quantile(q), a.value_at_quantile(q), "q={q}");
+        }
+        assert_eq!(m.min(), a.min());
+        assert_eq!(m.max(), a.max());
+    }
+
+    #[test]
+    fn a_value_beyond_the_range_is_clamped_and_counted() {
+        let mut s = Stats::new();
+        Stats::record(&mut s.counters, &mut s.histograms.latency, Duration::from_secs(10 * 3600));
+        assert_eq!(s.histograms.latency.len(), 1);
+        assert_eq!(s.counters.clamped, 1);
+        assert_eq!(s.histograms.latency.max(), s.histograms.latency.high());
+    }
+}

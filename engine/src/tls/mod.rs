@@ -1,0 +1,106 @@
+//! TLS over rustls, driven through its buffer API: ciphertext in, plaintext out, and the
+//! bytes to send handed back. No I/O happens here.
+
+mod insecure;
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore};
+
+use crate::error::EngineError;
+use crate::plan::TlsOptions;
+
+/// Builds the one client configuration a run shares across its connections.
+pub(crate) fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<Arc<ClientConfig>, EngineError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| EngineError::TlsSetup(e.to_string()))?;
+    let mut config = if opts.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(insecure::AcceptAnyCertificate::new(provider)))
+            .with_no_client_auth()
+    } else {
+        let mut roots = RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        if !opts.extra_ca_pem.is_empty() {
+            let mut added = 0;
+            for cert in CertificateDer::pem_slice_iter(&opts.extra_ca_pem) {
+                let cert = cert.map_err(|e| EngineError::TlsSetup(format!("--cacert: {e}")))?;
+                roots.add(cert).map_err(|e| EngineError::TlsSetup(format!("--cacert: {e}")))?;
+                added += 1;
+            }
+            if added == 0 {
+                return Err(EngineError::TlsSetup("--cacert: no PEM certificate in the file".into()));
+            }
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
+pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, EngineError> {
+    ServerName::try_from(host.to_string()).map_err(|e| EngineError::TlsSetup(format!("server name '{host}': {e}")))
+}
+
+/// One TLS session on one connection.
+pub(crate) struct TlsSession {
+    conn: ClientConnection,
+}
+
+/// What feeding ciphertext produced.
+pub(crate) struct Received {
+    /// The peer sent close_notify: no more plaintext will come.
+    pub closed: bool,
+}
+
+impl TlsSession {
+    pub(crate) fn new(config: &Arc<ClientConfig>, name: &ServerName<'static>) -> Result<Self, rustls::Error> {
+        Ok(TlsSession { conn: ClientConnection::new(config.clone(), name.clone())? })
+    }
+
+    pub(crate) fn is_handshaking(&self) -> bool {
+        self.conn.is_handshaking()
+    }
+
+    /// Takes ciphertext from the wire; appends any plaintext it carried to `plain`.
+    pub(crate) fn receive(&mut self, mut data: &[u8], plain: &mut Vec<u8>) -> Result<Received, rustls::Error> {
+        let mut closed = false;
+        while !data.is_empty() {
+            // read_tls from a slice cannot fail for I/O reasons; it stops when its buffer is full,
+            // which process_new_packets below drains.
+            if self.conn.read_tls(&mut data).is_err() {
+                return Err(rustls::Error::General("TLS receive buffer overflow".into()));
+            }
+            let state = self.conn.process_new_packets()?;
+            closed |= state.peer_has_closed();
+            let n = state.plaintext_bytes_to_read();
+            if n > 0 {
+                let start = plain.len();
+                plain.resize(start + n, 0);
+                let got = self.conn.reader().read(&mut plain[start..]).unwrap_or(0);
+                plain.truncate(start + got);
+            }
+        }
+        Ok(Received { closed })
+    }
+
+    /// Queues plaintext to be encrypted.
+    pub(crate) fn send(&mut self, data: &[u8]) {
+        // The writer only buffers inside rustls; it does not fail before the handshake ends.
+        let _ = self.conn.writer().write_all(data);
+    }
+
+    /// Moves every pending TLS record into `out`.
+    pub(crate) fn take_ciphertext(&mut self, out: &mut Vec<u8>) {
+        while self.conn.wants_write() {
+            if self.conn.write_tls(out).is_err() {
+                break;
+            }
+        }
+    }
+}

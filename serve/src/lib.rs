@@ -1,0 +1,1 @@
+//! The built-in target server behind `volley serve` and `volley demo`.
