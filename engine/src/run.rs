@@ -45,6 +45,8 @@ pub struct RunResult {
     /// Stopped from outside before the plan was done.
     pub interrupted: bool,
     pub ring: RingSupport,
+    /// CPU time the engine threads used, to tell a saturated client from a slow server.
+    pub client_cpu: Duration,
     /// The first message seen for each error kind, to say *why* next to the counts.
     pub error_samples: Vec<(ErrorKind, String)>,
 }
@@ -92,7 +94,6 @@ pub fn run(
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
         let thread_plan = ThreadPlan {
-            index,
             connections: share(plan.connections as u64, threads, index) as usize,
             budget: match plan.stop {
                 Stop::Requests(n) => Some(share(n, threads, index)),
@@ -131,6 +132,7 @@ pub fn run(
         connections: plan.connections,
         interrupted: control.is_stopped(),
         ring,
+        client_cpu: collector.cpu,
         error_samples: collector.error_samples,
     })
 }
@@ -150,6 +152,7 @@ struct Collector {
     total: Stats,
     error_samples: Vec<(ErrorKind, String)>,
     end: Option<Instant>,
+    cpu: Duration,
 }
 
 impl Collector {
@@ -160,6 +163,7 @@ impl Collector {
             total: Stats::new(),
             error_samples: Vec::new(),
             end: None,
+            cpu: Duration::ZERO,
         }
     }
 
@@ -171,8 +175,9 @@ impl Collector {
                 entry.0 += 1;
                 entry.1.merge(&delta);
             }
-            ThreadMsg::Done { rest, error_samples, ended } => {
+            ThreadMsg::Done { rest, error_samples, ended, cpu } => {
                 self.total.merge(&rest);
+                self.cpu += cpu;
                 self.live -= 1;
                 self.end = Some(self.end.map_or(ended, |e| e.max(ended)));
                 for (kind, text) in error_samples {

@@ -2,6 +2,7 @@
 
 mod buf_ring;
 mod conn;
+mod event_loop;
 
 use std::io;
 use std::net::SocketAddr;
@@ -29,7 +30,6 @@ pub(crate) struct Shared {
 
 /// One thread's share of the plan.
 pub(crate) struct ThreadPlan {
-    pub index: usize,
     pub connections: usize,
     /// Requests this thread may start; None runs until the deadline or the stop flag.
     pub budget: Option<u64>,
@@ -43,11 +43,21 @@ pub(crate) enum ThreadMsg {
     /// The delta of one whole second since the start (tick 1 covers 0 s to 1 s).
     Interval { tick: u32, delta: Stats },
     /// The thread is done: everything since its last interval.
-    Done { rest: Stats, error_samples: Vec<(ErrorKind, String)>, ended: Instant },
+    Done { rest: Stats, error_samples: Vec<(ErrorKind, String)>, ended: Instant, cpu: Duration },
 }
 
 pub(crate) fn run_thread(shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<()> {
-    let _ = (shared, plan.index, plan.connections, plan.budget, plan.deadline, plan.stop);
-    plan.tx.send(ThreadMsg::Done { rest: Stats::new(), error_samples: Vec::new(), ended: Instant::now() }).ok();
-    Ok(())
+    let mut ring = event_loop::Loop::ring(plan.connections)?;
+    event_loop::Loop::new(&mut ring, shared, plan)?.run()
+}
+
+/// CPU time (user + system) the calling thread has used.
+pub(crate) fn thread_cpu_time() -> Duration {
+    // SAFETY: getrusage writes into the struct we hand it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }

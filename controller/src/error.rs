@@ -1,0 +1,22 @@
+//! The one error type the command line reports, as a single line on stderr.
+
+use volley_engine::{EngineError, TargetError};
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    NotSupported(&'static str),
+    #[error("{path}: {why}")]
+    File { path: String, why: String },
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("serve: {0}")]
+    Serve(String),
+    /// The run happened and its report was printed, but it cannot be called a success.
+    #[error("{0}")]
+    RunFailed(String),
+}

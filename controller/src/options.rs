@@ -1,0 +1,187 @@
+//! Turns command-line arguments into an engine plan, rejecting bad input with one clear line.
+
+use std::io::Read;
+use std::time::Duration;
+
+use volley_engine::{Plan, RequestSpec, Stop, Target, TlsOptions};
+
+use crate::cli::LoadArgs;
+use crate::error::CliError;
+
+pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
+    if args.http2 || args.http3 || args.parallel.is_some() {
+        let what = if args.http3 {
+            "--http3 is not supported yet"
+        } else if args.http2 {
+            "--http2 is not supported yet"
+        } else {
+            "-p/--parallel is not supported yet (it needs HTTP/2 or HTTP/3)"
+        };
+        return Err(CliError::NotSupported(what));
+    }
+    let url = args.url.as_deref().ok_or_else(|| CliError::Usage("a target URL is required".into()))?;
+    let target = Target::parse(url)?;
+    if args.connections == 0 {
+        return Err(CliError::Usage("-c/--connections must be at least 1".into()));
+    }
+    let connections = usize::try_from(args.connections)
+        .ok()
+        .filter(|&c| c <= 1_000_000)
+        .ok_or_else(|| CliError::Usage("-c/--connections is larger than 1000000".into()))?;
+    let stop = match &args.duration {
+        Some(d) => {
+            let d = parse_duration(d, "-z/--duration")?;
+            Stop::Duration(d)
+        }
+        None if args.requests == 0 => return Err(CliError::Usage("-n/--requests must be at least 1".into())),
+        None => Stop::Requests(args.requests),
+    };
+    let threads = match args.threads {
+        Some(0) => return Err(CliError::Usage("-t/--threads must be at least 1".into())),
+        Some(t) => usize::try_from(t).unwrap_or(usize::MAX),
+        None => physical_cores(),
+    }
+    .min(connections);
+    let body = match &args.data {
+        Some(d) => read_data(d)?,
+        None => Vec::new(),
+    };
+    let method = match &args.method {
+        Some(m) if m.is_empty() || !m.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_!#$%&'*+.^`|~".contains(&b)) => {
+            return Err(CliError::Usage(format!("invalid method '{m}'")));
+        }
+        Some(m) => m.clone(),
+        None if args.data.is_some() => "POST".into(),
+        None => "GET".into(),
+    };
+    let headers = args.headers.iter().map(|h| parse_header(h)).collect::<Result<Vec<_>, _>>()?;
+    let mut tls = TlsOptions { insecure: args.insecure, extra_ca_pem: Vec::new() };
+    if let Some(path) = &args.cacert {
+        tls.extra_ca_pem = std::fs::read(path)
+            .map_err(|e| CliError::File { path: format!("--cacert {}", path.display()), why: e.to_string() })?;
+    }
+    Ok(Plan {
+        target,
+        request: RequestSpec::new(&method, headers, body),
+        connections,
+        threads,
+        stop,
+        connect_timeout: parse_duration(&args.connect_timeout, "--connect-timeout")?,
+        request_timeout: args.timeout.as_deref().map(|t| parse_duration(t, "--timeout")).transpose()?,
+        keepalive: !args.disable_keepalive,
+        tls,
+    })
+}
+
+/// `10s`, `1m30s`, `500ms`, `2h`, or a bare number of seconds. Zero is refused.
+pub(crate) fn parse_duration(text: &str, flag: &str) -> Result<Duration, CliError> {
+    let bad = || CliError::Usage(format!("{flag}: invalid duration '{text}' (use e.g. 10s, 1m30s, 500ms)"));
+    let s = text.trim();
+    if s.is_empty() {
+        return Err(bad());
+    }
+    let total = if let Ok(secs) = s.parse::<f64>() {
+        if !secs.is_finite() || secs < 0.0 {
+            return Err(bad());
+        }
+        Duration::from_secs_f64(secs)
+    } else {
+        let mut total = Duration::ZERO;
+        let mut rest = s;
+        while !rest.is_empty() {
+            let digits = rest.find(|c: char| !c.is_ascii_digit() && c != '.').ok_or_else(bad)?;
+            if digits == 0 {
+                return Err(bad());
+            }
+            let value: f64 = rest[..digits].parse().map_err(|_| bad())?;
+            rest = &rest[digits..];
+            let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+            let unit = match &rest[..unit_len] {
+                "ms" => 0.001,
+                "s" => 1.0,
+                "m" => 60.0,
+                "h" => 3600.0,
+                _ => return Err(bad()),
+            };
+            rest = &rest[unit_len..];
+            total += Duration::try_from_secs_f64(value * unit).map_err(|_| bad())?;
+        }
+        total
+    };
+    if total.is_zero() {
+        return Err(CliError::Usage(format!("{flag}: duration must be more than zero")));
+    }
+    Ok(total)
+}
+
+fn parse_header(h: &str) -> Result<(String, String), CliError> {
+    let bad = |why: &str| CliError::Usage(format!("-H '{h}': {why}"));
+    let (name, value) = h.split_once(':').ok_or_else(|| bad("expected 'Name: Value'"))?;
+    let name = name.trim();
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+        return Err(bad("invalid header name"));
+    }
+    let value = value.trim();
+    if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+        return Err(bad("header values cannot contain CR, LF or NUL"));
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
+/// curl's -d: literal text, `@file`, or `@-` for stdin; CR and LF are stripped from files.
+fn read_data(d: &str) -> Result<Vec<u8>, CliError> {
+    let Some(path) = d.strip_prefix('@') else { return Ok(d.as_bytes().to_vec()) };
+    let mut bytes = Vec::new();
+    if path == "-" {
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| CliError::File { path: "-d @- (stdin)".into(), why: e.to_string() })?;
+    } else {
+        bytes = std::fs::read(path).map_err(|e| CliError::File { path: format!("-d @{path}"), why: e.to_string() })?;
+    }
+    bytes.retain(|&b| b != b'\r' && b != b'\n');
+    Ok(bytes)
+}
+
+/// Physical cores (not hyper-threads), from sysfs; falls back to the logical count.
+pub(crate) fn physical_cores() -> usize {
+    let logical = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let mut cores = std::collections::HashSet::new();
+    for cpu in 0..logical {
+        let base = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
+        let core = std::fs::read_to_string(format!("{base}/core_id"));
+        let package = std::fs::read_to_string(format!("{base}/physical_package_id"));
+        match (core, package) {
+            (Ok(c), Ok(p)) => {
+                cores.insert((p.trim().to_string(), c.trim().to_string()));
+            }
+            _ => return logical,
+        }
+    }
+    cores.len().max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_in_every_form_the_help_shows() {
+        assert_eq!(parse_duration("10s", "x").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("1m30s", "x").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("500ms", "x").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2", "x").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("1h", "x").unwrap(), Duration::from_secs(3600));
+        for bad in ["", "s", "10x", "-1s", "0s", "1.2.3s", "ms", "inf"] {
+            assert!(parse_duration(bad, "x").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn headers_need_a_name_and_a_colon() {
+        assert_eq!(parse_header("X-A:  b c ").unwrap(), ("X-A".into(), "b c".into()));
+        assert!(parse_header("nocolon").is_err());
+        assert!(parse_header(": v").is_err());
+        assert!(parse_header("a b: v").is_err());
+    }
+}

@@ -1,0 +1,87 @@
+//! The text report: shb's layout, with oha's latency distribution.
+
+use std::fmt::Write;
+
+use hdrhistogram::Histogram;
+use volley_engine::ErrorKind;
+
+use super::{PERCENTILES, Report, per_sec};
+
+pub(crate) fn to_text(r: &Report) -> String {
+    let c = &r.stats.counters;
+    let mut out = String::new();
+    let secs = r.duration.as_secs_f64();
+    let _ = writeln!(out, "URL:          {}", r.url);
+    let _ = writeln!(out, "Protocol:     {}", r.protocol);
+    let _ = writeln!(out, "Threads:      {}", r.threads);
+    let _ = writeln!(out, "Connections:  {}", r.connections);
+    let _ = writeln!(
+        out,
+        "Requests:     {} ({} ok, {} errors, of which {} connect) in {:.3}s",
+        c.total(),
+        c.ok,
+        c.errors(),
+        c.errors_of(ErrorKind::Connect),
+        secs
+    );
+    let _ = writeln!(out, "Requests/sec: {:.1}", r.requests_per_sec());
+    let _ = writeln!(
+        out,
+        "Transfer:     recv {:.2} MB/s ({} bytes), sent {:.2} MB/s ({} bytes)",
+        per_sec(c.bytes_received, r.duration) / 1e6,
+        c.bytes_received,
+        per_sec(c.bytes_sent, r.duration) / 1e6,
+        c.bytes_sent
+    );
+    let statuses: Vec<_> = c.statuses().collect();
+    if !statuses.is_empty() {
+        let _ = writeln!(out, "Status codes:");
+        for (code, n) in statuses {
+            let _ = writeln!(out, "  [{code}] {n}");
+        }
+    }
+    if c.errors() > 0 {
+        let _ = writeln!(out, "Errors:");
+        for kind in ErrorKind::ALL {
+            let n = c.errors_of(kind);
+            if n > 0 {
+                let why = r.error_samples.iter().find(|(k, _)| *k == kind).map(|(_, w)| w.as_str()).unwrap_or("");
+                let _ = writeln!(out, "  [{}] {n}  ({why})", kind.name());
+            }
+        }
+    }
+    let lat = &r.stats.histograms.latency;
+    if !lat.is_empty() {
+        let _ = writeln!(out, "Latency (ms):");
+        let _ = writeln!(out, "  min {}  mean {:.3}  max {}", ms(lat.min()), lat.mean() / 1e6, ms(lat.max()));
+        let _ = writeln!(out, "Latency distribution:");
+        for (label, q) in PERCENTILES {
+            let _ = writeln!(out, "  {label}% in {} ms", ms(lat.value_at_quantile(q)));
+        }
+    }
+    summary_line(&mut out, "Connect (ms):", &r.stats.histograms.connect);
+    summary_line(&mut out, "First byte (ms):", &r.stats.histograms.ttfb);
+    for w in r.warnings() {
+        let _ = writeln!(out, "Warning: {w}");
+    }
+    out
+}
+
+fn summary_line(out: &mut String, label: &str, h: &Histogram<u64>) {
+    if h.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{label:<17} min {}  p50 {}  p99 {}  max {}  ({} samples)",
+        ms(h.min()),
+        ms(h.value_at_quantile(0.5)),
+        ms(h.value_at_quantile(0.99)),
+        ms(h.max()),
+        h.len()
+    );
+}
+
+fn ms(nanos: u64) -> String {
+    format!("{:.3}", nanos as f64 / 1e6)
+}

@@ -1,0 +1,729 @@
+//! One thread's event loop: submit, wait for a batch of completions, feed the bytes to the
+//! codecs, submit what they produced.
+//!
+//! Every socket is a registered (fixed) file whose slot is its connection's index. Each
+//! connection has one multishot receive into the thread's provided-buffer ring, at most one
+//! send in flight, and a connect linked to a timeout. Closing cancels whatever is still in
+//! flight on the slot and then closes it; the slot is reused only after every operation on it
+//! has completed, so no operation ever points at memory that changed under it.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use io_uring::types::{CancelBuilder, Fixed, SubmitArgs, Timespec};
+use io_uring::{CompletionQueue, IoUring, SubmissionQueue, Submitter, cqueue, opcode, squeue};
+
+use super::buf_ring::BufRing;
+use super::conn::{Conn, Phase};
+use super::{Shared, ThreadMsg, ThreadPlan};
+use crate::h1::Response;
+use crate::ring::build_ring;
+use crate::stats::{ErrorKind, Stats};
+use crate::tls::TlsSession;
+
+/// Receive buffers: small, since benchmark responses are small and RSS counts.
+const BUF_SIZE: usize = 4096;
+/// How often deadlines are checked and the stop flag is read.
+const CHECK_EVERY: Duration = Duration::from_millis(50);
+/// How long the kernel may hold out for a full batch of completions (Linux 6.12+).
+const MIN_WAIT_USEC: u32 = 50;
+/// How long the final cancellation may take before the loop gives up on a clean exit.
+const DRAIN_LIMIT: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Connect = 1,
+    ConnectTimeout = 2,
+    Recv = 3,
+    Send = 4,
+    Cancel = 5,
+    Close = 6,
+}
+
+fn token(op: Op, conn: usize, generation: u16) -> u64 {
+    (op as u64) << 48 | u64::from(generation) << 32 | conn as u64
+}
+
+fn untoken(data: u64) -> Option<(Op, usize, u16)> {
+    let op = match data >> 48 {
+        1 => Op::Connect,
+        2 => Op::ConnectTimeout,
+        3 => Op::Recv,
+        4 => Op::Send,
+        5 => Op::Cancel,
+        6 => Op::Close,
+        _ => return None,
+    };
+    Some((op, (data & 0xffff_ffff) as usize, (data >> 32) as u16))
+}
+
+pub(super) struct Loop<'r> {
+    // The ring's parts, held for the whole run so the registered ring fd is used by every
+    // enter (the registration lives in the Submitter).
+    submitter: Submitter<'r>,
+    sq: SubmissionQueue<'r>,
+    cq: CompletionQueue<'r>,
+    bufs: BufRing,
+    conns: Vec<Conn>,
+    shared: Arc<Shared>,
+    plan: ThreadPlan,
+    /// Everything measured since the last interval was handed out.
+    stats: Stats,
+    /// Requests this thread may still start; None means no limit.
+    budget: Option<u64>,
+    /// Decrypted bytes of the receive being handled.
+    plain: Vec<u8>,
+    cqes: Vec<(u64, i32, u32)>,
+    connect_timespec: Timespec,
+    tick: u32,
+    next_tick: Instant,
+    next_check: Instant,
+    connects_ok: u64,
+    connect_failures: u64,
+    stopping: bool,
+    error_samples: Vec<(ErrorKind, String)>,
+}
+
+impl<'r> Loop<'r> {
+    /// The ring for `connections` connections: room for a few operations each.
+    pub(super) fn ring(connections: usize) -> io::Result<IoUring> {
+        let entries = (connections * 4 + 64).next_power_of_two().min(32768) as u32;
+        build_ring(entries, entries * 4).map(|(ring, _)| ring)
+    }
+
+    pub(super) fn new(ring: &'r mut IoUring, shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<Self> {
+        let n = plan.connections.max(1);
+        let entries = ring.params().sq_entries();
+        let (mut submitter, sq, cq) = ring.split();
+        // Not fatal: without it each enter looks the ring fd up, which only costs a little.
+        let _ = submitter.register_ring_fd();
+        submitter.register_files_sparse(n as u32)?;
+        let buf_entries = (n * 2).next_power_of_two().clamp(64, 4096) as u16;
+        let bufs = BufRing::new(&submitter, buf_entries, BUF_SIZE, 0)?;
+        let now = Instant::now();
+        let conns = (0..n).map(|_| Conn::new(now)).collect();
+        let ct = shared.connect_timeout;
+        Ok(Loop {
+            submitter,
+            sq,
+            cq,
+            bufs,
+            conns,
+            stats: Stats::new(),
+            budget: plan.budget,
+            plain: Vec::with_capacity(16 * 1024),
+            cqes: Vec::with_capacity(entries as usize),
+            connect_timespec: Timespec::new().sec(ct.as_secs()).nsec(ct.subsec_nanos()),
+            tick: 1,
+            next_tick: plan.start + Duration::from_secs(1),
+            next_check: now + CHECK_EVERY,
+            connects_ok: 0,
+            connect_failures: 0,
+            stopping: false,
+            error_samples: Vec::new(),
+            shared,
+            plan,
+        })
+    }
+
+    pub(super) fn run(mut self) -> io::Result<()> {
+        let now = Instant::now();
+        for i in 0..self.conns.len() {
+            self.start_conn(i, now)?;
+        }
+        loop {
+            let now = Instant::now();
+            self.periodic(now);
+            if self.should_stop(now) || self.finished() {
+                break;
+            }
+            self.wait(now)?;
+            self.drain()?;
+        }
+        let clean = self.stop()?;
+        let ended = Instant::now();
+        let rest = std::mem::take(&mut self.stats);
+        let error_samples = std::mem::take(&mut self.error_samples);
+        let cpu = super::thread_cpu_time();
+        let _ = self.plan.tx.send(ThreadMsg::Done { rest, error_samples, ended, cpu });
+        if !clean {
+            // Leak rather than free buffers the kernel may still write into.
+            std::mem::forget(self);
+        }
+        Ok(())
+    }
+
+    fn should_stop(&self, now: Instant) -> bool {
+        self.plan.stop.load(Ordering::Relaxed)
+            || self.plan.deadline.is_some_and(|d| now >= d)
+            // Not one connection ever came up: the target is not there; say so rather than spin.
+            || (self.connects_ok == 0 && self.connect_failures >= self.conns.len() as u64)
+    }
+
+    fn finished(&self) -> bool {
+        self.budget == Some(0) && self.conns.iter().all(|c| c.phase == Phase::Idle)
+    }
+
+    /// Submits what is queued and waits for a batch of completions, or for the next timer.
+    fn wait(&mut self, now: Instant) -> io::Result<()> {
+        let mut until = self.next_tick.min(self.next_check);
+        if let Some(d) = self.plan.deadline {
+            until = until.min(d);
+        }
+        let left = until.saturating_duration_since(now).max(Duration::from_micros(1));
+        let ts = Timespec::new().sec(left.as_secs()).nsec(left.subsec_nanos());
+        let mut want = 1;
+        let mut args = SubmitArgs::new().timespec(&ts);
+        if self.shared.min_wait {
+            // Hold out for a share of the connections, but not for long: a completion is what
+            // lets its connection send the next request.
+            let open = self.conns.iter().filter(|c| c.phase == Phase::Open).count();
+            want = (open / 4).clamp(1, 8);
+            args = args.min_wait_usec(MIN_WAIT_USEC);
+        }
+        self.sq.sync();
+        match self.submitter.submit_with_args(want, &args) {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn drain(&mut self) -> io::Result<()> {
+        self.cqes.clear();
+        self.cq.sync();
+        self.cqes.extend((&mut self.cq).map(|c| (c.user_data(), c.result(), c.flags())));
+        self.cq.sync();
+        for k in 0..self.cqes.len() {
+            let (data, res, flags) = self.cqes[k];
+            self.complete(data, res, flags)?;
+        }
+        self.bufs.publish();
+        Ok(())
+    }
+
+    fn push(&mut self, sqe: squeue::Entry) -> io::Result<()> {
+        // SAFETY: every entry points at memory owned by `self` that outlives the operation:
+        // the shared request, a connection's send buffer or address (left alone while
+        // `pending_ops` is non-zero), or the connect timespec.
+        while unsafe { self.sq.push(&sqe) }.is_err() {
+            self.sq.sync();
+            self.submitter.submit()?;
+            self.sq.sync();
+        }
+        Ok(())
+    }
+
+    fn periodic(&mut self, now: Instant) {
+        if now >= self.next_tick {
+            let delta = std::mem::take(&mut self.stats);
+            let _ = self.plan.tx.send(ThreadMsg::Interval { tick: self.tick, delta });
+            self.tick += 1;
+            self.next_tick += Duration::from_secs(1);
+        }
+        if now >= self.next_check {
+            self.next_check = now + CHECK_EVERY;
+            for i in 0..self.conns.len() {
+                if self.conns[i].deadline.is_some_and(|d| now >= d) {
+                    let _ = self.expire(i);
+                }
+            }
+        }
+    }
+
+    /// A request or handshake ran out of time.
+    fn expire(&mut self, i: usize) -> io::Result<()> {
+        match self.conns[i].phase {
+            Phase::Handshaking => {
+                let why = format!("TLS handshake not done within {:?}", self.shared.connect_timeout);
+                self.connect_failures += 1;
+                self.fail(i, ErrorKind::Connect, why);
+            }
+            Phase::Open => self.fail(i, ErrorKind::Timeout, "no complete response within --timeout".into()),
+            _ => {}
+        }
+        self.begin_close(i)
+    }
+
+    /// Takes one request from the budget. False when the budget is spent or the run stops.
+    fn claim(&mut self) -> bool {
+        if self.stopping {
+            return false;
+        }
+        match &mut self.budget {
+            None => true,
+            Some(0) => false,
+            Some(n) => {
+                *n -= 1;
+                true
+            }
+        }
+    }
+
+    fn start_conn(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        if !self.claim() {
+            return Ok(());
+        }
+        let addr = self.shared.addr;
+        let c = &mut self.conns[i];
+        c.outstanding = true;
+        c.generation = c.generation.wrapping_add(1);
+        c.connect_started = now;
+        c.deadline = None;
+        c.scanner = Default::default();
+        let fd = match new_socket(&addr) {
+            Ok(fd) => fd,
+            Err(e) => {
+                self.connect_failures += 1;
+                self.fail(i, ErrorKind::Connect, format!("socket: {e}"));
+                return Ok(());
+            }
+        };
+        let registered = self.submitter.register_files_update(i as u32, &[fd]);
+        // SAFETY: fd came from socket() above; the registered table keeps its own reference.
+        unsafe { libc::close(fd) };
+        registered?;
+        let c = &mut self.conns[i];
+        c.addr_len = write_sockaddr(&addr, &mut c.addr);
+        let g = c.generation;
+        let connect = opcode::Connect::new(Fixed(i as u32), (&raw const c.addr).cast(), c.addr_len)
+            .build()
+            .flags(squeue::Flags::IO_LINK)
+            .user_data(token(Op::Connect, i, g));
+        let timeout =
+            opcode::LinkTimeout::new(&self.connect_timespec).build().user_data(token(Op::ConnectTimeout, i, g));
+        c.pending_ops += 2;
+        c.phase = Phase::Connecting;
+        self.push(connect)?;
+        self.push(timeout)
+    }
+
+    fn complete(&mut self, data: u64, res: i32, flags: u32) -> io::Result<()> {
+        let Some((op, i, generation)) = untoken(data) else { return Ok(()) };
+        let buf = cqueue::buffer_select(flags);
+        let now = Instant::now();
+        {
+            let c = &mut self.conns[i];
+            if op != Op::Recv || !cqueue::more(flags) {
+                c.pending_ops -= 1;
+            }
+            if op == Op::Recv && !cqueue::more(flags) {
+                c.recv_armed = false;
+            }
+        }
+        if generation == self.conns[i].generation {
+            match op {
+                Op::Connect => self.on_connect(i, res, now)?,
+                Op::Recv => self.on_recv(i, res, flags, buf, now)?,
+                Op::Send => self.on_send(i, res)?,
+                Op::ConnectTimeout | Op::Cancel | Op::Close => {}
+            }
+        }
+        if let Some(bid) = buf {
+            self.bufs.push(bid);
+        }
+        let c = &mut self.conns[i];
+        if c.phase == Phase::Closing && c.pending_ops == 0 {
+            c.phase = Phase::Idle;
+            c.sending = false;
+            self.start_conn(i, now)?;
+        }
+        Ok(())
+    }
+
+    fn on_connect(&mut self, i: usize, res: i32, now: Instant) -> io::Result<()> {
+        if res < 0 {
+            let why = if -res == libc::ECANCELED {
+                format!("connect timed out after {:?}", self.shared.connect_timeout)
+            } else {
+                io::Error::from_raw_os_error(-res).to_string()
+            };
+            self.connect_failures += 1;
+            self.fail(i, ErrorKind::Connect, why);
+            return self.begin_close(i);
+        }
+        self.arm_recv(i)?;
+        if let Some((config, name)) = &self.shared.tls {
+            match TlsSession::new(config, name) {
+                Ok(session) => {
+                    let c = &mut self.conns[i];
+                    c.tls = Some(Box::new(session));
+                    c.phase = Phase::Handshaking;
+                    c.deadline = Some(c.connect_started + self.shared.connect_timeout);
+                    self.flush(i)
+                }
+                Err(e) => {
+                    self.fail(i, ErrorKind::Tls, e.to_string());
+                    self.begin_close(i)
+                }
+            }
+        } else {
+            self.connected(i, now)
+        }
+    }
+
+    /// The connection is ready for requests: TCP up and, for https, the handshake done.
+    fn connected(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        self.connects_ok += 1;
+        self.stats.counters.connects += 1;
+        let started = self.conns[i].connect_started;
+        Stats::record(&mut self.stats.counters, &mut self.stats.histograms.connect, now - started);
+        self.conns[i].phase = Phase::Open;
+        self.send_request(i, now)
+    }
+
+    fn arm_recv(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        let sqe = opcode::RecvMulti::new(Fixed(i as u32), self.bufs.group).build().user_data(token(
+            Op::Recv,
+            i,
+            c.generation,
+        ));
+        c.recv_armed = true;
+        c.pending_ops += 1;
+        self.push(sqe)
+    }
+
+    /// Sends the run's request on connection `i`, whose budget unit is already claimed.
+    fn send_request(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        let head = self.shared.head;
+        let timeout = self.shared.request_timeout;
+        let c = &mut self.conns[i];
+        c.scanner.start(head);
+        c.first_byte_seen = false;
+        c.sent_at = now;
+        c.deadline = timeout.map(|t| now + t);
+        if let Some(tls) = &mut c.tls {
+            tls.send(&self.shared.request);
+            self.flush(i)
+        } else {
+            c.send_from_request = true;
+            c.send_off = 0;
+            self.submit_send(i)
+        }
+    }
+
+    /// Sends pending TLS records unless a send is already in flight (its completion calls
+    /// this again).
+    fn flush(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        if c.sending {
+            return Ok(());
+        }
+        let Some(tls) = &mut c.tls else { return Ok(()) };
+        c.send_buf.clear();
+        c.send_off = 0;
+        tls.take_ciphertext(&mut c.send_buf);
+        if c.send_buf.is_empty() {
+            return Ok(());
+        }
+        c.send_from_request = false;
+        self.submit_send(i)
+    }
+
+    fn submit_send(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        let bytes: &[u8] = if c.send_from_request { &self.shared.request } else { &c.send_buf };
+        let rest = &bytes[c.send_off.min(bytes.len())..];
+        let sqe = opcode::Send::new(Fixed(i as u32), rest.as_ptr(), rest.len() as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(token(Op::Send, i, c.generation));
+        c.sending = true;
+        c.pending_ops += 1;
+        self.push(sqe)
+    }
+
+    fn on_send(&mut self, i: usize, res: i32) -> io::Result<()> {
+        self.conns[i].sending = false;
+        if !matches!(self.conns[i].phase, Phase::Open | Phase::Handshaking) {
+            return Ok(());
+        }
+        if res <= 0 {
+            let why = if res == 0 { "send wrote nothing".to_string() } else { os_error(res) };
+            self.fail(i, ErrorKind::Reset, why);
+            return self.begin_close(i);
+        }
+        self.stats.counters.bytes_sent += res as u64;
+        let c = &mut self.conns[i];
+        c.send_off += res as usize;
+        let len = if c.send_from_request { self.shared.request.len() } else { c.send_buf.len() };
+        if c.send_off < len { self.submit_send(i) } else { self.flush(i) }
+    }
+
+    fn on_recv(&mut self, i: usize, res: i32, flags: u32, buf: Option<u16>, now: Instant) -> io::Result<()> {
+        if !matches!(self.conns[i].phase, Phase::Open | Phase::Handshaking) {
+            return Ok(());
+        }
+        if res < 0 {
+            return match -res {
+                // The buffer ring ran dry; buffers come back as this batch is handled.
+                libc::ENOBUFS => self.rearm(i),
+                libc::ECANCELED => Ok(()),
+                _ => {
+                    self.fail(i, ErrorKind::Reset, os_error(res));
+                    self.begin_close(i)
+                }
+            };
+        }
+        if res == 0 {
+            return self.on_eof(i, now);
+        }
+        let Some(bid) = buf else { return Ok(()) };
+        let data = self.bufs.bytes(bid, res as usize);
+        self.stats.counters.bytes_received += res as u64;
+        if self.conns[i].tls.is_some() {
+            self.on_ciphertext(i, data, now)?;
+        } else {
+            self.on_plaintext(i, data, now)?;
+        }
+        if !cqueue::more(flags) { self.rearm(i) } else { Ok(()) }
+    }
+
+    fn rearm(&mut self, i: usize) -> io::Result<()> {
+        let c = &self.conns[i];
+        if !c.recv_armed && matches!(c.phase, Phase::Open | Phase::Handshaking) { self.arm_recv(i) } else { Ok(()) }
+    }
+
+    fn on_ciphertext(&mut self, i: usize, data: &[u8], now: Instant) -> io::Result<()> {
+        let mut plain = std::mem::take(&mut self.plain);
+        plain.clear();
+        let Some(tls) = self.conns[i].tls.as_mut() else { return Ok(()) };
+        let received = tls.receive(data, &mut plain);
+        let handshake_done = !tls.is_handshaking();
+        let result = match received {
+            Err(e) => {
+                if self.conns[i].phase == Phase::Handshaking {
+                    self.connect_failures += 1;
+                }
+                self.fail(i, ErrorKind::Tls, e.to_string());
+                self.begin_close(i)
+            }
+            Ok(received) => {
+                let mut r = Ok(());
+                if self.conns[i].phase == Phase::Handshaking && handshake_done {
+                    r = self.connected(i, now);
+                }
+                if r.is_ok() {
+                    r = self.flush(i);
+                }
+                if r.is_ok() && !plain.is_empty() {
+                    r = self.on_plaintext(i, &plain, now);
+                }
+                if r.is_ok() && received.closed { self.on_eof(i, now) } else { r }
+            }
+        };
+        self.plain = plain;
+        result
+    }
+
+    /// HTTP/1.1 bytes of the response to the request in flight.
+    fn on_plaintext(&mut self, i: usize, data: &[u8], now: Instant) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        if c.phase != Phase::Open {
+            return Ok(());
+        }
+        if !c.outstanding {
+            // Bytes nobody asked for (a 408 on an idle connection, say): not a response to
+            // count, and the connection can no longer be trusted.
+            return self.begin_close(i);
+        }
+        if !c.first_byte_seen {
+            c.first_byte_seen = true;
+            let ttfb = now - c.sent_at;
+            Stats::record(&mut self.stats.counters, &mut self.stats.histograms.ttfb, ttfb);
+        }
+        match self.conns[i].scanner.feed(data) {
+            Err(e) => {
+                self.fail(i, ErrorKind::Protocol, e.to_string());
+                self.begin_close(i)
+            }
+            Ok((_, None)) => Ok(()),
+            Ok((used, Some(response))) => {
+                self.finish(i, response, now);
+                if used < data.len() || response.close || !self.shared.keepalive {
+                    // Extra bytes after a response we did not pipeline are not ours to count.
+                    return self.begin_close(i);
+                }
+                self.next_request(i, now)
+            }
+        }
+    }
+
+    fn on_eof(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        if c.outstanding {
+            match c.phase {
+                Phase::Handshaking => {
+                    self.connect_failures += 1;
+                    self.fail(i, ErrorKind::Tls, "connection closed during the TLS handshake".into());
+                }
+                _ if !c.first_byte_seen => {
+                    self.fail(i, ErrorKind::Reset, "connection closed before any response byte".into())
+                }
+                _ => match c.scanner.eof() {
+                    Ok(Some(response)) => self.finish(i, response, now),
+                    Ok(None) => {}
+                    Err(e) => self.fail(i, ErrorKind::Reset, e.to_string()),
+                },
+            }
+        }
+        self.begin_close(i)
+    }
+
+    /// A complete response to the request in flight on `i`.
+    fn finish(&mut self, i: usize, response: Response, now: Instant) {
+        let c = &mut self.conns[i];
+        c.outstanding = false;
+        c.deadline = None;
+        let counters = &mut self.stats.counters;
+        counters.ok += 1;
+        counters.status(response.status);
+        Stats::record(counters, &mut self.stats.histograms.latency, now - c.sent_at);
+    }
+
+    fn next_request(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        if self.claim() {
+            self.conns[i].outstanding = true;
+            self.send_request(i, now)
+        } else {
+            self.begin_close(i)
+        }
+    }
+
+    /// The request claimed on `i` failed.
+    fn fail(&mut self, i: usize, kind: ErrorKind, why: String) {
+        let c = &mut self.conns[i];
+        if !c.outstanding {
+            return;
+        }
+        c.outstanding = false;
+        c.deadline = None;
+        self.stats.counters.error(kind);
+        if !self.error_samples.iter().any(|(k, _)| *k == kind) {
+            self.error_samples.push((kind, why));
+        }
+    }
+
+    /// Cancels what is in flight on `i` and closes its socket; the slot is reused once every
+    /// operation has completed.
+    fn begin_close(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        if matches!(c.phase, Phase::Idle | Phase::Closing) {
+            return Ok(());
+        }
+        c.phase = Phase::Closing;
+        c.deadline = None;
+        c.tls = None;
+        let g = c.generation;
+        c.pending_ops += 2;
+        // A hard link: the close must run even when there was nothing left to cancel.
+        let cancel = opcode::AsyncCancel2::new(CancelBuilder::fd(Fixed(i as u32)).all())
+            .build()
+            .flags(squeue::Flags::IO_HARDLINK)
+            .user_data(token(Op::Cancel, i, g));
+        let close = opcode::Close::new(Fixed(i as u32)).build().user_data(token(Op::Close, i, g));
+        self.push(cancel)?;
+        self.push(close)
+    }
+
+    /// The run is over: requests in flight are counted as aborted, every socket is closed, and
+    /// the loop waits (briefly) until the kernel is done with every buffer.
+    /// Returns false when the kernel did not let go of everything in time.
+    fn stop(&mut self) -> io::Result<bool> {
+        self.stopping = true;
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            if c.outstanding && c.phase == Phase::Open {
+                self.stats.counters.aborted += 1;
+            }
+            c.outstanding = false;
+            self.begin_close(i)?;
+        }
+        let limit = Instant::now() + DRAIN_LIMIT;
+        while self.conns.iter().any(|c| c.pending_ops > 0) {
+            let now = Instant::now();
+            if now >= limit {
+                return Ok(false);
+            }
+            let left = limit - now;
+            let ts = Timespec::new().sec(left.as_secs()).nsec(left.subsec_nanos());
+            self.sq.sync();
+            match self.submitter.submit_with_args(1, &SubmitArgs::new().timespec(&ts)) {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
+                Err(e) => return Err(e),
+            }
+            self.drain()?;
+        }
+        Ok(true)
+    }
+}
+
+fn os_error(res: i32) -> String {
+    io::Error::from_raw_os_error(-res).to_string()
+}
+
+/// A TCP socket with Nagle off: requests are small and must leave at once.
+fn new_socket(addr: &std::net::SocketAddr) -> io::Result<i32> {
+    let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    // SAFETY: plain syscalls on a descriptor we own.
+    unsafe {
+        let fd = libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&raw const one).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        Ok(fd)
+    }
+}
+
+fn write_sockaddr(addr: &std::net::SocketAddr, out: &mut libc::sockaddr_storage) -> libc::socklen_t {
+    match addr {
+        std::net::SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is large enough and aligned for any sockaddr.
+            unsafe { std::ptr::write((out as *mut libc::sockaddr_storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t
+        }
+        std::net::SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: as above.
+            unsafe { std::ptr::write((out as *mut libc::sockaddr_storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip() {
+        for op in [Op::Connect, Op::ConnectTimeout, Op::Recv, Op::Send, Op::Cancel, Op::Close] {
+            assert_eq!(untoken(token(op, 4095, 65535)), Some((op, 4095, 65535)));
+        }
+        assert_eq!(untoken(0), None);
+    }
+}
