@@ -4,4 +4,4 @@ mod request;
 mod scanner;
 
 pub(crate) use request::encode_request;
-pub(crate) use scanner::{Response, ScanError, Scanner};
+pub(crate) use scanner::{Response, Scanner};

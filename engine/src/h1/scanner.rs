@@ -1,7 +1,20 @@
 //! The HTTP/1.1 response scanner: finds where each response ends, reads only the status line,
 //! Content-Length, Transfer-Encoding and Connection, and steps over everything else.
 //!
-//! Sans-I/O: bytes in, events out. Nothing is allocated per response.
+//! Sans-I/O: bytes in, events out. Nothing is allocated per response: a line is read in place
+//! when it lies whole inside one `feed`, and only a line the scanner must read that straddles
+//! two feeds is copied into a small fixed buffer. Body bytes of a known length are counted,
+//! never looked at. Framing follows RFC 9112 §6.3.
+
+use memchr::memchr;
+
+/// The largest response head (status line, header lines and the blank line) accepted.
+const MAX_HEADER_BYTES: usize = 64 * 1024;
+
+/// Room for a status line, chunk-size line or framing header line straddling two feeds. A
+/// framing header line longer than this is refused whether it straddles or not, so the outcome
+/// never depends on how the bytes happened to be split.
+const LINE_CAP: usize = 256;
 
 /// A complete final (non-1xx) response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,34 +35,1468 @@ pub(crate) enum ScanError {
     Truncated,
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Scanner {}
+const BAD_STATUS: ScanError = ScanError::Malformed("bad status line");
+const BAD_CHUNK: ScanError = ScanError::Malformed("bad chunk size");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Nothing of the response seen yet.
+    Start,
+    /// An interim (1xx) head just ended; the next head's status line follows.
+    Interim,
+    /// In the status line; any part of it already seen is in `buf`.
+    Status,
+    /// In a status line longer than `buf`, whose prefix is in `buf`.
+    StatusRest,
+    /// At the first byte of a header line (or of the blank line ending the head).
+    LineStart,
+    /// A header line began with CR, so it must be the blank line.
+    HeadCr,
+    /// In a header line starting with c or t (maybe a framing one); any part already seen is in
+    /// `buf`.
+    Candidate,
+    /// Stepping over a header line nobody reads.
+    Skip,
+    /// In a Content-Length body; this many bytes left.
+    Body(u64),
+    /// In a chunk-size line; any part already seen is in `buf`.
+    ChunkSize,
+    /// In a chunk extension too long for `buf`; the chunk's size is known.
+    ChunkExt(u64),
+    /// In chunk data; this many bytes left.
+    ChunkData(u64),
+    /// After chunk data, before its CRLF.
+    ChunkCr,
+    /// After chunk data and a CR.
+    ChunkLf,
+    /// At the first byte of a trailer line (or of the blank line ending the body).
+    TrailerStart,
+    /// A trailer line began with CR, so it must be the blank line.
+    TrailerCr,
+    /// Stepping over a trailer line.
+    TrailerSkip,
+    /// The body runs until the peer closes.
+    UntilClose,
+    /// The response is complete; `start` prepares for the next one.
+    Done,
+    /// Stays failed until `start`.
+    Failed(ScanError),
+}
+
+impl State {
+    fn in_head(self) -> bool {
+        matches!(
+            self,
+            State::Start
+                | State::Interim
+                | State::Status
+                | State::StatusRest
+                | State::LineStart
+                | State::HeadCr
+                | State::Candidate
+                | State::Skip
+        )
+    }
+}
+
+/// The header fields that decide framing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    ContentLength,
+    TransferEncoding,
+    Connection,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Length {
+    #[default]
+    Absent,
+    Is(u64),
+    /// Kept rather than raised at once: a Transfer-Encoding makes Content-Length irrelevant.
+    Bad(&'static str),
+}
+
+/// What one response head said about framing.
+#[derive(Debug, Clone, Copy, Default)]
+struct Facts {
+    status: u16,
+    http10: bool,
+    conn_close: bool,
+    keep_alive: bool,
+    /// A Transfer-Encoding field was present.
+    te: bool,
+    /// chunked is the final transfer coding.
+    chunked: bool,
+    length: Length,
+    /// The previous header line was a framing one, so an obs-fold line would change its value.
+    fold_guard: bool,
+    close: bool,
+}
+
+impl Facts {
+    /// A whole header line starting with c or t (without its LF).
+    fn header(&mut self, raw: &[u8]) -> Result<(), ScanError> {
+        if raw.len() > LINE_CAP {
+            return self.overlong(raw.get(..LINE_CAP).unwrap_or(raw));
+        }
+        let line = strip_cr(raw);
+        let Some((field, value)) = split_field(line) else {
+            self.fold_guard = false;
+            return Ok(());
+        };
+        self.fold_guard = true;
+        match field {
+            Field::ContentLength => {
+                self.length = match (self.length, content_length(value)) {
+                    (Length::Bad(why), _) | (_, Err(why)) => Length::Bad(why),
+                    (Length::Absent, Ok(n)) => Length::Is(n),
+                    (Length::Is(a), Ok(n)) if a == n => Length::Is(a),
+                    (Length::Is(_), Ok(_)) => Length::Bad("conflicting Content-Length values"),
+                };
+            }
+            Field::TransferEncoding => {
+                self.te = true;
+                // Codings accumulate across fields: only the last one named matters.
+                if let Some(last) = value.split(|&b| b == b',').rev().map(trim).find(|c| !c.is_empty()) {
+                    let name = trim(last.split(|&b| b == b';').next().unwrap_or(last));
+                    self.chunked = name.eq_ignore_ascii_case(b"chunked");
+                }
+            }
+            Field::Connection => {
+                for token in value.split(|&b| b == b',').map(trim) {
+                    if token.eq_ignore_ascii_case(b"close") {
+                        self.conn_close = true;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                        self.keep_alive = true;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A c/t header line longer than `LINE_CAP`, of which `prefix` is the first `LINE_CAP` bytes.
+    fn overlong(&mut self, prefix: &[u8]) -> Result<(), ScanError> {
+        if split_field(prefix).is_some() {
+            return Err(ScanError::Malformed("framing header line too long"));
+        }
+        self.fold_guard = false;
+        Ok(())
+    }
+}
+
+pub(crate) struct Scanner {
+    state: State,
+    /// The request being answered was HEAD.
+    head_request: bool,
+    facts: Facts,
+    /// Bytes of the current head consumed so far.
+    head_bytes: usize,
+    buf: [u8; LINE_CAP],
+    buf_len: usize,
+}
+
+impl std::fmt::Debug for Scanner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scanner").field("state", &self.state).field("head_request", &self.head_request).finish()
+    }
+}
+
+impl Default for Scanner {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl Scanner {
+    /// A scanner ready for the response to a non-HEAD request.
     pub(crate) fn new() -> Self {
-        Scanner {}
+        Scanner {
+            state: State::Start,
+            head_request: false,
+            facts: Facts::default(),
+            head_bytes: 0,
+            buf: [0; LINE_CAP],
+            buf_len: 0,
+        }
     }
 
     /// Prepares for the response to the next request. `head` is true when that request was a
     /// HEAD request, whose response never has a body.
     pub(crate) fn start(&mut self, head: bool) {
-        let _ = head;
+        self.state = State::Start;
+        self.head_request = head;
     }
 
     /// Feeds received bytes. Returns how many bytes were consumed and, when a final response
-    /// ended inside `data`, that response. Bytes after the end of a response are not consumed.
+    /// ended inside `data`, that response. Bytes after the end of a response are not consumed:
+    /// once a response is complete, nothing more is consumed until `start`. Without a
+    /// response, all of `data` is consumed. An error sticks until `start`.
     pub(crate) fn feed(&mut self, data: &[u8]) -> Result<(usize, Option<Response>), ScanError> {
-        let _ = data;
-        Err(ScanError::Malformed("scanner not written yet"))
+        match self.state {
+            State::Done => Ok((0, None)),
+            State::Failed(e) => Err(e),
+            _ => self.scan(data).inspect_err(|&e| self.state = State::Failed(e)),
+        }
     }
 
-    /// The peer closed the connection. A response delimited by the close completes here.
+    /// The peer closed the connection. A response delimited by the close completes here; a
+    /// response cut short, or one not begun at all, is `Truncated`. `Ok(None)` when no response
+    /// was pending (the last one completed and `start` was not called since).
     pub(crate) fn eof(&mut self) -> Result<Option<Response>, ScanError> {
-        Err(ScanError::Truncated)
+        match self.state {
+            State::Done => Ok(None),
+            State::UntilClose => {
+                self.state = State::Done;
+                Ok(Some(self.response()))
+            }
+            State::Failed(e) => Err(e),
+            State::Start => Err(ScanError::Truncated),
+            _ => {
+                self.state = State::Failed(ScanError::Truncated);
+                Err(ScanError::Truncated)
+            }
+        }
     }
 
     /// True when bytes of a response have been seen but the response is not complete.
+    #[allow(dead_code, reason = "part of the interface the event loop is written against")]
     pub(crate) fn in_response(&self) -> bool {
-        false
+        !matches!(self.state, State::Start | State::Done)
+    }
+
+    fn response(&self) -> Response {
+        Response { status: self.facts.status, close: self.facts.close }
+    }
+
+    fn scan(&mut self, data: &[u8]) -> Result<(usize, Option<Response>), ScanError> {
+        let mut pos = 0;
+        while let Some(rest) = data.get(pos..).filter(|r| !r.is_empty()) {
+            let n = if self.state.in_head() {
+                if matches!(self.state, State::Start | State::Interim) {
+                    self.begin_head();
+                }
+                let budget = MAX_HEADER_BYTES.saturating_sub(self.head_bytes);
+                if budget == 0 {
+                    return Err(ScanError::HeadersTooLarge(MAX_HEADER_BYTES));
+                }
+                let n = self.head_step(rest.get(..budget).unwrap_or(rest))?;
+                self.head_bytes = self.head_bytes.saturating_add(n);
+                n
+            } else {
+                self.body_step(rest)?
+            };
+            pos = pos.saturating_add(n);
+            if self.state == State::Done {
+                return Ok((pos, Some(self.response())));
+            }
+        }
+        Ok((pos, None))
+    }
+
+    fn begin_head(&mut self) {
+        self.state = State::Status;
+        self.facts = Facts::default();
+        self.head_bytes = 0;
+        self.buf_len = 0;
+    }
+
+    /// Copies as much of `bytes` as fits into `buf`; false when some did not fit.
+    fn append(&mut self, bytes: &[u8]) -> bool {
+        let free = self.buf.get_mut(self.buf_len..).unwrap_or_default();
+        let take = bytes.len().min(free.len());
+        if let (Some(dst), Some(src)) = (free.get_mut(..take), bytes.get(..take)) {
+            dst.copy_from_slice(src);
+        }
+        self.buf_len += take;
+        take == bytes.len()
+    }
+
+    fn buffered(&self) -> &[u8] {
+        self.buf.get(..self.buf_len).unwrap_or_default()
+    }
+
+    /// One step inside a head over `win`, which is non-empty and within the head's byte budget.
+    /// Returns the bytes consumed; zero only when the state changed.
+    fn head_step(&mut self, win: &[u8]) -> Result<usize, ScanError> {
+        let Some(&first) = win.first() else { return Ok(0) };
+        match self.state {
+            State::Status => match memchr(b'\n', win) {
+                Some(i) => {
+                    let line = win.get(..i).unwrap_or_default();
+                    let (status, http10) = if self.buf_len == 0 {
+                        parse_status(line, true)?
+                    } else {
+                        let whole = self.append(line);
+                        parse_status(self.buffered(), whole)?
+                    };
+                    self.facts.status = status;
+                    self.facts.http10 = http10;
+                    self.state = State::LineStart;
+                    Ok(i + 1)
+                }
+                None => {
+                    let fits = self.append(win);
+                    // Catches a server that is not speaking HTTP/1 without waiting for a newline.
+                    if !status_prefix_ok(self.buffered()) {
+                        return Err(BAD_STATUS);
+                    }
+                    if !fits {
+                        self.state = State::StatusRest;
+                    }
+                    Ok(win.len())
+                }
+            },
+            State::StatusRest => match memchr(b'\n', win) {
+                Some(i) => {
+                    let (status, http10) = parse_status(self.buffered(), false)?;
+                    self.facts.status = status;
+                    self.facts.http10 = http10;
+                    self.state = State::LineStart;
+                    Ok(i + 1)
+                }
+                None => Ok(win.len()),
+            },
+            State::LineStart => match first {
+                b'\n' => {
+                    self.end_head()?;
+                    Ok(1)
+                }
+                b'\r' => {
+                    self.state = State::HeadCr;
+                    Ok(1)
+                }
+                b'c' | b'C' | b't' | b'T' => {
+                    self.buf_len = 0;
+                    self.state = State::Candidate;
+                    Ok(0)
+                }
+                b' ' | b'\t' if self.facts.fold_guard => Err(ScanError::Malformed("obs-fold in a framing header")),
+                _ => {
+                    self.facts.fold_guard = false;
+                    match memchr(b'\n', win) {
+                        Some(i) => Ok(i + 1),
+                        None => {
+                            self.state = State::Skip;
+                            Ok(win.len())
+                        }
+                    }
+                }
+            },
+            State::HeadCr => {
+                if first != b'\n' {
+                    return Err(ScanError::Malformed("bare CR in the header section"));
+                }
+                self.end_head()?;
+                Ok(1)
+            }
+            State::Candidate => match memchr(b'\n', win) {
+                Some(i) => {
+                    let line = win.get(..i).unwrap_or_default();
+                    if self.buf_len == 0 {
+                        self.facts.header(line)?;
+                    } else if self.append(line) {
+                        self.facts.header(self.buf.get(..self.buf_len).unwrap_or_default())?;
+                    } else {
+                        self.facts.overlong(&self.buf)?;
+                    }
+                    self.state = State::LineStart;
+                    Ok(i + 1)
+                }
+                None => {
+                    let fits = self.append(win);
+                    let prefix = self.buf.get(..self.buf_len).unwrap_or_default();
+                    if !fits {
+                        self.facts.overlong(prefix)?;
+                        self.state = State::Skip;
+                    } else if memchr(b':', win).is_some() && split_field(prefix).is_none() {
+                        // The name is complete and nobody reads it: stop copying.
+                        self.facts.fold_guard = false;
+                        self.state = State::Skip;
+                    }
+                    Ok(win.len())
+                }
+            },
+            State::Skip => match memchr(b'\n', win) {
+                Some(i) => {
+                    self.state = State::LineStart;
+                    Ok(i + 1)
+                }
+                None => Ok(win.len()),
+            },
+            // Start and Interim become Status before any step; body states never get here.
+            _ => Ok(win.len()),
+        }
+    }
+
+    /// The blank line ending a head: decides the body's framing (RFC 9112 §6.3).
+    fn end_head(&mut self) -> Result<(), ScanError> {
+        let f = &mut self.facts;
+        match f.status {
+            101 => return Err(ScanError::Malformed("101 Switching Protocols without an upgrade request")),
+            100..=199 => {
+                self.state = State::Interim;
+                return Ok(());
+            }
+            _ => {}
+        }
+        f.close = f.conn_close || (f.http10 && !f.keep_alive);
+        if self.head_request || f.status == 204 || f.status == 304 {
+            self.state = State::Done;
+            return Ok(());
+        }
+        if f.te {
+            if f.http10 {
+                // RFC 9112 §6.1: the framing of such a message is faulty.
+                return Err(ScanError::Malformed("Transfer-Encoding in an HTTP/1.0 response"));
+            }
+            // With Content-Length too, the connection must close after this response.
+            if f.length != Length::Absent {
+                f.close = true;
+            }
+            self.state = if f.chunked {
+                self.buf_len = 0;
+                State::ChunkSize
+            } else {
+                f.close = true;
+                State::UntilClose
+            };
+            return Ok(());
+        }
+        self.state = match f.length {
+            Length::Absent => {
+                f.close = true;
+                State::UntilClose
+            }
+            Length::Bad(why) => return Err(ScanError::Malformed(why)),
+            Length::Is(0) => State::Done,
+            Length::Is(n) => State::Body(n),
+        };
+        Ok(())
+    }
+
+    /// One step in a body over `rest`, which is non-empty. Returns the bytes consumed.
+    fn body_step(&mut self, rest: &[u8]) -> Result<usize, ScanError> {
+        let first = rest.first().copied().unwrap_or(0);
+        match self.state {
+            State::Body(left) => {
+                let (n, left) = take(left, rest.len());
+                self.state = if left == 0 { State::Done } else { State::Body(left) };
+                Ok(n)
+            }
+            State::UntilClose => Ok(rest.len()),
+            State::ChunkSize => match memchr(b'\n', rest) {
+                Some(i) => {
+                    let line = rest.get(..i).unwrap_or_default();
+                    let size = if self.buf_len == 0 {
+                        parse_chunk_size(line, true)?
+                    } else {
+                        let whole = self.append(line);
+                        parse_chunk_size(self.buffered(), whole)?
+                    };
+                    self.state = after_chunk_line(size);
+                    Ok(i + 1)
+                }
+                None => {
+                    if !self.append(rest) {
+                        // The size and the start of an extension are in `buf`; the rest of
+                        // the extension is stepped over.
+                        let size = parse_chunk_size(self.buffered(), false)?;
+                        self.state = State::ChunkExt(size);
+                    }
+                    Ok(rest.len())
+                }
+            },
+            State::ChunkExt(size) => match memchr(b'\n', rest) {
+                Some(i) => {
+                    self.state = after_chunk_line(size);
+                    Ok(i + 1)
+                }
+                None => Ok(rest.len()),
+            },
+            State::ChunkData(left) => {
+                let (n, left) = take(left, rest.len());
+                self.state = if left == 0 { State::ChunkCr } else { State::ChunkData(left) };
+                Ok(n)
+            }
+            State::ChunkCr | State::ChunkLf => {
+                self.state = match (self.state, first) {
+                    (State::ChunkCr, b'\r') => State::ChunkLf,
+                    (_, b'\n') => {
+                        self.buf_len = 0;
+                        State::ChunkSize
+                    }
+                    _ => return Err(ScanError::Malformed("chunk data not followed by CRLF")),
+                };
+                Ok(1)
+            }
+            State::TrailerStart => match first {
+                b'\n' => {
+                    self.state = State::Done;
+                    Ok(1)
+                }
+                b'\r' => {
+                    self.state = State::TrailerCr;
+                    Ok(1)
+                }
+                _ => {
+                    self.state = State::TrailerSkip;
+                    Ok(0)
+                }
+            },
+            State::TrailerCr => {
+                if first != b'\n' {
+                    return Err(ScanError::Malformed("bare CR in the trailer section"));
+                }
+                self.state = State::Done;
+                Ok(1)
+            }
+            State::TrailerSkip => match memchr(b'\n', rest) {
+                Some(i) => {
+                    self.state = State::TrailerStart;
+                    Ok(i + 1)
+                }
+                None => Ok(rest.len()),
+            },
+            // Head states go to `head_step`; Done and Failed never reach `scan`.
+            _ => Ok(rest.len()),
+        }
+    }
+}
+
+/// Takes up to `left` of `avail` bytes: (taken, left afterwards).
+fn take(left: u64, avail: usize) -> (usize, u64) {
+    match usize::try_from(left) {
+        Ok(l) if l < avail => (l, 0),
+        _ => (avail, left.saturating_sub(avail as u64)),
+    }
+}
+
+fn after_chunk_line(size: u64) -> State {
+    if size == 0 { State::TrailerStart } else { State::ChunkData(size) }
+}
+
+fn strip_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+fn is_ows(b: &u8) -> bool {
+    *b == b' ' || *b == b'\t'
+}
+
+fn trim_start(s: &[u8]) -> &[u8] {
+    let n = s.iter().take_while(|b| is_ows(b)).count();
+    s.get(n..).unwrap_or_default()
+}
+
+fn trim(s: &[u8]) -> &[u8] {
+    let s = trim_start(s);
+    let n = s.iter().rev().take_while(|b| is_ows(b)).count();
+    s.get(..s.len() - n).unwrap_or_default()
+}
+
+/// The framing field a header line (or its first `LINE_CAP` bytes) names, and its value.
+fn split_field(line: &[u8]) -> Option<(Field, &[u8])> {
+    let colon = memchr(b':', line)?;
+    let name = line.get(..colon)?;
+    // Whitespace before the colon is invalid; reading through it beats misframing the body.
+    let name = name.get(..name.len() - name.iter().rev().take_while(|b| is_ows(b)).count())?;
+    let field = if name.eq_ignore_ascii_case(b"content-length") {
+        Field::ContentLength
+    } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+        Field::TransferEncoding
+    } else if name.eq_ignore_ascii_case(b"connection") {
+        Field::Connection
+    } else {
+        return None;
+    };
+    Some((field, trim(line.get(colon + 1..).unwrap_or_default())))
+}
+
+/// A Content-Length value; identical values repeated as a list are accepted (RFC 9110 §8.6).
+fn content_length(value: &[u8]) -> Result<u64, &'static str> {
+    let mut out = None;
+    for part in value.split(|&b| b == b',').map(trim) {
+        if part.is_empty() {
+            return Err("bad Content-Length");
+        }
+        let mut n: u64 = 0;
+        for &b in part {
+            if !b.is_ascii_digit() {
+                return Err("bad Content-Length");
+            }
+            n = n.checked_mul(10).and_then(|n| n.checked_add(u64::from(b - b'0'))).ok_or("bad Content-Length")?;
+        }
+        match out {
+            Some(prev) if prev != n => return Err("conflicting Content-Length values"),
+            _ => out = Some(n),
+        }
+    }
+    out.ok_or("bad Content-Length")
+}
+
+/// Whether `prefix`, the start of a status line, can still become a valid one.
+fn status_prefix_ok(prefix: &[u8]) -> bool {
+    prefix.iter().take(13).enumerate().all(|(i, &b)| match i {
+        0..=6 => b"HTTP/1.".get(i) == Some(&b),
+        7 | 10 | 11 => b.is_ascii_digit(),
+        8 => b == b' ',
+        9 => (b'1'..=b'9').contains(&b),
+        _ => b == b' ' || b == b'\r',
+    })
+}
+
+/// Parses a status line: (status, spoke HTTP/1.0). `whole` is false when `raw` is only the
+/// first `LINE_CAP` bytes of a longer line.
+fn parse_status(raw: &[u8], whole: bool) -> Result<(u16, bool), ScanError> {
+    let line = if whole { strip_cr(raw) } else { raw };
+    if line.len() < 12 || !status_prefix_ok(line) || line.get(12).is_some_and(|&b| b != b' ') {
+        return Err(BAD_STATUS);
+    }
+    let status = line.get(9..12).unwrap_or_default().iter().fold(0u16, |n, &d| n * 10 + u16::from(d - b'0'));
+    Ok((status, line.get(7) == Some(&b'0')))
+}
+
+/// Parses a chunk-size line: `size [BWS ; extensions]`. `whole` is false when `raw` is only the
+/// first `LINE_CAP` bytes of a longer line, whose size must then end inside those bytes.
+fn parse_chunk_size(raw: &[u8], whole: bool) -> Result<u64, ScanError> {
+    let line = if whole { strip_cr(raw) } else { raw };
+    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    if digits == 0 || digits > 16 {
+        return Err(BAD_CHUNK);
+    }
+    let mut size: u64 = 0;
+    for &b in line.get(..digits).unwrap_or_default() {
+        let d = char::from(b).to_digit(16).ok_or(BAD_CHUNK)?;
+        size = size.checked_mul(16).and_then(|s| s.checked_add(u64::from(d))).ok_or(BAD_CHUNK)?;
+    }
+    match trim_start(line.get(digits..).unwrap_or_default()).first() {
+        None if whole => Ok(size),
+        Some(b';') => Ok(size),
+        _ => Err(BAD_CHUNK),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What one expected response came to: the absolute stream offset where it ended, and it.
+    type Outcome = Result<(usize, Response), ScanError>;
+
+    fn ok(end: usize, status: u16, close: bool) -> Outcome {
+        Ok((end, Response { status, close }))
+    }
+
+    fn malformed(why: &'static str) -> Outcome {
+        Err(ScanError::Malformed(why))
+    }
+
+    /// Drives a scanner the way the event loop does: `pieces` arrive in order, `start` is called
+    /// for each of `heads` (one per request, true for HEAD), leftovers after a response are fed
+    /// again, and `eof` is called when the pieces run out before every response completed.
+    fn drive<'a>(pieces: impl IntoIterator<Item = &'a [u8]>, heads: &[bool]) -> Vec<Outcome> {
+        let mut sc = Scanner::new();
+        let mut out = Vec::new();
+        let mut next = 0;
+        let mut offset = 0;
+        let mut total = 0;
+        if let Some(&h) = heads.first() {
+            sc.start(h);
+            next = 1;
+        }
+        'pieces: for piece in pieces {
+            total += piece.len();
+            let mut rest = piece;
+            while !rest.is_empty() {
+                if out.len() == heads.len() {
+                    break 'pieces;
+                }
+                match sc.feed(rest) {
+                    Ok((n, Some(r))) => {
+                        assert!(n <= rest.len(), "consumed {n} of {}", rest.len());
+                        offset += n;
+                        rest = &rest[n..];
+                        out.push(Ok((offset, r)));
+                        assert!(!sc.in_response());
+                        if let Some(&h) = heads.get(next) {
+                            sc.start(h);
+                            next += 1;
+                        }
+                    }
+                    Ok((n, None)) => {
+                        assert_eq!(n, rest.len(), "without a response everything is consumed");
+                        offset += n;
+                        rest = &[];
+                    }
+                    Err(e) => {
+                        out.push(Err(e));
+                        // Errors stick until start.
+                        assert_eq!(sc.feed(b"x"), Err(e));
+                        return out;
+                    }
+                }
+            }
+        }
+        assert!(offset <= total);
+        if out.len() < heads.len() {
+            match sc.eof() {
+                Ok(Some(r)) => out.push(Ok((offset, r))),
+                Ok(None) => panic!("eof with a response pending returned Ok(None)"),
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        out
+    }
+
+    struct Case {
+        name: &'static str,
+        input: Vec<u8>,
+        heads: Vec<bool>,
+        expect: Vec<Outcome>,
+    }
+
+    fn case(name: &'static str, input: impl Into<Vec<u8>>, heads: &[bool], expect: Vec<Outcome>) -> Case {
+        Case { name, input: input.into(), heads: heads.to_vec(), expect }
+    }
+
+    /// A single response to a GET that ends with the input.
+    fn whole(name: &'static str, input: &str, status: u16, close: bool) -> Case {
+        case(name, input, &[false], vec![ok(input.len(), status, close)])
+    }
+
+    const CL: &str = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nServer: test\r\nCache-Control: no-cache\r\n\
+                      Date: Mon, 01 Jan 2024 00:00:00 GMT\r\nTrailer-ish: x\r\n\r\nhello";
+    const CHUNKED: &str = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n\
+                           5;name=val\r\nhello\r\n6 ; a=b;c=\"d\"\r\n world\r\n0\r\nX-Trailer: 1\r\nChecksum: 2\r\n\r\n";
+    const NO_CONTENT: &str = "HTTP/1.1 204 No Content\r\nServer: x\r\n\r\n";
+    const HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\nContent-Type: text/html\r\n\r\n";
+
+    fn long_header_case() -> Case {
+        let input = format!(
+            "HTTP/1.1 200 OK\r\nContent-Security-Policy: default-src {}\r\nTransfer-Encoding-Hint{}\r\n\
+             Content-Length: 2\r\n\r\nok",
+            "a".repeat(1000),
+            "b".repeat(600)
+        );
+        let len = input.len();
+        case("long_uninteresting_c_and_t_headers_are_stepped_over", input, &[false], vec![ok(len, 200, false)])
+    }
+
+    /// A response whose head is exactly `head_len` bytes (a padding header fills it out).
+    fn head_of_size(head_len: usize) -> String {
+        let fixed = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Pad: \r\n\r\n".len();
+        format!("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Pad: {}\r\n\r\nok", "p".repeat(head_len - fixed))
+    }
+
+    fn cases() -> Vec<Case> {
+        let pipelined2 = format!("{CL}{CHUNKED}");
+        let pipelined3 = format!("{CL}{HEAD}HTTP/1.1 100 Continue\r\n\r\n{NO_CONTENT}");
+        let long_reason = format!("HTTP/1.1 200 {}\r\nContent-Length: 1\r\n\r\nx", "reason ".repeat(80));
+        let long_ext =
+            format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;{}\r\nhello\r\n0\r\n\r\n", "e".repeat(500));
+        let long_framing = format!("HTTP/1.1 200 OK\r\nContent-Length:{}5\r\n\r\nhello", " ".repeat(300));
+        let at_limit = head_of_size(MAX_HEADER_BYTES);
+        let over_limit = head_of_size(MAX_HEADER_BYTES + 1);
+        vec![
+            whole("content_length_body", CL, 200, false),
+            whole("chunked_with_extensions_and_trailers", CHUNKED, 200, false),
+            whole(
+                "chunked_with_bare_lf",
+                "HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n2\nok\nA\n0123456789\n0\nT: 1\n\n",
+                200,
+                false,
+            ),
+            whole("close_delimited_body_ends_at_eof", "HTTP/1.1 200 OK\r\nServer: x\r\n\r\nuntil the end", 200, true),
+            whole("close_delimited_empty_body", "HTTP/1.1 200 OK\r\n\r\n", 200, true),
+            case("head_response_has_no_body", HEAD, &[true], vec![ok(HEAD.len(), 200, false)]),
+            whole("no_content_204_has_no_body", NO_CONTENT, 204, false),
+            whole(
+                "not_modified_304_ignores_content_length",
+                "HTTP/1.1 304 Not Modified\r\nContent-Length: 99\r\nETag: \"x\"\r\n\r\n",
+                304,
+                false,
+            ),
+            whole(
+                "continue_100_is_skipped",
+                "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+                201,
+                false,
+            ),
+            whole(
+                "early_hints_103_headers_do_not_leak_into_final",
+                "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nConnection: close\r\n\
+                 Content-Length: 50\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc",
+                200,
+                false,
+            ),
+            whole(
+                "several_1xx_before_final",
+                "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </b.js>\r\n\r\n\
+                 HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+                200,
+                false,
+            ),
+            whole("connection_close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", 200, true),
+            whole(
+                "connection_close_in_list_any_case",
+                "HTTP/1.1 200 OK\r\nconnection: Upgrade, CLOSE\r\nContent-Length: 0\r\n\r\n",
+                200,
+                true,
+            ),
+            whole(
+                "connection_keep_alive_on_http11_stays_open",
+                "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+                200,
+                false,
+            ),
+            whole("http10_closes_by_default", "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", 200, true),
+            whole(
+                "http10_keep_alive_stays_open",
+                "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok",
+                200,
+                false,
+            ),
+            whole(
+                "http10_keep_alive_and_close_closes",
+                "HTTP/1.0 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: 0\r\n\r\n",
+                200,
+                true,
+            ),
+            whole("http10_close_delimited", "HTTP/1.0 200 OK\r\n\r\nbody", 200, true),
+            case(
+                "pipelined_two_responses",
+                pipelined2.as_str(),
+                &[false, false],
+                vec![ok(CL.len(), 200, false), ok(CL.len() + CHUNKED.len(), 200, false)],
+            ),
+            case(
+                "pipelined_three_responses",
+                pipelined3.as_str(),
+                &[false, true, false],
+                vec![ok(CL.len(), 200, false), ok(CL.len() + HEAD.len(), 200, false), ok(pipelined3.len(), 204, false)],
+            ),
+            case(
+                "bytes_after_a_response_are_not_consumed",
+                format!("{CL}garbage"),
+                &[false],
+                vec![ok(CL.len(), 200, false)],
+            ),
+            whole("bare_lf_line_endings", "HTTP/1.1 200 OK\nContent-Length: 2\nX: y\n\nok", 200, false),
+            whole(
+                "chunked_wins_over_content_length_and_closes",
+                "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+                200,
+                true,
+            ),
+            whole(
+                "chunked_not_final_reads_until_close",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+                200,
+                true,
+            ),
+            whole(
+                "chunked_final_after_other_codings",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: CHUNKED\r\n\r\n0\r\n\r\n",
+                200,
+                false,
+            ),
+            whole(
+                "identical_duplicate_content_lengths",
+                "HTTP/1.1 200 OK\r\nContent-Length: 3\r\ncontent-length: 3, 3\r\n\r\nabc",
+                200,
+                false,
+            ),
+            whole(
+                "framing_headers_any_case_with_whitespace",
+                "HTTP/1.1 200 OK\r\nCONTENT-LENGTH:\t 4 \t\r\nCoNnEcTiOn :close\r\n\r\nabcd",
+                200,
+                true,
+            ),
+            whole("zero_content_length", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 200, false),
+            whole("status_line_without_reason", "HTTP/1.1 404\r\nContent-Length: 0\r\n\r\n", 404, false),
+            whole("status_line_with_empty_reason", "HTTP/1.1 503 \r\nContent-Length: 0\r\n\r\n", 503, false),
+            whole("unusual_status_is_reported", "HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n", 999, false),
+            whole("long_reason_phrase", long_reason.as_str(), 200, false),
+            whole("long_chunk_extension", long_ext.as_str(), 200, false),
+            whole(
+                "obs_fold_on_other_header_is_stepped_over",
+                "HTTP/1.1 200 OK\r\nX-Folded: a\r\n  b\r\nContent-Length: 1\r\n\r\nz",
+                200,
+                false,
+            ),
+            long_header_case(),
+            whole("header_section_exactly_at_limit", at_limit.as_str(), 200, false),
+            // Malformed.
+            case("bad_status_line_version", "HTTP/2 200 OK\r\n\r\n", &[false], vec![Err(BAD_STATUS)]),
+            case("bad_status_line_short_code", "HTTP/1.1 20 OK\r\n\r\n", &[false], vec![Err(BAD_STATUS)]),
+            case("bad_status_line_long_code", "HTTP/1.1 2000 OK\r\n\r\n", &[false], vec![Err(BAD_STATUS)]),
+            case("bad_status_line_lowercase", "http/1.1 200 OK\r\n\r\n", &[false], vec![Err(BAD_STATUS)]),
+            case("bad_status_line_not_http", "SSH-2.0-OpenSSH_9.6\r\n", &[false], vec![Err(BAD_STATUS)]),
+            case("bad_status_line_leading_crlf", "\r\nHTTP/1.1 200 OK\r\n\r\n", &[false], vec![Err(BAD_STATUS)]),
+            case("bad_status_line_no_newline", "\x16\x03\x01\x00\x02\x02\x46", &[false], vec![Err(BAD_STATUS)]),
+            case(
+                "non_numeric_content_length",
+                "HTTP/1.1 200 OK\r\nContent-Length: 12a\r\n\r\n",
+                &[false],
+                vec![malformed("bad Content-Length")],
+            ),
+            case(
+                "negative_content_length",
+                "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+                &[false],
+                vec![malformed("bad Content-Length")],
+            ),
+            case(
+                "overflowing_content_length",
+                "HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551616\r\n\r\n",
+                &[false],
+                vec![malformed("bad Content-Length")],
+            ),
+            case(
+                "conflicting_content_lengths",
+                "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+                &[false],
+                vec![malformed("conflicting Content-Length values")],
+            ),
+            case(
+                "conflicting_content_length_list",
+                "HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n\r\nhello!",
+                &[false],
+                vec![malformed("conflicting Content-Length values")],
+            ),
+            case(
+                "bad_chunk_size_not_hex",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                &[false],
+                vec![Err(BAD_CHUNK)],
+            ),
+            case(
+                "bad_chunk_size_17_digits",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n00000000000000001\r\nx\r\n0\r\n\r\n",
+                &[false],
+                vec![Err(BAD_CHUNK)],
+            ),
+            case(
+                "bad_chunk_size_trailing_junk",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5 x\r\nhello\r\n0\r\n\r\n",
+                &[false],
+                vec![Err(BAD_CHUNK)],
+            ),
+            case(
+                "bad_chunk_size_empty",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\r\n",
+                &[false],
+                vec![Err(BAD_CHUNK)],
+            ),
+            case(
+                "chunk_data_without_crlf",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloX\r\n0\r\n\r\n",
+                &[false],
+                vec![malformed("chunk data not followed by CRLF")],
+            ),
+            case(
+                "header_section_over_limit",
+                over_limit.as_str(),
+                &[false],
+                vec![Err(ScanError::HeadersTooLarge(MAX_HEADER_BYTES))],
+            ),
+            case(
+                "framing_header_line_too_long",
+                long_framing,
+                &[false],
+                vec![malformed("framing header line too long")],
+            ),
+            case(
+                "switching_protocols_101",
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+                &[false],
+                vec![malformed("101 Switching Protocols without an upgrade request")],
+            ),
+            case(
+                "bare_cr_in_header_section",
+                "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\rX\r\n\r\n",
+                &[false],
+                vec![malformed("bare CR in the header section")],
+            ),
+            case(
+                "obs_fold_in_framing_header",
+                "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n 6\r\n\r\nhello!",
+                &[false],
+                vec![malformed("obs-fold in a framing header")],
+            ),
+            case(
+                "transfer_encoding_in_http10",
+                "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                &[false],
+                vec![malformed("Transfer-Encoding in an HTTP/1.0 response")],
+            ),
+            case("truncated_no_bytes", "", &[false], vec![Err(ScanError::Truncated)]),
+            case("truncated_mid_status_line", "HTTP/1.1 20", &[false], vec![Err(ScanError::Truncated)]),
+            case(
+                "truncated_mid_headers",
+                "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nServ",
+                &[false],
+                vec![Err(ScanError::Truncated)],
+            ),
+            case(
+                "truncated_mid_body",
+                "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel",
+                &[false],
+                vec![Err(ScanError::Truncated)],
+            ),
+            case(
+                "truncated_mid_chunk",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel",
+                &[false],
+                vec![Err(ScanError::Truncated)],
+            ),
+            case(
+                "truncated_before_last_chunk",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+                &[false],
+                vec![Err(ScanError::Truncated)],
+            ),
+            case(
+                "truncated_mid_trailers",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\n",
+                &[false],
+                vec![Err(ScanError::Truncated)],
+            ),
+            case(
+                "truncated_after_100_continue",
+                "HTTP/1.1 100 Continue\r\n\r\n",
+                &[false],
+                vec![Err(ScanError::Truncated)],
+            ),
+            case(
+                "truncated_second_pipelined_response",
+                format!("{CL}HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhe"),
+                &[false, false],
+                vec![ok(CL.len(), 200, false), Err(ScanError::Truncated)],
+            ),
+        ]
+    }
+
+    fn check(name: &str) {
+        let c = cases().into_iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no case {name}"));
+        assert_eq!(drive([c.input.as_slice()], &c.heads), c.expect, "{name}");
+    }
+
+    /// Every boundary for short inputs; a spread of them (and every one near the end) for long.
+    fn boundaries(len: usize) -> Vec<usize> {
+        if len <= 4096 {
+            return (0..=len).collect();
+        }
+        let mut v: Vec<usize> = (0..=len).step_by(97).collect();
+        v.extend(len.saturating_sub(300)..=len);
+        v.extend(0..300);
+        v
+    }
+
+    #[test]
+    fn content_length_body() {
+        check("content_length_body");
+    }
+
+    #[test]
+    fn chunked_with_extensions_and_trailers() {
+        check("chunked_with_extensions_and_trailers");
+        check("chunked_with_bare_lf");
+        check("long_chunk_extension");
+    }
+
+    #[test]
+    fn close_delimited_body_ends_at_eof() {
+        check("close_delimited_body_ends_at_eof");
+        check("close_delimited_empty_body");
+        check("http10_close_delimited");
+    }
+
+    #[test]
+    fn head_response_has_no_body() {
+        check("head_response_has_no_body");
+    }
+
+    #[test]
+    fn no_content_204_has_no_body() {
+        check("no_content_204_has_no_body");
+    }
+
+    #[test]
+    fn not_modified_304_ignores_content_length() {
+        check("not_modified_304_ignores_content_length");
+    }
+
+    #[test]
+    fn informational_1xx_are_skipped() {
+        check("continue_100_is_skipped");
+        check("early_hints_103_headers_do_not_leak_into_final");
+        check("several_1xx_before_final");
+    }
+
+    #[test]
+    fn connection_close_is_reported() {
+        check("connection_close");
+        check("connection_close_in_list_any_case");
+        check("connection_keep_alive_on_http11_stays_open");
+    }
+
+    #[test]
+    fn http10_closes_unless_keep_alive() {
+        check("http10_closes_by_default");
+        check("http10_keep_alive_stays_open");
+        check("http10_keep_alive_and_close_closes");
+    }
+
+    #[test]
+    fn pipelined_responses_back_to_back() {
+        check("pipelined_two_responses");
+        check("pipelined_three_responses");
+        check("bytes_after_a_response_are_not_consumed");
+    }
+
+    #[test]
+    fn bare_lf_line_endings() {
+        check("bare_lf_line_endings");
+    }
+
+    #[test]
+    fn transfer_encoding_framing() {
+        check("chunked_wins_over_content_length_and_closes");
+        check("chunked_not_final_reads_until_close");
+        check("chunked_final_after_other_codings");
+    }
+
+    #[test]
+    fn framing_headers_read_leniently() {
+        check("identical_duplicate_content_lengths");
+        check("framing_headers_any_case_with_whitespace");
+        check("zero_content_length");
+        check("obs_fold_on_other_header_is_stepped_over");
+    }
+
+    #[test]
+    fn status_line_variants() {
+        check("status_line_without_reason");
+        check("status_line_with_empty_reason");
+        check("unusual_status_is_reported");
+        check("long_reason_phrase");
+    }
+
+    #[test]
+    fn long_uninteresting_headers_are_stepped_over() {
+        check("long_uninteresting_c_and_t_headers_are_stepped_over");
+    }
+
+    #[test]
+    fn bad_status_line_is_malformed() {
+        for name in [
+            "bad_status_line_version",
+            "bad_status_line_short_code",
+            "bad_status_line_long_code",
+            "bad_status_line_lowercase",
+            "bad_status_line_not_http",
+            "bad_status_line_leading_crlf",
+            "bad_status_line_no_newline",
+        ] {
+            check(name);
+        }
+        for line in [
+            "HTTP/1.1 099 Low",
+            "HTTP/1.1 2OO OK",
+            "HTTP/1.1  200 OK",
+            "HTTP/1.1 200\rOK",
+            "HTTP/1.1\t200 OK",
+            "HTTP/1. 200 OK",
+            "HTTP/1.1",
+            "",
+        ] {
+            let input = format!("{line}\r\nContent-Length: 0\r\n\r\n");
+            assert_eq!(drive([input.as_bytes()], &[false]), vec![Err(BAD_STATUS)], "{line:?}");
+        }
+    }
+
+    #[test]
+    fn bad_content_length_is_malformed() {
+        check("non_numeric_content_length");
+        check("negative_content_length");
+        check("overflowing_content_length");
+        for value in ["", "+5", "0x10", "5 5", "5,", ",5", "1e3"] {
+            let input = format!("HTTP/1.1 200 OK\r\nContent-Length: {value}\r\n\r\n");
+            assert_eq!(drive([input.as_bytes()], &[false]), vec![malformed("bad Content-Length")], "{value:?}");
+        }
+    }
+
+    #[test]
+    fn conflicting_content_lengths_are_malformed() {
+        check("conflicting_content_lengths");
+        check("conflicting_content_length_list");
+    }
+
+    #[test]
+    fn bad_content_length_is_ignored_under_transfer_encoding() {
+        let input = b"HTTP/1.1 200 OK\r\nContent-Length: nope\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+        assert_eq!(drive([&input[..]], &[false]), vec![ok(input.len(), 200, true)]);
+    }
+
+    #[test]
+    fn bad_chunk_size_is_malformed() {
+        check("bad_chunk_size_not_hex");
+        check("bad_chunk_size_17_digits");
+        check("bad_chunk_size_trailing_junk");
+        check("bad_chunk_size_empty");
+        check("chunk_data_without_crlf");
+        // Sixteen digits is the most allowed and fits a u64.
+        assert_eq!(parse_chunk_size(b"ffffffffffffffff", true), Ok(u64::MAX));
+        assert_eq!(parse_chunk_size(b"0000000000000010;x", true), Ok(16));
+        assert_eq!(parse_chunk_size(b"ffffffffffffffff0", true), Err(BAD_CHUNK));
+        assert_eq!(parse_chunk_size(b"-5", true), Err(BAD_CHUNK));
+    }
+
+    #[test]
+    fn oversized_header_section() {
+        check("header_section_exactly_at_limit");
+        check("header_section_over_limit");
+        check("framing_header_line_too_long");
+    }
+
+    #[test]
+    fn truncated_response_at_eof() {
+        for name in [
+            "truncated_no_bytes",
+            "truncated_mid_status_line",
+            "truncated_mid_headers",
+            "truncated_mid_body",
+            "truncated_mid_chunk",
+            "truncated_before_last_chunk",
+            "truncated_mid_trailers",
+            "truncated_after_100_continue",
+            "truncated_second_pipelined_response",
+        ] {
+            check(name);
+        }
+    }
+
+    #[test]
+    fn switching_protocols_101_is_malformed() {
+        check("switching_protocols_101");
+    }
+
+    #[test]
+    fn other_malformed_heads() {
+        check("bare_cr_in_header_section");
+        check("obs_fold_in_framing_header");
+        check("transfer_encoding_in_http10");
+    }
+
+    #[test]
+    fn every_case_is_checked_by_a_named_test() {
+        // Keeps the table and the named tests above from drifting apart.
+        let src = include_str!("scanner.rs");
+        for c in cases() {
+            assert!(src.matches(&format!("\"{}\"", c.name)).count() >= 2, "{} is not checked", c.name);
+        }
+    }
+
+    #[test]
+    fn every_case_split_at_every_boundary_matches_whole() {
+        for c in cases() {
+            let whole = drive([c.input.as_slice()], &c.heads);
+            assert_eq!(whole, c.expect, "{}", c.name);
+            for k in boundaries(c.input.len()) {
+                let (a, b) = c.input.split_at(k);
+                assert_eq!(drive([a, b], &c.heads), whole, "{} split at {k}", c.name);
+            }
+        }
+    }
+
+    #[test]
+    fn every_case_fed_one_byte_at_a_time_matches_whole() {
+        for c in cases() {
+            let whole = drive([c.input.as_slice()], &c.heads);
+            assert_eq!(drive(c.input.chunks(1), &c.heads), whole, "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn lifecycle_in_response_eof_and_restart() {
+        let mut sc = Scanner::default();
+        assert!(!sc.in_response());
+        assert_eq!(sc.feed(b""), Ok((0, None)));
+        assert!(!sc.in_response());
+        assert_eq!(sc.feed(b"HTTP/1.1 100 Continue\r\n\r\n"), Ok((25, None)));
+        assert!(sc.in_response(), "an interim response starts the exchange");
+        assert_eq!(sc.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n"), Ok((38, None)));
+        assert!(sc.in_response());
+        assert_eq!(sc.feed(b"xHTTP"), Ok((1, Some(Response { status: 200, close: false }))));
+        assert!(!sc.in_response());
+        // Complete: nothing more is consumed until start, and a close now is not a truncation.
+        assert_eq!(sc.feed(b"HTTP"), Ok((0, None)));
+        assert_eq!(sc.eof(), Ok(None));
+
+        sc.start(false);
+        assert!(!sc.in_response());
+        assert_eq!(sc.eof(), Err(ScanError::Truncated));
+        assert!(!sc.in_response(), "no byte of a response was seen");
+
+        sc.start(false);
+        assert_eq!(sc.feed(b"HTTP/1.1 200 OK\r\n\r\nsome"), Ok((23, None)));
+        assert_eq!(sc.eof(), Ok(Some(Response { status: 200, close: true })));
+        assert_eq!(sc.eof(), Ok(None));
+
+        sc.start(true);
+        assert_eq!(sc.feed(b"nonsense\r\n"), Err(BAD_STATUS));
+        assert!(sc.in_response());
+        assert_eq!(sc.feed(b"HTTP/1.1 200 OK\r\n\r\n"), Err(BAD_STATUS), "errors stick");
+        assert_eq!(sc.eof(), Err(BAD_STATUS));
+        sc.start(true);
+        assert_eq!(
+            sc.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n"),
+            Ok((38, Some(Response { status: 200, close: false })))
+        );
+    }
+
+    #[test]
+    fn eof_truncation_leaves_scanner_failed() {
+        let mut sc = Scanner::new();
+        assert_eq!(sc.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab"), Ok((40, None)));
+        assert_eq!(sc.eof(), Err(ScanError::Truncated));
+        assert_eq!(sc.feed(b"cde"), Err(ScanError::Truncated));
+    }
+
+    #[test]
+    fn huge_content_length_is_counted_not_buffered() {
+        let mut sc = Scanner::new();
+        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\n";
+        assert_eq!(sc.feed(head), Ok((head.len(), None)));
+        let block = [0u8; 4096];
+        for _ in 0..100 {
+            assert_eq!(sc.feed(&block), Ok((block.len(), None)));
+        }
+        assert_eq!(sc.eof(), Err(ScanError::Truncated));
+    }
+
+    /// xorshift64*: deterministic, no crates.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+        }
+    }
+
+    /// Pieces of HTTP likely to take the scanner deep into its states when strung together.
+    const TOKENS: &[&str] = &[
+        "HTTP/1.1 200 OK\r\n",
+        "HTTP/1.0 200 OK\n",
+        "HTTP/1.1 100 Continue\r\n\r\n",
+        "HTTP/1.1 204 \r\n",
+        "HTTP/1.1 ",
+        "Content-Length: ",
+        "content-length:",
+        "Transfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: ",
+        "Connection: close\r\n",
+        "Connection: keep-alive\r\n",
+        "Cache-Control: x\r\n",
+        "T",
+        "c",
+        "chunked",
+        "\r\n",
+        "\n",
+        "\r",
+        ":",
+        ";",
+        ",",
+        " ",
+        "\t",
+        "0",
+        "5",
+        "12",
+        "ffffffffffffffff",
+        "hello",
+        "\r\n\r\n",
+        "0\r\n\r\n",
+    ];
+
+    fn random_input(rng: &mut Rng, corpus: &[Case]) -> Vec<u8> {
+        match rng.below(3) {
+            0 => (0..rng.below(200)).map(|_| rng.next() as u8).collect(),
+            1 => {
+                let mut v = Vec::new();
+                // Mostly start like a response, so the heads and bodies get exercised too.
+                if rng.below(4) != 0 {
+                    v.extend_from_slice(TOKENS[rng.below(4)].as_bytes());
+                }
+                for _ in 0..rng.below(40) {
+                    if rng.below(8) == 0 {
+                        v.push(rng.next() as u8);
+                    } else {
+                        v.extend_from_slice(TOKENS[rng.below(TOKENS.len())].as_bytes());
+                    }
+                }
+                v
+            }
+            _ => {
+                let mut v = corpus[rng.below(corpus.len())].input.clone();
+                for _ in 0..=rng.below(4) {
+                    let at = rng.below(v.len() + 1);
+                    match rng.below(5) {
+                        0 if at < v.len() => v[at] = rng.next() as u8,
+                        1 if at < v.len() => {
+                            v.remove(at);
+                        }
+                        2 => v.insert(at, b"\r\n:;0 ,"[rng.below(7)]),
+                        3 => v.truncate(at),
+                        _ => {
+                            let end = (at + rng.below(16)).min(v.len());
+                            let dup = v[at..end].to_vec();
+                            v.splice(at..at, dup);
+                        }
+                    }
+                }
+                v
+            }
+        }
+    }
+
+    fn random_pieces<'a>(rng: &mut Rng, input: &'a [u8]) -> Vec<&'a [u8]> {
+        let mut pieces = Vec::new();
+        let mut rest = input;
+        while !rest.is_empty() {
+            let cap = if rng.below(2) == 0 { 8 } else { 300 };
+            let n = 1 + rng.below(rest.len().min(cap));
+            let (a, b) = rest.split_at(n);
+            pieces.push(a);
+            rest = b;
+        }
+        pieces
+    }
+
+    #[test]
+    fn fuzz_random_inputs_in_random_splits_never_panic_and_agree() {
+        let corpus: Vec<Case> = cases().into_iter().filter(|c| c.input.len() < 4096).collect();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..30_000 {
+            let input = random_input(&mut rng, &corpus);
+            let heads: Vec<bool> = (0..3).map(|_| rng.below(4) == 0).collect();
+            // `drive` asserts consumed never exceeds what was fed.
+            let whole = drive([input.as_slice()], &heads);
+            for _ in 0..3 {
+                let pieces = random_pieces(&mut rng, &input);
+                assert_eq!(drive(pieces, &heads), whole, "input {:?}", String::from_utf8_lossy(&input));
+            }
+            if let Some(Ok((end, _))) = whole.last() {
+                assert!(*end <= input.len());
+            }
+        }
     }
 }
