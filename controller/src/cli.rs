@@ -61,8 +61,8 @@ pub(crate) struct LoadArgs {
     #[arg(long, default_value = "5s")]
     pub connect_timeout: String,
     /// Per-request timeout: a request without its full response by then is an error.
-    #[arg(long)]
-    pub timeout: Option<String>,
+    #[arg(long, default_value = "30s")]
+    pub timeout: String,
     /// A fresh connection for every request.
     #[arg(long)]
     pub disable_keepalive: bool,

@@ -34,5 +34,5 @@ pub(crate) fn run() -> Result<(), CliError> {
     print_report(&report, false);
     let counted = report.stats.counters.ok;
     eprintln!("volley demo: the server counted {served} responses; the report counts {counted} ok");
-    report.failure().map_or(Ok(()), |why| Err(CliError::RunFailed(why)))
+    report.outcome()
 }

@@ -19,4 +19,17 @@ pub(crate) enum CliError {
     /// The run happened and its report was printed, but it cannot be called a success.
     #[error("{0}")]
     RunFailed(String),
+    /// Ctrl-C stopped the run; its report was printed.
+    #[error("interrupted: the report covers the run up to Ctrl-C")]
+    Interrupted,
+}
+
+impl CliError {
+    /// 130 for Ctrl-C, as shells do; 1 for everything else.
+    pub(crate) fn exit_code(&self) -> std::process::ExitCode {
+        match self {
+            CliError::Interrupted => std::process::ExitCode::from(130),
+            _ => std::process::ExitCode::FAILURE,
+        }
+    }
 }

@@ -12,6 +12,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
+
 use volley_engine::RunControl;
 
 use crate::cli::{Cli, Command, LoadArgs};
@@ -19,7 +20,22 @@ use crate::error::CliError;
 use crate::report::Report;
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // clap's message spans several lines (usage, tips); one is what a script can read.
+            let detail = e.to_string();
+            let first: Vec<&str> = detail.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+            let first = first.join(" ");
+            eprintln!("volley: error: {} (see volley --help)", first.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Some(Command::Serve { listen }) => serve(listen),
         Some(Command::Demo) => demo::run(),
@@ -29,7 +45,7 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("volley: error: {e}");
-            ExitCode::FAILURE
+            e.exit_code()
         }
     }
 }
@@ -48,10 +64,7 @@ fn load(args: &LoadArgs) -> Result<(), CliError> {
     let result = volley_engine::run(&plan, &control, &mut |_| {})?;
     let report = Report::from_run(url, result);
     print_report(&report, args.json);
-    match report.failure() {
-        Some(why) => Err(CliError::RunFailed(why)),
-        None => Ok(()),
-    }
+    report.outcome()
 }
 
 pub(crate) fn print_report(report: &Report, json: bool) {

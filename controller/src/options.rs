@@ -67,7 +67,7 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
         threads,
         stop,
         connect_timeout: parse_duration(&args.connect_timeout, "--connect-timeout")?,
-        request_timeout: args.timeout.as_deref().map(|t| parse_duration(t, "--timeout")).transpose()?,
+        request_timeout: Some(parse_duration(&args.timeout, "--timeout")?),
         keepalive: !args.disable_keepalive,
         tls,
     })

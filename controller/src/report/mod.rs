@@ -85,6 +85,15 @@ impl Report {
         w
     }
 
+    /// The command's result once the report is printed: failed, interrupted, or fine.
+    pub(crate) fn outcome(&self) -> Result<(), crate::error::CliError> {
+        match self.failure() {
+            Some(why) => Err(crate::error::CliError::RunFailed(why)),
+            None if self.interrupted => Err(crate::error::CliError::Interrupted),
+            None => Ok(()),
+        }
+    }
+
     /// Why the run cannot count as a success, when it cannot.
     pub(crate) fn failure(&self) -> Option<String> {
         let c = &self.stats.counters;

@@ -30,6 +30,9 @@ pub(crate) struct Conn {
     pub recv_armed: bool,
     /// A request was started (its budget unit taken) and has not finished as ok or error.
     pub outstanding: bool,
+    /// The outstanding request's send was queued: it reaches the kernel (at the latest with
+    /// the final submit when the run stops), so the server may see it.
+    pub request_queued: bool,
     pub sent_at: Instant,
     pub first_byte_seen: bool,
     pub connect_started: Instant,
@@ -54,6 +57,7 @@ impl Conn {
             pending_ops: 0,
             recv_armed: false,
             outstanding: false,
+            request_queued: false,
             sent_at: now,
             first_byte_seen: false,
             connect_started: now,

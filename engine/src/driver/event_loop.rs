@@ -392,6 +392,7 @@ impl<'r> Loop<'r> {
         let timeout = self.shared.request_timeout;
         let c = &mut self.conns[i];
         c.scanner.start(head);
+        c.request_queued = false;
         c.first_byte_seen = false;
         c.sent_at = now;
         c.deadline = timeout.map(|t| now + t);
@@ -433,6 +434,7 @@ impl<'r> Loop<'r> {
             .user_data(token(Op::Send, i, c.generation));
         c.sending = true;
         c.pending_ops += 1;
+        c.request_queued |= c.phase == Phase::Open;
         self.push(sqe)
     }
 
@@ -636,7 +638,9 @@ impl<'r> Loop<'r> {
         self.stopping = true;
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
-            if c.outstanding && c.phase == Phase::Open {
+            // A request whose send was queued goes out (the final submit carries it before the
+            // cancel), so the server may see it; one not yet queued is not counted at all.
+            if c.outstanding && c.phase == Phase::Open && c.request_queued {
                 self.stats.counters.aborted += 1;
             }
             c.outstanding = false;

@@ -1,0 +1,375 @@
+//! End to end: the built `volley` binary loading real HTTP/1.1 and HTTPS servers on loopback,
+//! checked against what the servers themselves counted.
+
+mod support;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{Behavior, RawMode, TestServer, json_report, run_volley, volley_command};
+
+fn n(report: &Value, path: &[&str]) -> u64 {
+    let mut v = report;
+    for p in path {
+        v = &v[*p];
+    }
+    v.as_u64().unwrap_or_else(|| panic!("{path:?} is not a number in {report}"))
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Bad input and failed runs say so in exactly one line on stderr.
+fn assert_one_error_line(out: &std::process::Output, contains: &str) {
+    let err = stderr(out);
+    assert!(!out.status.success(), "expected failure, got success; stderr: {err}");
+    assert!(!err.contains("panicked"), "panic: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line on stderr, got: {err:?}");
+    assert!(lines[0].starts_with("volley: error: "), "{err}");
+    assert!(lines[0].contains(contains), "expected '{contains}' in: {err}");
+}
+
+#[test]
+fn n_requests_reach_the_server_exactly_n_times() {
+    let server = TestServer::start(Behavior::ok(14));
+    let out = run_volley(["-n", "1000", "-c", "10", "-t", "2", "-j", &server.url()]);
+    let r = json_report(&out);
+    assert_eq!(n(&r, &["requests", "total"]), 1000);
+    assert_eq!(n(&r, &["requests", "ok"]), 1000);
+    assert_eq!(n(&r, &["requests", "errors"]), 0);
+    assert_eq!(n(&r, &["statusCodes", "200"]), 1000);
+    assert_eq!(n(&r, &["latencySeconds", "count"]), 1000);
+    assert_eq!(server.requests(), 1000);
+    assert_eq!(server.responses(), 1000);
+    // Keep-alive: one connection per client connection, no more.
+    assert_eq!(server.connections(), 10);
+    assert_eq!(n(&r, &["connectionsMade"]), 10);
+}
+
+#[test]
+fn a_duration_run_stops_at_its_deadline_and_accounts_for_every_request_the_server_saw() {
+    let server = TestServer::start(Behavior::ok(100).delay(Duration::from_millis(2)));
+    let started = Instant::now();
+    let out = run_volley(["-z", "1s", "-c", "8", "-t", "1", "-j", &server.url()]);
+    let took = started.elapsed();
+    let r = json_report(&out);
+    let secs = r["durationSeconds"].as_f64().unwrap();
+    assert!((0.95..1.5).contains(&secs), "duration {secs}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert_eq!(n(&r, &["requests", "errors"]), 0);
+    let ok = n(&r, &["requests", "ok"]);
+    let aborted = n(&r, &["requests", "aborted"]);
+    assert!(ok > 100, "only {ok} ok");
+    // Every request the server saw is in the report: answered ones as ok, the rest as aborted
+    // (an aborted request may still have been in a socket buffer, unseen, when the run ended).
+    let seen = server.requests();
+    assert!((ok..=ok + aborted).contains(&seen), "server saw {seen}, report: {ok} ok + {aborted} aborted");
+    assert!(aborted <= 8, "more aborted ({aborted}) than connections");
+}
+
+#[test]
+fn chunked_and_large_bodies_are_read_to_their_end() {
+    let server = TestServer::start(Behavior::ok(50_000).chunked(1000));
+    let out = run_volley(["-n", "200", "-c", "4", "-j", &server.url()]);
+    let r = json_report(&out);
+    assert_eq!(n(&r, &["requests", "ok"]), 200);
+    assert!(n(&r, &["bytesReceived"]) > 200 * 50_000);
+    assert_eq!(server.responses(), 200);
+}
+
+#[test]
+fn a_server_closing_every_third_response_is_followed_by_reconnects_without_errors() {
+    let server = TestServer::start(Behavior::ok(14).close_every(3));
+    let out = run_volley(["-n", "300", "-c", "4", "-j", &server.url()]);
+    let r = json_report(&out);
+    assert_eq!(n(&r, &["requests", "ok"]), 300);
+    assert_eq!(n(&r, &["requests", "errors"]), 0);
+    assert_eq!(server.requests(), 300);
+    assert!(server.connections() >= 100, "{} connections", server.connections());
+}
+
+#[test]
+fn disable_keepalive_opens_one_connection_per_request() {
+    let server = TestServer::start(Behavior::ok(14));
+    let out = run_volley(["-n", "100", "-c", "4", "--disable-keepalive", "-j", &server.url()]);
+    let r = json_report(&out);
+    assert_eq!(n(&r, &["requests", "ok"]), 100);
+    assert_eq!(server.connections(), 100);
+    assert_eq!(n(&r, &["connectionsMade"]), 100);
+    assert_eq!(server.last_request().unwrap().header("connection"), Some("close"));
+}
+
+#[test]
+fn method_headers_and_body_arrive_as_given() {
+    let server = TestServer::start(Behavior::ok(2));
+    let out = run_volley([
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "-m",
+        "PUT",
+        "-H",
+        "X-Volley-Test: yes",
+        "-H",
+        "Host: example.test",
+        "-d",
+        "hello body",
+        "-j",
+        &server.url(),
+    ]);
+    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 20);
+    let seen = server.last_request().unwrap();
+    assert_eq!(seen.method, "PUT");
+    assert_eq!(seen.header("x-volley-test"), Some("yes"));
+    assert_eq!(seen.header("host"), Some("example.test"));
+    assert_eq!(seen.body, b"hello body");
+    assert_eq!(server.methods().get("PUT"), Some(&20));
+    assert_eq!(server.request_body_bytes(), 20 * 10);
+}
+
+#[test]
+fn data_comes_from_a_file_or_stdin_and_implies_post() {
+    let server = TestServer::start(Behavior::ok(2));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("body.json");
+    std::fs::write(&file, "{\"a\":\n1}\r\n").unwrap();
+    let out = run_volley(["-n", "5", "-c", "1", "-d", &format!("@{}", file.display()), "-j", &server.url()]);
+    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 5);
+    let seen = server.last_request().unwrap();
+    assert_eq!(seen.method, "POST");
+    // curl's -d strips CR and LF from files.
+    assert_eq!(seen.body, b"{\"a\":1}");
+
+    let mut child = volley_command(["-n", "3", "-c", "1", "-d", "@-", "-j", &server.url()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"from stdin\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 3);
+    assert_eq!(server.last_request().unwrap().body, b"from stdin");
+}
+
+#[test]
+fn status_codes_are_counted_per_code_and_early_hints_are_not_a_status() {
+    let server = TestServer::start(Behavior::ok(3).status(503));
+    let r = json_report(&run_volley(["-n", "50", "-c", "5", "-j", &server.url()]));
+    assert_eq!(n(&r, &["statusCodes", "503"]), 50);
+    assert_eq!(n(&r, &["requests", "ok"]), 50);
+
+    let hints = TestServer::start_raw(RawMode::EarlyHints { body_len: 10 });
+    let r = json_report(&run_volley(["-n", "50", "-c", "5", "-j", &hints.url()]));
+    assert_eq!(n(&r, &["statusCodes", "200"]), 50);
+    assert_eq!(r["statusCodes"].as_object().unwrap().len(), 1, "{}", r["statusCodes"]);
+    assert_eq!(hints.responses(), 50);
+}
+
+#[test]
+fn https_is_verified_against_cacert_and_counted() {
+    let server = TestServer::start_tls(Behavior::ok(14));
+    let dir = tempfile::tempdir().unwrap();
+    let ca = server.cert().unwrap().write_ca(dir.path());
+    let url = server.url().replace("127.0.0.1", "localhost");
+    let out = run_volley(["-n", "300", "-c", "6", "--cacert", ca.to_str().unwrap(), "-j", &url]);
+    let r = json_report(&out);
+    assert_eq!(n(&r, &["requests", "ok"]), 300);
+    assert_eq!(server.requests(), 300);
+    assert_eq!(n(&r, &["connectSeconds", "count"]), 6);
+}
+
+#[test]
+fn https_with_an_unknown_issuer_fails_as_tls_errors_unless_insecure() {
+    let server = TestServer::start_tls(Behavior::ok(14));
+    let out = run_volley(["-n", "10", "-c", "2", "-j", &server.url()]);
+    assert_one_error_line(&out, "tls");
+    let r = json_report(&out);
+    assert_eq!(n(&r, &["errors", "tls"]), 2, "{r}");
+    assert_eq!(server.requests(), 0);
+
+    let out = run_volley(["-n", "10", "-c", "2", "-k", "-j", &server.url()]);
+    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 10);
+    assert_eq!(server.requests(), 10);
+}
+
+#[test]
+fn a_silent_server_gives_timeout_errors_after_the_request_timeout() {
+    let server = TestServer::start_raw(RawMode::Silent);
+    let started = Instant::now();
+    let out = run_volley(["-n", "4", "-c", "2", "--timeout", "300ms", "-j", &server.url()]);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_one_error_line(&out, "timeout");
+    assert_eq!(n(&json_report(&out), &["errors", "timeout"]), 4);
+    assert_eq!(server.requests(), 4);
+}
+
+#[test]
+fn broken_responses_are_counted_by_kind() {
+    let garbage = TestServer::start_raw(RawMode::Garbage);
+    let out = run_volley(["-n", "10", "-c", "2", "-j", &garbage.url()]);
+    assert_one_error_line(&out, "protocol");
+    assert_eq!(n(&json_report(&out), &["errors", "protocol"]), 10);
+
+    let truncated = TestServer::start_raw(RawMode::Truncated { content_length: 100, sent: 10 });
+    let out = run_volley(["-n", "10", "-c", "2", "-j", &truncated.url()]);
+    assert_one_error_line(&out, "reset");
+    assert_eq!(n(&json_report(&out), &["errors", "reset"]), 10);
+
+    let huge = TestServer::start_raw(RawMode::HugeHeaders { size: 100_000 });
+    let out = run_volley(["-n", "4", "-c", "2", "-j", &huge.url()]);
+    assert_one_error_line(&out, "larger than");
+    assert_eq!(n(&json_report(&out), &["errors", "protocol"]), 4);
+}
+
+#[test]
+fn a_refused_port_is_a_connect_error_in_one_line() {
+    let port = support::free_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let started = Instant::now();
+    let out = run_volley(["-n", "100", "-c", "5", "-j", &url]);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_one_error_line(&out, "could not connect");
+    let r = json_report(&out);
+    assert!(n(&r, &["requests", "connectErrors"]) >= 5);
+    assert_eq!(n(&r, &["requests", "ok"]), 0);
+}
+
+#[test]
+fn a_server_that_never_accepts_is_bounded_by_the_connect_timeout() {
+    // A listener with a backlog of 0 that never accepts: once its queue is full the kernel
+    // drops further SYNs, so those connects hang until our timeout.
+    let listener = support::unaccepting_listener();
+    let url = format!("http://{}/", listener.addr());
+    let started = Instant::now();
+    let out = run_volley(["-n", "20", "-c", "10", "--connect-timeout", "300ms", "--timeout", "1s", "-j", &url]);
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    assert!(!out.status.success());
+    let r = json_report(&out);
+    assert!(n(&r, &["requests", "connectErrors"]) > 0, "{r}");
+    assert!(r["errorSamples"]["connect"].as_str().unwrap().contains("timed out"), "{r}");
+    assert_eq!(n(&r, &["requests", "ok"]), 0);
+}
+
+#[test]
+fn bad_input_gets_one_line_and_a_non_zero_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.json");
+    let missing_arg = format!("@{}", missing.display());
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["not a url"], "invalid URL"),
+        (vec!["ftp://127.0.0.1/"], "unsupported scheme"),
+        (vec!["http://host.invalid/"], "cannot resolve"),
+        (vec!["http://127.0.0.1:99999/"], "bad port"),
+        (vec!["-c", "0", "http://127.0.0.1:1/"], "connections"),
+        (vec!["-n", "0", "http://127.0.0.1:1/"], "requests"),
+        (vec!["-t", "0", "http://127.0.0.1:1/"], "threads"),
+        (vec!["-d", &missing_arg, "http://127.0.0.1:1/"], "missing.json"),
+        (vec!["-n", "5", "-z", "1s", "http://127.0.0.1:1/"], "cannot be used with"),
+        (vec!["-z", "soon", "http://127.0.0.1:1/"], "invalid duration"),
+        (vec!["-H", "no colon", "http://127.0.0.1:1/"], "Name: Value"),
+        (vec!["--http2", "http://127.0.0.1:1/"], "not supported yet"),
+        (vec!["--http3", "https://127.0.0.1:1/"], "not supported yet"),
+        (vec!["-p", "8", "http://127.0.0.1:1/"], "not supported yet"),
+        (vec!["--cacert", "/nonexistent/ca.pem", "https://127.0.0.1:1/"], "cacert"),
+        (vec![], "required"),
+    ];
+    for (args, expect) in cases {
+        let out = run_volley(&args);
+        assert_one_error_line(&out, expect);
+        assert!(out.stdout.is_empty(), "{args:?} printed a report");
+    }
+}
+
+#[test]
+fn ctrl_c_prints_the_report_of_what_was_done() {
+    let server = TestServer::start(Behavior::ok(14).delay(Duration::from_millis(1)));
+    let child = volley_command(["-z", "30s", "-c", "4", "-j", &server.url()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let started = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(3), "stopping took {:?}", started.elapsed());
+    assert_eq!(out.status.code(), Some(130));
+    let r = json_report(&out);
+    assert_eq!(r["interrupted"], Value::Bool(true));
+    let ok = n(&r, &["requests", "ok"]);
+    let aborted = n(&r, &["requests", "aborted"]);
+    assert!(ok > 10);
+    let seen = server.requests();
+    assert!((ok..=ok + aborted).contains(&seen), "server saw {seen}, report: {ok} ok + {aborted} aborted: {r}");
+}
+
+#[test]
+fn the_text_report_has_shb_layout() {
+    let server = TestServer::start(Behavior::ok(14));
+    let out = run_volley(["-n", "100", "-c", "2", &server.url()]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for line in [
+        "URL:          ",
+        "Protocol:     HTTP/1.1",
+        "Threads:      ",
+        "Connections:  2",
+        "Requests:     100 (100 ok, 0 errors, of which 0 connect) in ",
+        "Requests/sec: ",
+        "Transfer:     recv ",
+        "  [200] 100",
+        "Latency (ms):",
+        "Latency distribution:",
+        "  99.99% in ",
+    ] {
+        assert!(text.contains(line), "missing '{line}' in:\n{text}");
+    }
+}
+
+#[test]
+fn histograms_in_the_json_decode_to_the_reported_counts() {
+    let server = TestServer::start(Behavior::ok(14));
+    let r = json_report(&run_volley(["-n", "500", "-c", "5", "-j", &server.url()]));
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(r["histograms"]["latency"].as_str().unwrap()).unwrap();
+    let h = volley_engine::decode_histogram(&bytes).unwrap();
+    assert_eq!(h.len(), 500);
+    let p99 = r["latencySeconds"]["percentiles"]["p99"].as_f64().unwrap();
+    assert_eq!(h.value_at_quantile(0.99) as f64 / 1e9, p99);
+}
+
+#[test]
+fn nginx_counts_the_same_requests_as_the_report() {
+    let Some(nginx) = support::Nginx::start() else { return };
+    let r = json_report(&run_volley(["-n", "2000", "-c", "20", "-t", "2", "-j", &nginx.url()]));
+    assert_eq!(n(&r, &["requests", "ok"]), 2000);
+    assert_eq!(n(&r, &["statusCodes", "200"]), 2000);
+    assert_eq!(nginx.settled_requests(), 2000);
+}
+
+#[test]
+fn nginx_over_https_counts_the_same_requests_as_the_report() {
+    let Some(nginx) = support::Nginx::start_with(support::NginxOptions { tls: true, ..Default::default() }) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ca = nginx.cert().unwrap().write_ca(dir.path());
+    let url = nginx.https_url().replace("127.0.0.1", "localhost");
+    let r = json_report(&run_volley(["-n", "500", "-c", "10", "--cacert", ca.to_str().unwrap(), "-j", &url]));
+    assert_eq!(n(&r, &["requests", "ok"]), 500);
+    assert_eq!(nginx.settled_requests(), 500);
+}
+
+#[test]
+fn demo_runs_a_real_load_test_against_the_built_in_server() {
+    let out = run_volley(["demo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Requests/sec:"), "{text}");
+    assert!(text.contains("[200] "), "{text}");
+}
