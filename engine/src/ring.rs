@@ -77,6 +77,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_unusable_io_uring_is_explained_in_one_line_with_a_fix() {
+        for errno in [libc::ENOSYS, libc::EPERM, libc::ENOMEM, libc::EINVAL] {
+            let text = explain(&io::Error::from_raw_os_error(errno));
+            assert!(text.starts_with("io_uring "), "{text}");
+            assert!(!text.contains('\n'), "{text}");
+        }
+        assert!(explain(&io::Error::from_raw_os_error(libc::ENOMEM)).contains("ulimit -l"));
+    }
+
+    #[test]
+    fn io_uring_works_on_the_machines_volley_is_tested_on() {
+        let support = probe_io_uring().expect("io_uring must work where the tests run");
+        assert!(!support.kernel.is_empty());
+    }
+
+    #[test]
     fn kernel_versions_compare_by_major_then_minor() {
         assert!(kernel_older_than("5.15.0-91-generic", 6, 0));
         assert!(!kernel_older_than("6.18.44-fc", 6, 0));

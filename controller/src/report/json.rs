@@ -44,6 +44,11 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "clampedSamples": c.clamped,
         "interrupted": r.interrupted,
         "clientBusy": r.client_busy,
+        "ioUring": {
+            "kernel": r.ring.kernel,
+            "tunedFlags": r.ring.tuned,
+            "batchedWaits": r.ring.min_wait,
+        },
         "warnings": r.warnings(),
         "histograms": {
             "format": "HdrHistogram V2+DEFLATE, base64, nanoseconds",

@@ -5,7 +5,7 @@ mod text;
 
 use std::time::Duration;
 
-use volley_engine::{ErrorKind, RunResult, Stats};
+use volley_engine::{ErrorKind, RingSupport, RunResult, Stats};
 
 pub(crate) use json::to_json;
 pub(crate) use text::to_text;
@@ -37,6 +37,8 @@ pub(crate) struct Report {
     pub error_samples: Vec<(ErrorKind, String)>,
     /// Engine threads' CPU time over their wall time, 0 to 1.
     pub client_busy: Option<f64>,
+    /// What the kernel's io_uring offered the engine.
+    pub ring: RingSupport,
 }
 
 impl Report {
@@ -53,6 +55,7 @@ impl Report {
             interrupted: run.interrupted,
             error_samples: run.error_samples,
             client_busy,
+            ring: run.ring,
         }
     }
 
