@@ -94,6 +94,7 @@ pub fn run(
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
         let thread_plan = ThreadPlan {
+            index,
             connections: share(plan.connections as u64, threads, index) as usize,
             budget: match plan.stop {
                 Stop::Requests(n) => Some(share(n, threads, index)),
@@ -146,9 +147,11 @@ fn share(total: u64, parts: usize, index: usize) -> u64 {
 
 /// Merges thread messages: per-second deltas into snapshots, everything into the total.
 struct Collector {
-    live: usize,
-    /// Per tick: how many threads reported it, and their merged delta.
-    pending: std::collections::BTreeMap<u32, (usize, Stats)>,
+    /// Per thread: the last tick it reported, and whether it is done.
+    last_tick: Vec<u32>,
+    done: Vec<bool>,
+    /// Per tick: the merged delta of the threads that reported it.
+    pending: std::collections::BTreeMap<u32, Stats>,
     total: Stats,
     error_samples: Vec<(ErrorKind, String)>,
     end: Option<Instant>,
@@ -158,7 +161,8 @@ struct Collector {
 impl Collector {
     fn new(threads: usize) -> Self {
         Collector {
-            live: threads,
+            last_tick: vec![0; threads],
+            done: vec![false; threads],
             pending: Default::default(),
             total: Stats::new(),
             error_samples: Vec::new(),
@@ -169,16 +173,15 @@ impl Collector {
 
     fn take(&mut self, msg: ThreadMsg, on_interval: &mut dyn FnMut(&Snapshot)) {
         match msg {
-            ThreadMsg::Interval { tick, delta } => {
+            ThreadMsg::Interval { thread, tick, delta } => {
                 self.total.merge(&delta);
-                let entry = self.pending.entry(tick).or_insert_with(|| (0, Stats::new()));
-                entry.0 += 1;
-                entry.1.merge(&delta);
+                self.last_tick[thread] = tick;
+                self.pending.entry(tick).or_default().merge(&delta);
             }
-            ThreadMsg::Done { rest, error_samples, ended, cpu } => {
+            ThreadMsg::Done { thread, rest, error_samples, ended, cpu } => {
                 self.total.merge(&rest);
                 self.cpu += cpu;
-                self.live -= 1;
+                self.done[thread] = true;
                 self.end = Some(self.end.map_or(ended, |e| e.max(ended)));
                 for (kind, text) in error_samples {
                     if !self.error_samples.iter().any(|(k, _)| *k == kind) {
@@ -187,13 +190,14 @@ impl Collector {
                 }
             }
         }
-        // A tick is complete once every thread still running has reported it.
+        // A tick is complete once every thread has reported it or is done (a thread's Done
+        // comes after all of its ticks, so a done thread will not report it later).
         while let Some(entry) = self.pending.first_entry() {
-            if entry.get().0 < self.live {
+            let tick = *entry.key();
+            if (0..self.done.len()).any(|t| !self.done[t] && self.last_tick[t] < tick) {
                 break;
             }
-            let tick = *entry.key();
-            let (_, delta) = entry.remove();
+            let delta = entry.remove();
             on_interval(&Snapshot { elapsed: Duration::from_secs(u64::from(tick)), delta });
         }
     }

@@ -35,6 +35,8 @@ pub(crate) struct Conn {
     pub request_queued: bool,
     pub sent_at: Instant,
     pub first_byte_seen: bool,
+    /// The peer sent TLS close_notify: no further request may go out on this connection.
+    pub peer_closed: bool,
     pub connect_started: Instant,
     /// When the in-flight request (or the handshake) times out.
     pub deadline: Option<Instant>,
@@ -60,6 +62,7 @@ impl Conn {
             request_queued: false,
             sent_at: now,
             first_byte_seen: false,
+            peer_closed: false,
             connect_started: now,
             deadline: None,
             scanner: Scanner::new(),

@@ -129,30 +129,36 @@ impl<'r> Loop<'r> {
     }
 
     pub(super) fn run(mut self) -> io::Result<()> {
+        let outcome = self.run_load();
+        // Whatever ended the load, the kernel must let go of every buffer before it is freed.
+        let clean = matches!(self.stop(), Ok(true));
+        let ended = Instant::now();
+        let rest = std::mem::take(&mut self.stats);
+        let error_samples = std::mem::take(&mut self.error_samples);
+        let cpu = super::thread_cpu_time();
+        let thread = self.plan.index;
+        let _ = self.plan.tx.send(ThreadMsg::Done { thread, rest, error_samples, ended, cpu });
+        if !clean {
+            // Leak rather than free buffers the kernel may still write into.
+            std::mem::forget(self);
+        }
+        outcome
+    }
+
+    fn run_load(&mut self) -> io::Result<()> {
         let now = Instant::now();
         for i in 0..self.conns.len() {
             self.start_conn(i, now)?;
         }
         loop {
             let now = Instant::now();
-            self.periodic(now);
+            self.periodic(now)?;
             if self.should_stop(now) || self.finished() {
-                break;
+                return Ok(());
             }
             self.wait(now)?;
             self.drain()?;
         }
-        let clean = self.stop()?;
-        let ended = Instant::now();
-        let rest = std::mem::take(&mut self.stats);
-        let error_samples = std::mem::take(&mut self.error_samples);
-        let cpu = super::thread_cpu_time();
-        let _ = self.plan.tx.send(ThreadMsg::Done { rest, error_samples, ended, cpu });
-        if !clean {
-            // Leak rather than free buffers the kernel may still write into.
-            std::mem::forget(self);
-        }
-        Ok(())
     }
 
     fn should_stop(&self, now: Instant) -> bool {
@@ -204,6 +210,18 @@ impl<'r> Loop<'r> {
         Ok(())
     }
 
+    /// Pushes two linked entries; they must reach the kernel in the same submit, or the link
+    /// is lost.
+    fn push_pair(&mut self, first: squeue::Entry, second: squeue::Entry) -> io::Result<()> {
+        if self.sq.capacity() - self.sq.len() < 2 {
+            self.sq.sync();
+            self.submitter.submit()?;
+            self.sq.sync();
+        }
+        self.push(first)?;
+        self.push(second)
+    }
+
     fn push(&mut self, sqe: squeue::Entry) -> io::Result<()> {
         // SAFETY: every entry points at memory owned by `self` that outlives the operation:
         // the shared request, a connection's send buffer or address (left alone while
@@ -216,10 +234,10 @@ impl<'r> Loop<'r> {
         Ok(())
     }
 
-    fn periodic(&mut self, now: Instant) {
+    fn periodic(&mut self, now: Instant) -> io::Result<()> {
         if now >= self.next_tick {
             let delta = std::mem::take(&mut self.stats);
-            let _ = self.plan.tx.send(ThreadMsg::Interval { tick: self.tick, delta });
+            let _ = self.plan.tx.send(ThreadMsg::Interval { thread: self.plan.index, tick: self.tick, delta });
             self.tick += 1;
             self.next_tick += Duration::from_secs(1);
         }
@@ -227,10 +245,15 @@ impl<'r> Loop<'r> {
             self.next_check = now + CHECK_EVERY;
             for i in 0..self.conns.len() {
                 if self.conns[i].deadline.is_some_and(|d| now >= d) {
-                    let _ = self.expire(i);
+                    self.expire(i)?;
+                }
+                // A connection left idle by a failed socket() gets another try.
+                if self.conns[i].phase == Phase::Idle && self.conns[i].pending_ops == 0 {
+                    self.start_conn(i, now)?;
                 }
             }
         }
+        Ok(())
     }
 
     /// A request or handshake ran out of time.
@@ -272,6 +295,7 @@ impl<'r> Loop<'r> {
         c.generation = c.generation.wrapping_add(1);
         c.connect_started = now;
         c.deadline = None;
+        c.peer_closed = false;
         c.scanner = Default::default();
         let fd = match new_socket(&addr) {
             Ok(fd) => fd,
@@ -296,8 +320,7 @@ impl<'r> Loop<'r> {
             opcode::LinkTimeout::new(&self.connect_timespec).build().user_data(token(Op::ConnectTimeout, i, g));
         c.pending_ops += 2;
         c.phase = Phase::Connecting;
-        self.push(connect)?;
-        self.push(timeout)
+        self.push_pair(connect, timeout)
     }
 
     fn complete(&mut self, data: u64, res: i32, flags: u32) -> io::Result<()> {
@@ -334,6 +357,10 @@ impl<'r> Loop<'r> {
     }
 
     fn on_connect(&mut self, i: usize, res: i32, now: Instant) -> io::Result<()> {
+        if self.conns[i].phase != Phase::Connecting {
+            // The run stopped while connecting: the close is already under way.
+            return Ok(());
+        }
         if res < 0 {
             let why = if -res == libc::ECANCELED {
                 format!("connect timed out after {:?}", self.shared.connect_timeout)
@@ -465,7 +492,12 @@ impl<'r> Loop<'r> {
                 libc::ENOBUFS => self.rearm(i),
                 libc::ECANCELED => Ok(()),
                 _ => {
-                    self.fail(i, ErrorKind::Reset, os_error(res));
+                    if self.conns[i].phase == Phase::Handshaking {
+                        self.connect_failures += 1;
+                        self.fail(i, ErrorKind::Tls, format!("during the TLS handshake: {}", os_error(res)));
+                    } else {
+                        self.fail(i, ErrorKind::Reset, os_error(res));
+                    }
                     self.begin_close(i)
                 }
             };
@@ -495,6 +527,9 @@ impl<'r> Loop<'r> {
         let Some(tls) = self.conns[i].tls.as_mut() else { return Ok(()) };
         let received = tls.receive(data, &mut plain);
         let handshake_done = !tls.is_handshaking();
+        if let Ok(r) = &received {
+            self.conns[i].peer_closed |= r.closed;
+        }
         let result = match received {
             Err(e) => {
                 if self.conns[i].phase == Phase::Handshaking {
@@ -545,8 +580,11 @@ impl<'r> Loop<'r> {
             Ok((_, None)) => Ok(()),
             Ok((used, Some(response))) => {
                 self.finish(i, response, now);
-                if used < data.len() || response.close || !self.shared.keepalive {
-                    // Extra bytes after a response we did not pipeline are not ours to count.
+                let c = &self.conns[i];
+                // Extra bytes after a response we did not pipeline are not ours to count; a
+                // request body still being sent (the server answered early) or a TLS
+                // close_notify means no further request may share this connection.
+                if used < data.len() || response.close || !self.shared.keepalive || c.sending || c.peer_closed {
                     return self.begin_close(i);
                 }
                 self.next_request(i, now)
@@ -627,8 +665,7 @@ impl<'r> Loop<'r> {
             .flags(squeue::Flags::IO_HARDLINK)
             .user_data(token(Op::Cancel, i, g));
         let close = opcode::Close::new(Fixed(i as u32)).build().user_data(token(Op::Close, i, g));
-        self.push(cancel)?;
-        self.push(close)
+        self.push_pair(cancel, close)
     }
 
     /// The run is over: requests in flight are counted as aborted, every socket is closed, and

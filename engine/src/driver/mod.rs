@@ -30,6 +30,7 @@ pub(crate) struct Shared {
 
 /// One thread's share of the plan.
 pub(crate) struct ThreadPlan {
+    pub index: usize,
     pub connections: usize,
     /// Requests this thread may start; None runs until the deadline or the stop flag.
     pub budget: Option<u64>,
@@ -41,14 +42,20 @@ pub(crate) struct ThreadPlan {
 
 pub(crate) enum ThreadMsg {
     /// The delta of one whole second since the start (tick 1 covers 0 s to 1 s).
-    Interval { tick: u32, delta: Stats },
+    Interval { thread: usize, tick: u32, delta: Stats },
     /// The thread is done: everything since its last interval.
-    Done { rest: Stats, error_samples: Vec<(ErrorKind, String)>, ended: Instant, cpu: Duration },
+    Done { thread: usize, rest: Stats, error_samples: Vec<(ErrorKind, String)>, ended: Instant, cpu: Duration },
 }
 
 pub(crate) fn run_thread(shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<()> {
+    let stop = plan.stop.clone();
     let mut ring = event_loop::Loop::ring(plan.connections)?;
-    event_loop::Loop::new(&mut ring, shared, plan)?.run()
+    let outcome = event_loop::Loop::new(&mut ring, shared, plan).and_then(|l| l.run());
+    if outcome.is_err() {
+        // One thread failing fails the run: the others need not go on to the deadline.
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    outcome
 }
 
 /// CPU time (user + system) the calling thread has used.

@@ -73,8 +73,11 @@ impl TlsSession {
         while !data.is_empty() {
             // read_tls from a slice cannot fail for I/O reasons; it stops when its buffer is full,
             // which process_new_packets below drains.
-            if self.conn.read_tls(&mut data).is_err() {
-                return Err(rustls::Error::General("TLS receive buffer overflow".into()));
+            match self.conn.read_tls(&mut data) {
+                // After close_notify rustls takes nothing more: whatever follows is discarded.
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(_) => return Err(rustls::Error::General("TLS receive buffer overflow".into())),
             }
             let state = self.conn.process_new_packets()?;
             closed |= state.peer_has_closed();
@@ -84,6 +87,9 @@ impl TlsSession {
                 plain.resize(start + n, 0);
                 let got = self.conn.reader().read(&mut plain[start..]).unwrap_or(0);
                 plain.truncate(start + got);
+            }
+            if closed {
+                break;
             }
         }
         Ok(Received { closed })
