@@ -19,13 +19,14 @@ fn plan(url: &str, stop: Stop) -> Plan {
     }
 }
 
+fn built_in_server() -> volley_serve::Server {
+    let config = volley_serve::ServeConfig { addr: "127.0.0.1:0".parse().unwrap(), ..Default::default() };
+    volley_serve::Server::start(config).unwrap()
+}
+
 #[test]
 fn snapshots_arrive_once_per_second_and_never_exceed_the_total() {
-    let server = volley_serve::Server::start(volley_serve::ServeConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        ..Default::default()
-    })
-    .unwrap();
+    let server = built_in_server();
     let mut snapshots = Vec::new();
     let result = run(&plan(&server.url(), Stop::Duration(Duration::from_millis(2500))), &RunControl::new(), &mut |s| {
         snapshots.push(s.clone())
@@ -46,11 +47,7 @@ fn snapshots_arrive_once_per_second_and_never_exceed_the_total() {
 
 #[test]
 fn a_stop_from_outside_ends_the_run_within_a_fraction_of_a_second() {
-    let server = volley_serve::Server::start(volley_serve::ServeConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        ..Default::default()
-    })
-    .unwrap();
+    let server = built_in_server();
     let control = RunControl::new();
     let stopper = control.clone();
     let t = std::thread::spawn(move || {
