@@ -76,6 +76,7 @@ pub fn run(
     let threads = plan.threads.min(plan.connections);
     let shared = Arc::new(Shared {
         addr,
+        sockaddr: driver::encode_sockaddr(&addr),
         request: h1::encode_request(&plan.target, &plan.request, !plan.keepalive),
         head: plan.request.is_head(),
         tls,

@@ -47,8 +47,6 @@ pub(crate) struct Conn {
     pub send_from_request: bool,
     pub send_buf: Vec<u8>,
     pub send_off: usize,
-    pub addr: libc::sockaddr_storage,
-    pub addr_len: libc::socklen_t,
 }
 
 impl Conn {
@@ -71,9 +69,6 @@ impl Conn {
             send_from_request: false,
             send_buf: Vec::new(),
             send_off: 0,
-            // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
-            addr: unsafe { std::mem::zeroed() },
-            addr_len: 0,
         }
     }
 }

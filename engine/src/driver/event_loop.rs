@@ -83,6 +83,8 @@ pub(super) struct Loop<'r> {
     connects_ok: u64,
     connect_failures: u64,
     stopping: bool,
+    /// Connections in Phase::Open, kept so the wait need not count them.
+    open: usize,
     error_samples: Vec<(ErrorKind, String)>,
 }
 
@@ -104,7 +106,6 @@ impl<'r> Loop<'r> {
         let bufs = BufRing::new(&submitter, buf_entries, BUF_SIZE, 0)?;
         let now = Instant::now();
         let conns = (0..n).map(|_| Conn::new(now)).collect();
-        let ct = shared.connect_timeout;
         Ok(Loop {
             submitter,
             sq,
@@ -115,13 +116,14 @@ impl<'r> Loop<'r> {
             budget: plan.budget,
             plain: Vec::with_capacity(16 * 1024),
             cqes: Vec::with_capacity(entries as usize),
-            connect_timespec: Timespec::new().sec(ct.as_secs()).nsec(ct.subsec_nanos()),
+            connect_timespec: Timespec::from(shared.connect_timeout),
             tick: 1,
             next_tick: plan.start + Duration::from_secs(1),
             next_check: now + CHECK_EVERY,
             connects_ok: 0,
             connect_failures: 0,
             stopping: false,
+            open: 0,
             error_samples: Vec::new(),
             shared,
             plan,
@@ -178,23 +180,34 @@ impl<'r> Loop<'r> {
         if let Some(d) = self.plan.deadline {
             until = until.min(d);
         }
-        let left = until.saturating_duration_since(now).max(Duration::from_micros(1));
-        let ts = Timespec::new().sec(left.as_secs()).nsec(left.subsec_nanos());
+        let ts = Timespec::from(until.saturating_duration_since(now).max(Duration::from_micros(1)));
         let mut want = 1;
         let mut args = SubmitArgs::new().timespec(&ts);
         if self.shared.min_wait {
             // Hold out for a share of the connections, but not for long: a completion is what
             // lets its connection send the next request.
-            let open = self.conns.iter().filter(|c| c.phase == Phase::Open).count();
-            want = (open / 4).clamp(1, 8);
+            want = (self.open / 4).clamp(1, 8);
             args = args.min_wait_usec(MIN_WAIT_USEC);
         }
+        self.enter(want, &args)
+    }
+
+    /// Submits what is queued and waits as `args` says; a timeout or a signal is not an error.
+    fn enter(&mut self, want: usize, args: &SubmitArgs<'_, '_>) -> io::Result<()> {
         self.sq.sync();
-        match self.submitter.submit_with_args(want, &args) {
+        match self.submitter.submit_with_args(want, args) {
             Ok(_) => Ok(()),
             Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// Hands what is queued to the kernel without waiting, to make room in the queue.
+    fn submit_now(&mut self) -> io::Result<()> {
+        self.sq.sync();
+        self.submitter.submit()?;
+        self.sq.sync();
+        Ok(())
     }
 
     fn drain(&mut self) -> io::Result<()> {
@@ -214,9 +227,7 @@ impl<'r> Loop<'r> {
     /// is lost.
     fn push_pair(&mut self, first: squeue::Entry, second: squeue::Entry) -> io::Result<()> {
         if self.sq.capacity() - self.sq.len() < 2 {
-            self.sq.sync();
-            self.submitter.submit()?;
-            self.sq.sync();
+            self.submit_now()?;
         }
         self.push(first)?;
         self.push(second)
@@ -224,12 +235,10 @@ impl<'r> Loop<'r> {
 
     fn push(&mut self, sqe: squeue::Entry) -> io::Result<()> {
         // SAFETY: every entry points at memory owned by `self` that outlives the operation:
-        // the shared request, a connection's send buffer or address (left alone while
+        // the shared request or address, a connection's send buffer (left alone while
         // `pending_ops` is non-zero), or the connect timespec.
         while unsafe { self.sq.push(&sqe) }.is_err() {
-            self.sq.sync();
-            self.submitter.submit()?;
-            self.sq.sync();
+            self.submit_now()?;
         }
         Ok(())
     }
@@ -289,7 +298,6 @@ impl<'r> Loop<'r> {
         if !self.claim() {
             return Ok(());
         }
-        let addr = self.shared.addr;
         let c = &mut self.conns[i];
         c.outstanding = true;
         c.generation = c.generation.wrapping_add(1);
@@ -297,7 +305,7 @@ impl<'r> Loop<'r> {
         c.deadline = None;
         c.peer_closed = false;
         c.scanner = Default::default();
-        let fd = match new_socket(&addr) {
+        let fd = match new_socket(&self.shared.addr) {
             Ok(fd) => fd,
             Err(e) => {
                 self.connect_failures += 1;
@@ -310,9 +318,9 @@ impl<'r> Loop<'r> {
         unsafe { libc::close(fd) };
         registered?;
         let c = &mut self.conns[i];
-        c.addr_len = write_sockaddr(&addr, &mut c.addr);
         let g = c.generation;
-        let connect = opcode::Connect::new(Fixed(i as u32), (&raw const c.addr).cast(), c.addr_len)
+        let (sockaddr, len) = (&raw const self.shared.sockaddr.0, self.shared.sockaddr.1);
+        let connect = opcode::Connect::new(Fixed(i as u32), sockaddr.cast(), len)
             .build()
             .flags(squeue::Flags::IO_LINK)
             .user_data(token(Op::Connect, i, g));
@@ -398,6 +406,7 @@ impl<'r> Loop<'r> {
         let started = self.conns[i].connect_started;
         Stats::record(&mut self.stats.counters, &mut self.stats.histograms.connect, now - started);
         self.conns[i].phase = Phase::Open;
+        self.open += 1;
         self.send_request(i, now)
     }
 
@@ -654,6 +663,9 @@ impl<'r> Loop<'r> {
         if matches!(c.phase, Phase::Idle | Phase::Closing) {
             return Ok(());
         }
+        if c.phase == Phase::Open {
+            self.open -= 1;
+        }
         c.phase = Phase::Closing;
         c.deadline = None;
         c.tls = None;
@@ -689,14 +701,8 @@ impl<'r> Loop<'r> {
             if now >= limit {
                 return Ok(false);
             }
-            let left = limit - now;
-            let ts = Timespec::new().sec(left.as_secs()).nsec(left.subsec_nanos());
-            self.sq.sync();
-            match self.submitter.submit_with_args(1, &SubmitArgs::new().timespec(&ts)) {
-                Ok(_) => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
-                Err(e) => return Err(e),
-            }
+            let ts = Timespec::from(limit - now);
+            self.enter(1, &SubmitArgs::new().timespec(&ts))?;
             self.drain()?;
         }
         Ok(true)
@@ -726,6 +732,14 @@ fn new_socket(addr: &std::net::SocketAddr) -> io::Result<i32> {
         );
         Ok(fd)
     }
+}
+
+/// The address in the form connect(2) takes, encoded once per run.
+pub(crate) fn encode_sockaddr(addr: &std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+    let mut out: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = write_sockaddr(addr, &mut out);
+    (out, len)
 }
 
 fn write_sockaddr(addr: &std::net::SocketAddr, out: &mut libc::sockaddr_storage) -> libc::socklen_t {

@@ -19,6 +19,8 @@ use crate::stats::{ErrorKind, Stats};
 /// What every thread of a run shares, read-only.
 pub(crate) struct Shared {
     pub addr: SocketAddr,
+    /// `addr` as connect(2) takes it; every connect points here.
+    pub sockaddr: (libc::sockaddr_storage, libc::socklen_t),
     pub request: Vec<u8>,
     pub head: bool,
     pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
@@ -46,6 +48,8 @@ pub(crate) enum ThreadMsg {
     /// The thread is done: everything since its last interval.
     Done { thread: usize, rest: Stats, error_samples: Vec<(ErrorKind, String)>, ended: Instant, cpu: Duration },
 }
+
+pub(crate) use event_loop::encode_sockaddr;
 
 pub(crate) fn run_thread(shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<()> {
     let stop = plan.stop.clone();
