@@ -57,14 +57,18 @@ fn serve(listen: std::net::SocketAddr) -> Result<(), CliError> {
 
 /// `volley URL`: one run on this machine, reported on stdout.
 fn load(args: &LoadArgs) -> Result<(), CliError> {
+    run_and_report(args)?.outcome()
+}
+
+/// Runs the load the arguments describe (Ctrl-C stops it) and prints its report.
+pub(crate) fn run_and_report(args: &LoadArgs) -> Result<Report, CliError> {
     let plan = options::build_plan(args)?;
     let control = RunControl::new();
     signals::stop_on_ctrl_c(&control);
-    let url = plan.target.to_string();
     let result = volley_engine::run(&plan, &control, &mut |_| {})?;
-    let report = Report::from_run(url, result);
+    let report = Report::from_run(plan.target.to_string(), result);
     print_report(&report, args.json);
-    report.outcome()
+    Ok(report)
 }
 
 pub(crate) fn print_report(report: &Report, json: bool) {
