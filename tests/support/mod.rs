@@ -496,6 +496,10 @@ pub enum RawMode {
     EarlyHints { body_len: usize },
     /// Answers every request with these exact bytes; closes after each if `close`. Counted.
     Verbatim { response: Vec<u8>, close: bool },
+    /// Answers `200 ok` (keep-alive) as soon as a request head is in, *before* reading its
+    /// body, then reads and discards the body. Request lines that do not look like one (bytes
+    /// of one request inside another's body) are counted by [`TestServer::bad_heads`].
+    AnswerBeforeBody,
 }
 
 /// What the server saw of a request. Header names as received (hyper lowercases them).
@@ -522,6 +526,7 @@ struct Stats {
     requests: AtomicU64,
     responses: AtomicU64,
     connections: AtomicU64,
+    bad_heads: AtomicU64,
     request_body_bytes: AtomicU64,
     methods: Mutex<BTreeMap<String, u64>>,
     last: Mutex<Option<SeenRequest>>,
@@ -654,6 +659,11 @@ impl TestServer {
     /// Complete final responses sent.
     pub fn responses(&self) -> u64 {
         self.stats.responses.load(Ordering::SeqCst)
+    }
+
+    /// Request lines that were not `METHOD /path HTTP/1.x` (a raw server's count).
+    pub fn bad_heads(&self) -> u64 {
+        self.stats.bad_heads.load(Ordering::SeqCst)
     }
 
     /// TCP connections accepted.
@@ -807,6 +817,10 @@ const RAW_MAX_HEAD: usize = 1 << 20;
 
 async fn raw_connection(mut stream: tokio::net::TcpStream, mode: Arc<RawMode>, stats: Arc<Stats>) {
     let mut buf = Vec::with_capacity(4096);
+    if let RawMode::AnswerBeforeBody = &*mode {
+        answer_before_body(&mut stream, &mut buf, &stats).await;
+        return;
+    }
     loop {
         if read_raw_request(&mut stream, &mut buf, &stats).await.is_err() {
             return;
@@ -870,6 +884,20 @@ async fn raw_connection(mut stream: tokio::net::TcpStream, mode: Arc<RawMode>, s
                     return;
                 }
             }
+            RawMode::AnswerBeforeBody => unreachable!("handled above"),
+        }
+    }
+}
+
+async fn answer_before_body(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>, stats: &Stats) {
+    loop {
+        let Ok(head) = read_raw_head(stream, buf, stats).await else { return };
+        stats.responded();
+        if stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await.is_err() {
+            return;
+        }
+        if read_raw_body(stream, buf, head, stats).await.is_err() {
+            return;
         }
     }
 }
@@ -887,6 +915,16 @@ async fn close_gracefully(mut stream: tokio::net::TcpStream) {
 
 /// Reads one request (head, then a Content-Length or chunked body) and records it.
 async fn read_raw_request<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut Vec<u8>, stats: &Stats) -> io::Result<()> {
+    let head = read_raw_head(stream, buf, stats).await?;
+    read_raw_body(stream, buf, head, stats).await
+}
+
+/// Reads and counts one request head.
+async fn read_raw_head<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+    stats: &Stats,
+) -> io::Result<SeenRequest> {
     let head_end = loop {
         if let Some(at) = find(buf, b"\r\n\r\n") {
             break at + 4;
@@ -905,10 +943,29 @@ async fn read_raw_request<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut Vec<u8
     let path = parts.next().unwrap_or("").to_string();
     let version = parts.next().unwrap_or("").to_string();
     stats.head(&method);
+    let well_formed = !method.is_empty()
+        && method.bytes().all(|b| b.is_ascii_uppercase())
+        && path.starts_with('/')
+        && version.starts_with("HTTP/1.")
+        && parts.next().is_none();
+    if !well_formed {
+        stats.bad_heads.fetch_add(1, Ordering::SeqCst);
+    }
     let headers: Vec<(String, String)> = lines
         .filter_map(|line| line.split_once(':'))
         .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
         .collect();
+    Ok(SeenRequest { method, path, version, headers, body: Vec::new() })
+}
+
+/// Reads the body `head` announces (Content-Length or chunked) and records the request.
+async fn read_raw_body<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+    head: SeenRequest,
+    stats: &Stats,
+) -> io::Result<()> {
+    let SeenRequest { method, path, version, headers, .. } = head;
     let mut body = Vec::new();
     if header_lookup(&headers, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
         loop {
