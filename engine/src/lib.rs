@@ -19,7 +19,7 @@ mod tls;
 pub use error::EngineError;
 pub use plan::{Plan, RequestSpec, Stop, TlsOptions};
 pub use ring::{RingSupport, probe_io_uring};
-pub use run::{RunControl, RunResult, run};
+pub use run::{Progress, RunControl, RunResult, run};
 pub use stats::{
     Counters, ErrorKind, HistogramError, Histograms, Snapshot, Stats, decode_histogram, encode_histogram, new_histogram,
 };

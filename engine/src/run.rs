@@ -1,7 +1,7 @@
 //! Running a plan: spread it over threads, collect their per-second deltas, merge the result.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -13,18 +13,62 @@ use crate::ring::{RingSupport, probe_io_uring};
 use crate::stats::{ErrorKind, Snapshot, Stats};
 use crate::tls;
 
-/// Stops a run from outside (Ctrl-C, a controller going away). Cheap to clone.
-#[derive(Debug, Clone, Default)]
+/// Starts and stops a run from outside (a controller, Ctrl-C). Cheap to clone.
+///
+/// A gated run opens its connections and then waits for [`RunControl::start_at`], so that
+/// several engines (on several machines) send their first requests at one instant.
+#[derive(Debug, Clone)]
 pub struct RunControl {
     stop: Arc<AtomicBool>,
+    pub(crate) gate: Arc<StartGate>,
+}
+
+/// When the load may start: closed until an instant is set.
+#[derive(Debug)]
+pub(crate) struct StartGate {
+    base: Instant,
+    /// Nanoseconds after `base`, plus one; zero while the gate is closed.
+    at: AtomicU64,
+}
+
+impl StartGate {
+    /// The start instant, once one is set.
+    pub(crate) fn at(&self) -> Option<Instant> {
+        match self.at.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(self.base + Duration::from_nanos(n - 1)),
+        }
+    }
+}
+
+impl Default for RunControl {
+    fn default() -> Self {
+        RunControl::new()
+    }
 }
 
 impl RunControl {
+    /// A run whose load starts as soon as each connection is up.
     pub fn new() -> Self {
-        RunControl::default()
+        let control = RunControl::gated();
+        control.start_at(control.gate.base);
+        control
     }
 
-    /// Asks every engine thread to stop; they notice within 100 ms and return their statistics.
+    /// A run that opens its connections (unless keep-alive is off) and then waits for
+    /// [`RunControl::start_at`] before it sends anything.
+    pub fn gated() -> Self {
+        let gate = StartGate { base: Instant::now(), at: AtomicU64::new(0) };
+        RunControl { stop: Arc::new(AtomicBool::new(false)), gate: Arc::new(gate) }
+    }
+
+    /// Lets the load start at `at` (at once if it is past). Only the first call counts.
+    pub fn start_at(&self, at: Instant) {
+        let nanos = at.saturating_duration_since(self.gate.base).as_nanos().min(u128::from(u64::MAX - 1)) as u64;
+        let _ = self.gate.at.compare_exchange(0, nanos + 1, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Asks every engine thread to stop; they notice within 50 ms and return their statistics.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
     }
@@ -34,11 +78,23 @@ impl RunControl {
     }
 }
 
+/// What a run tells its caller while it goes on.
+#[derive(Debug)]
+pub enum Progress<'a> {
+    /// Every connection has been tried once: `connected` are up (and, in a gated run, waiting
+    /// for the start), `failed` could not be set up.
+    Ready { connected: u64, failed: u64 },
+    /// The load began: when the last engine thread sent its first requests.
+    Started { at: Instant },
+    /// One whole second of the run.
+    Interval(&'a Snapshot),
+}
+
 /// What a finished run measured.
 #[derive(Debug, Clone)]
 pub struct RunResult {
     pub stats: Stats,
-    /// From the start of load to the end of the last thread.
+    /// From the start of load to the end of the last thread (zero if it never started).
     pub duration: Duration,
     pub threads: usize,
     pub connections: usize,
@@ -51,11 +107,12 @@ pub struct RunResult {
     pub error_samples: Vec<(ErrorKind, String)>,
 }
 
-/// Runs `plan` to its end, calling `on_interval` once per second with that second's delta.
+/// Runs `plan` to its end, telling `on_progress` when the connections are up, when the load
+/// started, and once per second that second's delta.
 pub fn run(
     plan: &Plan,
     control: &RunControl,
-    on_interval: &mut dyn FnMut(&Snapshot),
+    on_progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<RunResult, EngineError> {
     if plan.connections == 0 {
         return Err(EngineError::Plan("connections must be at least 1"));
@@ -87,11 +144,6 @@ pub fn run(
     });
 
     let (tx, rx) = mpsc::channel::<ThreadMsg>();
-    let start = Instant::now();
-    let deadline = match plan.stop {
-        Stop::Duration(d) => Some(start + d),
-        Stop::Requests(_) => None,
-    };
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
         let thread_plan = ThreadPlan {
@@ -101,8 +153,11 @@ pub fn run(
                 Stop::Requests(n) => Some(share(n, threads, index)),
                 Stop::Duration(_) => None,
             },
-            start,
-            deadline,
+            duration: match plan.stop {
+                Stop::Duration(d) => Some(d),
+                Stop::Requests(_) => None,
+            },
+            gate: control.gate.clone(),
             stop: control.stop.clone(),
             tx: tx.clone(),
         };
@@ -117,9 +172,12 @@ pub fn run(
 
     let mut collector = Collector::new(threads);
     for msg in rx {
-        collector.take(msg, on_interval);
+        collector.take(msg, on_progress);
     }
-    let duration = collector.end.unwrap_or_else(Instant::now).saturating_duration_since(start);
+    let duration = match collector.start {
+        Some(start) => collector.end.unwrap_or_else(Instant::now).saturating_duration_since(start),
+        None => Duration::ZERO,
+    };
     for handle in handles {
         match handle.join() {
             Ok(Ok(())) => {}
@@ -148,9 +206,15 @@ fn share(total: u64, parts: usize, index: usize) -> u64 {
 
 /// Merges thread messages: per-second deltas into snapshots, everything into the total.
 struct Collector {
-    /// Per thread: the last tick it reported, and whether it is done.
+    /// Per thread: the last tick it reported, and whether it is ready, started, done.
     last_tick: Vec<u32>,
+    ready: Vec<Option<(u64, u64)>>,
+    started: Vec<Option<Instant>>,
     done: Vec<bool>,
+    ready_told: bool,
+    started_told: bool,
+    /// When the first thread started: the run's duration counts from here.
+    start: Option<Instant>,
     /// Per tick: the merged delta of the threads that reported it.
     pending: std::collections::BTreeMap<u32, Stats>,
     total: Stats,
@@ -163,7 +227,12 @@ impl Collector {
     fn new(threads: usize) -> Self {
         Collector {
             last_tick: vec![0; threads],
+            ready: vec![None; threads],
+            started: vec![None; threads],
             done: vec![false; threads],
+            ready_told: false,
+            started_told: false,
+            start: None,
             pending: Default::default(),
             total: Stats::new(),
             error_samples: Vec::new(),
@@ -172,8 +241,13 @@ impl Collector {
         }
     }
 
-    fn take(&mut self, msg: ThreadMsg, on_interval: &mut dyn FnMut(&Snapshot)) {
+    fn take(&mut self, msg: ThreadMsg, on_progress: &mut dyn FnMut(Progress<'_>)) {
         match msg {
+            ThreadMsg::Ready { thread, connected, failed } => self.ready[thread] = Some((connected, failed)),
+            ThreadMsg::Started { thread, at } => {
+                self.started[thread] = Some(at);
+                self.start = Some(self.start.map_or(at, |s| s.min(at)));
+            }
             ThreadMsg::Interval { thread, tick, delta } => {
                 self.total.merge(&delta);
                 self.last_tick[thread] = tick;
@@ -191,6 +265,19 @@ impl Collector {
                 }
             }
         }
+        if !self.ready_told && (0..self.done.len()).all(|t| self.done[t] || self.ready[t].is_some()) {
+            self.ready_told = true;
+            let (connected, failed) =
+                self.ready.iter().flatten().fold((0, 0), |(c, f), (tc, tf)| (c + tc, f + tf));
+            on_progress(Progress::Ready { connected, failed });
+        }
+        // The load is on once every thread that will start has started.
+        if !self.started_told && (0..self.done.len()).all(|t| self.done[t] || self.started[t].is_some()) {
+            if let Some(at) = self.started.iter().flatten().max().copied() {
+                self.started_told = true;
+                on_progress(Progress::Started { at });
+            }
+        }
         // A tick is complete once every thread has reported it or is done (a thread's Done
         // comes after all of its ticks, so a done thread will not report it later).
         while let Some(entry) = self.pending.first_entry() {
@@ -199,7 +286,7 @@ impl Collector {
                 break;
             }
             let delta = entry.remove();
-            on_interval(&Snapshot { elapsed: Duration::from_secs(u64::from(tick)), delta });
+            on_progress(Progress::Interval(&Snapshot { elapsed: Duration::from_secs(u64::from(tick)), delta }));
         }
     }
 }

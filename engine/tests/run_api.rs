@@ -1,9 +1,13 @@
 //! The engine's API as the controller and (later) the worker use it: a plan in, one snapshot
-//! per second out, and totals that equal the sum of what was handed out plus the rest.
+//! per second out, and totals that equal the sum of what was handed out plus the rest; a gated
+//! run opens its connections first and sends nothing until its start instant.
 
 use std::time::Duration;
 
-use volley_engine::{Plan, RequestSpec, RunControl, Stats, Stop, Target, TlsOptions, run};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use volley_engine::{Plan, Progress, RequestSpec, RunControl, Stats, Stop, Target, TlsOptions, run};
 
 fn plan(url: &str, stop: Stop) -> Plan {
     Plan {
@@ -28,8 +32,10 @@ fn built_in_server() -> volley_serve::Server {
 fn snapshots_arrive_once_per_second_and_never_exceed_the_total() {
     let server = built_in_server();
     let mut snapshots = Vec::new();
-    let result = run(&plan(&server.url(), Stop::Duration(Duration::from_millis(2500))), &RunControl::new(), &mut |s| {
-        snapshots.push(s.clone())
+    let result = run(&plan(&server.url(), Stop::Duration(Duration::from_millis(2500))), &RunControl::new(), &mut |p| {
+        if let Progress::Interval(s) = p {
+            snapshots.push(s.clone())
+        }
     })
     .unwrap();
     let elapsed: Vec<u64> = snapshots.iter().map(|s| s.elapsed.as_secs()).collect();
@@ -60,4 +66,57 @@ fn a_stop_from_outside_ends_the_run_within_a_fraction_of_a_second() {
     assert!(started.elapsed() < Duration::from_secs(1), "took {:?}", started.elapsed());
     assert!(result.interrupted);
     assert!(result.stats.counters.ok > 0);
+}
+
+#[test]
+fn a_gated_run_connects_first_and_sends_nothing_before_its_start_instant() {
+    let server = built_in_server();
+    let control = RunControl::gated();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let runner = {
+        let control = control.clone();
+        let plan = plan(&server.url(), Stop::Requests(100));
+        std::thread::spawn(move || {
+            let mut started = None;
+            let result = run(&plan, &control, &mut |p| match p {
+                Progress::Ready { connected, failed } => ready_tx.send((connected, failed)).unwrap(),
+                Progress::Started { at } => started = Some(at),
+                Progress::Interval(_) => {}
+            })
+            .unwrap();
+            (result, started)
+        })
+    };
+    let ready = ready_rx.recv_timeout(Duration::from_secs(5)).expect("Ready within 5 s");
+    assert_eq!(ready, (4, 0));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(server.connections(), 4, "the connections are open");
+    assert_eq!(server.requests(), 0, "nothing is sent before the start");
+    let start = Instant::now() + Duration::from_millis(100);
+    control.start_at(start);
+    let (result, started) = runner.join().unwrap();
+    let started = started.expect("a Started event");
+    assert!(started >= start, "started {:?} before the gate", start - started);
+    assert!(started - start < Duration::from_millis(20), "started {:?} late", started - start);
+    assert_eq!(result.stats.counters.ok, 100);
+    assert_eq!(server.requests(), 100);
+    assert_eq!(result.stats.histograms.connect.len(), 4, "pre-opened connections are still measured");
+}
+
+#[test]
+fn a_gated_run_that_is_stopped_before_its_start_sends_nothing() {
+    let server = built_in_server();
+    let control = RunControl::gated();
+    let stopper = control.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        stopper.stop();
+    });
+    let result = run(&plan(&server.url(), Stop::Duration(Duration::from_secs(30))), &control, &mut |_| {}).unwrap();
+    t.join().unwrap();
+    assert!(result.interrupted);
+    assert_eq!(result.stats.counters.total(), 0);
+    assert_eq!(result.stats.counters.aborted, 0);
+    assert_eq!(result.duration, Duration::ZERO);
+    assert_eq!(server.requests(), 0);
 }

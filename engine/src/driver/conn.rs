@@ -37,6 +37,8 @@ pub(crate) struct Conn {
     pub first_byte_seen: bool,
     /// The peer sent TLS close_notify: no further request may go out on this connection.
     pub peer_closed: bool,
+    /// Open, its budget unit claimed, waiting for the start gate to send its first request.
+    pub parked: bool,
     pub connect_started: Instant,
     /// When the in-flight request (or the handshake) times out.
     pub deadline: Option<Instant>,
@@ -61,6 +63,7 @@ impl Conn {
             sent_at: now,
             first_byte_seen: false,
             peer_closed: false,
+            parked: false,
             connect_started: now,
             deadline: None,
             scanner: Scanner::new(),

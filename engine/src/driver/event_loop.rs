@@ -27,6 +27,9 @@ use crate::tls::TlsSession;
 const BUF_SIZE: usize = 4096;
 /// How often deadlines are checked and the stop flag is read.
 const CHECK_EVERY: Duration = Duration::from_millis(50);
+/// How often a thread waiting for its start looks at the gate: a controller sets the start at
+/// least this far ahead.
+const GATE_CHECK_EVERY: Duration = Duration::from_millis(5);
 /// How long the kernel may hold out for a full batch of completions (Linux 6.12+).
 const MIN_WAIT_USEC: u32 = 50;
 /// Requests up to this size go out as quiet sends: far below the smallest socket send buffer.
@@ -88,6 +91,12 @@ pub(super) struct Loop<'r> {
     connects_ok: u64,
     connect_failures: u64,
     stopping: bool,
+    /// The start gate opened and the load is on; before, connections open and park.
+    released: bool,
+    /// Every connection was tried once and the collector was told.
+    ready_sent: bool,
+    /// When a timed run ends, from the moment this thread started.
+    deadline: Option<Instant>,
     /// Connections in Phase::Open, kept so the wait need not count them.
     open: usize,
     error_samples: Vec<(ErrorKind, String)>,
@@ -123,11 +132,14 @@ impl<'r> Loop<'r> {
             cqes: Vec::with_capacity(entries as usize),
             connect_timespec: Timespec::from(shared.connect_timeout),
             tick: 1,
-            next_tick: plan.start + Duration::from_secs(1),
+            next_tick: now + Duration::from_secs(1),
             next_check: now + CHECK_EVERY,
             connects_ok: 0,
             connect_failures: 0,
             stopping: false,
+            released: false,
+            ready_sent: false,
+            deadline: None,
             open: 0,
             error_samples: Vec::new(),
             shared,
@@ -154,12 +166,22 @@ impl<'r> Loop<'r> {
 
     fn run_load(&mut self) -> io::Result<()> {
         let now = Instant::now();
-        for i in 0..self.conns.len() {
-            self.start_conn(i, now)?;
+        self.try_release(now)?;
+        if !self.released && self.shared.keepalive {
+            // Open every connection now, so the first requests leave at the start instant.
+            for i in 0..self.conns.len() {
+                self.start_conn(i, now)?;
+            }
         }
         loop {
             let now = Instant::now();
+            if !self.released {
+                self.try_release(now)?;
+            }
             self.periodic(now)?;
+            if !self.ready_sent {
+                self.check_ready();
+            }
             if self.should_stop(now) || self.finished() {
                 return Ok(());
             }
@@ -168,9 +190,41 @@ impl<'r> Loop<'r> {
         }
     }
 
+    /// Starts the load once the gate's instant has come: parked connections send their first
+    /// requests, the others connect.
+    fn try_release(&mut self, now: Instant) -> io::Result<()> {
+        if !self.plan.gate.at().is_some_and(|at| now >= at) {
+            return Ok(());
+        }
+        self.released = true;
+        self.deadline = self.plan.duration.map(|d| now + d);
+        self.next_tick = now + Duration::from_secs(1);
+        let _ = self.plan.tx.send(ThreadMsg::Started { thread: self.plan.index, at: now });
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            if c.parked {
+                c.parked = false;
+                self.send_request(i, now)?;
+            } else if c.phase == Phase::Idle && c.pending_ops == 0 {
+                self.start_conn(i, now)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Tells the collector once no connection is still being set up.
+    fn check_ready(&mut self) {
+        if self.conns.iter().any(|c| matches!(c.phase, Phase::Connecting | Phase::Handshaking)) {
+            return;
+        }
+        self.ready_sent = true;
+        let (connected, failed) = (self.open as u64, self.connect_failures);
+        let _ = self.plan.tx.send(ThreadMsg::Ready { thread: self.plan.index, connected, failed });
+    }
+
     fn should_stop(&self, now: Instant) -> bool {
         self.plan.stop.load(Ordering::Relaxed)
-            || self.plan.deadline.is_some_and(|d| now >= d)
+            || self.deadline.is_some_and(|d| now >= d)
             // Not one connection ever came up: the target is not there; say so rather than spin.
             || (self.connects_ok == 0 && self.connect_failures >= self.conns.len() as u64)
     }
@@ -181,8 +235,13 @@ impl<'r> Loop<'r> {
 
     /// Submits what is queued and waits for a batch of completions, or for the next timer.
     fn wait(&mut self, now: Instant) -> io::Result<()> {
-        let mut until = self.next_tick.min(self.next_check);
-        if let Some(d) = self.plan.deadline {
+        let mut until = self.next_check;
+        if self.released {
+            until = until.min(self.next_tick);
+        } else {
+            until = until.min(self.plan.gate.at().unwrap_or(now + GATE_CHECK_EVERY));
+        }
+        if let Some(d) = self.deadline {
             until = until.min(d);
         }
         let ts = Timespec::from(until.saturating_duration_since(now).max(Duration::from_micros(1)));
@@ -249,7 +308,7 @@ impl<'r> Loop<'r> {
     }
 
     fn periodic(&mut self, now: Instant) -> io::Result<()> {
-        if now >= self.next_tick {
+        if self.released && now >= self.next_tick {
             let delta = std::mem::take(&mut self.stats);
             let _ = self.plan.tx.send(ThreadMsg::Interval { thread: self.plan.index, tick: self.tick, delta });
             self.tick += 1;
@@ -262,7 +321,7 @@ impl<'r> Loop<'r> {
                     self.expire(i)?;
                 }
                 // A connection left idle by a failed socket() gets another try.
-                if self.conns[i].phase == Phase::Idle && self.conns[i].pending_ops == 0 {
+                if self.released && self.conns[i].phase == Phase::Idle && self.conns[i].pending_ops == 0 {
                     self.start_conn(i, now)?;
                 }
             }
@@ -305,6 +364,7 @@ impl<'r> Loop<'r> {
         }
         let c = &mut self.conns[i];
         c.outstanding = true;
+        c.request_queued = false;
         c.generation = c.generation.wrapping_add(1);
         c.connect_started = now;
         c.deadline = None;
@@ -368,7 +428,10 @@ impl<'r> Loop<'r> {
         if c.phase == Phase::Closing && c.pending_ops == 0 {
             c.phase = Phase::Idle;
             c.sending = false;
-            self.start_conn(i, now)?;
+            // Before the start, a connection that failed waits for it rather than retrying.
+            if self.released {
+                self.start_conn(i, now)?;
+            }
         }
         Ok(())
     }
@@ -416,7 +479,13 @@ impl<'r> Loop<'r> {
         Stats::record(&mut self.stats.counters, &mut self.stats.histograms.connect, now - started);
         self.conns[i].phase = Phase::Open;
         self.open += 1;
-        self.send_request(i, now)
+        if self.released {
+            return self.send_request(i, now);
+        }
+        let c = &mut self.conns[i];
+        c.parked = true;
+        c.deadline = None;
+        Ok(())
     }
 
     fn arm_recv(&mut self, i: usize) -> io::Result<()> {
@@ -593,6 +662,11 @@ impl<'r> Loop<'r> {
         if c.phase != Phase::Open {
             return Ok(());
         }
+        if c.parked {
+            // The server spoke before we asked (a 408 on an idle connection, say).
+            self.fail(i, ErrorKind::Reset, "bytes on a connection waiting for the start".into());
+            return self.begin_close(i);
+        }
         if !c.outstanding {
             // Bytes nobody asked for (a 408 on an idle connection, say): not a response to
             // count, and the connection can no longer be trusted.
@@ -668,6 +742,16 @@ impl<'r> Loop<'r> {
     fn fail(&mut self, i: usize, kind: ErrorKind, why: String) {
         let c = &mut self.conns[i];
         if !c.outstanding {
+            return;
+        }
+        if c.parked {
+            // Its request never went out: give the budget unit back; the connection is made
+            // again at the start.
+            c.parked = false;
+            c.outstanding = false;
+            if let Some(n) = &mut self.budget {
+                *n += 1;
+            }
             return;
         }
         c.outstanding = false;

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 
+use crate::run::StartGate;
 use crate::stats::{ErrorKind, Stats};
 
 /// What every thread of a run shares, read-only.
@@ -36,13 +37,18 @@ pub(crate) struct ThreadPlan {
     pub connections: usize,
     /// Requests this thread may start; None runs until the deadline or the stop flag.
     pub budget: Option<u64>,
-    pub start: Instant,
-    pub deadline: Option<Instant>,
+    /// How long the load runs once started; None for a request budget.
+    pub duration: Option<Duration>,
+    pub gate: Arc<StartGate>,
     pub stop: Arc<AtomicBool>,
     pub tx: Sender<ThreadMsg>,
 }
 
 pub(crate) enum ThreadMsg {
+    /// Every connection was tried once: `connected` are up, `failed` could not be set up.
+    Ready { thread: usize, connected: u64, failed: u64 },
+    /// The thread sent its first requests.
+    Started { thread: usize, at: Instant },
     /// The delta of one whole second since the start (tick 1 covers 0 s to 1 s).
     Interval { thread: usize, tick: u32, delta: Stats },
     /// The thread is done: everything since its last interval.
