@@ -1,0 +1,155 @@
+//! One accepted run: the engine on a thread of its own, its events into the response stream,
+//! and the controller's commands — Start, Heartbeat, Stop — from the request stream.
+//!
+//! A run must never outlive its controller's interest in it: it stops when the request stream
+//! ends or breaks, when no command arrives for [`WATCHDOG`] (the controller sends a heartbeat
+//! every 200 ms), when the response stream is dropped, and, for a timed shard, at its end plus
+//! [`GRACE`] whatever else happens.
+
+use std::future;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::{Status, Streaming};
+use tracing::{info, warn};
+use volley_engine::{Plan, RunControl, Stop};
+use volley_proto::v1::{self, run_command::Command};
+
+use crate::shard::{self, Event};
+use crate::state::Busy;
+use crate::{clock, wire};
+
+/// Silence from the controller for this long means it is gone.
+pub(crate) const WATCHDOG: Duration = Duration::from_millis(750);
+
+/// How far past its planned end a timed shard may run before the worker stops it itself.
+pub(crate) const GRACE: Duration = Duration::from_secs(2);
+
+type EventSender = mpsc::UnboundedSender<Result<v1::RunEvent, Status>>;
+
+/// Starts the engine for `plan` and the task that follows the controller's commands; returns
+/// the stream of events. `busy` is held until the engine is done.
+pub(crate) fn start(
+    plan: Plan,
+    control: RunControl,
+    commands: Streaming<v1::RunCommand>,
+    busy: Busy,
+) -> Result<UnboundedReceiverStream<Result<v1::RunEvent, Status>>, Status> {
+    // Unbounded: the engine thread must never wait on the network, and it sends a handful of
+    // events per second at most.
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (done_tx, done_rx) = oneshot::channel::<()>();
+    let timed = match plan.stop {
+        Stop::Duration(d) => Some(d),
+        Stop::Requests(_) => None,
+    };
+    let engine_tx = tx.clone();
+    let engine_control = control.clone();
+    // The engine blocks its thread for the whole run, so it gets its own, not a runtime's.
+    std::thread::Builder::new()
+        .name("volley-shard".to_string())
+        .spawn(move || {
+            let _done = done_tx;
+            let mut busy = Some(busy);
+            shard::run_shard(&plan, &engine_control, &mut |event| {
+                if matches!(event, Event::Finished(_) | Event::Failed(_)) {
+                    log_end(&event);
+                    // Free the worker before the controller hears the end, so that a run it
+                    // starts right after is not refused as busy.
+                    busy = None;
+                }
+                if engine_tx.send(Ok(wire::event_to_proto(event))).is_err() {
+                    engine_control.stop();
+                }
+            });
+            drop(busy);
+        })
+        .map_err(|e| Status::internal(format!("volley worker: cannot start the engine thread: {e}")))?;
+    tokio::spawn(follow_commands(commands, control, timed, tx, done_rx));
+    Ok(UnboundedReceiverStream::new(rx))
+}
+
+fn log_end(event: &Event) {
+    match event {
+        Event::Finished(outcome) => info!(
+            ok = outcome.stats.counters.ok,
+            errors = outcome.stats.counters.errors(),
+            duration = ?outcome.duration,
+            interrupted = outcome.interrupted,
+            "run finished"
+        ),
+        Event::Failed(reason) => warn!(%reason, "run failed"),
+        _ => {}
+    }
+}
+
+/// Applies the controller's commands to the run until the engine is done, stopping the run
+/// when the controller goes away or the shard overruns its end.
+async fn follow_commands(
+    mut commands: Streaming<v1::RunCommand>,
+    control: RunControl,
+    timed: Option<Duration>,
+    events: EventSender,
+    mut done: oneshot::Receiver<()>,
+) {
+    let mut started = false;
+    let mut deadline: Option<tokio::time::Instant> = None;
+    loop {
+        let overrun = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = &mut done => return,
+            () = events.closed() => {
+                warn!("controller gone (it stopped reading events); stopping the run");
+                return control.stop();
+            }
+            () = overrun => {
+                warn!("the shard ran past its end plus {GRACE:?}; stopping it");
+                control.stop();
+                deadline = None;
+            }
+            next = tokio::time::timeout(WATCHDOG, commands.message()) => match next {
+                Ok(Ok(Some(v1::RunCommand { command: Some(command) }))) => match command {
+                    Command::Start(start) if !started => {
+                        started = true;
+                        let at = clock::instant_at(start.at_worker_nanos);
+                        control.start_at(at);
+                        deadline = timed.and_then(|d| end_of(at, d));
+                        info!(in_ms = at.saturating_duration_since(Instant::now()).as_millis() as u64, "start set");
+                    }
+                    Command::Start(_) => warn!("a second Start ignored"),
+                    Command::Heartbeat(_) => {}
+                    Command::Stop(_) => {
+                        info!("stop asked by the controller");
+                        control.stop();
+                    }
+                    Command::Shard(_) => warn!("a second shard in one run ignored"),
+                },
+                // A message with no command is from a newer controller; it still shows life.
+                Ok(Ok(Some(_))) => {}
+                Ok(Ok(None)) => {
+                    info!("controller closed the run stream; stopping the run");
+                    return control.stop();
+                }
+                Ok(Err(status)) => {
+                    warn!(reason = status.message(), "controller gone (the run stream broke); stopping the run");
+                    return control.stop();
+                }
+                Err(_) => {
+                    warn!("controller gone (no heartbeat for {WATCHDOG:?}); stopping the run");
+                    return control.stop();
+                }
+            },
+        }
+    }
+}
+
+/// When a timed shard starting at `at` must be over at the latest.
+fn end_of(at: Instant, duration: Duration) -> Option<tokio::time::Instant> {
+    at.checked_add(duration)?.checked_add(GRACE).map(tokio::time::Instant::from_std)
+}

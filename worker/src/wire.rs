@@ -1,0 +1,511 @@
+//! Translation between the engine's types and the protocol's (`volley.v1`), both ways.
+//!
+//! The worker uses one direction and the controller the other; keeping both here means the two
+//! sides cannot drift apart. Everything coming off the wire is checked: a shard the engine
+//! could not run, a histogram that does not decode or an unknown error kind is a [`WireError`],
+//! never a panic.
+
+use std::time::Duration;
+
+use volley_engine::{
+    ErrorKind, HistogramError, Plan, RequestSpec, RingSupport, Stats, Stop, Target, TargetError, TlsOptions,
+    decode_histogram, encode_histogram, new_histogram,
+};
+use volley_proto::PROTOCOL_VERSION;
+use volley_proto::v1;
+
+use crate::shard::{Event, Outcome};
+
+/// Why a message from the other side cannot be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("incompatible protocol: the peer speaks {theirs}, this side speaks {ours}")]
+    Protocol { theirs: u32, ours: u32 },
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error("invalid shard: {0}")]
+    Shard(String),
+    #[error("invalid statistics: {0}")]
+    Stats(String),
+    #[error("invalid statistics: {0}")]
+    Histogram(#[from] HistogramError),
+    #[error("unknown error kind '{0}'")]
+    ErrorKind(String),
+    #[error("io_uring is not usable on the worker: {0}")]
+    IoUring(String),
+    #[error("a run event without its content")]
+    EmptyEvent,
+}
+
+/// One worker's part of `plan` as the protocol carries it. `threads` None leaves the thread
+/// count to the worker (its physical cores, capped at the connections).
+pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
+    let (requests, duration_nanos) = match plan.stop {
+        Stop::Requests(n) => (n, 0),
+        Stop::Duration(d) => (0, nanos(d)),
+    };
+    v1::Shard {
+        protocol: PROTOCOL_VERSION,
+        url: plan.target.to_string(),
+        method: plan.request.method.clone(),
+        headers: plan
+            .request
+            .headers
+            .iter()
+            .map(|(name, value)| v1::Header { name: name.clone(), value: value.clone() })
+            .collect(),
+        body: plan.request.body.clone(),
+        connections: u32::try_from(plan.connections).unwrap_or(u32::MAX),
+        threads: threads.unwrap_or(0),
+        requests,
+        duration_nanos,
+        connect_timeout_nanos: nanos(plan.connect_timeout),
+        request_timeout_nanos: plan.request_timeout.map_or(0, nanos),
+        keepalive: plan.keepalive,
+        insecure: plan.tls.insecure,
+        extra_ca_pem: plan.tls.extra_ca_pem.clone(),
+    }
+}
+
+/// The plan a worker runs for `shard`. Threads 0 become `default_threads`; threads are capped
+/// at the connections, since a thread without a connection has nothing to do.
+pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Plan, WireError> {
+    let invalid = |why: &str| WireError::Shard(why.to_string());
+    if shard.protocol != PROTOCOL_VERSION {
+        return Err(WireError::Protocol { theirs: shard.protocol, ours: PROTOCOL_VERSION });
+    }
+    let target = Target::parse(&shard.url)?;
+    if shard.connections == 0 {
+        return Err(invalid("connections must be at least 1"));
+    }
+    let stop = match (shard.requests, shard.duration_nanos) {
+        (0, 0) => return Err(invalid("neither a request count nor a duration")),
+        (n, 0) => Stop::Requests(n),
+        (0, d) => Stop::Duration(Duration::from_nanos(d)),
+        _ => return Err(invalid("both a request count and a duration")),
+    };
+    if shard.connect_timeout_nanos == 0 {
+        return Err(invalid("the connect timeout must not be zero"));
+    }
+    if !is_token(&shard.method) {
+        return Err(WireError::Shard(format!("bad method '{}'", shard.method.escape_debug())));
+    }
+    // The engine writes these into the request as they are: a line break would smuggle in a
+    // request of its own.
+    for h in &shard.headers {
+        if !is_token(&h.name) || h.value.chars().any(|c| matches!(c, '\r' | '\n' | '\0')) {
+            return Err(WireError::Shard(format!("bad header '{}'", h.name.escape_debug())));
+        }
+    }
+    let connections = shard.connections as usize;
+    let threads = match shard.threads {
+        0 => default_threads.max(1),
+        n => n as usize,
+    };
+    Ok(Plan {
+        target,
+        request: RequestSpec::new(
+            &shard.method,
+            shard.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
+            shard.body.clone(),
+        ),
+        connections,
+        threads: threads.min(connections),
+        stop,
+        connect_timeout: Duration::from_nanos(shard.connect_timeout_nanos),
+        request_timeout: match shard.request_timeout_nanos {
+            0 => None,
+            n => Some(Duration::from_nanos(n)),
+        },
+        keepalive: shard.keepalive,
+        tls: TlsOptions { insecure: shard.insecure, extra_ca_pem: shard.extra_ca_pem.clone() },
+    })
+}
+
+/// An HTTP token (RFC 9110): what a method or a header name may consist of.
+fn is_token(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+pub fn stats_to_proto(stats: &Stats) -> v1::Stats {
+    let c = &stats.counters;
+    let h = &stats.histograms;
+    v1::Stats {
+        counters: Some(v1::Counters {
+            ok: c.ok,
+            errors_connect: c.errors_of(ErrorKind::Connect),
+            errors_timeout: c.errors_of(ErrorKind::Timeout),
+            errors_reset: c.errors_of(ErrorKind::Reset),
+            errors_protocol: c.errors_of(ErrorKind::Protocol),
+            errors_tls: c.errors_of(ErrorKind::Tls),
+            status: c.statuses().map(|(code, n)| (u32::from(code), n)).collect(),
+            bytes_sent: c.bytes_sent,
+            bytes_received: c.bytes_received,
+            connects: c.connects,
+            aborted: c.aborted,
+            clamped: c.clamped,
+        }),
+        latency: encode_histogram(&h.latency),
+        connect: encode_histogram(&h.connect),
+        first_byte: encode_histogram(&h.ttfb),
+    }
+}
+
+/// The statistics in `stats`; an absent part (counters, a histogram's bytes) is empty.
+pub fn stats_from_proto(stats: &v1::Stats) -> Result<Stats, WireError> {
+    let mut out = Stats::new();
+    if let Some(c) = &stats.counters {
+        let into = &mut out.counters;
+        into.ok = c.ok;
+        for (kind, n) in [
+            (ErrorKind::Connect, c.errors_connect),
+            (ErrorKind::Timeout, c.errors_timeout),
+            (ErrorKind::Reset, c.errors_reset),
+            (ErrorKind::Protocol, c.errors_protocol),
+            (ErrorKind::Tls, c.errors_tls),
+        ] {
+            into.add_errors(kind, n);
+        }
+        for (&code, &n) in &c.status {
+            let code = u16::try_from(code)
+                .ok()
+                .filter(|&code| code <= 999)
+                .ok_or_else(|| WireError::Stats(format!("status code {code} is not three digits")))?;
+            into.add_status(code, n);
+        }
+        into.bytes_sent = c.bytes_sent;
+        into.bytes_received = c.bytes_received;
+        into.connects = c.connects;
+        into.aborted = c.aborted;
+        into.clamped = c.clamped;
+    }
+    let h = &mut out.histograms;
+    for (into, bytes) in
+        [(&mut h.latency, &stats.latency), (&mut h.connect, &stats.connect), (&mut h.ttfb, &stats.first_byte)]
+    {
+        *into = if bytes.is_empty() { new_histogram() } else { decode_histogram(bytes)? };
+    }
+    Ok(out)
+}
+
+pub fn error_samples_to_proto(samples: &[(ErrorKind, String)]) -> Vec<v1::ErrorSample> {
+    samples
+        .iter()
+        .map(|(kind, message)| v1::ErrorSample { kind: kind.name().to_string(), message: message.clone() })
+        .collect()
+}
+
+pub fn error_samples_from_proto(samples: &[v1::ErrorSample]) -> Result<Vec<(ErrorKind, String)>, WireError> {
+    samples
+        .iter()
+        .map(|s| {
+            let kind = ErrorKind::ALL
+                .into_iter()
+                .find(|k| k.name() == s.kind)
+                .ok_or_else(|| WireError::ErrorKind(s.kind.clone()))?;
+            Ok((kind, s.message.clone()))
+        })
+        .collect()
+}
+
+/// A usable io_uring as the protocol describes it.
+pub fn ring_to_proto(ring: &RingSupport) -> v1::IoUring {
+    v1::IoUring { available: true, error: String::new(), tuned: ring.tuned, batched_waits: ring.min_wait }
+}
+
+/// An unusable io_uring, with the one-line reason.
+pub fn ring_unavailable_to_proto(reason: &str) -> v1::IoUring {
+    v1::IoUring { available: false, error: reason.to_string(), tuned: false, batched_waits: false }
+}
+
+/// The io_uring a worker reported, or why it has none. The protocol carries the kernel
+/// release apart (in Hello), hence `kernel`.
+pub fn ring_from_proto(ring: &v1::IoUring, kernel: &str) -> Result<RingSupport, WireError> {
+    if !ring.available {
+        return Err(WireError::IoUring(ring.error.clone()));
+    }
+    Ok(RingSupport { kernel: kernel.to_string(), tuned: ring.tuned, min_wait: ring.batched_waits })
+}
+
+pub fn event_to_proto(event: Event) -> v1::RunEvent {
+    use v1::run_event::Event as E;
+    let event = match event {
+        Event::Accepted { threads, connections, ring } => E::Accepted(v1::Accepted {
+            threads: saturate(threads),
+            connections: saturate(connections),
+            io_uring: Some(ring_to_proto(&ring)),
+        }),
+        Event::Ready { connected, failed } => E::Ready(v1::Ready { connected, failed }),
+        Event::Started { at_nanos } => E::Started(v1::Started { at_worker_nanos: at_nanos }),
+        Event::Interval { second, delta } => E::Interval(v1::Interval { second, delta: Some(stats_to_proto(&delta)) }),
+        Event::Finished(outcome) => E::Finished(v1::Finished {
+            stats: Some(stats_to_proto(&outcome.stats)),
+            duration_nanos: nanos(outcome.duration),
+            threads: saturate(outcome.threads),
+            connections: saturate(outcome.connections),
+            client_cpu_nanos: nanos(outcome.client_cpu),
+            interrupted: outcome.interrupted,
+            error_samples: error_samples_to_proto(&outcome.error_samples),
+        }),
+        Event::Failed(reason) => E::Failed(v1::Failed { reason }),
+    };
+    v1::RunEvent { event: Some(event) }
+}
+
+/// The event a worker sent. Accepted's io_uring has no kernel release here (Hello has it).
+pub fn event_from_proto(event: v1::RunEvent) -> Result<Event, WireError> {
+    use v1::run_event::Event as E;
+    let empty = v1::Stats::default();
+    Ok(match event.event.ok_or(WireError::EmptyEvent)? {
+        E::Accepted(a) => Event::Accepted {
+            threads: a.threads as usize,
+            connections: a.connections as usize,
+            ring: ring_from_proto(&a.io_uring.unwrap_or_default(), "")?,
+        },
+        E::Ready(r) => Event::Ready { connected: r.connected, failed: r.failed },
+        E::Started(s) => Event::Started { at_nanos: s.at_worker_nanos },
+        E::Interval(i) => {
+            Event::Interval { second: i.second, delta: stats_from_proto(i.delta.as_ref().unwrap_or(&empty))? }
+        }
+        E::Finished(f) => Event::Finished(Box::new(Outcome {
+            stats: stats_from_proto(f.stats.as_ref().unwrap_or(&empty))?,
+            duration: Duration::from_nanos(f.duration_nanos),
+            threads: f.threads as usize,
+            connections: f.connections as usize,
+            client_cpu: Duration::from_nanos(f.client_cpu_nanos),
+            interrupted: f.interrupted,
+            error_samples: error_samples_from_proto(&f.error_samples)?,
+        })),
+        E::Failed(f) => Event::Failed(f.reason),
+    })
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn saturate(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(stop: Stop) -> Plan {
+        Plan {
+            target: Target::parse("https://example.com:8443/a/b?c=d").expect("valid URL"),
+            request: RequestSpec::new(
+                "POST",
+                vec![("x-one".into(), "1".into()), ("Content-Type".into(), "text/plain".into())],
+                b"body".to_vec(),
+            ),
+            connections: 12,
+            threads: 3,
+            stop,
+            connect_timeout: Duration::from_secs(3),
+            request_timeout: Some(Duration::from_millis(2500)),
+            keepalive: false,
+            tls: TlsOptions { insecure: true, extra_ca_pem: b"-----BEGIN CERTIFICATE-----".to_vec() },
+        }
+    }
+
+    fn assert_same_plan(a: &Plan, b: &Plan) {
+        assert_eq!(a.target, b.target);
+        assert_eq!(a.request, b.request);
+        assert_eq!(a.connections, b.connections);
+        assert_eq!(a.threads, b.threads);
+        assert_eq!(a.stop, b.stop);
+        assert_eq!(a.connect_timeout, b.connect_timeout);
+        assert_eq!(a.request_timeout, b.request_timeout);
+        assert_eq!(a.keepalive, b.keepalive);
+        assert_eq!(a.tls, b.tls);
+    }
+
+    #[test]
+    fn a_plan_survives_the_wire() {
+        for stop in [Stop::Requests(1000), Stop::Duration(Duration::from_millis(10_500))] {
+            let p = plan(stop);
+            let shard = shard_to_proto(&p, Some(3));
+            assert_same_plan(&shard_from_proto(&shard, 99).expect("valid shard"), &p);
+        }
+        let mut p = plan(Stop::Requests(5));
+        p.request_timeout = None;
+        p.keepalive = true;
+        p.tls = TlsOptions::default();
+        assert_same_plan(&shard_from_proto(&shard_to_proto(&p, Some(3)), 1).expect("valid shard"), &p);
+    }
+
+    #[test]
+    fn threads_default_to_the_workers_cores_capped_at_the_connections() {
+        let p = plan(Stop::Requests(100));
+        let shard = shard_to_proto(&p, None);
+        assert_eq!(shard.threads, 0);
+        assert_eq!(shard_from_proto(&shard, 8).expect("valid").threads, 8);
+        assert_eq!(shard_from_proto(&shard, 64).expect("valid").threads, 12);
+        assert_eq!(shard_from_proto(&shard, 0).expect("valid").threads, 1);
+        let shard = shard_to_proto(&p, Some(40));
+        assert_eq!(shard_from_proto(&shard, 8).expect("valid").threads, 12);
+    }
+
+    #[test]
+    fn a_shard_the_engine_cannot_run_is_refused() {
+        let good = shard_to_proto(&plan(Stop::Requests(100)), None);
+        type Spoil = Box<dyn Fn(&mut v1::Shard)>;
+        let cases: Vec<(&str, Spoil)> = vec![
+            ("protocol", Box::new(|s| s.protocol = 999)),
+            ("url", Box::new(|s| s.url = "ftp://x/".into())),
+            ("url", Box::new(|s| s.url = String::new())),
+            ("connections", Box::new(|s| s.connections = 0)),
+            ("neither", Box::new(|s| s.requests = 0)),
+            ("both", Box::new(|s| s.duration_nanos = 1)),
+            ("connect timeout", Box::new(|s| s.connect_timeout_nanos = 0)),
+            ("method", Box::new(|s| s.method = "GET /x HTTP/1.1\r\n".into())),
+            ("method", Box::new(|s| s.method = String::new())),
+            ("header name", Box::new(|s| s.headers.push(v1::Header { name: "a b".into(), value: "v".into() }))),
+            ("header value", Box::new(|s| s.headers.push(v1::Header { name: "a".into(), value: "v\r\nX: y".into() }))),
+        ];
+        for (what, spoil) in cases {
+            let mut shard = good.clone();
+            spoil(&mut shard);
+            assert!(shard_from_proto(&shard, 4).is_err(), "{what} should be refused");
+        }
+        let mut old = good.clone();
+        old.protocol = 0;
+        let err = shard_from_proto(&old, 4).expect_err("old protocol");
+        assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 0, this side speaks 1");
+    }
+
+    fn sample_stats() -> Stats {
+        let mut s = Stats::new();
+        let c = &mut s.counters;
+        c.ok = 1234;
+        c.bytes_sent = 99_000;
+        c.bytes_received = 1_234_567;
+        c.connects = 17;
+        c.aborted = 3;
+        c.clamped = 1;
+        for (i, kind) in ErrorKind::ALL.into_iter().enumerate() {
+            c.add_errors(kind, i as u64 * 10 + 1);
+        }
+        c.add_status(200, 1200);
+        c.add_status(404, 30);
+        c.add_status(503, 4);
+        let h = &mut s.histograms;
+        for v in 1..2000u64 {
+            h.latency.record(v * v * 37 + 1_000).expect("in range");
+            h.ttfb.record(v * 1_111).expect("in range");
+        }
+        h.connect.record_n(150_000, 17).expect("in range");
+        s
+    }
+
+    fn assert_same_stats(a: &Stats, b: &Stats) {
+        assert_eq!(a.counters, b.counters);
+        for (x, y) in [
+            (&a.histograms.latency, &b.histograms.latency),
+            (&a.histograms.connect, &b.histograms.connect),
+            (&a.histograms.ttfb, &b.histograms.ttfb),
+        ] {
+            assert_eq!(x.len(), y.len());
+            assert_eq!(x.min(), y.min());
+            assert_eq!(x.max(), y.max());
+            for q in [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0] {
+                assert_eq!(x.value_at_quantile(q), y.value_at_quantile(q), "quantile {q}");
+            }
+            assert_eq!(x, y);
+        }
+    }
+
+    #[test]
+    fn stats_survive_the_wire_exactly() {
+        let s = sample_stats();
+        let back = stats_from_proto(&stats_to_proto(&s)).expect("decodes");
+        assert_same_stats(&s, &back);
+        assert_eq!(back.counters.statuses().collect::<Vec<_>>(), vec![(200, 1200), (404, 30), (503, 4)]);
+        assert_eq!(back.counters.errors_of(ErrorKind::Tls), 41);
+    }
+
+    #[test]
+    fn absent_stats_are_empty() {
+        let empty = stats_from_proto(&v1::Stats::default()).expect("empty is fine");
+        assert_same_stats(&empty, &Stats::new());
+    }
+
+    #[test]
+    fn broken_stats_are_refused() {
+        let mut p = stats_to_proto(&sample_stats());
+        p.latency = b"garbage".to_vec();
+        assert!(matches!(stats_from_proto(&p), Err(WireError::Histogram(_))));
+        let mut p = stats_to_proto(&sample_stats());
+        p.counters.as_mut().expect("counters").status.insert(70_000, 1);
+        assert!(matches!(stats_from_proto(&p), Err(WireError::Stats(_))));
+    }
+
+    #[test]
+    fn error_samples_survive_the_wire() {
+        let samples: Vec<_> = ErrorKind::ALL.into_iter().map(|k| (k, format!("{} went wrong", k.name()))).collect();
+        assert_eq!(error_samples_from_proto(&error_samples_to_proto(&samples)).expect("known kinds"), samples);
+        let unknown = [v1::ErrorSample { kind: "gremlins".into(), message: String::new() }];
+        assert!(matches!(error_samples_from_proto(&unknown), Err(WireError::ErrorKind(k)) if k == "gremlins"));
+    }
+
+    #[test]
+    fn io_uring_support_survives_the_wire() {
+        let ring = RingSupport { kernel: "6.12.1".into(), tuned: true, min_wait: false };
+        assert_eq!(ring_from_proto(&ring_to_proto(&ring), "6.12.1").expect("available"), ring);
+        let err = ring_from_proto(&ring_unavailable_to_proto("io_uring is disabled"), "6.1").expect_err("unusable");
+        assert!(err.to_string().contains("io_uring is disabled"));
+    }
+
+    #[test]
+    fn events_survive_the_wire() {
+        let ring = RingSupport { kernel: String::new(), tuned: true, min_wait: true };
+        let outcome = Outcome {
+            stats: sample_stats(),
+            duration: Duration::from_millis(10_003),
+            threads: 4,
+            connections: 64,
+            client_cpu: Duration::from_millis(7_500),
+            interrupted: true,
+            error_samples: vec![(ErrorKind::Reset, "connection reset by peer".into())],
+        };
+        let events = vec![
+            Event::Accepted { threads: 4, connections: 64, ring: ring.clone() },
+            Event::Ready { connected: 63, failed: 1 },
+            Event::Started { at_nanos: 123_456_789_012 },
+            Event::Interval { second: 3, delta: sample_stats() },
+            Event::Finished(Box::new(outcome)),
+            Event::Failed("the target went away".into()),
+        ];
+        for event in events {
+            let back = event_from_proto(event_to_proto(event.clone())).expect("decodes");
+            match (&event, &back) {
+                (
+                    Event::Accepted { threads: a, connections: b, ring: r },
+                    Event::Accepted { threads, connections, ring: r2 },
+                ) => {
+                    assert_eq!((a, b, r), (threads, connections, r2));
+                }
+                (Event::Ready { connected: a, failed: b }, Event::Ready { connected, failed }) => {
+                    assert_eq!((a, b), (connected, failed));
+                }
+                (Event::Started { at_nanos: a }, Event::Started { at_nanos }) => assert_eq!(a, at_nanos),
+                (Event::Interval { second: a, delta: d }, Event::Interval { second, delta }) => {
+                    assert_eq!(a, second);
+                    assert_same_stats(d, delta);
+                }
+                (Event::Finished(a), Event::Finished(b)) => {
+                    assert_same_stats(&a.stats, &b.stats);
+                    assert_eq!(
+                        (a.duration, a.threads, a.connections, a.client_cpu, a.interrupted, &a.error_samples),
+                        (b.duration, b.threads, b.connections, b.client_cpu, b.interrupted, &b.error_samples)
+                    );
+                }
+                (Event::Failed(a), Event::Failed(b)) => assert_eq!(a, b),
+                _ => panic!("{event:?} came back as {back:?}"),
+            }
+        }
+        assert!(matches!(event_from_proto(v1::RunEvent { event: None }), Err(WireError::EmptyEvent)));
+    }
+}
