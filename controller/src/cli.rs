@@ -1,6 +1,8 @@
-//! The command line: `volley [OPTIONS] URL`, `volley serve`, `volley demo`.
+//! The command line: `volley [OPTIONS] URL`, `volley worker`, `volley merge`, `volley serve`,
+//! `volley demo`.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -27,8 +29,45 @@ pub(crate) enum Command {
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
     },
-    /// Start the built-in server on a loopback port and run a short load test against it.
+    /// Start the built-in server and two workers on loopback ports and run a short distributed
+    /// load test against it.
     Demo,
+    /// Run the worker daemon: a controller (`volley --workers`) sends it its share of the load.
+    Worker(WorkerArgs),
+    /// Merge saved JSON reports (-j) into one report, using their histograms.
+    Merge {
+        /// JSON reports written by `volley -j`.
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+        /// Print the merged report as JSON.
+        #[arg(short = 'j', long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct WorkerArgs {
+    /// Address to listen on for controllers. Anything but loopback needs a token.
+    #[arg(long, default_value = "127.0.0.1:7700")]
+    pub listen: SocketAddr,
+    /// File holding the bearer token controllers must present (or set VOLLEY_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Serve gRPC over TLS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require controllers to present a client certificate signed by this CA (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub client_ca: Option<PathBuf>,
+    /// Only load these targets: CIDRs, addresses or host names; repeatable or comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub allow_target: Vec<String>,
+    /// The name this worker reports [default: the host name].
+    #[arg(long)]
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -84,4 +123,19 @@ pub(crate) struct LoadArgs {
     /// Use HTTP/3.
     #[arg(long)]
     pub http3: bool,
+    /// Run the load on these worker daemons (HOST:PORT,...) instead of this machine.
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...")]
+    pub workers: Vec<String>,
+    /// File holding the workers' bearer token (or set VOLLEY_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Reach the workers over TLS, trusting this CA (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub worker_ca: Option<PathBuf>,
+    /// Client certificate (PEM) for workers that require one; needs --worker-key.
+    #[arg(long, value_name = "FILE", requires = "worker_key", requires = "worker_ca")]
+    pub worker_cert: Option<PathBuf>,
+    /// The private key of --worker-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "worker_cert")]
+    pub worker_key: Option<PathBuf>,
 }

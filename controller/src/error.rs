@@ -16,19 +16,26 @@ pub(crate) enum CliError {
     Engine(#[from] EngineError),
     #[error("serve: {0}")]
     Serve(String),
+    #[error("{0}")]
+    Worker(String),
     /// The run happened and its report was printed, but it cannot be called a success.
     #[error("{0}")]
     RunFailed(String),
+    /// Some workers failed; the report of the others was printed.
+    #[error("incomplete run: {0}")]
+    Incomplete(String),
     /// Ctrl-C stopped the run; its report was printed.
     #[error("interrupted: the report covers the run up to Ctrl-C")]
     Interrupted,
 }
 
 impl CliError {
-    /// 130 for Ctrl-C, as shells do; 1 for everything else.
+    /// 130 for Ctrl-C, as shells do; 3 for a run some workers did not complete; 1 for
+    /// everything else.
     pub(crate) fn exit_code(&self) -> std::process::ExitCode {
         match self {
             CliError::Interrupted => std::process::ExitCode::from(130),
+            CliError::Incomplete(_) => std::process::ExitCode::from(3),
             _ => std::process::ExitCode::FAILURE,
         }
     }

@@ -4,6 +4,7 @@
 mod cli;
 mod demo;
 mod error;
+mod fleet;
 mod options;
 mod report;
 mod signals;
@@ -15,8 +16,9 @@ use clap::Parser;
 
 use volley_engine::RunControl;
 
-use crate::cli::{Cli, Command, LoadArgs};
+use crate::cli::{Cli, Command, LoadArgs, WorkerArgs};
 use crate::error::CliError;
+use crate::fleet::Place;
 use crate::report::Report;
 
 pub fn main() -> ExitCode {
@@ -39,6 +41,8 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Serve { listen }) => serve(listen),
         Some(Command::Demo) => demo::run(),
+        Some(Command::Worker(args)) => worker(&args),
+        Some(Command::Merge { reports, json }) => merge(&reports, json),
         None => load(&cli.load),
     };
     match result {
@@ -55,18 +59,55 @@ fn serve(listen: std::net::SocketAddr) -> Result<(), CliError> {
     volley_serve::serve_forever(config).map_err(|e| CliError::Serve(e.to_string()))
 }
 
-/// `volley URL`: one run on this machine, reported on stdout.
-fn load(args: &LoadArgs) -> Result<(), CliError> {
-    run_and_report(args)?.outcome()
+fn worker(args: &WorkerArgs) -> Result<(), CliError> {
+    let config = options::worker_config(args)?;
+    volley_worker::serve(config).map_err(|e| CliError::Worker(e.to_string()))
 }
 
-/// Runs the load the arguments describe (Ctrl-C stops it) and prints its report.
-pub(crate) fn run_and_report(args: &LoadArgs) -> Result<Report, CliError> {
+fn merge(reports: &[std::path::PathBuf], json: bool) -> Result<(), CliError> {
+    let report = report::from_saved(reports)?;
+    print_report(&report, json);
+    report.outcome()
+}
+
+/// `volley URL`: one run, on this machine or on `--workers`, reported on stdout.
+fn load(args: &LoadArgs) -> Result<(), CliError> {
+    run_and_report(args, None)?.outcome()
+}
+
+/// Runs the load the arguments describe (Ctrl-C stops it) and prints its report. Remote
+/// workers are driven from `runtime`, or from a runtime made for the purpose.
+pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::Handle>) -> Result<Report, CliError> {
     let plan = options::build_plan(args)?;
-    let control = RunControl::new();
-    signals::stop_on_ctrl_c(&control);
-    let result = volley_engine::run(&plan, &control, &mut |_| {})?;
-    let report = Report::from_run(plan.target.to_string(), result);
+    let interrupt = RunControl::new();
+    signals::stop_on_ctrl_c(&interrupt);
+    let url = plan.target.to_string();
+    let fleet = if args.workers.is_empty() {
+        fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt)
+    } else {
+        let places = options::worker_places(&args.workers)?;
+        let access = options::worker_access(args)?;
+        let shards = fleet::split(&plan, places.len())?;
+        let threads = args.threads.map(|t| u32::try_from(t).unwrap_or(u32::MAX));
+        let own;
+        let handle = match runtime {
+            Some(handle) => handle,
+            None => {
+                own = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .enable_all()
+                    .build()
+                    .map_err(|e| CliError::Worker(format!("cannot start the controller's runtime: {e}")))?;
+                own.handle()
+            }
+        };
+        fleet::run(shards, places, &access, Some(handle), threads, &interrupt)
+    };
+    let report = Report::from_fleet(url, fleet);
+    if report.workers.iter().all(|w| w.stats.is_none()) {
+        // Nothing ran anywhere: the reason is the whole story.
+        report.outcome()?;
+    }
     print_report(&report, args.json);
     Ok(report)
 }

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use volley_engine::{Plan, RequestSpec, Stop, Target, TlsOptions};
 
-use crate::cli::LoadArgs;
+use crate::cli::{LoadArgs, WorkerArgs};
 use crate::error::CliError;
+use crate::fleet::{Access, Place};
 
 pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     if args.http2 || args.http3 || args.parallel.is_some() {
@@ -71,6 +72,70 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
         keepalive: !args.disable_keepalive,
         tls,
     })
+}
+
+/// The worker daemon's settings; the token comes from --token-file or VOLLEY_TOKEN.
+pub(crate) fn worker_config(args: &WorkerArgs) -> Result<volley_worker::WorkerConfig, CliError> {
+    let mut config = volley_worker::WorkerConfig::new(args.listen);
+    config.token = token(args.token_file.as_deref())?;
+    config.tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(volley_worker::TlsFiles { cert: cert.clone(), key: key.clone() }),
+        _ => None,
+    };
+    config.client_ca = args.client_ca.clone();
+    config.allow_targets = args.allow_target.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
+    config.name = args.name.clone();
+    Ok(config)
+}
+
+/// `--workers a:7700,b:7700`: each a distinct HOST:PORT.
+pub(crate) fn worker_places(workers: &[String]) -> Result<Vec<Place>, CliError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for w in workers {
+        let w = w.trim();
+        let port_ok = w.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !port_ok {
+            return Err(CliError::Usage(format!("--workers: '{w}' is not HOST:PORT")));
+        }
+        if seen.contains(&w) {
+            return Err(CliError::Usage(format!("--workers: {w} is listed twice (a worker runs one shard at a time)")));
+        }
+        seen.push(w);
+    }
+    Ok(seen.into_iter().map(|w| Place::Remote(w.to_string())).collect())
+}
+
+/// How the controller reaches its workers: the token and the TLS files.
+pub(crate) fn worker_access(args: &LoadArgs) -> Result<Access, CliError> {
+    let read = |flag: &str, path: &std::path::Path| {
+        std::fs::read(path)
+            .map_err(|e| CliError::File { path: format!("{flag} {}", path.display()), why: e.to_string() })
+    };
+    let mut access = Access { token: token(args.token_file.as_deref())?, ..Default::default() };
+    if let Some(ca) = &args.worker_ca {
+        access.ca_pem = Some(read("--worker-ca", ca)?);
+    }
+    if let (Some(cert), Some(key)) = (&args.worker_cert, &args.worker_key) {
+        access.identity = Some((read("--worker-cert", cert)?, read("--worker-key", key)?));
+    }
+    Ok(access)
+}
+
+/// The bearer token: the file's contents (trimmed), else VOLLEY_TOKEN, else none.
+fn token(file: Option<&std::path::Path>) -> Result<Option<String>, CliError> {
+    let token = match file {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| CliError::File { path: format!("--token-file {}", path.display()), why: e.to_string() })?,
+        None => match std::env::var("VOLLEY_TOKEN") {
+            Ok(t) => t,
+            Err(_) => return Ok(None),
+        },
+    };
+    let token = token.trim();
+    if token.is_empty() {
+        return Err(CliError::Usage("the token is empty (--token-file or VOLLEY_TOKEN)".into()));
+    }
+    Ok(Some(token.to_string()))
 }
 
 /// `10s`, `1m30s`, `500ms`, `2h`, or a bare number of seconds. Zero is refused.

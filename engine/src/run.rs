@@ -267,16 +267,16 @@ impl Collector {
         }
         if !self.ready_told && (0..self.done.len()).all(|t| self.done[t] || self.ready[t].is_some()) {
             self.ready_told = true;
-            let (connected, failed) =
-                self.ready.iter().flatten().fold((0, 0), |(c, f), (tc, tf)| (c + tc, f + tf));
+            let (connected, failed) = self.ready.iter().flatten().fold((0, 0), |(c, f), (tc, tf)| (c + tc, f + tf));
             on_progress(Progress::Ready { connected, failed });
         }
         // The load is on once every thread that will start has started.
-        if !self.started_told && (0..self.done.len()).all(|t| self.done[t] || self.started[t].is_some()) {
-            if let Some(at) = self.started.iter().flatten().max().copied() {
-                self.started_told = true;
-                on_progress(Progress::Started { at });
-            }
+        if !self.started_told
+            && (0..self.done.len()).all(|t| self.done[t] || self.started[t].is_some())
+            && let Some(at) = self.started.iter().flatten().max().copied()
+        {
+            self.started_told = true;
+            on_progress(Progress::Started { at });
         }
         // A tick is complete once every thread has reported it or is done (a thread's Done
         // comes after all of its ticks, so a done thread will not report it later).

@@ -1,62 +1,130 @@
 //! The JSON report: shb's fields (latencies in seconds) plus connect and first-byte
-//! summaries and every histogram as base64 HdrHistogram V2-DEFLATE, so reports can be merged.
+//! summaries, every histogram as base64 HdrHistogram V2-DEFLATE, and each worker's part with its
+//! own histograms, so anyone can re-check the merge and `volley merge` can merge reports later.
 
 use base64::Engine;
 use hdrhistogram::Histogram;
 use serde_json::{Map, Value, json};
-use volley_engine::{ErrorKind, encode_histogram};
+use volley_engine::{Counters, ErrorKind, RingSupport, Stats, encode_histogram};
 
-use super::{PERCENTILES, Report, per_sec};
+use super::{PERCENTILES, Report, WorkerLine, per_sec};
 
 pub(crate) fn to_json(r: &Report) -> Value {
     let c = &r.stats.counters;
     let h = &r.stats.histograms;
-    let statuses: Map<String, Value> = c.statuses().map(|(code, n)| (code.to_string(), json!(n))).collect();
-    let errors: Map<String, Value> =
-        ErrorKind::ALL.iter().map(|k| (k.name().to_string(), json!(c.errors_of(*k)))).collect();
-    let samples: Map<String, Value> =
-        r.error_samples.iter().map(|(k, why)| (k.name().to_string(), json!(why))).collect();
     json!({
         "url": r.url,
         "protocol": r.protocol,
         "threads": r.threads,
         "connections": r.connections,
         "durationSeconds": r.duration.as_secs_f64(),
-        "requests": {
-            "total": c.total(),
-            "ok": c.ok,
-            "errors": c.errors(),
-            "connectErrors": c.errors_of(ErrorKind::Connect),
-            "aborted": c.aborted,
-        },
-        "errors": errors,
-        "errorSamples": samples,
+        "requests": counts(c),
+        "errors": errors(c),
+        "errorSamples": samples(&r.error_samples),
         "requestsPerSec": r.requests_per_sec(),
         "bytesReceived": c.bytes_received,
         "bytesReceivedPerSec": per_sec(c.bytes_received, r.duration),
         "bytesSent": c.bytes_sent,
         "bytesSentPerSec": per_sec(c.bytes_sent, r.duration),
         "connectionsMade": c.connects,
-        "statusCodes": statuses,
+        "statusCodes": statuses(c),
         "latencySeconds": summary(&h.latency),
         "connectSeconds": summary(&h.connect),
         "firstByteSeconds": summary(&h.ttfb),
         "clampedSamples": c.clamped,
         "interrupted": r.interrupted,
         "clientBusy": r.client_busy,
-        "ioUring": {
-            "kernel": r.ring.kernel,
-            "tunedFlags": r.ring.tuned,
-            "batchedWaits": r.ring.min_wait,
-        },
+        "clientCpuSeconds": r.client_cpu.as_secs_f64(),
+        "ioUring": r.ring.as_ref().map(ring),
+        "startSkewSeconds": r.start_skew().map(|d| d.as_secs_f64()),
         "warnings": r.warnings(),
-        "histograms": {
-            "format": "HdrHistogram V2+DEFLATE, base64, nanoseconds",
-            "latency": encode(&h.latency),
-            "connect": encode(&h.connect),
-            "firstByte": encode(&h.ttfb),
-        },
+        "histograms": histograms(&r.stats),
+        "workers": r.workers.iter().map(worker).collect::<Vec<_>>(),
+        "intervals": r.intervals.iter().map(|(second, s)| interval(*second, s)).collect::<Vec<_>>(),
     })
+}
+
+fn ring(ring: &RingSupport) -> Value {
+    json!({ "kernel": ring.kernel, "tunedFlags": ring.tuned, "batchedWaits": ring.min_wait })
+}
+
+fn histograms(s: &Stats) -> Value {
+    let h = &s.histograms;
+    json!({
+        "format": "HdrHistogram V2+DEFLATE, base64, nanoseconds",
+        "latency": encode(&h.latency),
+        "connect": encode(&h.connect),
+        "firstByte": encode(&h.ttfb),
+    })
+}
+
+/// One worker with everything needed to re-check the merge: its counters and histograms.
+fn worker(w: &WorkerLine) -> Value {
+    let mut v = json!({
+        "address": w.address,
+        "name": w.info.as_ref().map(|i| &i.name),
+        "version": w.info.as_ref().map(|i| &i.version),
+        "cores": w.info.as_ref().map(|i| i.cores),
+        "kernel": w.info.as_ref().map(|i| &i.kernel),
+        "connections": w.connections,
+        "threads": w.threads,
+        "durationSeconds": w.duration.as_secs_f64(),
+        "clientCpuSeconds": w.client_cpu.as_secs_f64(),
+        "interrupted": w.interrupted,
+        "startOffsetSeconds": w.start_offset.map(|o| o as f64 / 1e9),
+        "failure": w.failure,
+        "ioUring": w.ring.as_ref().map(ring),
+    });
+    if let (Some(s), Some(obj)) = (&w.stats, v.as_object_mut()) {
+        let c = &s.counters;
+        obj.insert("requests".into(), counts(c));
+        obj.insert("requestsPerSec".into(), json!(per_sec(c.total(), w.duration)));
+        obj.insert("errors".into(), errors(c));
+        obj.insert("errorSamples".into(), samples(&w.error_samples));
+        obj.insert("statusCodes".into(), statuses(c));
+        obj.insert("bytesReceived".into(), json!(c.bytes_received));
+        obj.insert("bytesSent".into(), json!(c.bytes_sent));
+        obj.insert("connectionsMade".into(), json!(c.connects));
+        obj.insert("clampedSamples".into(), json!(c.clamped));
+        obj.insert("latencySeconds".into(), summary(&s.histograms.latency));
+        obj.insert("histograms".into(), histograms(s));
+    }
+    v
+}
+
+fn interval(second: u32, s: &Stats) -> Value {
+    let c = &s.counters;
+    let lat = &s.histograms.latency;
+    json!({
+        "second": second,
+        "requests": c.total(),
+        "ok": c.ok,
+        "errors": c.errors(),
+        "p50Seconds": (!lat.is_empty()).then(|| secs(lat.value_at_quantile(0.5))),
+        "p99Seconds": (!lat.is_empty()).then(|| secs(lat.value_at_quantile(0.99))),
+    })
+}
+
+fn counts(c: &Counters) -> Value {
+    json!({
+        "total": c.total(),
+        "ok": c.ok,
+        "errors": c.errors(),
+        "connectErrors": c.errors_of(ErrorKind::Connect),
+        "aborted": c.aborted,
+    })
+}
+
+fn errors(c: &Counters) -> Value {
+    Value::Object(ErrorKind::ALL.iter().map(|k| (k.name().to_string(), json!(c.errors_of(*k)))).collect())
+}
+
+fn samples(s: &[(ErrorKind, String)]) -> Value {
+    Value::Object(s.iter().map(|(k, why)| (k.name().to_string(), json!(why))).collect())
+}
+
+fn statuses(c: &Counters) -> Value {
+    Value::Object(c.statuses().map(|(code, n)| (code.to_string(), json!(n))).collect())
 }
 
 fn summary(h: &Histogram<u64>) -> Value {

@@ -1,13 +1,17 @@
 //! The report of a run: built once from merged statistics, printed as text or JSON.
 
 mod json;
+mod saved;
 mod text;
 
 use std::time::Duration;
 
-use volley_engine::{ErrorKind, RingSupport, RunResult, Stats};
+use volley_engine::{ErrorKind, RingSupport, Stats};
+
+use crate::fleet::{FleetRun, WorkerInfo};
 
 pub(crate) use json::to_json;
+pub(crate) use saved::from_saved;
 pub(crate) use text::to_text;
 
 /// Percentiles the report lists, as (label, quantile).
@@ -25,6 +29,8 @@ pub(crate) const PERCENTILES: [(&str, f64); 9] = [
 
 /// Engine threads busier than this were probably the bottleneck, not the server.
 const SATURATED: f64 = 0.90;
+/// A worker that started further than this from the planned instant is worth a warning.
+const LATE_START: Duration = Duration::from_millis(10);
 
 pub(crate) struct Report {
     pub url: String,
@@ -37,26 +43,135 @@ pub(crate) struct Report {
     pub error_samples: Vec<(ErrorKind, String)>,
     /// Engine threads' CPU time over their wall time, 0 to 1.
     pub client_busy: Option<f64>,
-    /// What the kernel's io_uring offered the engine.
-    pub ring: RingSupport,
+    pub client_cpu: Duration,
+    /// What the kernel's io_uring offered the engine (of the first worker that said).
+    pub ring: Option<RingSupport>,
+    /// Each worker's part; one "local" worker for a run on this machine.
+    pub workers: Vec<WorkerLine>,
+    /// The run went through remote workers (or merges saved reports): show the breakdown.
+    pub distributed: bool,
+    /// Merged per-second deltas.
+    pub intervals: Vec<(u32, Stats)>,
+}
+
+/// One worker's part of the report.
+#[derive(Debug, Clone)]
+pub(crate) struct WorkerLine {
+    /// The address it was reached at, "local", or a saved report's file.
+    pub address: String,
+    /// What it said about itself (name, version, cores, kernel).
+    pub info: Option<WorkerInfo>,
+    pub connections: usize,
+    pub threads: usize,
+    pub duration: Duration,
+    pub client_cpu: Duration,
+    pub interrupted: bool,
+    /// Its actual start against the planned instant, in the controller's clock (ns).
+    pub start_offset: Option<i64>,
+    /// What it measured; None when it failed before it had anything to say.
+    pub stats: Option<Stats>,
+    pub error_samples: Vec<(ErrorKind, String)>,
+    pub ring: Option<RingSupport>,
+    /// Why its result is missing or incomplete.
+    pub failure: Option<String>,
 }
 
 impl Report {
-    pub(crate) fn from_run(url: String, run: RunResult) -> Self {
-        let wall = run.duration.as_secs_f64() * run.threads as f64;
-        let client_busy = (wall > 0.0).then(|| run.client_cpu.as_secs_f64() / wall);
+    pub(crate) fn from_fleet(url: String, fleet: FleetRun) -> Self {
+        let interrupted = fleet.interrupted;
+        let workers = fleet
+            .workers
+            .into_iter()
+            .map(|w| {
+                let info = w.info;
+                let ring = w.ring;
+                match w.outcome {
+                    Some(o) => WorkerLine {
+                        address: w.address,
+                        info: info.clone(),
+                        connections: o.connections,
+                        threads: o.threads,
+                        duration: o.duration,
+                        client_cpu: o.client_cpu,
+                        interrupted: o.interrupted,
+                        start_offset: w.start_offset,
+                        stats: Some(o.stats),
+                        error_samples: o.error_samples,
+                        ring,
+                        failure: w.failure,
+                    },
+                    None => WorkerLine {
+                        address: w.address,
+                        info: info.clone(),
+                        connections: w.connections,
+                        threads: 0,
+                        duration: Duration::ZERO,
+                        client_cpu: Duration::ZERO,
+                        interrupted: false,
+                        start_offset: w.start_offset,
+                        stats: None,
+                        error_samples: Vec::new(),
+                        ring,
+                        failure: w.failure,
+                    },
+                }
+            })
+            .collect();
+        Report::from_workers(url, workers, fleet.remote, interrupted, fleet.intervals)
+    }
+
+    /// Merges the workers' results: counters add up, histograms are added sample for sample.
+    pub(crate) fn from_workers(
+        url: String,
+        workers: Vec<WorkerLine>,
+        distributed: bool,
+        interrupted: bool,
+        intervals: Vec<(u32, Stats)>,
+    ) -> Self {
+        let mut stats = Stats::new();
+        let mut error_samples: Vec<(ErrorKind, String)> = Vec::new();
+        let (mut threads, mut connections, mut duration, mut cpu, mut wall) =
+            (0, 0, Duration::ZERO, Duration::ZERO, 0.0);
+        for w in &workers {
+            connections += w.connections;
+            let Some(s) = &w.stats else { continue };
+            stats.merge(s);
+            threads += w.threads;
+            duration = duration.max(w.duration);
+            cpu += w.client_cpu;
+            wall += w.duration.as_secs_f64() * w.threads as f64;
+            for (kind, why) in &w.error_samples {
+                if !error_samples.iter().any(|(k, _)| k == kind) {
+                    error_samples.push((*kind, why.clone()));
+                }
+            }
+        }
         Report {
             url,
             protocol: "HTTP/1.1",
-            threads: run.threads,
-            connections: run.connections,
-            duration: run.duration,
-            stats: run.stats,
-            interrupted: run.interrupted,
-            error_samples: run.error_samples,
-            client_busy,
-            ring: run.ring,
+            threads,
+            connections,
+            duration,
+            stats,
+            interrupted: interrupted || workers.iter().any(|w| w.interrupted && w.failure.is_none()),
+            error_samples,
+            client_busy: (wall > 0.0).then(|| cpu.as_secs_f64() / wall),
+            client_cpu: cpu,
+            ring: workers.iter().find_map(|w| w.ring.clone()),
+            workers,
+            distributed,
+            intervals,
         }
+    }
+
+    /// The largest distance between a worker's actual start and the planned instant.
+    pub(crate) fn start_skew(&self) -> Option<Duration> {
+        self.workers.iter().filter_map(|w| w.start_offset).map(|o| Duration::from_nanos(o.unsigned_abs())).max()
+    }
+
+    /// Workers without a complete result, as "address: why".
+    pub(crate) fn failed_workers(&self) -> Vec<String> {
+        self.workers.iter().filter_map(|w| w.failure.as_ref().map(|f| format!("{}: {f}", w.address))).collect()
     }
 
     pub(crate) fn requests_per_sec(&self) -> f64 {
@@ -67,6 +182,15 @@ impl Report {
     pub(crate) fn warnings(&self) -> Vec<String> {
         let c = &self.stats.counters;
         let mut w = Vec::new();
+        for failed in self.failed_workers() {
+            w.push(format!("worker {failed}; the report covers the other workers only"));
+        }
+        if let Some(skew) = self.start_skew().filter(|s| *s > LATE_START) {
+            w.push(format!(
+                "workers started up to {:.1} ms away from the planned instant: their measurement windows overlap that much less",
+                skew.as_secs_f64() * 1e3
+            ));
+        }
         if self.interrupted {
             w.push("interrupted: the run was stopped before its end; the numbers cover what was done".to_string());
         }
@@ -90,9 +214,11 @@ impl Report {
 
     /// The command's result once the report is printed: failed, interrupted, or fine.
     pub(crate) fn outcome(&self) -> Result<(), crate::error::CliError> {
+        let failed = self.failed_workers();
         match self.failure() {
             Some(why) => Err(crate::error::CliError::RunFailed(why)),
             None if self.interrupted => Err(crate::error::CliError::Interrupted),
+            None if !failed.is_empty() => Err(crate::error::CliError::Incomplete(failed.join("; "))),
             None => Ok(()),
         }
     }
@@ -100,6 +226,12 @@ impl Report {
     /// Why the run cannot count as a success, when it cannot.
     pub(crate) fn failure(&self) -> Option<String> {
         let c = &self.stats.counters;
+        if self.workers.iter().all(|w| w.stats.is_none()) {
+            return Some(match self.failed_workers().as_slice() {
+                [one] if !self.distributed => one.trim_start_matches("local: ").to_string(),
+                all => format!("no worker could run: {}", all.join("; ")),
+            });
+        }
         if c.ok > 0 || c.errors() == 0 {
             return None;
         }
@@ -115,4 +247,72 @@ impl Report {
 pub(crate) fn per_sec(n: u64, d: Duration) -> f64 {
     let secs = d.as_secs_f64();
     if secs > 0.0 { n as f64 / secs } else { 0.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use volley_engine::Stats;
+    use volley_worker::wire;
+
+    use super::{Report, WorkerLine};
+
+    fn worker(address: &str, stats: Stats) -> WorkerLine {
+        WorkerLine {
+            address: address.into(),
+            info: None,
+            connections: 1,
+            threads: 1,
+            duration: Duration::from_secs(1),
+            client_cpu: Duration::ZERO,
+            interrupted: false,
+            start_offset: None,
+            stats: Some(stats),
+            error_samples: Vec::new(),
+            ring: None,
+            failure: None,
+        }
+    }
+
+    /// Latencies spread over six orders of magnitude, deterministic.
+    fn samples(n: usize, seed: u64) -> Vec<u64> {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                1_000 + (x % 1_000) * 10u64.pow((x >> 20) as u32 % 6)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn merged_worker_histograms_equal_one_histogram_fed_every_sample() {
+        let mut all = Stats::new();
+        let mut workers = Vec::new();
+        // Uneven workers with different distributions, as real ones are.
+        for (w, (n, seed)) in [(50_000, 1u64), (7_321, 2), (120_000, 3)].into_iter().enumerate() {
+            let mut mine = Stats::new();
+            for v in samples(n, seed).into_iter().map(|v| v * (w as u64 + 1)) {
+                mine.histograms.latency.record(v).unwrap();
+                all.histograms.latency.record(v).unwrap();
+                mine.counters.ok += 1;
+                all.counters.ok += 1;
+            }
+            // Through the wire, as a remote worker's result travels.
+            let travelled = wire::stats_from_proto(&wire::stats_to_proto(&mine)).unwrap();
+            workers.push(worker(&format!("w{w}"), travelled));
+        }
+        let report = Report::from_workers("http://x/".into(), workers, true, false, Vec::new());
+        let (merged, direct) = (&report.stats.histograms.latency, &all.histograms.latency);
+        assert_eq!(report.stats.counters.ok, all.counters.ok);
+        assert_eq!(merged.len(), direct.len());
+        assert_eq!((merged.min(), merged.max()), (direct.min(), direct.max()));
+        assert_eq!(merged.mean(), direct.mean());
+        for q in (0..=1000).map(|i| f64::from(i) / 1000.0).chain([0.9999, 0.99999]) {
+            assert_eq!(merged.value_at_quantile(q), direct.value_at_quantile(q), "quantile {q}");
+        }
+    }
 }

@@ -61,10 +61,50 @@ pub(crate) fn to_text(r: &Report) -> String {
     }
     summary_line(&mut out, "Connect (ms):", &r.stats.histograms.connect);
     summary_line(&mut out, "First byte (ms):", &r.stats.histograms.ttfb);
+    if r.distributed {
+        workers(&mut out, r);
+    }
     for w in r.warnings() {
         let _ = writeln!(out, "Warning: {w}");
     }
     out
+}
+
+/// The per-worker breakdown and the start skew.
+fn workers(out: &mut String, r: &Report) {
+    let _ = writeln!(out, "Workers:");
+    for w in &r.workers {
+        let name = match w.info.as_ref().map(|i| &i.name) {
+            Some(n) if *n != w.address => format!("{} ({n})", w.address),
+            _ => w.address.clone(),
+        };
+        let Some(s) = &w.stats else {
+            let _ = writeln!(out, "  {name}  FAILED: {}", w.failure.as_deref().unwrap_or("no result"));
+            continue;
+        };
+        let lat = &s.histograms.latency;
+        let start = w.start_offset.map(|o| format!("  start {:+.3} ms", o as f64 / 1e6)).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {name}  {} conns  {} requests  {:.1} req/s  {} errors  p50 {} ms  p99 {} ms{start}",
+            w.connections,
+            s.counters.total(),
+            per_sec(s.counters.total(), w.duration),
+            s.counters.errors(),
+            ms(lat.value_at_quantile(0.5)),
+            ms(lat.value_at_quantile(0.99)),
+        );
+        if let Some(f) = &w.failure {
+            let _ = writeln!(out, "    incomplete: {f}");
+        }
+    }
+    if let Some(skew) = r.start_skew() {
+        let _ = writeln!(
+            out,
+            "Start skew:   {:.3} ms (largest gap between a worker's start and the planned instant)",
+            skew.as_secs_f64() * 1e3
+        );
+    }
 }
 
 fn summary_line(out: &mut String, label: &str, h: &Histogram<u64>) {

@@ -193,7 +193,7 @@ impl<'r> Loop<'r> {
     /// Starts the load once the gate's instant has come: parked connections send their first
     /// requests, the others connect.
     fn try_release(&mut self, now: Instant) -> io::Result<()> {
-        if !self.plan.gate.at().is_some_and(|at| now >= at) {
+        if self.plan.gate.at().is_none_or(|at| now < at) {
             return Ok(());
         }
         self.released = true;

@@ -1,0 +1,183 @@
+//! A remote worker over gRPC: Hello, clock probes, then one Run stream carrying the shard,
+//! the start instant (in the worker's clock), heartbeats, and the worker's events back.
+
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::metadata::MetadataValue;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::{Code, Status};
+use volley_proto::PROTOCOL_VERSION;
+use volley_proto::v1::{self, worker_client::WorkerClient};
+use volley_worker::clock::now_nanos;
+use volley_worker::shard::Event;
+use volley_worker::wire;
+
+use super::clock_sync::{self, Probe};
+use super::link::{Command, LinkEvent, WorkerInfo};
+
+/// How many clock probes each worker gets; the one with the lowest round trip is used.
+const PROBES: usize = 16;
+/// A worker that hears nothing for 750 ms stops its load; this keeps it well fed.
+const HEARTBEAT_EVERY: Duration = Duration::from_millis(200);
+/// How long Hello and each probe may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How to reach workers: the bearer token and the TLS settings, shared by all of them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Access {
+    pub token: Option<String>,
+    /// TLS to the workers: the CA that signed their certificates, PEM.
+    pub ca_pem: Option<Vec<u8>>,
+    /// A client certificate and key (PEM), for workers that ask for one.
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Drives one worker until its run ends; whatever goes wrong arrives as a Failed event.
+pub(crate) async fn drive(
+    index: usize,
+    address: String,
+    access: Access,
+    shard: v1::Shard,
+    events: Sender<(usize, LinkEvent)>,
+    commands: UnboundedReceiver<Command>,
+) {
+    if let Err(reason) = drive_run(index, &address, &access, shard, &events, commands).await {
+        let _ = events.send((index, LinkEvent::Worker(Event::Failed(reason))));
+    }
+}
+
+async fn drive_run(
+    index: usize,
+    address: &str,
+    access: &Access,
+    shard: v1::Shard,
+    events: &Sender<(usize, LinkEvent)>,
+    mut commands: UnboundedReceiver<Command>,
+) -> Result<(), String> {
+    let channel = connect(address, access).await?;
+    let token = access.token.clone();
+    let mut client = WorkerClient::with_interceptor(channel, move |mut request: tonic::Request<()>| {
+        if let Some(token) = &token {
+            let value: MetadataValue<_> = format!("Bearer {token}")
+                .parse()
+                .map_err(|_| Status::invalid_argument("the token is not a valid header value"))?;
+            request.metadata_mut().insert("authorization", value);
+        }
+        Ok(request)
+    });
+
+    let hello = v1::HelloRequest { protocol: PROTOCOL_VERSION, version: env!("CARGO_PKG_VERSION").into() };
+    let hello = timed(client.hello(hello)).await?.into_inner();
+    if hello.protocol != PROTOCOL_VERSION {
+        return Err(format!(
+            "incompatible worker: it speaks protocol {} (volley {}), this controller speaks {PROTOCOL_VERSION} (volley {})",
+            hello.protocol,
+            hello.version,
+            env!("CARGO_PKG_VERSION")
+        ));
+    }
+    let info = WorkerInfo { name: hello.name, version: hello.version, cores: hello.cores, kernel: hello.kernel };
+    let _ = events.send((index, LinkEvent::Hello(info)));
+
+    let mut probes = Vec::with_capacity(PROBES);
+    for _ in 0..PROBES {
+        let sent = now_nanos();
+        let reply = timed(client.clock(v1::ClockRequest {})).await?.into_inner();
+        probes.push(Probe { sent, worker: reply.worker_nanos, received: now_nanos() });
+    }
+    let offset = clock_sync::estimate(&probes).ok_or("no clock probe answered")?;
+    let _ = events.send((index, LinkEvent::Synced(offset)));
+
+    let (out, out_rx) = tokio::sync::mpsc::channel::<v1::RunCommand>(16);
+    let send = |command| v1::RunCommand { command: Some(command) };
+    out.send(send(v1::run_command::Command::Shard(shard))).await.map_err(|_| "the run stream closed")?;
+    let mut stream = client.run(ReceiverStream::new(out_rx)).await.map_err(|s| refusal(&s))?.into_inner();
+    let mut heartbeat = tokio::time::interval(HEARTBEAT_EVERY);
+    let mut commands_open = true;
+    loop {
+        tokio::select! {
+            message = stream.message() => match message {
+                Ok(Some(message)) => {
+                    let event = wire::event_from_proto(message).map_err(|e| format!("unreadable event: {e}"))?;
+                    let last = matches!(event, Event::Finished(_) | Event::Failed(_));
+                    let _ = events.send((index, LinkEvent::Worker(event)));
+                    if last {
+                        return Ok(());
+                    }
+                }
+                Ok(None) => return Err("the worker ended the run without a result".into()),
+                Err(status) => return Err(format!("lost the worker mid-run: {}", refusal(&status))),
+            },
+            command = commands.recv(), if commands_open => {
+                let message = match command {
+                    Some(Command::Start { at }) => v1::run_command::Command::Start(v1::Start { at_worker_nanos: offset.to_worker(at) }),
+                    Some(Command::Stop) => v1::run_command::Command::Stop(v1::Stop {}),
+                    None => {
+                        commands_open = false;
+                        continue;
+                    }
+                };
+                let _ = out.send(send(message)).await;
+            }
+            _ = heartbeat.tick() => {
+                let _ = out.send(send(v1::run_command::Command::Heartbeat(v1::Heartbeat {}))).await;
+            }
+        }
+    }
+}
+
+async fn connect(address: &str, access: &Access) -> Result<Channel, String> {
+    let scheme = if access.ca_pem.is_some() { "https" } else { "http" };
+    let mut endpoint = Endpoint::from_shared(format!("{scheme}://{address}"))
+        .map_err(|e| format!("not a worker address: {e}"))?
+        .connect_timeout(CALL_TIMEOUT)
+        .tcp_nodelay(true)
+        // A worker machine that vanishes without a FIN is noticed within a few seconds.
+        .http2_keep_alive_interval(Duration::from_secs(1))
+        .keep_alive_timeout(Duration::from_secs(3))
+        .keep_alive_while_idle(true);
+    if let Some(ca) = &access.ca_pem {
+        let host = address.rsplit_once(':').map_or(address, |(h, _)| h).trim_matches(['[', ']']);
+        let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)).domain_name(host);
+        if let Some((cert, key)) = &access.identity {
+            tls = tls.identity(Identity::from_pem(cert, key));
+        }
+        endpoint = endpoint.tls_config(tls).map_err(|e| format!("TLS settings: {e}"))?;
+    }
+    endpoint.connect().await.map_err(|e| format!("cannot reach the worker: {}", source_chain(&e)))
+}
+
+async fn timed<T>(call: impl Future<Output = Result<T, Status>>) -> Result<T, String> {
+    match tokio::time::timeout(CALL_TIMEOUT, call).await {
+        Ok(result) => result.map_err(|s| refusal(&s)),
+        Err(_) => Err(format!("no answer within {CALL_TIMEOUT:?}")),
+    }
+}
+
+/// A worker's gRPC status as one line a user can act on.
+fn refusal(status: &Status) -> String {
+    let message = status.message();
+    match status.code() {
+        Code::Unauthenticated => format!("refused: {message} (set the token with --token-file or VOLLEY_TOKEN)"),
+        Code::PermissionDenied | Code::ResourceExhausted | Code::FailedPrecondition | Code::InvalidArgument => {
+            format!("refused: {message}")
+        }
+        Code::Unavailable => format!("cannot reach the worker: {message}"),
+        code => format!("{code:?}: {message}"),
+    }
+}
+
+/// An error with its causes, which is where transport errors keep the useful part.
+fn source_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

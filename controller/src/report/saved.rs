@@ -1,0 +1,92 @@
+//! Reading saved JSON reports back for `volley merge`: each report becomes one worker line,
+//! with its counters and its histograms decoded from the report itself.
+
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::Value;
+use volley_engine::{ErrorKind, Stats, decode_histogram};
+
+use super::{Report, WorkerLine};
+use crate::error::CliError;
+
+/// One report merged from saved reports, as if each had been a worker of one run.
+pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliError> {
+    let mut workers = Vec::with_capacity(paths.len());
+    let mut urls: Vec<String> = Vec::new();
+    for path in paths {
+        let bad = |why: String| CliError::File { path: path.display().to_string(), why };
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let report: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not a JSON report: {e}")))?;
+        let url = report["url"].as_str().unwrap_or_default().to_string();
+        if !urls.contains(&url) {
+            urls.push(url);
+        }
+        workers.push(line(path, &report).map_err(bad)?);
+    }
+    Ok(Report::from_workers(urls.join(", "), workers, true, false, Vec::new()))
+}
+
+fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
+    let mut stats = Stats::new();
+    let c = &mut stats.counters;
+    c.ok = count(r, "/requests/ok")?;
+    c.aborted = count(r, "/requests/aborted")?;
+    c.bytes_received = count(r, "/bytesReceived")?;
+    c.bytes_sent = count(r, "/bytesSent")?;
+    c.connects = count(r, "/connectionsMade")?;
+    c.clamped = count(r, "/clampedSamples")?;
+    for kind in ErrorKind::ALL {
+        c.add_errors(kind, count(r, &format!("/errors/{}", kind.name()))?);
+    }
+    for (code, n) in r["statusCodes"].as_object().into_iter().flatten() {
+        let code: u16 = code.parse().map_err(|_| format!("status code '{code}' is not a number"))?;
+        c.add_status(code, n.as_u64().ok_or("a status count is not a number")?);
+    }
+    let h = &mut stats.histograms;
+    for (field, into) in [("latency", &mut h.latency), ("connect", &mut h.connect), ("firstByte", &mut h.ttfb)] {
+        let text = r["histograms"][field].as_str().ok_or(format!("no histograms.{field}"))?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("histograms.{field} is not base64: {e}"))?;
+        *into = decode_histogram(&bytes).map_err(|e| format!("histograms.{field}: {e}"))?;
+    }
+    if stats.histograms.latency.len() != stats.counters.ok {
+        return Err(format!(
+            "its latency histogram holds {} samples but it counts {} ok requests",
+            stats.histograms.latency.len(),
+            stats.counters.ok
+        ));
+    }
+    let error_samples = ErrorKind::ALL
+        .iter()
+        .filter_map(|k| r["errorSamples"][k.name()].as_str().map(|why| (*k, why.to_string())))
+        .collect();
+    Ok(WorkerLine {
+        address: path.display().to_string(),
+        info: None,
+        connections: count(r, "/connections")? as usize,
+        threads: count(r, "/threads")? as usize,
+        duration: seconds(r, "/durationSeconds")?,
+        client_cpu: seconds(r, "/clientCpuSeconds").unwrap_or_default(),
+        interrupted: r["interrupted"].as_bool().unwrap_or(false),
+        start_offset: None,
+        stats: Some(stats),
+        error_samples,
+        ring: None,
+        failure: None,
+    })
+}
+
+fn count(r: &Value, pointer: &str) -> Result<u64, String> {
+    r.pointer(pointer).and_then(Value::as_u64).ok_or_else(|| format!("no count at {pointer}"))
+}
+
+fn seconds(r: &Value, pointer: &str) -> Result<Duration, String> {
+    r.pointer(pointer)
+        .and_then(Value::as_f64)
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("no duration at {pointer}"))
+}
