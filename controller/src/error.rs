@@ -30,10 +30,11 @@ pub(crate) enum CliError {
 }
 
 impl CliError {
-    /// 130 for Ctrl-C, as shells do; 3 for a run some workers did not complete; 1 for
-    /// everything else.
+    /// 130 for Ctrl-C, as shells do; 2 for a usage error, as for clap's own; 3 for a run some
+    /// workers did not complete; 1 for everything else.
     pub(crate) fn exit_code(&self) -> std::process::ExitCode {
         match self {
+            CliError::Usage(_) => std::process::ExitCode::from(2),
             CliError::Interrupted => std::process::ExitCode::from(130),
             CliError::Incomplete(_) => std::process::ExitCode::from(3),
             _ => std::process::ExitCode::FAILURE,

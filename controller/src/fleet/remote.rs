@@ -79,6 +79,7 @@ async fn drive_run(
             env!("CARGO_PKG_VERSION")
         ));
     }
+    let kernel = hello.kernel.clone();
     let info = WorkerInfo { name: hello.name, version: hello.version, cores: hello.cores, kernel: hello.kernel };
     let _ = events.send((index, LinkEvent::Hello(info)));
 
@@ -101,7 +102,11 @@ async fn drive_run(
         tokio::select! {
             message = stream.message() => match message {
                 Ok(Some(message)) => {
-                    let event = wire::event_from_proto(message).map_err(|e| format!("unreadable event: {e}"))?;
+                    let mut event = wire::event_from_proto(message).map_err(|e| format!("unreadable event: {e}"))?;
+                    if let Event::Accepted { ring, .. } = &mut event {
+                        // The kernel came with Hello, not with every event.
+                        ring.kernel.clone_from(&kernel);
+                    }
                     let last = matches!(event, Event::Finished(_) | Event::Failed(_));
                     let _ = events.send((index, LinkEvent::Worker(event)));
                     if last {
@@ -109,7 +114,9 @@ async fn drive_run(
                     }
                 }
                 Ok(None) => return Err("the worker ended the run without a result".into()),
-                Err(status) => return Err(format!("lost the worker mid-run: {}", refusal(&status))),
+                Err(status) => {
+                    return Err(format!("lost the worker mid-run: its connection broke ({})", status.message()));
+                }
             },
             command = commands.recv(), if commands_open => {
                 let message = match command {

@@ -1,0 +1,763 @@
+//! End to end, distributed: real `volley worker` processes on loopback (and, as root, in network
+//! namespaces joined by veth pairs and a bridge), driven by the real `volley --workers`
+//! controller against an in-test server, checked against the JSON report and against what the
+//! server itself counted. Every load is bounded by a request count or a short duration.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use hdrhistogram::Histogram;
+use serde_json::Value;
+use support::{
+    BackgroundProcess, Behavior, TestServer, WorkerProcess, assert_success, describe_output, free_port, in_netns,
+    json_report, run_with_timeout, volley_bin, volley_command, wait_until,
+};
+use tonic::{Code, Request, Response, Status};
+use volley_proto::PROTOCOL_VERSION;
+use volley_proto::v1::{self, run_command::Command as RunCmd, worker_client::WorkerClient, worker_server};
+
+/// How long any controller run of these tests may take before it counts as hung.
+const RUN_TIMEOUT: Duration = Duration::from_secs(40);
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+fn n(report: &Value, path: &[&str]) -> u64 {
+    let mut v = report;
+    for p in path {
+        v = &v[*p];
+    }
+    v.as_u64().unwrap_or_else(|| panic!("{path:?} is not a number in {report}"))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `volley ARGS` as a controller, with no token from the test's own environment.
+fn controller(args: &[&str]) -> Command {
+    let mut cmd = volley_command(args);
+    cmd.env_remove("VOLLEY_TOKEN");
+    cmd
+}
+
+/// Runs `cmd` to completion within [`RUN_TIMEOUT`].
+fn run(cmd: Command) -> Output {
+    let shown = format!("{cmd:?}");
+    run_with_timeout(cmd, RUN_TIMEOUT)
+        .unwrap_or_else(|out| panic!("{shown} still running after {RUN_TIMEOUT:?}\n{}", describe_output(&out)))
+}
+
+fn run_controller(args: &[&str]) -> Output {
+    run(controller(args))
+}
+
+fn exit_code(out: &Output) -> Option<i32> {
+    out.status.code()
+}
+
+/// The one error line a failed command prints; panics unless there is exactly one.
+fn one_error_line(out: &Output) -> String {
+    let err = stderr(out);
+    assert!(!err.contains("panicked"), "panic:\n{}", describe_output(out));
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line on stderr\n{}", describe_output(out));
+    assert!(lines[0].starts_with("volley: error: "), "{}", describe_output(out));
+    lines[0].to_string()
+}
+
+fn worker_list(workers: &[&WorkerProcess]) -> String {
+    workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",")
+}
+
+/// A base64 HdrHistogram (V2+DEFLATE) from a report, decoded with the hdrhistogram crate.
+fn histogram(b64: &Value) -> Histogram<u64> {
+    let text = b64.as_str().unwrap_or_else(|| panic!("not a base64 histogram: {b64}"));
+    let bytes = base64::engine::general_purpose::STANDARD.decode(text).expect("base64");
+    hdrhistogram::serialization::Deserializer::new().deserialize(&mut &bytes[..]).expect("an HdrHistogram")
+}
+
+const QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
+
+/// Asserts two histograms hold the same samples as far as a report can tell.
+fn assert_same_histogram(a: &Histogram<u64>, b: &Histogram<u64>, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: count");
+    for q in QUANTILES {
+        assert_eq!(a.value_at_quantile(q), b.value_at_quantile(q), "{what}: quantile {q}");
+    }
+    assert_eq!(a.max(), b.max(), "{what}: max");
+    assert_eq!(a.min(), b.min(), "{what}: min");
+}
+
+/// The server's request count once it has not changed for 300 ms (at most 5 s of waiting):
+/// requests a stopped run had in flight may still be arriving.
+fn settled_requests(server: &TestServer) -> u64 {
+    let mut count = server.requests();
+    let mut stable_since = Instant::now();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline && stable_since.elapsed() < Duration::from_millis(300) {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = server.requests();
+        if now != count {
+            count = now;
+            stable_since = Instant::now();
+        }
+    }
+    count
+}
+
+/// Waits (at most 15 s) until the server has seen load, i.e. the distributed run has started.
+fn wait_for_load(server: &TestServer, run: &mut BackgroundProcess) {
+    let started = wait_until(Duration::from_secs(15), || server.requests() > 0 || !run.is_running());
+    assert!(started && server.requests() > 0, "the run never reached the server\n{}", {
+        let out = run.wait(Duration::from_secs(5));
+        describe_output(&out)
+    });
+}
+
+/// ok ≤ what the server saw ≤ ok + aborted: every request is accounted for, and nothing but
+/// this run loaded the server.
+fn assert_server_count_within(report: &Value, server_saw: u64) {
+    let ok = n(report, &["requests", "ok"]);
+    let aborted = n(report, &["requests", "aborted"]);
+    assert!(ok > 0, "no request succeeded: {report}");
+    assert!(
+        ok <= server_saw && server_saw <= ok + aborted,
+        "the server saw {server_saw} requests, the report says ok {ok} + aborted {aborted}"
+    );
+}
+
+/// Asserts the server's count does not grow over `window`.
+fn assert_no_more_load(server: &TestServer, window: Duration, what: &str) -> u64 {
+    let before = server.requests();
+    std::thread::sleep(window);
+    let after = server.requests();
+    assert_eq!(before, after, "{what}: the server still received {} requests", after - before);
+    after
+}
+
+// ---------------------------------------------------------------------------------------------
+// Splitting and merging
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn an_n_run_across_three_workers_sends_exactly_n_requests() {
+    let server = TestServer::start(Behavior::ok(14));
+    let (a, b, c) = (WorkerProcess::start(&[]), WorkerProcess::start(&[]), WorkerProcess::start(&[]));
+    let list = worker_list(&[&a, &b, &c]);
+    let out = run_controller(&["--workers", &list, "-c", "9", "-n", "3001", "-j", &server.url()]);
+    assert_success(&out);
+    let r = json_report(&out);
+    assert_eq!(n(&r, &["requests", "total"]), 3001, "{r}");
+    assert_eq!(n(&r, &["requests", "ok"]), 3001);
+    assert_eq!(n(&r, &["requests", "errors"]), 0);
+    assert_eq!(n(&r, &["statusCodes", "200"]), 3001);
+    assert_eq!(server.requests(), 3001, "the server's own count");
+    assert_eq!(server.connections(), 9, "keep-alive: one server connection per client connection");
+
+    let workers = r["workers"].as_array().expect("a workers array");
+    assert_eq!(workers.len(), 3, "{r}");
+    let addresses: Vec<&str> = workers.iter().map(|w| w["address"].as_str().unwrap()).collect();
+    assert_eq!(addresses.join(","), list);
+    let total: u64 = workers.iter().map(|w| n(w, &["requests", "total"])).sum();
+    let ok: u64 = workers.iter().map(|w| n(w, &["requests", "ok"])).sum();
+    let connections: u64 = workers.iter().map(|w| n(w, &["connections"])).sum();
+    assert_eq!((total, ok, connections), (3001, 3001, 9), "{workers:?}");
+    let mut sum: Option<Histogram<u64>> = None;
+    for w in workers {
+        assert!(w["failure"].is_null(), "{w}");
+        assert!(n(w, &["requests", "ok"]) >= 1000, "an uneven split: {w}");
+        for field in ["latency", "connect", "firstByte"] {
+            assert!(w["histograms"][field].is_string(), "worker without a {field} histogram: {w}");
+        }
+        let latency = histogram(&w["histograms"]["latency"]);
+        assert_eq!(latency.len(), n(w, &["requests", "ok"]), "one latency sample per ok request");
+        assert_eq!(histogram(&w["histograms"]["connect"]).len(), 3, "3 connections each");
+        match &mut sum {
+            None => sum = Some(latency),
+            Some(s) => s.add(&latency).expect("histograms of the same range"),
+        }
+    }
+    let merged = histogram(&r["histograms"]["latency"]);
+    assert_same_histogram(&merged, &sum.unwrap(), "merged latency vs the workers' added up");
+    assert_eq!(n(&r, &["latencySeconds", "count"]), 3001);
+}
+
+#[test]
+fn a_timed_run_across_two_workers_reports_what_the_server_saw() {
+    let server = TestServer::start(Behavior::ok(14));
+    let (a, b) = (WorkerProcess::start(&[]), WorkerProcess::start(&[]));
+    let started = Instant::now();
+    let out = run_controller(&["--workers", &worker_list(&[&a, &b]), "-z", "2s", "-c", "8", "-j", &server.url()]);
+    let took = started.elapsed();
+    assert_success(&out);
+    let r = json_report(&out);
+    assert_server_count_within(&r, settled_requests(&server));
+    assert!(took < Duration::from_secs(6), "a 2 s run took {took:?}");
+    let secs = r["durationSeconds"].as_f64().unwrap();
+    assert!((1.9..3.0).contains(&secs), "durationSeconds {secs}");
+    let skew = r["startSkewSeconds"].as_f64().unwrap_or_else(|| panic!("no startSkewSeconds: {r}"));
+    assert!((0.0..0.05).contains(&skew), "start skew {skew} s");
+    let intervals = r["intervals"].as_array().expect("an intervals array");
+    assert!((1..=2).contains(&intervals.len()), "{} intervals: {intervals:?}", intervals.len());
+    let per_second: u64 = intervals.iter().map(|i| n(i, &["ok"])).sum();
+    assert!(per_second <= n(&r, &["requests", "ok"]), "intervals count more than the run: {intervals:?}");
+    let workers = r["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2);
+    for w in workers {
+        assert!(n(w, &["requests", "ok"]) > 0, "{w}");
+        assert_eq!(n(w, &["connections"]), 4, "{w}");
+        let offset = w["startOffsetSeconds"].as_f64().unwrap_or_else(|| panic!("no startOffsetSeconds: {w}"));
+        assert!(offset.abs() <= skew, "a worker's offset beyond the reported skew: {w}");
+    }
+    assert_eq!(server.connections(), 8);
+}
+
+#[test]
+fn merge_of_saved_reports_equals_the_run_they_came_from() {
+    let server = TestServer::start(Behavior::ok(14));
+    let dir = tempfile::tempdir().unwrap();
+    let mut histograms = Vec::new();
+    let mut paths = Vec::new();
+    for (name, requests, connections) in [("a.json", "300", "3"), ("b.json", "500", "5")] {
+        let out = run_controller(&["-n", requests, "-c", connections, "-j", &server.url()]);
+        assert_success(&out);
+        histograms.push(histogram(&json_report(&out)["histograms"]["latency"]));
+        let path = dir.path().join(name);
+        std::fs::write(&path, &out.stdout).unwrap();
+        paths.push(path.display().to_string());
+    }
+    assert_eq!(server.requests(), 800);
+
+    let out = run_controller(&["merge", &paths[0], &paths[1], "-j"]);
+    assert_success(&out);
+    let r = json_report(&out);
+    assert_eq!(n(&r, &["requests", "ok"]), 800, "{r}");
+    assert_eq!(n(&r, &["requests", "total"]), 800);
+    assert_eq!(n(&r, &["latencySeconds", "count"]), 800);
+    assert_eq!(n(&r, &["connections"]), 8);
+    let mut sum = histograms[0].clone();
+    sum.add(&histograms[1]).unwrap();
+    let merged = histogram(&r["histograms"]["latency"]);
+    assert_same_histogram(&merged, &sum, "merged report vs the saved histograms added up");
+    let p99 = r["latencySeconds"]["percentiles"]["p99"].as_f64().unwrap_or_else(|| panic!("no p99: {r}"));
+    assert_eq!(p99, sum.value_at_quantile(0.99) as f64 / 1e9, "the merged p99 is that of all samples");
+
+    // A file that is not a report: one line naming it, exit 1.
+    for (name, content) in [("bad.json", "{ this is not json"), ("empty.json", "{}")] {
+        let bad = dir.path().join(name);
+        std::fs::write(&bad, content).unwrap();
+        let bad = bad.display().to_string();
+        let out = run_controller(&["merge", &paths[0], &bad, "-j"]);
+        assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
+        let line = one_error_line(&out);
+        assert!(line.contains(&bad), "the error does not name {bad}: {line}");
+        assert!(out.stdout.is_empty(), "a report was printed anyway\n{}", describe_output(&out));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failures: a worker lost, the controller lost, Ctrl-C
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_worker_killed_mid_run_is_named_and_the_rest_reported() {
+    let server = TestServer::start(Behavior::ok(14));
+    let (a, mut b) = (WorkerProcess::start(&[]), WorkerProcess::start(&[]));
+    let mut run = BackgroundProcess::spawn(controller(&[
+        "--workers",
+        &worker_list(&[&a, &b]),
+        "-z",
+        "4s",
+        "-c",
+        "4",
+        "-j",
+        &server.url(),
+    ]));
+    wait_for_load(&server, &mut run);
+    std::thread::sleep(Duration::from_millis(1200));
+    b.kill();
+    let killed_at = Instant::now();
+    let out = run.wait(Duration::from_secs(20));
+    assert_eq!(exit_code(&out), Some(3), "{}", describe_output(&out));
+    assert!(killed_at.elapsed() < Duration::from_secs(8), "the controller lingered after the run");
+    let r = json_report(&out);
+    let workers = r["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2);
+    let (alive, dead) = (&workers[0], &workers[1]);
+    assert_eq!(alive["address"], a.address().as_str());
+    assert_eq!(dead["address"], b.address().as_str());
+    let failure = dead["failure"].as_str().unwrap_or_else(|| panic!("the killed worker has no failure: {dead}"));
+    assert!(failure.contains("lost the worker"), "the failure does not say the worker was lost: {failure}");
+    assert!(alive["failure"].is_null(), "{alive}");
+    let alive_ok = n(alive, &["requests", "ok"]);
+    assert!(alive_ok > 0, "{alive}");
+    assert_eq!(n(&r, &["requests", "ok"]), alive_ok, "the report is the survivor's");
+    let err = stderr(&out);
+    assert!(err.contains("incomplete run") && err.contains(&b.address()), "{}", describe_output(&out));
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(settled_requests(&server) >= alive_ok);
+    assert_no_more_load(&server, Duration::from_millis(500), "after the run");
+}
+
+#[test]
+fn a_controller_killed_with_sigkill_leaves_no_load_behind() {
+    let server = TestServer::start(Behavior::ok(14));
+    let (mut a, mut b) = (WorkerProcess::start(&[]), WorkerProcess::start(&[]));
+    let list = worker_list(&[&a, &b]);
+    let mut run = BackgroundProcess::spawn(controller(&["--workers", &list, "-z", "30s", "-c", "4", &server.url()]));
+    wait_for_load(&server, &mut run);
+    std::thread::sleep(Duration::from_secs(1));
+    run.signal(libc::SIGKILL);
+    let out = run.wait(Duration::from_secs(5));
+    assert_eq!(out.status.code(), None, "SIGKILL should have ended it: {}", describe_output(&out));
+    std::thread::sleep(Duration::from_secs(1));
+    let left = assert_no_more_load(&server, Duration::from_secs(1), "1 s after the controller was killed");
+    assert!(left > 0);
+    assert!(a.is_running(), "worker a died with its controller: {}", a.log());
+    assert!(b.is_running(), "worker b died with its controller: {}", b.log());
+
+    // Both are free for the next run.
+    let out = run_controller(&["--workers", &list, "-n", "100", "-c", "2", "-j", &server.url()]);
+    assert_success(&out);
+    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 100);
+    assert_eq!(server.requests(), left + 100);
+}
+
+#[test]
+fn ctrl_c_on_the_controller_stops_every_worker_and_prints_the_report() {
+    let server = TestServer::start(Behavior::ok(14));
+    let (a, b) = (WorkerProcess::start(&[]), WorkerProcess::start(&[]));
+    let mut run = BackgroundProcess::spawn(controller(&[
+        "--workers",
+        &worker_list(&[&a, &b]),
+        "-z",
+        "30s",
+        "-c",
+        "4",
+        "-j",
+        &server.url(),
+    ]));
+    wait_for_load(&server, &mut run);
+    std::thread::sleep(Duration::from_secs(1));
+    run.signal(libc::SIGINT);
+    let interrupted_at = Instant::now();
+    let out = run.wait(Duration::from_secs(10));
+    assert_eq!(exit_code(&out), Some(130), "{}", describe_output(&out));
+    assert!(interrupted_at.elapsed() < Duration::from_secs(3), "Ctrl-C took {:?}", interrupted_at.elapsed());
+    let r = json_report(&out);
+    assert_eq!(r["interrupted"], true, "{r}");
+    let workers = r["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2);
+    for w in workers {
+        assert!(w["failure"].is_null(), "{w}");
+        assert_eq!(w["interrupted"], true, "{w}");
+        assert!(n(w, &["requests", "ok"]) > 0, "{w}");
+    }
+    if let Some(wait) = Duration::from_secs(1).checked_sub(interrupted_at.elapsed()) {
+        std::thread::sleep(wait);
+    }
+    let saw = assert_no_more_load(&server, Duration::from_millis(500), "1 s after Ctrl-C");
+    assert_server_count_within(&r, saw);
+    assert!(stderr(&out).contains("interrupted"), "{}", describe_output(&out));
+}
+
+#[test]
+fn an_unreachable_worker_is_named() {
+    let server = TestServer::start(Behavior::ok(14));
+    let real = WorkerProcess::start(&[]);
+    let nobody = format!("127.0.0.1:{}", free_port());
+    let list = format!("{nobody},{}", real.address());
+    let out = run_controller(&["--workers", &list, "-n", "200", "-c", "4", "-j", &server.url()]);
+    assert_eq!(exit_code(&out), Some(3), "{}", describe_output(&out));
+    let r = json_report(&out);
+    let workers = r["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2);
+    assert_eq!(workers[0]["address"], nobody.as_str());
+    assert!(workers[0]["failure"].is_string(), "{}", workers[0]);
+    assert!(workers[0]["requests"].is_null(), "{}", workers[0]);
+    assert_eq!(workers[1]["address"], real.address().as_str());
+    assert_eq!(n(&workers[1], &["requests", "ok"]), 100, "the real worker's share");
+    assert_eq!(n(&r, &["requests", "ok"]), 100);
+    assert_eq!(server.requests(), 100);
+    let line = one_error_line(&out);
+    assert!(line.contains("incomplete run") && line.contains(&nobody), "{line}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Refusals
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_wrong_token_is_refused_and_sends_no_load() {
+    let server = TestServer::start(Behavior::ok(14));
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "s3cret\n").unwrap();
+    let worker = WorkerProcess::start(&["--token-file", token_file.to_str().unwrap()]);
+    let args = ["--workers", &worker.address(), "-n", "100", "-c", "2", "-j", &server.url()];
+
+    for token in [Some("wrong"), Some("s3cret2"), None] {
+        let mut cmd = controller(&args);
+        if let Some(t) = token {
+            cmd.env("VOLLEY_TOKEN", t);
+        }
+        let out = run(cmd);
+        assert_eq!(exit_code(&out), Some(1), "token {token:?}\n{}", describe_output(&out));
+        let line = one_error_line(&out);
+        assert!(line.contains("token") && line.contains(&worker.address()), "token {token:?}: {line}");
+        assert!(!line.contains("s3cret"), "the refusal leaks the token: {line}");
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(server.requests(), 0);
+    assert_eq!(server.connections(), 0);
+
+    let mut cmd = controller(&args);
+    cmd.env("VOLLEY_TOKEN", "s3cret");
+    let out = run(cmd);
+    assert_success(&out);
+    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 100);
+    assert_eq!(server.requests(), 100);
+    // The same through --token-file.
+    let out = run_controller(&[&args[..], &["--token-file", token_file.to_str().unwrap()]].concat());
+    assert_success(&out);
+    assert_eq!(server.requests(), 200);
+}
+
+#[test]
+fn a_target_outside_the_allow_list_is_refused_and_sends_no_load() {
+    let server = TestServer::start(Behavior::ok(14));
+    let elsewhere = WorkerProcess::start(&["--allow-target", "10.0.0.0/8"]);
+    let out = run_controller(&["--workers", &elsewhere.address(), "-n", "100", "-c", "2", "-j", &server.url()]);
+    assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
+    let line = one_error_line(&out);
+    assert!(line.contains("refused") && line.contains("not allowed"), "{line}");
+    assert!(line.contains(&elsewhere.address()), "{line}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(server.requests(), 0);
+    assert_eq!(server.connections(), 0);
+
+    let here = WorkerProcess::start(&["--allow-target", "192.0.2.0/24", "--allow-target", "127.0.0.0/8"]);
+    let out = run_controller(&["--workers", &here.address(), "-n", "100", "-c", "2", "-j", &server.url()]);
+    assert_success(&out);
+    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 100);
+    assert_eq!(server.requests(), 100);
+}
+
+#[test]
+fn a_worker_that_is_busy_refuses_a_second_run() {
+    let server = TestServer::start(Behavior::ok(14));
+    let worker = WorkerProcess::start(&[]);
+    let mut first = BackgroundProcess::spawn(controller(&[
+        "--workers",
+        &worker.address(),
+        "-z",
+        "5s",
+        "-c",
+        "2",
+        "-j",
+        &server.url(),
+    ]));
+    wait_for_load(&server, &mut first);
+
+    let out = run_controller(&["--workers", &worker.address(), "-n", "10", "-c", "1", "-j", &server.url()]);
+    assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
+    let line = one_error_line(&out);
+    assert!(line.contains("busy") && line.contains(&worker.address()), "{line}");
+    assert!(first.is_running(), "the first run ended early");
+
+    first.signal(libc::SIGINT);
+    let out = first.wait(Duration::from_secs(10));
+    assert_eq!(exit_code(&out), Some(130), "{}", describe_output(&out));
+    let r = json_report(&out);
+    assert_eq!(r["interrupted"], true);
+    // Everything the server saw came from the first run: the second sent nothing.
+    assert_server_count_within(&r, settled_requests(&server));
+    assert_eq!(server.connections(), 2, "the refused run opened connections");
+}
+
+/// A worker from the future: it answers Hello with protocol 999.
+struct FutureWorker {
+    runs: Arc<AtomicU64>,
+}
+
+#[tonic::async_trait]
+impl worker_server::Worker for FutureWorker {
+    async fn hello(&self, _: Request<v1::HelloRequest>) -> Result<Response<v1::HelloReply>, Status> {
+        Ok(Response::new(v1::HelloReply {
+            protocol: 999,
+            version: "99.0.0".into(),
+            name: "future".into(),
+            cores: 1,
+            kernel: "9.9".into(),
+            protocols: vec!["http/1.1".into()],
+            ..Default::default()
+        }))
+    }
+
+    async fn clock(&self, _: Request<v1::ClockRequest>) -> Result<Response<v1::ClockReply>, Status> {
+        Err(Status::unimplemented("a worker from the future"))
+    }
+
+    type RunStream = tokio_stream::wrappers::ReceiverStream<Result<v1::RunEvent, Status>>;
+
+    async fn run(&self, _: Request<tonic::Streaming<v1::RunCommand>>) -> Result<Response<Self::RunStream>, Status> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Err(Status::unimplemented("a worker from the future"))
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+}
+
+#[test]
+fn an_incompatible_protocol_version_is_refused_both_ways() {
+    let server = TestServer::start(Behavior::ok(14));
+    let rt = runtime();
+
+    // (a) A controller meets a worker of another protocol.
+    let runs = Arc::new(AtomicU64::new(0));
+    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let fake_addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = rt.spawn(tonic::transport::Server::builder().serve_with_incoming_shutdown(
+        worker_server::WorkerServer::new(FutureWorker { runs: runs.clone() }),
+        tokio_stream::wrappers::TcpListenerStream::new(listener),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let out = run_controller(&["--workers", &fake_addr.to_string(), "-n", "10", "-c", "1", &server.url()]);
+    assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
+    let line = one_error_line(&out);
+    assert!(line.contains("incompatible") && line.contains(&fake_addr.to_string()), "{line}");
+    assert!(line.contains("999"), "the refusal does not say which protocol the worker speaks: {line}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "the controller tried a run after an incompatible Hello");
+    let _ = stop.send(());
+    rt.block_on(serving).unwrap().unwrap();
+
+    // (b) A worker meets a controller of another protocol, in Hello and in a Run's shard.
+    let worker = WorkerProcess::start(&[]);
+    rt.block_on(async {
+        let mut client =
+            WorkerClient::connect(format!("http://{}", worker.address())).await.expect("the worker answers");
+        let status = client
+            .hello(v1::HelloRequest { protocol: 999, version: "99.0.0".into() })
+            .await
+            .expect_err("Hello from protocol 999 refused");
+        assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+        assert!(status.message().contains("incompatible"), "{status:?}");
+
+        let shard = v1::Shard {
+            protocol: 999,
+            url: server.url(),
+            method: "GET".into(),
+            connections: 2,
+            threads: 1,
+            requests: 10,
+            connect_timeout_nanos: 2_000_000_000,
+            request_timeout_nanos: 5_000_000_000,
+            keepalive: true,
+            ..Default::default()
+        };
+        let (commands, rx) = tokio::sync::mpsc::channel(4);
+        commands.send(v1::RunCommand { command: Some(RunCmd::Shard(shard)) }).await.unwrap();
+        let status = client
+            .run(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .expect_err("a shard of protocol 999 refused");
+        assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+        assert!(status.message().contains("incompatible"), "{status:?}");
+        // A Start now reaches nobody.
+        let _ = commands.send(v1::RunCommand { command: Some(RunCmd::Start(v1::Start { at_worker_nanos: 0 })) }).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(commands);
+
+        // The refusals left the worker as it was: free, and speaking its own protocol.
+        let hello = client
+            .hello(v1::HelloRequest { protocol: PROTOCOL_VERSION, version: "test".into() })
+            .await
+            .expect("Hello of the worker's own protocol")
+            .into_inner();
+        assert_eq!(hello.protocol, PROTOCOL_VERSION);
+        assert!(!hello.busy, "a refused run left the worker busy");
+    });
+    assert_eq!(server.requests(), 0);
+    assert_eq!(server.connections(), 0);
+}
+
+#[test]
+fn a_worker_refuses_to_listen_beyond_loopback_without_a_token() {
+    let mut cmd = volley_command(["worker", "--listen", &format!("0.0.0.0:{}", free_port())]);
+    cmd.env_remove("VOLLEY_TOKEN");
+    let started = Instant::now();
+    let out = run_with_timeout(cmd, Duration::from_secs(10))
+        .unwrap_or_else(|out| panic!("the worker started listening on 0.0.0.0\n{}", describe_output(&out)));
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
+    let line = one_error_line(&out);
+    assert!(line.contains("token"), "{line}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Across network namespaces
+// ---------------------------------------------------------------------------------------------
+
+/// Network namespaces this test made; deleted (with their veth pairs and bridge) on drop, panic
+/// or not.
+struct Namespaces {
+    names: Vec<String>,
+}
+
+impl Namespaces {
+    fn add(&mut self, name: &str) -> Result<(), String> {
+        ip(&["netns", "add", name])?;
+        self.names.push(name.to_string());
+        Ok(())
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for name in self.names.iter().rev() {
+            if let Err(e) = ip(&["netns", "del", name]) {
+                eprintln!("cleaning up: {e}");
+            }
+        }
+    }
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip").args(args).output().map_err(|e| format!("cannot run ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+/// `ip netns exec NETNS volley ARGS...`.
+fn volley_in(netns: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", netns]).arg(volley_bin()).args(args).env_remove("VOLLEY_TOKEN");
+    cmd
+}
+
+#[test]
+fn a_run_across_network_namespaces_crosses_a_real_network_boundary() {
+    // SAFETY: geteuid(2) has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || Command::new("ip").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: needs root and iproute2 (`ip`) to make network namespaces");
+        return;
+    }
+    let pid = std::process::id();
+    let ns = |role: &str| format!("volley-{pid}-{role}");
+    let mut namespaces = Namespaces { names: Vec::new() };
+    if let Err(e) = namespaces.add(&ns("sw")) {
+        eprintln!("SKIPPED: cannot make network namespaces here ({e})");
+        return;
+    }
+    // A bridge in its own namespace; each host a namespace with eth0, the other end of its veth
+    // pair on the bridge. Nothing is added to the test's own namespace.
+    let hosts = [("tgt", "198.18.0.1"), ("w1", "198.18.0.2"), ("w2", "198.18.0.3"), ("ctl", "198.18.0.4")];
+    let step = |args: &[&str]| ip(args).unwrap_or_else(|e| panic!("setting up the namespaces: {e}"));
+    let sw = ns("sw");
+    step(&["-n", &sw, "link", "add", "br0", "type", "bridge"]);
+    step(&["-n", &sw, "link", "set", "br0", "up"]);
+    for (role, addr) in hosts {
+        let host = ns(role);
+        namespaces.add(&host).unwrap_or_else(|e| panic!("setting up the namespaces: {e}"));
+        step(&["-n", &sw, "link", "add", role, "type", "veth", "peer", "name", "eth0", "netns", &host]);
+        step(&["-n", &sw, "link", "set", role, "master", "br0"]);
+        step(&["-n", &sw, "link", "set", role, "up"]);
+        step(&["-n", &host, "addr", "add", &format!("{addr}/24"), "dev", "eth0"]);
+        step(&["-n", &host, "link", "set", "eth0", "up"]);
+        step(&["-n", &host, "link", "set", "lo", "up"]);
+    }
+
+    // The target: volley-serve in this process, its listening socket made in the target's
+    // namespace, so its own counters tell what reached it.
+    let target_addr: SocketAddr = "198.18.0.1:8080".parse().unwrap();
+    let target = in_netns(&ns("tgt"), move || {
+        volley_serve::Server::start(volley_serve::ServeConfig { addr: target_addr, ..Default::default() })
+    })
+    .expect("the target server starts in its namespace");
+
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "namespace-token\n").unwrap();
+    let token = token_file.to_str().unwrap();
+    // Readiness is checked from the controller's namespace: across the bridge.
+    let workers: Vec<WorkerProcess> = [("w1", "198.18.0.2:7700"), ("w2", "198.18.0.3:7700")]
+        .into_iter()
+        .map(|(role, listen)| {
+            let cmd = volley_in(&ns(role), &["worker", "--listen", listen, "--token-file", token, "--name", role]);
+            WorkerProcess::spawn(cmd, listen.parse().unwrap(), Some(&ns("ctl")))
+                .unwrap_or_else(|e| panic!("worker {role}: {e}"))
+        })
+        .collect();
+
+    let out = run(volley_in(
+        &ns("ctl"),
+        &[
+            "--workers",
+            "198.18.0.2:7700,198.18.0.3:7700",
+            "--token-file",
+            token,
+            "-n",
+            "2000",
+            "-c",
+            "8",
+            "-j",
+            "http://198.18.0.1:8080/",
+        ],
+    ));
+    assert_success(&out);
+    let r = json_report(&out);
+    assert_eq!(n(&r, &["requests", "ok"]), 2000, "{r}");
+    assert_eq!(n(&r, &["requests", "total"]), 2000);
+    assert_eq!(target.requests(), 2000, "what the target in its namespace answered");
+    assert_eq!(target.connections(), 8);
+    let reported = r["workers"].as_array().unwrap();
+    assert_eq!(reported.len(), 2);
+    for (w, name) in reported.iter().zip(["w1", "w2"]) {
+        assert_eq!(w["name"], name, "{w}");
+        assert_eq!(n(w, &["requests", "ok"]), 1000, "{w}");
+    }
+    // Without the token the same workers refuse, even from their own network.
+    let out =
+        run(volley_in(&ns("ctl"), &["--workers", "198.18.0.2:7700", "-n", "10", "-c", "1", "http://198.18.0.1:8080/"]));
+    assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
+    assert!(one_error_line(&out).contains("token"));
+    assert_eq!(target.requests(), 2000);
+    drop(workers);
+    drop(target);
+}
+
+#[test]
+fn bad_worker_flags_are_usage_errors_with_one_line() {
+    let server = TestServer::start(Behavior::ok(16));
+    let url = server.url();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--workers", "nocolon", &url], "HOST:PORT"),
+        (vec!["--workers", "127.0.0.1:1,127.0.0.1:1", &url], "listed twice"),
+        (vec!["--workers", "127.0.0.1:1,127.0.0.1:2", "-c", "1", &url], "at least the number of workers"),
+        (vec!["--workers", "127.0.0.1:1,127.0.0.1:2", "-n", "1", &url], "at least the number of workers"),
+    ];
+    for (args, expect) in cases {
+        let out = run_controller(&args);
+        let line = one_error_line(&out);
+        assert!(line.contains(expect), "{args:?}: {line}");
+        assert_eq!(exit_code(&out), Some(2), "{args:?}: {line}");
+        assert!(out.stdout.is_empty(), "{args:?} printed a report");
+    }
+    assert_eq!(server.connections(), 0);
+}
