@@ -381,3 +381,371 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+# =========================================================================== distributed.sh
+# Used by bench/distributed.sh, which imports this module and calls dist_main(argv):
+#
+#   wait-port PORT SECONDS
+#       Wait until 127.0.0.1:PORT accepts a TCP connection (exit 1 on timeout).
+#   run --mode local|distributed --run R --jsonl F --out F --err F --timeout S
+#       [--worker-pid PID --worker-log F ...] -- CMD...
+#       Run one measured client command, append one JSON row to F (see dist_run_row).
+#   summarize --jsonl F --json-out F
+#       Print the markdown table and target lines; write the raw rows and medians as JSON.
+#
+# How the numbers are taken (all from outside volley, except what its -j report states):
+#   - req/s, run duration, start skew and the per-worker split come from the controller's
+#     JSON report (requestsPerSec, durationSeconds, startSkewSeconds, workers[]).
+#   - client CPU: the local run's and the controller's own (user+sys) from wait4() rusage;
+#     each worker daemon's from /proc/PID/stat utime+stime, read before the run and again
+#     DIST_CPU_SETTLE seconds after the controller exits (so its wind-down is counted).
+#   - report latency: the wall-clock instant the controller's stdout closed (report printed,
+#     process exiting) minus the planned end of the run. The planned end is the start instant
+#     plus the -z duration; the start instant is read from the workers' "start set in_ms=N"
+#     log lines (line timestamp + N ms; N is truncated to whole ms, so the start comes out
+#     up to 1 ms early and the latency up to 1 ms long). Also kept: the same instant minus
+#     the latest "run finished" line, which a worker logs when its shard has wound down, just
+#     before it sends its result (result transfer -> merge -> printed report only).
+#     All clocks are this host's CLOCK_REALTIME (tracing's timestamps are µs).
+#   - overhead: launch-to-stdout-EOF minus durationSeconds: process start, worker
+#     connect + clock sync, opening the connections, start margin, and the report. It bounds
+#     the report latency from above and needs no worker logs.
+
+DIST_CPU_SETTLE = 0.2
+DIST_TARGET_RPS_RATIO = 0.95      # distributed req/s >= 0.95 x local
+DIST_TARGET_SKEW_S = 1e-3         # start skew under 1 ms on one host
+DIST_TARGET_REPORT_S = 0.300      # end of run -> printed report under 300 ms
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_TRACING_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z")
+
+
+def _proc_cpu_seconds(pid: int) -> float | None:
+    """utime + stime of a live process, all its threads, in seconds."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()
+    # after "pid (comm) ": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
+    # cmajflt utime stime ...
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _tracing_epoch(line: str) -> float | None:
+    """The UTC timestamp that starts a tracing_subscriber fmt line, as epoch seconds."""
+    m = _TRACING_TS.match(_ANSI.sub("", line))
+    if not m:
+        return None
+    import calendar
+    secs = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))
+    return secs + (float(m.group(2)) if m.group(2) else 0.0)
+
+
+def _new_log_lines(path: str, offset: int) -> list[str]:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except OSError:
+        return []
+    return [_ANSI.sub("", ln) for ln in data.decode("utf-8", "replace").splitlines()]
+
+
+def _run_bounded(cmd: list[str], out_path: str, err_path: str, timeout: float):
+    """Runs cmd; returns (rc, stdout bytes, t_launch, t_eof, rusage). Wall times are epoch."""
+    import selectors
+    import subprocess
+    with open(err_path, "wb") as err:
+        t_launch = time.time()
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+    deadline = time.monotonic() + timeout
+    chunks, timed_out = [], False
+    sel = selectors.DefaultSelector()
+    sel.register(p.stdout, selectors.EVENT_READ)
+    fd = p.stdout.fileno()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            p.kill()
+            break
+        if not sel.select(left):
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    t_eof = time.time()
+    sel.close()
+    p.stdout.close()
+    _, status, rusage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    rc = 124 if timed_out else p.returncode
+    out = b"".join(chunks)
+    with open(out_path, "wb") as f:
+        f.write(out)
+    return rc, out, t_launch, t_eof, rusage
+
+
+def dist_run_row(args) -> dict:
+    row = {"mode": args.mode, "run": args.run, "status": "ok", "note": ""}
+    pids = args.worker_pid or []
+    logs = args.worker_log or []
+    cpu_before = [_proc_cpu_seconds(p) for p in pids]
+    offsets = []
+    for path in logs:
+        try:
+            offsets.append(os.path.getsize(path))
+        except OSError:
+            offsets.append(0)
+    rc, out, t_launch, t_eof, ru = _run_bounded(args.cmd, args.out, args.err, args.timeout)
+    if pids:
+        time.sleep(DIST_CPU_SETTLE)
+    cpu_after = [_proc_cpu_seconds(p) for p in pids]
+    row.update(rc=rc, launch_to_eof_s=t_eof - t_launch,
+               controller_cpu_s=ru.ru_utime + ru.ru_stime)
+
+    def fail(note: str) -> dict:
+        row["status"] = "failed"
+        row["note"] = row["note"] or note
+        return row
+
+    worker_cpu = []
+    for pid, a, b in zip(pids, cpu_before, cpu_after):
+        if a is None or b is None:
+            return fail(f"worker pid {pid} is gone")
+        worker_cpu.append(round(b - a, 6))
+    row["worker_cpu_s"] = worker_cpu
+    row["client_cpu_s"] = row["controller_cpu_s"] + sum(worker_cpu)
+
+    # The workers' "run finished" lines for this run (logged before the result is sent).
+    finished, starts = [], []
+    for path, off in zip(logs, offsets):
+        lines = _new_log_lines(path, off)
+        stamps = [_tracing_epoch(ln) for ln in lines if "run finished" in ln]
+        stamps = [s for s in stamps if s is not None]
+        finished.append(stamps[-1] if stamps else None)
+        start = None
+        for ln in lines:
+            m = re.search(r"start set\s+in_ms=(\d+)", ln)
+            ts = _tracing_epoch(ln) if m else None
+            if ts is not None:
+                start = ts + int(m.group(1)) / 1e3
+        starts.append(start)
+    row["worker_finished_epoch"] = finished
+    row["worker_start_epoch"] = starts
+
+    if rc == 124:
+        return fail(f"timed out after {args.timeout:g} s")
+    if rc != 0:
+        err = _first_line(_read(args.err)) or _first_line(out.decode("utf-8", "replace"))
+        return fail(f"exit {rc}: {err}")
+    try:
+        text = out.decode("utf-8", "replace")
+        requests, duration = parse_volley(text)
+        doc = json.loads(text[text.find("{"):text.rfind("}") + 1])  # parse_volley checked it
+    except (ParseError, json.JSONDecodeError) as e:
+        return fail(str(e))
+    row.update(requests=requests, duration_s=duration,
+               rps=doc.get("requestsPerSec") or (requests / duration if duration else 0),
+               errors=doc.get("errors"),
+               start_skew_s=doc.get("startSkewSeconds"),
+               overhead_s=(t_eof - t_launch) - duration)
+    workers = doc.get("workers") or []
+    row["workers"] = [{k: w.get(k) for k in ("address", "connections", "threads", "requestsPerSec",
+                                             "startOffsetSeconds", "durationSeconds",
+                                             "clientCpuSeconds", "failure")} for w in workers]
+    if requests <= 0:
+        return fail("completed no requests")
+    if duration <= 0:
+        return fail("reported a zero duration")
+    row["cpu_us_per_req"] = row["client_cpu_s"] * 1e6 / requests
+    row["client_cpu_pct"] = 100 * row["client_cpu_s"] / duration
+    if args.mode == "distributed":
+        bad = [f"{w.get('address')}: {w.get('failure')}" for w in workers if w.get("failure")]
+        if bad:
+            return fail("worker failed: " + "; ".join(bad))
+        if len(workers) != len(pids):
+            return fail(f"report lists {len(workers)} workers, expected {len(pids)}")
+        if row["start_skew_s"] is None:
+            return fail("report has no startSkewSeconds")
+        if any(f is None for f in finished) or any(x is None for x in starts):
+            row["note"] = "no 'start set'/'run finished' line in a worker log: report latency n/a"
+        else:
+            row["planned_end_epoch"] = max(starts) + args.seconds
+            row["report_latency_s"] = t_eof - row["planned_end_epoch"]
+            row["finished_to_report_s"] = t_eof - max(finished)
+    return row
+
+
+def _dist_cmd_run(args) -> int:
+    row = dist_run_row(args)
+    with open(args.jsonl, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
+    if row["status"] == "ok":
+        extra = ""
+        if row["mode"] == "distributed":
+            rl = row.get("report_latency_s")
+            extra = (f"  skew {row['start_skew_s'] * 1e3:6.3f} ms  report "
+                     + (f"{rl * 1e3:5.0f} ms" if rl is not None else "  n/a"))
+        print(f"  {row['mode']:11s} run {row['run']}: {row['rps']:>9.0f} req/s  "
+              f"{row['cpu_us_per_req']:6.2f} CPU us/req  overhead {row['overhead_s'] * 1e3:5.0f} ms"
+              f"{extra}", file=sys.stderr)
+    else:
+        print(f"  {row['mode']:11s} run {row['run']}: FAILED ({row['note']})", file=sys.stderr)
+    return 0 if row["status"] == "ok" or not args.probe else 1
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _pass(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def _dist_cmd_summarize(args) -> int:
+    with open(args.jsonl, encoding="utf-8") as f:
+        rows = [json.loads(ln) for ln in f if ln.strip()]
+    modes = ["local", "distributed"]
+    ok = {m: [r for r in rows if r["mode"] == m and r["status"] == "ok"] for m in modes}
+    tried = {m: [r for r in rows if r["mode"] == m] for m in modes}
+    med = {}
+    for m in modes:
+        rs = ok[m]
+        med[m] = {
+            "rps": _median(r["rps"] for r in rs),
+            "cpu_us_per_req": _median(r["cpu_us_per_req"] for r in rs),
+            "client_cpu_pct": _median(r["client_cpu_pct"] for r in rs),
+            "overhead_ms": _median(r["overhead_s"] * 1e3 for r in rs),
+            "skew_ms": _median(r.get("start_skew_s") and r["start_skew_s"] * 1e3 for r in rs),
+            "skew_max_ms": max((r["start_skew_s"] * 1e3 for r in rs
+                                if r.get("start_skew_s") is not None), default=None),
+            "report_ms": _median(r.get("report_latency_s") and r["report_latency_s"] * 1e3
+                                 for r in rs),
+            "report_max_ms": max((r["report_latency_s"] * 1e3 for r in rs
+                                  if r.get("report_latency_s") is not None), default=None),
+            "finished_to_report_ms": _median(r.get("finished_to_report_s")
+                                             and r["finished_to_report_s"] * 1e3 for r in rs),
+            "runs_ok": len(rs), "runs": len(tried[m]),
+        }
+
+    def cell(v, digits):
+        return _fmt(v, digits) if v is not None else "–"
+
+    print("| mode | req/s | client CPU µs/req | client CPU % | start skew ms (median / max) "
+          "| end of run → report ms (median / max) | launch→report minus run, ms | runs ok |")
+    print("|---|--:|--:|--:|--:|--:|--:|---|")
+    for m in modes:
+        d = med[m]
+        failed = [r for r in tried[m] if r["status"] != "ok"]
+        runs = f"{d['runs_ok']}/{d['runs']}" + (f" (failed: {failed[0]['note']})" if failed else "")
+        if m == "distributed":
+            skew = f"{cell(d['skew_ms'], 3)} / {cell(d['skew_max_ms'], 3)}"
+            rep = f"{cell(d['report_ms'], 0)} / {cell(d['report_max_ms'], 0)}"
+        else:
+            skew = rep = "–"
+        print(f"| {m} | {cell(d['rps'], 0)} | {cell(d['cpu_us_per_req'], 2)} "
+              f"| {cell(d['client_cpu_pct'], 0)} | {skew} | {rep} | {cell(d['overhead_ms'], 0)} "
+              f"| {runs} |")
+    print()
+
+    # Worker split and CPU split of the distributed runs.
+    if ok["distributed"]:
+        addrs = [w["address"] for w in ok["distributed"][0]["workers"]]
+        parts = []
+        for i, a in enumerate(addrs):
+            rps = _median(r["workers"][i].get("requestsPerSec") for r in ok["distributed"]
+                          if len(r["workers"]) > i)
+            cpu = _median(r["worker_cpu_s"][i] for r in ok["distributed"]
+                          if len(r["worker_cpu_s"]) > i)
+            parts.append(f"{a} {cell(rps, 0)} req/s, {cell(cpu, 2)} CPU s")
+        ctl = _median(r["controller_cpu_s"] for r in ok["distributed"])
+        print(f"Distributed split (medians): {'; '.join(parts)}; controller {cell(ctl, 3)} CPU s.")
+        print()
+
+    lr, dr = med["local"]["rps"], med["distributed"]["rps"]
+    ratio = _ratio(dr, lr)
+    paired = []
+    for r in ok["distributed"]:
+        mate = [x for x in ok["local"] if x["run"] == r["run"]]
+        if mate:
+            paired.append(r["rps"] / mate[0]["rps"])
+    print("Targets from the issue:")
+    print()
+    line = (f"- req/s, distributed / local: {cell(ratio, 3)} "
+            f"(target ≥ {DIST_TARGET_RPS_RATIO}: "
+            f"{_pass(None if ratio is None else ratio >= DIST_TARGET_RPS_RATIO)})")
+    if paired:
+        line += (f"; per-run pairs: median {statistics.median(paired):.3f}, "
+                 f"range {min(paired):.3f}–{max(paired):.3f}")
+    print(line)
+    d = med["distributed"]
+    skew_ok = None if d["skew_max_ms"] is None else d["skew_max_ms"] < DIST_TARGET_SKEW_S * 1e3
+    print(f"- start skew: median {cell(d['skew_ms'], 3)} ms, max {cell(d['skew_max_ms'], 3)} ms "
+          f"(target < {DIST_TARGET_SKEW_S * 1e3:g} ms in every run: {_pass(skew_ok)})")
+    reps = [r["report_latency_s"] * 1e3 for r in ok["distributed"]
+            if r.get("report_latency_s") is not None]
+    rep_ok = None if d["report_ms"] is None else d["report_ms"] < DIST_TARGET_REPORT_S * 1e3
+    over = sum(1 for v in reps if v >= DIST_TARGET_REPORT_S * 1e3)
+    print(f"- end of run → printed report: median {cell(d['report_ms'], 0)} ms, max "
+          f"{cell(d['report_max_ms'], 0)} ms (target < {DIST_TARGET_REPORT_S * 1e3:g} ms: "
+          f"{_pass(rep_ok)} on the median, {over} of {len(reps)} runs at or over); of that, "
+          f"median {cell(d['finished_to_report_ms'], 0)} ms pass after the last worker logged "
+          f"\"run finished\" (the rest is the shards winding down)")
+    print(f"- upper bound without worker logs: launch → report minus the run's duration, median "
+          f"{cell(d['overhead_ms'], 0)} ms (local run: {cell(med['local']['overhead_ms'], 0)} ms); "
+          f"this also holds connecting, clock sync, opening connections and the start margin")
+
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as f:
+            json.dump({"meta": json.loads(args.meta) if args.meta else {}, "medians": med,
+                       "ratio_rps": ratio, "paired_ratios": paired, "runs": rows}, f, indent=1)
+            f.write("\n")
+    return 0
+
+
+def _dist_cmd_wait_port(args) -> int:
+    deadline = time.monotonic() + args.seconds
+    last = "no attempt"
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", args.port), timeout=1):
+                return 0
+        except OSError as e:
+            last = str(e)
+        time.sleep(0.05)
+    print(f"nothing accepts on 127.0.0.1:{args.port}: {last}", file=sys.stderr)
+    return 1
+
+
+def dist_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="benchlib dist")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("wait-port")
+    s.add_argument("port", type=int)
+    s.add_argument("seconds", type=float)
+    s.set_defaults(fn=_dist_cmd_wait_port)
+    s = sub.add_parser("run")
+    s.add_argument("--mode", required=True, choices=["local", "distributed"])
+    s.add_argument("--run", required=True, type=int)
+    for name in ("jsonl", "out", "err"):
+        s.add_argument("--" + name, required=True)
+    s.add_argument("--timeout", required=True, type=float)
+    s.add_argument("--seconds", required=True, type=float, help="the run's -z duration")
+    s.add_argument("--worker-pid", type=int, action="append")
+    s.add_argument("--worker-log", action="append")
+    s.add_argument("--probe", action="store_true", help="exit 1 if the run failed")
+    s.add_argument("cmd", nargs="+")
+    s.set_defaults(fn=_dist_cmd_run)
+    s = sub.add_parser("summarize")
+    s.add_argument("--jsonl", required=True)
+    s.add_argument("--json-out")
+    s.add_argument("--meta", help="JSON object stored under 'meta' in --json-out")
+    s.set_defaults(fn=_dist_cmd_summarize)
+    args = p.parse_args(argv)
+    return args.fn(args)

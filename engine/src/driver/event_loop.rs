@@ -30,6 +30,11 @@ const CHECK_EVERY: Duration = Duration::from_millis(50);
 /// How often a thread waiting for its start looks at the gate: a controller sets the start at
 /// least this far ahead.
 const GATE_CHECK_EVERY: Duration = Duration::from_millis(5);
+/// The last stretch before the start instant is spent spinning on the clock rather than
+/// asleep: a sleeping thread wakes late by its timer slack plus however long the scheduler
+/// takes to run it (milliseconds when another task holds the core), a spinning one is on the
+/// CPU already. This costs at most this much CPU per thread per run.
+const SPIN_BEFORE_START: Duration = Duration::from_millis(1);
 /// How long the kernel may hold out for a full batch of completions (Linux 6.12+).
 const MIN_WAIT_USEC: u32 = 50;
 /// Requests up to this size go out as quiet sends: far below the smallest socket send buffer.
@@ -192,9 +197,14 @@ impl<'r> Loop<'r> {
 
     /// Starts the load once the gate's instant has come: parked connections send their first
     /// requests, the others connect.
-    fn try_release(&mut self, now: Instant) -> io::Result<()> {
-        if self.plan.gate.at().is_none_or(|at| now < at) {
+    fn try_release(&mut self, mut now: Instant) -> io::Result<()> {
+        let Some(at) = self.plan.gate.at() else { return Ok(()) };
+        if now + SPIN_BEFORE_START < at {
             return Ok(());
+        }
+        while now < at {
+            std::hint::spin_loop();
+            now = Instant::now();
         }
         self.released = true;
         self.deadline = self.plan.duration.map(|d| now + d);
@@ -239,7 +249,8 @@ impl<'r> Loop<'r> {
         if self.released {
             until = until.min(self.next_tick);
         } else {
-            until = until.min(self.plan.gate.at().unwrap_or(now + GATE_CHECK_EVERY));
+            let wake = self.plan.gate.at().map(|at| at.checked_sub(SPIN_BEFORE_START).unwrap_or(at));
+            until = until.min(wake.unwrap_or(now + GATE_CHECK_EVERY));
         }
         if let Some(d) = self.deadline {
             until = until.min(d);
