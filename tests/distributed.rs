@@ -15,8 +15,8 @@ use base64::Engine;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 use support::{
-    BackgroundProcess, Behavior, TestServer, WorkerProcess, assert_success, describe_output, free_port, in_netns,
-    json_report, run_with_timeout, volley_bin, volley_command, wait_until,
+    BackgroundProcess, Behavior, TestCert, TestServer, WorkerProcess, assert_success, describe_output, free_port,
+    in_netns, json_report, run_with_timeout, volley_bin, volley_command, wait_until,
 };
 use tonic::{Code, Request, Response, Status};
 use volley_proto::PROTOCOL_VERSION;
@@ -760,4 +760,77 @@ fn bad_worker_flags_are_usage_errors_with_one_line() {
         assert!(out.stdout.is_empty(), "{args:?} printed a report");
     }
     assert_eq!(server.connections(), 0);
+}
+
+/// A client CA and a client certificate it signed, PEM: (ca, cert, key).
+fn client_identity() -> (String, String, String) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+        KeyUsagePurpose,
+    };
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.distinguished_name.push(DnType::CommonName, "volley test controllers");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(DnType::CommonName, "controller");
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = params.signed_by(&key, &*ca).unwrap();
+    (ca.pem(), cert.pem(), key.serialize_pem())
+}
+
+#[test]
+fn a_worker_over_tls_takes_only_controllers_with_a_client_certificate() {
+    let server = TestServer::start(Behavior::ok(16));
+    let dir = tempfile::tempdir().unwrap();
+    let worker_cert = TestCert::generate();
+    let ca = worker_cert.write_ca(dir.path());
+    let (cert, key) = worker_cert.write_cert_and_key(dir.path());
+    let (client_ca_pem, client_cert_pem, client_key_pem) = client_identity();
+    let (client_ca, client_cert, client_key) =
+        (dir.path().join("client-ca.pem"), dir.path().join("client.pem"), dir.path().join("client-key.pem"));
+    std::fs::write(&client_ca, client_ca_pem).unwrap();
+    std::fs::write(&client_cert, client_cert_pem).unwrap();
+    std::fs::write(&client_key, client_key_pem).unwrap();
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let (ca, cert, key) = (path(&ca), path(&cert), path(&key));
+    let (client_ca, client_cert, client_key) = (path(&client_ca), path(&client_cert), path(&client_key));
+    let worker = WorkerProcess::start(&["--tls-cert", &cert, "--tls-key", &key, "--client-ca", &client_ca]);
+    let url = server.url();
+    let address = worker.address();
+
+    let out = run_controller(&[
+        "--workers",
+        &address,
+        "--worker-ca",
+        &ca,
+        "--worker-cert",
+        &client_cert,
+        "--worker-key",
+        &client_key,
+        "-n",
+        "100",
+        "-c",
+        "2",
+        "-j",
+        &url,
+    ]);
+    assert_success(&out);
+    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 100);
+    assert_eq!(server.requests(), 100);
+
+    // Without a client certificate, or without TLS at all: refused, no load.
+    for args in [vec!["--worker-ca", &ca], vec![]] {
+        let mut all = vec!["--workers", &address, "-n", "100", "-c", "2"];
+        all.extend(args.iter().copied());
+        all.push(&url);
+        let out = run_controller(&all);
+        let line = one_error_line(&out);
+        assert_eq!(exit_code(&out), Some(1), "{line}");
+        assert!(line.contains(&address), "the worker is not named: {line}");
+    }
+    assert_eq!(server.requests(), 100);
 }
