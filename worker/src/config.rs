@@ -65,7 +65,7 @@ pub enum WorkerError {
 }
 
 /// An error and its sources in one line: tonic's own messages ("transport error") say little.
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut line = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -23,5 +23,5 @@ pub mod shard;
 mod state;
 pub mod wire;
 
-pub use config::{TlsFiles, WorkerConfig, WorkerError};
+pub use config::{TlsFiles, WorkerConfig, WorkerError, error_chain};
 pub use daemon::{RunningWorker, serve, spawn};

@@ -154,7 +154,7 @@ async fn connect(address: &str, access: &Access) -> Result<Channel, String> {
         }
         endpoint = endpoint.tls_config(tls).map_err(|e| format!("TLS settings: {e}"))?;
     }
-    endpoint.connect().await.map_err(|e| format!("cannot reach the worker: {}", source_chain(&e)))
+    endpoint.connect().await.map_err(|e| format!("cannot reach the worker: {}", volley_worker::error_chain(&e)))
 }
 
 async fn timed<T>(call: impl Future<Output = Result<T, Status>>) -> Result<T, String> {
@@ -175,20 +175,4 @@ fn refusal(status: &Status) -> String {
         Code::Unavailable => format!("cannot reach the worker: {message}"),
         code => format!("{code:?}: {message}"),
     }
-}
-
-/// An error with its causes, which is where transport errors keep the useful part.
-fn source_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        // Layers often repeat their cause's words; say each thing once.
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
 }
