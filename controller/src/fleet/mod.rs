@@ -64,8 +64,8 @@ pub(crate) struct WorkerRun {
 #[derive(Debug, Default)]
 pub(crate) struct FleetRun {
     pub workers: Vec<WorkerRun>,
-    /// Merged per-second deltas, in order.
-    pub intervals: Vec<(u32, Stats)>,
+    /// One summary per second, merged over the workers, in order.
+    pub intervals: Vec<Second>,
     /// Ctrl-C stopped the run.
     pub interrupted: bool,
     pub remote: bool,
@@ -203,14 +203,34 @@ pub(crate) fn run(
         let live = state.terminal.iter().filter(|t| !**t).count().max(1);
         for (second, delta) in state.flush() {
             progress.interval(second, &delta, live);
-            fleet.intervals.push((second, delta));
+            fleet.intervals.push(Second::of(second, &delta));
         }
     }
     for (second, delta) in state.flush() {
-        fleet.intervals.push((second, delta));
+        fleet.intervals.push(Second::of(second, &delta));
     }
     progress.clear();
     fleet
+}
+
+/// One second of the run, summed up. Only the summary is kept: a second's full histograms take
+/// most of a megabyte, which an hour-long run must not pile up.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Second {
+    pub second: u32,
+    pub ok: u64,
+    pub errors: u64,
+    /// Latency percentiles of that second's responses (ns); None when there were none.
+    pub p50: Option<u64>,
+    pub p99: Option<u64>,
+}
+
+impl Second {
+    fn of(second: u32, delta: &Stats) -> Second {
+        let lat = &delta.histograms.latency;
+        let at = |q| (!lat.is_empty()).then(|| lat.value_at_quantile(q));
+        Second { second, ok: delta.counters.ok, errors: delta.counters.errors(), p50: at(0.5), p99: at(0.99) }
+    }
 }
 
 fn fail(fleet: &mut FleetRun, state: &mut State, i: usize, reason: String) {

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use volley_engine::{Counters, ErrorKind, RingSupport, Stats, encode_histogram};
 
 use super::{PERCENTILES, Report, WorkerLine, per_sec};
+use crate::fleet::Second;
 
 pub(crate) fn to_json(r: &Report) -> Value {
     let c = &r.stats.counters;
@@ -40,7 +41,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "warnings": r.warnings(),
         "histograms": histograms(&r.stats),
         "workers": r.workers.iter().map(worker).collect::<Vec<_>>(),
-        "intervals": r.intervals.iter().map(|(second, s)| interval(*second, s)).collect::<Vec<_>>(),
+        "intervals": r.intervals.iter().map(interval).collect::<Vec<_>>(),
     })
 }
 
@@ -92,16 +93,14 @@ fn worker(w: &WorkerLine) -> Value {
     v
 }
 
-fn interval(second: u32, s: &Stats) -> Value {
-    let c = &s.counters;
-    let lat = &s.histograms.latency;
+fn interval(s: &Second) -> Value {
     json!({
-        "second": second,
-        "requests": c.total(),
-        "ok": c.ok,
-        "errors": c.errors(),
-        "p50Seconds": (!lat.is_empty()).then(|| secs(lat.value_at_quantile(0.5))),
-        "p99Seconds": (!lat.is_empty()).then(|| secs(lat.value_at_quantile(0.99))),
+        "second": s.second,
+        "requests": s.ok + s.errors,
+        "ok": s.ok,
+        "errors": s.errors,
+        "p50Seconds": s.p50.map(secs),
+        "p99Seconds": s.p99.map(secs),
     })
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use volley_engine::{ErrorKind, RingSupport, Stats};
 
-use crate::fleet::{FleetRun, WorkerInfo};
+use crate::fleet::{FleetRun, Second, WorkerInfo};
 
 pub(crate) use json::to_json;
 pub(crate) use saved::from_saved;
@@ -50,8 +50,8 @@ pub(crate) struct Report {
     pub workers: Vec<WorkerLine>,
     /// The run went through remote workers (or merges saved reports): show the breakdown.
     pub distributed: bool,
-    /// Merged per-second deltas.
-    pub intervals: Vec<(u32, Stats)>,
+    /// One summary per second, merged over the workers.
+    pub intervals: Vec<Second>,
 }
 
 /// One worker's part of the report.
@@ -126,7 +126,7 @@ impl Report {
         workers: Vec<WorkerLine>,
         distributed: bool,
         interrupted: bool,
-        intervals: Vec<(u32, Stats)>,
+        intervals: Vec<Second>,
     ) -> Self {
         let mut stats = Stats::new();
         let mut error_samples: Vec<(ErrorKind, String)> = Vec::new();
