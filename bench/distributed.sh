@@ -44,114 +44,22 @@ if ! [[ $C =~ ^[0-9]+$ ]] || ((C < NWORKERS)); then
   exit 2
 fi
 
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+. "$ROOT/bench/lib/common.sh"
+
 # ---------------------------------------------------------------------------------------
-log() { printf '%s\n' "$*" >&2; }
-show_cmd() {
-  local a out=()
-  for a in "$@"; do
-    if [[ $a =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then out+=("$a"); else out+=("'${a//\'/\'\\\'\'}'"); fi
-  done
-  echo "${out[*]}"
-}
-die() {
-  log "distributed.sh: $*"
-  exit 1
-}
 # benchlib.py's distributed.sh helpers (dist_main); -B: no __pycache__ in the tree.
 dlib() {
   python3 -B -c 'import sys; sys.path.insert(0, sys.argv[1]); import benchlib; sys.exit(benchlib.dist_main(sys.argv[2:]))' \
     "$ROOT/bench/lib" "$@"
 }
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/volley-bench.XXXXXX")
-NGINX_PID=
-CHILD_PID=
-POLICY_RC_CREATED=
 WORKER_PIDS=()
 
-stop_pid() { # pid: TERM, up to 5 s, then KILL
-  local pid=$1
-  kill -TERM "$pid" 2>/dev/null || return 0
-  for _ in $(seq 50); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-}
-
-cleanup() {
-  local rc=$?
-  set +e
-  if [[ -n $CHILD_PID ]]; then
-    kill -TERM "$CHILD_PID" 2>/dev/null
-    wait "$CHILD_PID" 2>/dev/null
-  fi
+# The worker daemons are stopped before nginx (cleanup in bench/lib/common.sh).
+cleanup_hook() {
   local pid
   for pid in "${WORKER_PIDS[@]}"; do stop_pid "$pid"; done
-  if [[ -n $NGINX_PID ]]; then
-    local workers
-    workers=$(pgrep -P "$NGINX_PID" 2>/dev/null)
-    stop_pid "$NGINX_PID"
-    # shellcheck disable=SC2086
-    [[ -z $workers ]] || kill -KILL $workers 2>/dev/null
-  fi
-  [[ -n $POLICY_RC_CREATED ]] && rm -f /usr/sbin/policy-rc.d
-  rm -rf "$TMP"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# Runs "$@" in the background and waits, so that INT/TERM reach the traps at once.
-run_child() {
-  local rc=0
-  "$@" &
-  CHILD_PID=$!
-  wait "$CHILD_PID" || rc=$?
-  CHILD_PID=
-  return "$rc"
-}
-
-as_root() {
-  if [[ $(id -u) == 0 ]]; then
-    "$@"
-  elif command -v sudo >/dev/null; then
-    sudo "$@"
-  else
-    die "need root to run: $*"
-  fi
-}
-
-ensure_packages() {
-  local missing=()
-  command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx)
-  command -v taskset >/dev/null || missing+=(util-linux)
-  command -v python3 >/dev/null || missing+=(python3)
-  ((${#missing[@]})) || return 0
-  [[ ${BENCH_NO_INSTALL:-0} != 1 ]] || die "missing packages: ${missing[*]} (BENCH_NO_INSTALL=1)"
-  log "installing: ${missing[*]}"
-  if [[ ! -e /usr/sbin/policy-rc.d ]]; then # keep the nginx package from starting on port 80
-    printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
-    as_root chmod +x /usr/sbin/policy-rc.d
-    POLICY_RC_CREATED=1
-  fi
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >&2
-  if [[ -n $POLICY_RC_CREATED ]]; then
-    as_root rm -f /usr/sbin/policy-rc.d
-    POLICY_RC_CREATED=
-  fi
-}
-
-check_cpus() {
-  local cpu
-  for cpu in "$CLIENT_CPU" "$SERVER_CPU"; do
-    taskset -c "$cpu" true 2>/dev/null || die "cannot pin to CPU $cpu (nproc: $(nproc))"
-  done
-  [[ $CLIENT_CPU != "$SERVER_CPU" ]] || log "warning: client and server share CPU $CLIENT_CPU"
 }
 
 build_volley() {
@@ -163,47 +71,11 @@ build_volley() {
   [[ -x $VOLLEY ]] || die "$VOLLEY not found"
 }
 
-# The same server as bench/h1.sh: nginx, 1 worker process, "hello, world!\n".
-start_nginx() {
-  local conf=$TMP/nginx.conf
-  mkdir -p "$TMP/nginx"
+# The same server as bench/h1.sh (start_nginx in bench/lib/common.sh), on one port.
+start_server() {
   PORT=$(python3 "$LIB" free-port)
   URL="http://127.0.0.1:$PORT/"
-  cat >"$conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 1;
-worker_rlimit_nofile 65536;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log warn;
-events {
-    worker_connections 8192;
-}
-http {
-    access_log off;
-    default_type text/plain;
-    keepalive_requests 100000000;
-    keepalive_timeout 300s;
-    client_body_temp_path $TMP/nginx/client_body;
-    proxy_temp_path $TMP/nginx/proxy;
-    fastcgi_temp_path $TMP/nginx/fastcgi;
-    uwsgi_temp_path $TMP/nginx/uwsgi;
-    scgi_temp_path $TMP/nginx/scgi;
-    server {
-        listen 127.0.0.1:$PORT;
-        location / {
-            return 200 "hello, world!\n";
-        }
-    }
-}
-EOF
-  NGINX_CMD=(taskset -c "$SERVER_CPU" "$NGINX" -p "$TMP/nginx/" -c "$conf" -e "$TMP/nginx/error.log")
-  "${NGINX_CMD[@]}" </dev/null >"$TMP/nginx/stdout.log" 2>&1 &
-  NGINX_PID=$!
-  if ! python3 "$LIB" wait-http "$PORT" 10; then
-    cat "$TMP/nginx/stdout.log" "$TMP/nginx/error.log" >&2 2>/dev/null || true
-    die "nginx did not come up"
-  fi
+  start_nginx "$PORT" "listen 127.0.0.1:$PORT;"
   log "nginx (pid $NGINX_PID, CPU $SERVER_CPU) serving $URL"
 }
 
@@ -232,7 +104,7 @@ start_workers() {
 }
 
 check_alive() {
-  kill -0 "$NGINX_PID" 2>/dev/null || die "nginx died (see $TMP/nginx/error.log)"
+  check_nginx
   local i
   for i in "${!WORKER_PIDS[@]}"; do
     kill -0 "${WORKER_PIDS[$i]}" 2>/dev/null || die "worker ${WORKER_ADDRS[$i]} died (see ${WORKER_LOGS[$i]})"
@@ -327,6 +199,7 @@ print_header() {
 
 # ---------------------------------------------------------------------------------------
 main() {
+  # shellcheck disable=SC2119 # nothing beyond nginx, taskset and python3
   ensure_packages
   NGINX=$(command -v nginx || echo /usr/sbin/nginx)
   check_cpus
@@ -340,7 +213,7 @@ main() {
   mkdir -p "$RAW"
 
   build_volley
-  start_nginx
+  start_server
   cp "$TMP/nginx.conf" "$results/$NAME-$STAMP.nginx.conf"
   start_workers
 

@@ -33,6 +33,9 @@ VOLLEY=${VOLLEY:-$VOLLEY_DEFAULT}
 TIME_FMT='%U %S %M' # user s, sys s, max RSS KiB
 KILL_AFTER=5        # timeout -k: SIGKILL this long after the SIGTERM
 
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+. "$ROOT/bench/lib/common.sh"
+
 # ---------------------------------------------------------------------------------------
 # Protocols and tools. To add a protocol P (e.g. h2):
 #   1. add it to PROTOS and list its tools in TOOLS_P;
@@ -75,154 +78,17 @@ prepare_volley() {
 }
 
 # ---------------------------------------------------------------------------------------
-log() { printf '%s\n' "$*" >&2; }
-# Print a command line so that it can be pasted back into a shell.
-show_cmd() {
-  local a out=()
-  for a in "$@"; do
-    if [[ $a =~ ^[A-Za-z0-9_./:=@%+-]+$ ]]; then out+=("$a"); else out+=("'${a//\'/\'\\\'\'}'"); fi
-  done
-  echo "${out[*]}"
-}
-die() {
-  log "h1.sh: $*"
-  exit 1
-}
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/volley-bench.XXXXXX")
-NGINX_PID=
-CHILD_PID=
-POLICY_RC_CREATED=
-
-cleanup() {
-  local rc=$?
-  set +e
-  if [[ -n $CHILD_PID ]]; then
-    kill -TERM "$CHILD_PID" 2>/dev/null # a `timeout`: it forwards the signal to its command
-    wait "$CHILD_PID" 2>/dev/null
-  fi
-  if [[ -n $NGINX_PID ]]; then
-    local workers
-    workers=$(pgrep -P "$NGINX_PID" 2>/dev/null)
-    kill -TERM "$NGINX_PID" 2>/dev/null
-    for _ in $(seq 50); do
-      kill -0 "$NGINX_PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    # shellcheck disable=SC2086
-    kill -KILL "$NGINX_PID" $workers 2>/dev/null
-    wait "$NGINX_PID" 2>/dev/null
-  fi
-  [[ -n $POLICY_RC_CREATED ]] && rm -f /usr/sbin/policy-rc.d
-  rm -rf "$TMP"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# Runs "$@" in the background and waits for it, so that INT/TERM reach the traps at once
-# (cleanup then kills CHILD_PID). Returns the command's exit status.
-run_child() {
-  local rc=0
-  "$@" &
-  CHILD_PID=$!
-  wait "$CHILD_PID" || rc=$?
-  CHILD_PID=
-  return "$rc"
-}
-
-as_root() {
-  if [[ $(id -u) == 0 ]]; then
-    "$@"
-  elif command -v sudo >/dev/null; then
-    sudo "$@"
-  else
-    die "need root to run: $*"
-  fi
-}
-
-ensure_packages() {
-  local missing=()
-  command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx)
-  command -v wrk >/dev/null || missing+=(wrk)
-  command -v h2load >/dev/null || missing+=(nghttp2-client)
-  [[ -x /usr/bin/time ]] || missing+=(time)
-  command -v taskset >/dev/null || missing+=(util-linux)
-  command -v python3 >/dev/null || missing+=(python3)
-  ((${#missing[@]})) || return 0
-  [[ ${BENCH_NO_INSTALL:-0} != 1 ]] || die "missing packages: ${missing[*]} (BENCH_NO_INSTALL=1)"
-  log "installing: ${missing[*]}"
-  # Keep the nginx package from starting the system-wide service on port 80.
-  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-    printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
-    as_root chmod +x /usr/sbin/policy-rc.d
-    POLICY_RC_CREATED=1
-  fi
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >&2
-  if [[ -n $POLICY_RC_CREATED ]]; then
-    as_root rm -f /usr/sbin/policy-rc.d
-    POLICY_RC_CREATED=
-  fi
-}
-
-check_cpus() {
-  local cpu
-  for cpu in "$CLIENT_CPU" "$SERVER_CPU"; do
-    taskset -c "$cpu" true 2>/dev/null || die "cannot pin to CPU $cpu (nproc: $(nproc))"
-  done
-  [[ $CLIENT_CPU != "$SERVER_CPU" ]] || log "warning: client and server share CPU $CLIENT_CPU"
-}
-
-# ---------------------------------------------------------------------------------------
 declare -A PORTS URLS
 
-start_nginx() {
-  local conf=$TMP/nginx.conf proto listens=""
-  mkdir -p "$TMP/nginx"
+# Each protocol gets its own port on the one nginx.
+start_server() {
+  local proto args=()
   for proto in "${PROTOS[@]}"; do
     PORTS[$proto]=$(python3 "$LIB" free-port)
     URLS[$proto]="http://127.0.0.1:${PORTS[$proto]}/"
-    listens+="        $("listen_$proto" "${PORTS[$proto]}")"$'\n'
+    args+=("${PORTS[$proto]}" "$("listen_$proto" "${PORTS[$proto]}")")
   done
-  cat >"$conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 1;
-worker_rlimit_nofile 65536;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log warn;
-events {
-    worker_connections 8192;
-}
-http {
-    access_log off;
-    default_type text/plain;
-    keepalive_requests 100000000;
-    keepalive_timeout 300s;
-    client_body_temp_path $TMP/nginx/client_body;
-    proxy_temp_path $TMP/nginx/proxy;
-    fastcgi_temp_path $TMP/nginx/fastcgi;
-    uwsgi_temp_path $TMP/nginx/uwsgi;
-    scgi_temp_path $TMP/nginx/scgi;
-    server {
-${listens}        location / {
-            return 200 "hello, world!\n";
-        }
-    }
-}
-EOF
-  NGINX_CMD=(taskset -c "$SERVER_CPU" "$NGINX" -p "$TMP/nginx/" -c "$conf" -e "$TMP/nginx/error.log")
-  "${NGINX_CMD[@]}" </dev/null >"$TMP/nginx/stdout.log" 2>&1 &
-  NGINX_PID=$!
-  for proto in "${PROTOS[@]}"; do
-    if ! python3 "$LIB" wait-http "${PORTS[$proto]}" 10; then
-      cat "$TMP/nginx/stdout.log" "$TMP/nginx/error.log" >&2 2>/dev/null || true
-      die "nginx did not come up"
-    fi
-  done
+  start_nginx "${args[@]}"
   log "nginx (pid $NGINX_PID, CPU $SERVER_CPU) serving $(for p in "${PROTOS[@]}"; do printf '%s=%s ' "$p" "${URLS[$p]}"; done)"
 }
 
@@ -238,7 +104,7 @@ wrapped_cmd() { # proto tool conns seconds timefile
 measure() { # proto tool conns run
   local proto=$1 tool=$2 conns=$3 run=$4 rc=0
   local base=$RAW/$proto-$tool-c$conns-r$run
-  kill -0 "$NGINX_PID" 2>/dev/null || die "nginx died (see $TMP/nginx/error.log)"
+  check_nginx
   wrapped_cmd "$proto" "$tool" "$conns" "$S" "$base.time"
   run_child "${WRAPPED[@]}" </dev/null >"$base.out" 2>"$base.err" || rc=$?
   python3 "$LIB" record --csv "$CSV" --proto "$proto" --tool "$tool" --conns "$conns" \
@@ -352,7 +218,7 @@ print_header() {
 
 # ---------------------------------------------------------------------------------------
 main() {
-  ensure_packages
+  ensure_packages wrk h2load:nghttp2-client /usr/bin/time:time
   NGINX=$(command -v nginx || echo /usr/sbin/nginx)
   check_cpus
 
@@ -365,7 +231,7 @@ main() {
   RAW_REL=bench/results/$NAME-$STAMP.raw
   mkdir -p "$RAW"
 
-  start_nginx
+  start_server
   cp "$TMP/nginx.conf" "$results/$NAME-$STAMP.nginx.conf"
   check_tools
 
