@@ -1,5 +1,6 @@
 //! Running a plan: spread it over threads, collect their per-second deltas, merge the result.
 
+use std::collections::btree_map::Entry;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -79,15 +80,18 @@ impl RunControl {
 }
 
 /// What a run tells its caller while it goes on.
+// Interval is the large one (its histograms) and is handed over, not copied: boxing it would
+// only add an allocation per second.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
-pub enum Progress<'a> {
+pub enum Progress {
     /// Every connection has been tried once: `connected` are up (and, in a gated run, waiting
     /// for the start), `failed` could not be set up.
     Ready { connected: u64, failed: u64 },
     /// The load began: when the last engine thread sent its first requests.
     Started { at: Instant },
     /// One whole second of the run.
-    Interval(&'a Snapshot),
+    Interval(Snapshot),
 }
 
 /// What a finished run measured.
@@ -109,11 +113,7 @@ pub struct RunResult {
 
 /// Runs `plan` to its end, telling `on_progress` when the connections are up, when the load
 /// started, and once per second that second's delta.
-pub fn run(
-    plan: &Plan,
-    control: &RunControl,
-    on_progress: &mut dyn FnMut(Progress<'_>),
-) -> Result<RunResult, EngineError> {
+pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progress)) -> Result<RunResult, EngineError> {
     if plan.connections == 0 {
         return Err(EngineError::Plan("connections must be at least 1"));
     }
@@ -241,7 +241,7 @@ impl Collector {
         }
     }
 
-    fn take(&mut self, msg: ThreadMsg, on_progress: &mut dyn FnMut(Progress<'_>)) {
+    fn take(&mut self, msg: ThreadMsg, on_progress: &mut dyn FnMut(Progress)) {
         match msg {
             ThreadMsg::Ready { thread, connected, failed } => self.ready[thread] = Some((connected, failed)),
             ThreadMsg::Started { thread, at } => {
@@ -251,7 +251,13 @@ impl Collector {
             ThreadMsg::Interval { thread, tick, delta } => {
                 self.total.merge(&delta);
                 self.last_tick[thread] = tick;
-                self.pending.entry(tick).or_default().merge(&delta);
+                // The first thread's delta becomes the second's: no fresh histograms to fill.
+                match self.pending.entry(tick) {
+                    Entry::Vacant(v) => {
+                        v.insert(delta);
+                    }
+                    Entry::Occupied(mut o) => o.get_mut().merge(&delta),
+                }
             }
             ThreadMsg::Done { thread, rest, error_samples, ended, cpu } => {
                 self.total.merge(&rest);
@@ -286,7 +292,7 @@ impl Collector {
                 break;
             }
             let delta = entry.remove();
-            on_progress(Progress::Interval(&Snapshot { elapsed: Duration::from_secs(u64::from(tick)), delta }));
+            on_progress(Progress::Interval(Snapshot { elapsed: Duration::from_secs(u64::from(tick)), delta }));
         }
     }
 }

@@ -34,7 +34,7 @@ fn snapshots_arrive_once_per_second_and_never_exceed_the_total() {
     let mut snapshots = Vec::new();
     let result = run(&plan(&server.url(), Stop::Duration(Duration::from_millis(2500))), &RunControl::new(), &mut |p| {
         if let Progress::Interval(s) = p {
-            snapshots.push(s.clone())
+            snapshots.push(s)
         }
     })
     .unwrap();

@@ -73,7 +73,7 @@ pub fn run_shard(plan: &Plan, control: &RunControl, sink: &mut dyn FnMut(Event))
             Progress::Started { at } => Event::Started { at_nanos: clock::nanos_of(at) },
             Progress::Interval(snapshot) => Event::Interval {
                 second: u32::try_from(snapshot.elapsed.as_secs()).unwrap_or(u32::MAX),
-                delta: snapshot.delta.clone(),
+                delta: snapshot.delta,
             },
         })
     });

@@ -262,7 +262,12 @@ impl State {
 
     fn interval(&mut self, worker: usize, second: u32, delta: Stats) {
         self.last_second[worker] = second;
-        self.pending.entry(second).or_default().merge(&delta);
+        match self.pending.entry(second) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(delta);
+            }
+            std::collections::btree_map::Entry::Occupied(mut o) => o.get_mut().merge(&delta),
+        }
     }
 
     /// The seconds every live worker has reported, merged.
