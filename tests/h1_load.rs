@@ -366,10 +366,26 @@ fn nginx_over_https_counts_the_same_requests_as_the_report() {
 }
 
 #[test]
-fn demo_runs_a_real_load_test_against_the_built_in_server() {
+fn demo_runs_a_real_distributed_load_test_against_the_built_in_server() {
     let out = run_volley(["demo"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
     assert!(text.contains("Requests/sec:"), "{text}");
     assert!(text.contains("[200] "), "{text}");
+    // Two workers, each with its share of the 32 connections and some requests of its own.
+    let workers: Vec<&str> =
+        text.lines().skip_while(|l| *l != "Workers:").skip(1).take_while(|l| l.starts_with("  ")).collect();
+    assert_eq!(workers.len(), 2, "{text}");
+    for line in workers {
+        assert!(line.contains(" 16 conns ") && !line.contains(" 0 requests"), "{line}");
+    }
+    assert!(text.contains("Start skew:"), "{text}");
+    // The demo compares the report with the server's own count on stderr.
+    let err = stderr(&out);
+    let said = |what: &str| -> u64 {
+        let at = err.find(what).unwrap_or_else(|| panic!("no '{what}' in {err}")) + what.len();
+        err[at..].split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let (served, ok) = (said("the server counted "), said("the report counts "));
+    assert!(ok > 0 && ok <= served, "{err}");
 }
