@@ -1,0 +1,194 @@
+//! Tests against a second, independent HPACK implementation (the `httlib-hpack` crate, a
+//! dev-dependency only): its encoder drives our decoder through every representation,
+//! Huffman or not, with the dynamic table filling, evicting and resizing; its decoder reads
+//! our request blocks.
+
+use httlib_hpack::{Decoder as TheirDecoder, Encoder as TheirEncoder};
+
+use super::{Decoded, Decoder, encode_request};
+
+/// xorshift64*: deterministic, so a failure reproduces.
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub(crate) fn chance(&mut self, one_in: usize) -> bool {
+        self.below(one_in) == 0
+    }
+}
+
+const NAMES: &[&str] = &[
+    "content-type",
+    "content-length",
+    "date",
+    "server",
+    "cache-control",
+    "etag",
+    "set-cookie",
+    "location",
+    "vary",
+    "x-request-id",
+    "x-powered-by",
+    "strict-transport-security",
+    "alt-svc",
+    "x-a",
+    "accept-ranges",
+];
+
+const VALUES: &[&str] = &["text/html; charset=utf-8", "0", "1234", "nginx", "no-cache", "\"abc\"", "gzip", "bytes"];
+
+fn value(rng: &mut Rng) -> Vec<u8> {
+    match rng.below(8) {
+        0..=3 => VALUES[rng.below(VALUES.len())].as_bytes().to_vec(),
+        4 | 5 => (0..rng.below(40)).map(|_| b' ' + rng.below(95) as u8).collect(),
+        6 => (0..rng.below(40)).map(|_| rng.next() as u8).collect(),
+        // Large values: bigger than a 4096-byte table, so inserting one empties it.
+        _ => (0..1000 + rng.below(6000)).map(|_| b'a' + rng.below(26) as u8).collect(),
+    }
+}
+
+fn name(rng: &mut Rng) -> Vec<u8> {
+    if rng.chance(8) {
+        (0..1 + rng.below(20)).map(|_| b'a' + rng.below(26) as u8).collect()
+    } else {
+        NAMES[rng.below(NAMES.len())].as_bytes().to_vec()
+    }
+}
+
+/// Flags for their encoder: any mix of Huffman name/value, indexing, never-indexed and
+/// best-format (static/dynamic table look-up); indexing is the most common, so the dynamic
+/// table is used hard.
+fn flags(rng: &mut Rng) -> u8 {
+    let mut f = (rng.next() & 0x3) as u8;
+    f |= match rng.below(4) {
+        0 | 1 => TheirEncoder::WITH_INDEXING,
+        2 => TheirEncoder::NEVER_INDEXED,
+        _ => 0,
+    };
+    if rng.chance(2) {
+        f |= TheirEncoder::BEST_FORMAT;
+    }
+    f
+}
+
+/// One response header block from their encoder, with the header_bytes it should decode to.
+pub(crate) fn response_block(rng: &mut Rng, enc: &mut TheirEncoder<'_>, status: u16) -> (Vec<u8>, usize) {
+    let mut dst = Vec::new();
+    let mut bytes = 0;
+    if rng.chance(10) {
+        // A table size change, sometimes two (§4.2), always within the 4096 we advertise.
+        let sizes = if rng.chance(3) { vec![0, rng.below(4097) as u32] } else { vec![rng.below(4097) as u32] };
+        for s in sizes {
+            enc.update_max_dynamic_size(s, &mut dst).unwrap();
+        }
+    }
+    let mut fields = vec![(b":status".to_vec(), status.to_string().into_bytes())];
+    for _ in 0..rng.below(12) {
+        fields.push((name(rng), value(rng)));
+    }
+    // Pseudo-headers come first, but any position must decode the same.
+    if rng.chance(20) {
+        let i = rng.below(fields.len());
+        fields.swap(0, i);
+    }
+    for (n, v) in fields {
+        bytes += n.len() + v.len();
+        enc.encode((n, v, flags(rng)), &mut dst).unwrap();
+    }
+    (dst, bytes)
+}
+
+#[test]
+fn decodes_their_responses() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    // Evidence that the run used the table: entries held at once, and blocks after which the
+    // table had shrunk (evictions or size updates).
+    let (mut most_entries, mut shrinks) = (0, 0);
+    for connection in 0..20 {
+        let mut enc = TheirEncoder::with_dynamic_size(4096);
+        let mut dec = Decoder::new(4096);
+        let mut last_len = 0;
+        for block_no in 0..500 {
+            let status = 100 + rng.below(500) as u16;
+            let (block, bytes) = response_block(&mut rng, &mut enc, status);
+            let got = dec.decode(&block);
+            assert_eq!(
+                got,
+                Ok(Decoded { status: Some(status), header_bytes: bytes }),
+                "connection {connection} block {block_no}: {block:02x?}"
+            );
+            assert!(dec.table_size() <= 4096);
+            let len = dec.table_entries().len();
+            shrinks += usize::from(len < last_len);
+            most_entries = most_entries.max(len);
+            last_len = len;
+        }
+    }
+    assert!(most_entries > 20 && shrinks > 500, "most entries {most_entries}, shrinks {shrinks}");
+}
+
+/// method, scheme, authority, path, headers.
+type Request = (&'static str, &'static str, &'static str, &'static str, Vec<(String, String)>);
+
+#[test]
+fn their_decoder_reads_our_requests() {
+    let mut rng = Rng(42);
+    let cases: Vec<Request> = vec![
+        ("GET", "http", "localhost:8080", "/", vec![]),
+        ("POST", "https", "example.com", "/index.html", vec![("content-type".into(), "application/json".into())]),
+        (
+            "DELETE",
+            "https",
+            "[::1]:443",
+            "/a/b?c=d",
+            vec![
+                ("accept-encoding".into(), "gzip, deflate".into()),
+                ("user-agent".into(), "volley/0.1.0".into()),
+                ("accept".into(), "*/*".into()),
+                ("x-long".into(), "y".repeat(5000)),
+                ("x-empty".into(), String::new()),
+            ],
+        ),
+    ];
+    let mut all = cases;
+    for _ in 0..200 {
+        let headers = (0..rng.below(10))
+            .map(|_| {
+                let n = String::from_utf8(name(&mut rng)).unwrap();
+                let v: String = (0..rng.below(300)).map(|_| (b' ' + rng.below(95) as u8) as char).collect();
+                (n, v)
+            })
+            .collect();
+        all.push(("GET", "https", "h.example:8443", "/p", headers));
+    }
+    for (method, scheme, authority, path, headers) in all {
+        let block = encode_request(method, scheme, authority, path, &headers);
+        let mut theirs = TheirDecoder::with_dynamic_size(4096);
+        let mut buf = block.clone();
+        let mut got = Vec::new();
+        theirs.decode(&mut buf, &mut got).unwrap();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = got.into_iter().map(|(n, v, _)| (n, v)).collect();
+        let mut want = vec![
+            (b":method".to_vec(), method.as_bytes().to_vec()),
+            (b":scheme".to_vec(), scheme.as_bytes().to_vec()),
+            (b":authority".to_vec(), authority.as_bytes().to_vec()),
+            (b":path".to_vec(), path.as_bytes().to_vec()),
+        ];
+        want.extend(headers.iter().map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec())));
+        assert_eq!(got, want);
+        // Nothing indexed: the block means the same on every stream.
+        let mut ours = Decoder::new(4096);
+        ours.decode(&block).unwrap();
+        assert!(ours.table_entries().is_empty());
+    }
+}

@@ -1,0 +1,578 @@
+//! The response header block decoder.
+//!
+//! A load generator needs one thing from a response's headers: the status. But every field
+//! must still be decoded far enough to keep the dynamic table identical to the server's
+//! (insertions, size updates, Huffman), and to measure the block. So names and values are read
+//! into memory only when they enter the dynamic table or might be `:status`; everything else is
+//! validated and counted in place.
+
+use super::HpackError;
+use super::huffman;
+use super::table::{DynamicTable, STATIC_TABLE};
+
+/// What a header block says, as far as we need it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Decoded {
+    /// `:status`, or `None` for a block without one (trailers).
+    pub status: Option<u16>,
+    /// Sum of the decoded name and value lengths of all fields.
+    pub header_bytes: usize,
+}
+
+/// The HPACK decoder of one connection: its dynamic table and the limit we advertised.
+#[derive(Debug)]
+pub(crate) struct Decoder {
+    table: DynamicTable,
+    /// The SETTINGS_HEADER_TABLE_SIZE in force: the ceiling for the peer's size updates.
+    max_table_size: usize,
+}
+
+const STATUS: &[u8] = b":status";
+
+/// Reads HPACK primitives (§5) from a block, never past its end.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// An integer with an N-bit prefix (§5.1). Values above u32::MAX, or encodings longer than
+    /// that needs, are refused: no legitimate index, length or size gets near it, and the cap
+    /// keeps the arithmetic far from overflow.
+    fn integer(&mut self, prefix_bits: u32) -> Result<usize, HpackError> {
+        let first = *self.buf.get(self.pos).ok_or(HpackError::Truncated)?;
+        self.pos += 1;
+        let mask = ((1u32 << prefix_bits) - 1) as u8;
+        let mut value = u64::from(first & mask);
+        if value < u64::from(mask) {
+            return Ok(value as usize);
+        }
+        let mut shift = 0u32;
+        loop {
+            let b = *self.buf.get(self.pos).ok_or(HpackError::Truncated)?;
+            self.pos += 1;
+            if shift > 28 {
+                return Err(HpackError::IntegerOverflow);
+            }
+            value += u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+        }
+        if value > u64::from(u32::MAX) {
+            return Err(HpackError::IntegerOverflow);
+        }
+        Ok(value as usize)
+    }
+
+    /// A string literal (§5.2): whether it is Huffman-coded, and its raw bytes.
+    fn string(&mut self) -> Result<(bool, &'a [u8]), HpackError> {
+        let huffman = *self.buf.get(self.pos).ok_or(HpackError::Truncated)? & 0x80 != 0;
+        let len = self.integer(7)?;
+        let end = self.pos.checked_add(len).filter(|&end| end <= self.buf.len()).ok_or(HpackError::Truncated)?;
+        let raw = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok((huffman, raw))
+    }
+}
+
+/// A string's decoded form, when only its length and whether it equals a short constant
+/// matter: the first `N` decoded bytes kept on the stack, the rest only counted.
+struct Short<const N: usize> {
+    head: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Short<N> {
+    fn read(huffman: bool, raw: &[u8]) -> Result<Self, HpackError> {
+        let mut s = Short { head: [0; N], len: 0 };
+        if huffman {
+            huffman::decode(raw, |b| {
+                if let Some(slot) = s.head.get_mut(s.len) {
+                    *slot = b;
+                }
+                s.len += 1;
+            })?;
+        } else {
+            let n = raw.len().min(N);
+            s.head[..n].copy_from_slice(&raw[..n]);
+            s.len = raw.len();
+        }
+        Ok(s)
+    }
+
+    /// The decoded bytes, if they all fit in the head.
+    fn bytes(&self) -> Option<&[u8]> {
+        self.head.get(..self.len)
+    }
+}
+
+/// The decoded length of a string literal, validating its Huffman coding.
+fn string_len(huffman: bool, raw: &[u8]) -> Result<usize, HpackError> {
+    if huffman { huffman::decoded_len(raw) } else { Ok(raw.len()) }
+}
+
+/// Appends a string literal's decoded bytes to `out`.
+fn push_string(out: &mut Vec<u8>, huffman: bool, raw: &[u8]) -> Result<(), HpackError> {
+    if huffman {
+        // Huffman codes are at least 5 bits, so this bounds the decoded length.
+        out.reserve(raw.len() * 8 / 5);
+        huffman::decode(raw, |b| out.push(b))
+    } else {
+        out.extend_from_slice(raw);
+        Ok(())
+    }
+}
+
+fn set_status(out: &mut Decoded, value: Option<&[u8]>) -> Result<(), HpackError> {
+    if out.status.is_some() {
+        return Err(HpackError::DuplicateStatus);
+    }
+    match value {
+        Some(&[a, b, c]) if [a, b, c].iter().all(u8::is_ascii_digit) => {
+            out.status = Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'));
+            Ok(())
+        }
+        _ => Err(HpackError::BadStatus),
+    }
+}
+
+impl Decoder {
+    /// `max_table_size`: the SETTINGS_HEADER_TABLE_SIZE we advertised (the client advertises 0,
+    /// but the peer may use the default 4096 until it sees our SETTINGS, so start at 4096 and
+    /// let `set_max_table_size` lower it).
+    pub(crate) fn new(max_table_size: usize) -> Self {
+        Decoder { table: DynamicTable::new(max_table_size), max_table_size }
+    }
+
+    /// Applies a new SETTINGS_HEADER_TABLE_SIZE once the peer has acknowledged it. A lower
+    /// limit shrinks the table now: the peer's encoder has to do the same (§4.2).
+    pub(crate) fn set_max_table_size(&mut self, size: usize) {
+        self.max_table_size = size;
+        if self.table.capacity() > size {
+            self.table.set_capacity(size);
+        }
+    }
+
+    /// Decodes one complete header block (HEADERS + CONTINUATION payloads concatenated).
+    /// Returns the :status (None if the block has no :status, e.g. trailers) and the block's
+    /// decoded size (sum of name+value lengths). Any error leaves the table out of step with
+    /// the peer's: the connection must end with COMPRESSION_ERROR.
+    pub(crate) fn decode(&mut self, block: &[u8]) -> Result<Decoded, HpackError> {
+        let mut r = Reader { buf: block, pos: 0 };
+        let mut out = Decoded { status: None, header_bytes: 0 };
+        let mut field_seen = false;
+        while let Some(&first) = block.get(r.pos) {
+            if first & 0x80 != 0 {
+                // §6.1 indexed field.
+                let index = r.integer(7)?;
+                let (name, value) = self.lookup(index)?;
+                out.header_bytes += name.len() + value.len();
+                if name == STATUS {
+                    set_status(&mut out, Some(value))?;
+                }
+            } else if first & 0x40 != 0 {
+                // §6.2.1 literal with incremental indexing.
+                self.literal_indexed(&mut r, &mut out)?;
+            } else if first & 0x20 != 0 {
+                // §6.3 dynamic table size update: only before the first field (§4.2).
+                if field_seen {
+                    return Err(HpackError::SizeUpdateNotAtStart);
+                }
+                let size = r.integer(5)?;
+                if size > self.max_table_size {
+                    return Err(HpackError::SizeUpdateTooLarge { size, max: self.max_table_size });
+                }
+                self.table.set_capacity(size);
+                continue;
+            } else {
+                // §6.2.2 without indexing (0000) and §6.2.3 never indexed (0001): both leave
+                // the table alone.
+                self.literal_plain(&mut r, &mut out)?;
+            }
+            field_seen = true;
+        }
+        Ok(out)
+    }
+
+    /// A field of the unified index space (§2.3.3).
+    fn lookup(&self, index: usize) -> Result<(&[u8], &[u8]), HpackError> {
+        if index == 0 {
+            return Err(HpackError::IndexZero);
+        }
+        if let Some((name, value)) = STATIC_TABLE.get(index - 1) {
+            return Ok((name.as_bytes(), value.as_bytes()));
+        }
+        self.table
+            .get(index - 1 - STATIC_TABLE.len())
+            .ok_or(HpackError::IndexOutOfRange { index, len: STATIC_TABLE.len() + self.table.len() })
+    }
+
+    fn literal_indexed(&mut self, r: &mut Reader<'_>, out: &mut Decoded) -> Result<(), HpackError> {
+        let index = r.integer(6)?;
+        // The new entry is built in full before insertion, because inserting may evict the
+        // very entry its name came from (§4.4).
+        let mut buf = self.table.take_buf();
+        if index == 0 {
+            let (huffman, raw) = r.string()?;
+            push_string(&mut buf, huffman, raw)?;
+        } else {
+            buf.extend_from_slice(self.lookup(index)?.0);
+        }
+        let name_len = buf.len();
+        let (huffman, raw) = r.string()?;
+        push_string(&mut buf, huffman, raw)?;
+        out.header_bytes += buf.len();
+        if &buf[..name_len] == STATUS {
+            set_status(out, Some(&buf[name_len..]))?;
+        }
+        self.table.insert(buf, name_len);
+        Ok(())
+    }
+
+    fn literal_plain(&mut self, r: &mut Reader<'_>, out: &mut Decoded) -> Result<(), HpackError> {
+        let index = r.integer(4)?;
+        let (name_len, is_status) = if index == 0 {
+            let (huffman, raw) = r.string()?;
+            let name = Short::<8>::read(huffman, raw)?;
+            (name.len, name.bytes() == Some(STATUS))
+        } else {
+            let name = self.lookup(index)?.0;
+            (name.len(), name == STATUS)
+        };
+        let (huffman, raw) = r.string()?;
+        let value_len = if is_status {
+            let value = Short::<4>::read(huffman, raw)?;
+            set_status(out, value.bytes())?;
+            value.len
+        } else {
+            string_len(huffman, raw)?
+        };
+        out.header_bytes += name_len + value_len;
+        Ok(())
+    }
+
+    /// The dynamic table, newest first, for tests.
+    #[cfg(test)]
+    pub(crate) fn table_entries(&self) -> Vec<(String, String)> {
+        self.table.entries()
+    }
+
+    /// The dynamic table's §4.1 size, for tests.
+    #[cfg(test)]
+    pub(crate) fn table_size(&self) -> usize {
+        self.table.size()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Bytes from the RFC's hex dumps (whitespace ignored).
+    pub(crate) fn hex(s: &str) -> Vec<u8> {
+        let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        digits.chunks(2).map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap()).collect()
+    }
+
+    fn table(d: &Decoder) -> Vec<(String, String)> {
+        d.table_entries()
+    }
+
+    fn entries(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+    }
+
+    fn int(bytes: &[u8], prefix: u32) -> Result<usize, HpackError> {
+        let mut r = Reader { buf: bytes, pos: 0 };
+        let v = r.integer(prefix)?;
+        assert_eq!(r.pos, bytes.len());
+        Ok(v)
+    }
+
+    #[test]
+    fn c1_integers() {
+        assert_eq!(int(&[0x0a], 5), Ok(10)); // C.1.1
+        assert_eq!(int(&[0x1f, 0x9a, 0x0a], 5), Ok(1337)); // C.1.2
+        assert_eq!(int(&[0xff, 0x9a, 0x0a], 5), Ok(1337)); // bits above the prefix are not ours
+        assert_eq!(int(&[0x2a], 8), Ok(42)); // C.1.3
+        assert_eq!(int(&[0x1f, 0x00], 5), Ok(31));
+        assert_eq!(int(&[0x1f, 0xe0, 0xff, 0xff, 0xff, 0x0f], 5), Ok(u32::MAX as usize));
+    }
+
+    fn sum(list: &[(&str, &str)]) -> usize {
+        list.iter().map(|(n, v)| n.len() + v.len()).sum()
+    }
+
+    #[test]
+    fn c2_1_literal_with_indexing() {
+        let mut d = Decoder::new(4096);
+        let got = d.decode(&hex("400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572")).unwrap();
+        assert_eq!(got, Decoded { status: None, header_bytes: sum(&[("custom-key", "custom-header")]) });
+        assert_eq!(table(&d), entries(&[("custom-key", "custom-header")]));
+        assert_eq!(d.table_size(), 55);
+    }
+
+    #[test]
+    fn c2_2_literal_without_indexing() {
+        let mut d = Decoder::new(4096);
+        let got = d.decode(&hex("040c 2f73 616d 706c 652f 7061 7468")).unwrap();
+        assert_eq!(got, Decoded { status: None, header_bytes: sum(&[(":path", "/sample/path")]) });
+        assert!(table(&d).is_empty());
+    }
+
+    #[test]
+    fn c2_3_literal_never_indexed() {
+        let mut d = Decoder::new(4096);
+        let got = d.decode(&hex("1008 7061 7373 776f 7264 0673 6563 7265 74")).unwrap();
+        assert_eq!(got, Decoded { status: None, header_bytes: sum(&[("password", "secret")]) });
+        assert!(table(&d).is_empty());
+    }
+
+    #[test]
+    fn c2_4_indexed() {
+        let mut d = Decoder::new(4096);
+        let got = d.decode(&hex("82")).unwrap();
+        assert_eq!(got, Decoded { status: None, header_bytes: sum(&[(":method", "GET")]) });
+        assert!(table(&d).is_empty());
+    }
+
+    const REQ1: &[(&str, &str)] =
+        &[(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "www.example.com")];
+    const REQ2: &[(&str, &str)] = &[
+        (":method", "GET"),
+        (":scheme", "http"),
+        (":path", "/"),
+        (":authority", "www.example.com"),
+        ("cache-control", "no-cache"),
+    ];
+    const REQ3: &[(&str, &str)] = &[
+        (":method", "GET"),
+        (":scheme", "https"),
+        (":path", "/index.html"),
+        (":authority", "www.example.com"),
+        ("custom-key", "custom-value"),
+    ];
+
+    fn requests(blocks: [&str; 3]) {
+        let mut d = Decoder::new(4096);
+        let want_tables = [
+            (vec![(":authority", "www.example.com")], 57),
+            (vec![("cache-control", "no-cache"), (":authority", "www.example.com")], 110),
+            (
+                vec![("custom-key", "custom-value"), ("cache-control", "no-cache"), (":authority", "www.example.com")],
+                164,
+            ),
+        ];
+        for ((block, list), (want, size)) in blocks.iter().zip([REQ1, REQ2, REQ3]).zip(want_tables) {
+            let got = d.decode(&hex(block)).unwrap();
+            assert_eq!(got, Decoded { status: None, header_bytes: sum(list) });
+            assert_eq!(table(&d), entries(&want));
+            assert_eq!(d.table_size(), size);
+        }
+    }
+
+    #[test]
+    fn c3_requests_without_huffman() {
+        requests([
+            "8286 8441 0f77 7777 2e65 7861 6d70 6c65 2e63 6f6d",
+            "8286 84be 5808 6e6f 2d63 6163 6865",
+            "8287 85bf 400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65",
+        ]);
+    }
+
+    #[test]
+    fn c4_requests_with_huffman() {
+        requests([
+            "8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff",
+            "8286 84be 5886 a8eb 1064 9cbf",
+            "8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf",
+        ]);
+    }
+
+    const DATE1: &str = "Mon, 21 Oct 2013 20:13:21 GMT";
+    const DATE2: &str = "Mon, 21 Oct 2013 20:13:22 GMT";
+    const LOC: &str = "https://www.example.com";
+    const COOKIE: &str = "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1";
+
+    fn responses(blocks: [&str; 3]) {
+        let mut d = Decoder::new(256);
+        let lists: [&[(&str, &str)]; 3] = [
+            &[(":status", "302"), ("cache-control", "private"), ("date", DATE1), ("location", LOC)],
+            &[(":status", "307"), ("cache-control", "private"), ("date", DATE1), ("location", LOC)],
+            &[
+                (":status", "200"),
+                ("cache-control", "private"),
+                ("date", DATE2),
+                ("location", LOC),
+                ("content-encoding", "gzip"),
+                ("set-cookie", COOKIE),
+            ],
+        ];
+        let want_tables = [
+            (vec![("location", LOC), ("date", DATE1), ("cache-control", "private"), (":status", "302")], 222),
+            (vec![(":status", "307"), ("location", LOC), ("date", DATE1), ("cache-control", "private")], 222),
+            (vec![("set-cookie", COOKIE), ("content-encoding", "gzip"), ("date", DATE2)], 215),
+        ];
+        for (((block, list), status), (want, size)) in blocks.iter().zip(lists).zip([302, 307, 200]).zip(want_tables) {
+            let got = d.decode(&hex(block)).unwrap();
+            assert_eq!(got, Decoded { status: Some(status), header_bytes: sum(list) });
+            assert_eq!(table(&d), entries(&want));
+            assert_eq!(d.table_size(), size);
+        }
+    }
+
+    #[test]
+    fn c5_responses_without_huffman() {
+        responses([
+            "4803 3330 3258 0770 7269 7661 7465 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133 2032 303a 3133 3a32
+             3120 474d 546e 1768 7474 7073 3a2f 2f77 7777 2e65 7861 6d70 6c65 2e63 6f6d",
+            "4803 3330 37c1 c0bf",
+            "88c1 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133 2032 303a 3133 3a32 3220 474d 54c0 5a04 677a 6970
+             7738 666f 6f3d 4153 444a 4b48 514b 425a 584f 5157 454f 5049 5541 5851 5745 4f49 553b 206d 6178 2d61
+             6765 3d33 3630 303b 2076 6572 7369 6f6e 3d31",
+        ]);
+    }
+
+    #[test]
+    fn c6_responses_with_huffman() {
+        responses([
+            "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6 2d1b ff6e 919d 29ad
+             1718 63c7 8f0b 97c8 e9ae 82ae 43d3",
+            "4883 640e ffc1 c0bf",
+            "88c1 6196 d07a be94 1054 d444 a820 0595 040b 8166 e084 a62d 1bff c05a 839b d9ab 77ad 94e7 821d d7f2
+             e6c7 b335 dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f 9587 3160 65c0 03ed 4ee5 b106 3d50 07",
+        ]);
+    }
+
+    fn err(block: &[u8]) -> HpackError {
+        Decoder::new(4096).decode(block).unwrap_err()
+    }
+
+    #[test]
+    fn rejects_index_zero() {
+        assert_eq!(err(&[0x80]), HpackError::IndexZero);
+    }
+
+    #[test]
+    fn rejects_index_out_of_range() {
+        // 62 is the first dynamic index; the table is empty.
+        assert_eq!(err(&[0xbe]), HpackError::IndexOutOfRange { index: 62, len: 61 });
+        // A literal's indexed name too.
+        assert_eq!(err(&[0x0f, 0x30, 0x00]), HpackError::IndexOutOfRange { index: 63, len: 61 });
+        assert_eq!(err(&[0x7f, 0x01, 0x00]), HpackError::IndexOutOfRange { index: 64, len: 61 });
+    }
+
+    #[test]
+    fn rejects_integer_overflow() {
+        // Index 127 + 2^35: too long an encoding.
+        assert_eq!(err(&[0xff, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]), HpackError::IntegerOverflow);
+        // Above u32::MAX in five continuation bytes.
+        assert_eq!(err(&[0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]), HpackError::IntegerOverflow);
+        // Overlong zero padding is refused the same way, not looped on.
+        let mut long = vec![0xff];
+        long.extend(std::iter::repeat_n(0x80, 1000));
+        long.push(0);
+        assert_eq!(err(&long), HpackError::IntegerOverflow);
+    }
+
+    #[test]
+    fn rejects_huffman_eos() {
+        // Literal, new name "a", Huffman value of 4 bytes of ones (contains EOS).
+        assert_eq!(err(&[0x00, 0x01, b'a', 0x84, 0xff, 0xff, 0xff, 0xff]), HpackError::HuffmanEos);
+    }
+
+    #[test]
+    fn rejects_huffman_padding_too_long() {
+        // '0' (00000) + 111 then a whole byte of ones: 11 bits of padding.
+        assert_eq!(err(&[0x00, 0x01, b'a', 0x82, 0x07, 0xff]), HpackError::HuffmanPadding);
+    }
+
+    #[test]
+    fn rejects_huffman_padding_not_ones() {
+        // '0' (00000) then 000.
+        assert_eq!(err(&[0x00, 0x01, b'a', 0x81, 0x00]), HpackError::HuffmanPadding);
+        // The same in a name, in an indexed insertion.
+        assert_eq!(err(&[0x40, 0x81, 0x00, 0x00]), HpackError::HuffmanPadding);
+    }
+
+    #[test]
+    fn rejects_size_update_above_max() {
+        // 4097 > 4096: 0x3f then 4097 - 31 = 4066 = 0xe2 0x1f.
+        assert_eq!(err(&[0x3f, 0xe2, 0x1f]), HpackError::SizeUpdateTooLarge { size: 4097, max: 4096 });
+        let mut d = Decoder::new(4096);
+        d.set_max_table_size(0);
+        assert_eq!(d.decode(&[0x21]), Err(HpackError::SizeUpdateTooLarge { size: 1, max: 0 }));
+        assert_eq!(d.decode(&[0x20, 0x88]).unwrap().status, Some(200));
+    }
+
+    #[test]
+    fn rejects_size_update_after_a_field() {
+        assert_eq!(err(&[0x88, 0x20]), HpackError::SizeUpdateNotAtStart);
+        // Two at the start are fine (§4.2: a lowered then raised limit).
+        let mut d = Decoder::new(4096);
+        assert_eq!(d.decode(&[0x20, 0x3f, 0xe1, 0x1f, 0x88]).unwrap().status, Some(200));
+    }
+
+    #[test]
+    fn rejects_truncated() {
+        for block in [
+            &[0xff][..],               // integer continuation missing
+            &[0x40],                   // no name
+            &[0x40, 0x03, b'a', b'b'], // name cut short
+            &[0x40, 0x01, b'a'],       // no value
+            &[0x0f, 0x1f, 0x05, b'x'], // value cut short (location)
+            &[0x48, 0x83, 0x64],       // Huffman value cut short
+        ] {
+            assert_eq!(err(block), HpackError::Truncated, "{block:02x?}");
+        }
+    }
+
+    #[test]
+    fn rejects_status_not_three_digits() {
+        for block in [
+            &[0x48, 0x02, b'2', b'0'][..],                                 // too short
+            &[0x48, 0x04, b'2', b'0', b'0', b'0'],                         // too long
+            &[0x08, 0x03, b'2', b'0', b'x'],                               // not a digit, without indexing
+            &[0x00, 0x07, b':', b's', b't', b'a', b't', b'u', b's', 0x00], // literal name, empty
+        ] {
+            assert_eq!(err(block), HpackError::BadStatus, "{block:02x?}");
+        }
+    }
+
+    #[test]
+    fn rejects_duplicate_status() {
+        assert_eq!(err(&[0x88, 0x8d]), HpackError::DuplicateStatus);
+    }
+
+    #[test]
+    fn status_from_every_representation() {
+        let mut d = Decoder::new(4096);
+        assert_eq!(d.decode(&[0x8d]).unwrap(), Decoded { status: Some(404), header_bytes: 10 });
+        assert_eq!(d.decode(&[0x08, 0x03, b'1', b'0', b'3']).unwrap().status, Some(103));
+        // Huffman-coded literal name ":status" and value "302".
+        let mut block = vec![0x00];
+        let mut name = Vec::new();
+        huffman::encode(b":status", &mut name);
+        block.push(0x80 | name.len() as u8);
+        block.extend_from_slice(&name);
+        block.extend_from_slice(&[0x82, 0x64, 0x02]);
+        assert_eq!(d.decode(&block).unwrap(), Decoded { status: Some(302), header_bytes: 10 });
+        // Inserted, then indexed from the dynamic table.
+        assert_eq!(d.decode(&[0x48, 0x03, b'4', b'2', b'9']).unwrap().status, Some(429));
+        assert_eq!(d.decode(&[0xbe]).unwrap().status, Some(429));
+        // Trailers: no status.
+        assert_eq!(d.decode(&[]).unwrap(), Decoded { status: None, header_bytes: 0 });
+    }
+
+    #[test]
+    fn lowering_the_limit_evicts() {
+        let mut d = Decoder::new(4096);
+        d.decode(&hex("400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572")).unwrap();
+        assert_eq!(d.table_size(), 55);
+        d.set_max_table_size(0);
+        assert_eq!(d.table_size(), 0);
+        assert_eq!(d.decode(&[0xbe]), Err(HpackError::IndexOutOfRange { index: 62, len: 61 }));
+    }
+}
