@@ -9,6 +9,7 @@
 mod driver;
 mod error;
 mod h1;
+mod h2;
 mod plan;
 mod ring;
 mod run;
