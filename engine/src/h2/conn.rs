@@ -604,31 +604,6 @@ mod tests {
 
     const MAX: u32 = frame::DEFAULT_MAX_FRAME_SIZE;
 
-    /// HPACK integer with an n-bit prefix (RFC 7541 §5.1).
-    fn int(out: &mut Vec<u8>, first: u8, bits: u32, mut v: usize) {
-        let max = (1usize << bits) - 1;
-        if v < max {
-            out.push(first | v as u8);
-            return;
-        }
-        out.push(first | max as u8);
-        v -= max;
-        while v >= 128 {
-            out.push((v % 128) as u8 | 0x80);
-            v /= 128;
-        }
-        out.push(v as u8);
-    }
-
-    /// Literal header field without indexing, new name, no Huffman.
-    fn lit(out: &mut Vec<u8>, name: &str, value: &str) {
-        out.push(0);
-        int(out, 0, 7, name.len());
-        out.extend_from_slice(name.as_bytes());
-        int(out, 0, 7, value.len());
-        out.extend_from_slice(value.as_bytes());
-    }
-
     /// `:status` as a literal without indexing with static name index 8.
     fn status(code: u16) -> Vec<u8> {
         let mut v = vec![0x08, 3];
@@ -646,6 +621,13 @@ mod tests {
 
     fn conn(streams: u32, body: &[u8]) -> Connection {
         Connection::new(Arc::from(&b"\x82\x86\x84\x41\x01a"[..]), Arc::from(body), streams)
+    }
+
+    /// A connection with one request (stream 1) started at `now`.
+    fn one_request(now: Instant) -> Connection {
+        let mut c = conn(1, b"");
+        assert_eq!(c.start_request(now), Some(1));
+        c
     }
 
     fn t0() -> Instant {
@@ -745,12 +727,7 @@ mod tests {
         settings(&mut server, &[(setting::MAX_CONCURRENT_STREAMS, 100)]);
         headers(&mut server, 1, 200, false);
         frame::encode_data(&mut server, 1, b"hello", true, MAX);
-        let setup = |now| {
-            let mut c = conn(1, b"");
-            assert_eq!(c.start_request(now), Some(1));
-            c
-        };
-        let ev = every_split(setup, &server);
+        let ev = every_split(one_request, &server);
         let now = match ev.as_slice() {
             [Event::Response { stream: 1, status: 200, sent_at, first_byte_at, body_bytes: 5 }] => {
                 assert_eq!(sent_at, first_byte_at);
@@ -759,7 +736,7 @@ mod tests {
             other => panic!("{other:?}"),
         };
         let _ = now;
-        let mut c = setup(t0());
+        let mut c = one_request(t0());
         output(&mut c);
         feed(&mut c, &server, t0()).unwrap();
         assert_eq!(c.open_streams(), 0);
@@ -830,28 +807,23 @@ mod tests {
         let mut block = status(200);
         let mut i = 0;
         while block.len() < 48 * 1024 {
-            lit(&mut block, &format!("x-filler-{i}"), &"v".repeat(200));
+            hpack::literal(&mut block, &format!("x-filler-{i}"), &"v".repeat(200));
             i += 1;
         }
         let mut server = Vec::new();
         settings(&mut server, &[]);
         frame::encode_headers(&mut server, 1, &block, false, MAX);
         frame::encode_data(&mut server, 1, b"body", true, MAX);
-        let setup = |now| {
-            let mut c = conn(1, b"");
-            c.start_request(now);
-            c
-        };
         let now = t0();
         // Every split of 48 KB is too slow to be worth it; byte at a time and a sample of splits.
-        let mut c = setup(now);
+        let mut c = one_request(now);
         let mut ev = Vec::new();
         for b in &server {
             c.receive(std::slice::from_ref(b), now, &mut ev).unwrap();
         }
         assert!(matches!(ev.as_slice(), [Event::Response { stream: 1, status: 200, body_bytes: 4, .. }]), "{ev:?}");
         for split in (0..server.len()).step_by(997) {
-            let mut c = setup(now);
+            let mut c = one_request(now);
             let mut ev2 = Vec::new();
             c.receive(&server[..split], now, &mut ev2).unwrap();
             c.receive(&server[split..], now, &mut ev2).unwrap();
@@ -869,14 +841,7 @@ mod tests {
         frame::encode_frame(&mut server, kind::HEADERS, flag::PADDED | flag::END_HEADERS, 1, &p);
         frame::encode_frame(&mut server, kind::DATA, flag::PADDED, 1, b"\x02abc\0\0");
         frame::encode_frame(&mut server, kind::DATA, flag::PADDED | flag::END_STREAM, 1, b"\x00de");
-        let ev = every_split(
-            |now| {
-                let mut c = conn(1, b"");
-                c.start_request(now);
-                c
-            },
-            &server,
-        );
+        let ev = every_split(one_request, &server);
         assert!(matches!(ev.as_slice(), [Event::Response { stream: 1, status: 200, body_bytes: 5, .. }]), "{ev:?}");
     }
 
@@ -889,16 +854,9 @@ mod tests {
         headers(&mut server, 1, 200, false);
         frame::encode_data(&mut server, 1, b"abc", false, MAX);
         let mut trailer = Vec::new();
-        lit(&mut trailer, "grpc-status", "0");
+        hpack::literal(&mut trailer, "grpc-status", "0");
         frame::encode_headers(&mut server, 1, &trailer, true, MAX);
-        let ev = every_split(
-            |now| {
-                let mut c = conn(1, b"");
-                c.start_request(now);
-                c
-            },
-            &server,
-        );
+        let ev = every_split(one_request, &server);
         assert!(matches!(ev.as_slice(), [Event::Response { stream: 1, status: 200, body_bytes: 3, .. }]), "{ev:?}");
     }
 
@@ -1142,7 +1100,7 @@ mod tests {
         assert!(matches!(fails(1, &data_first), ConnError::Protocol(_)));
         let no_status = with_settings(|s| {
             let mut b = Vec::new();
-            lit(&mut b, "server", "x");
+            hpack::literal(&mut b, "server", "x");
             frame::encode_headers(s, 1, &b, true, MAX);
         });
         assert!(matches!(fails(1, &no_status), ConnError::Protocol(_)));

@@ -42,12 +42,18 @@ fn field(out: &mut Vec<u8>, name: &str, value: &str) {
         }
     }
     match name_index {
-        Some(index) => integer(out, 0x00, 4, index),
-        None => {
-            out.push(0x00);
-            string(out, name);
+        Some(index) => {
+            integer(out, 0x00, 4, index);
+            string(out, value);
         }
+        None => literal(out, name, value),
     }
+}
+
+/// §6.2.2: a literal field without indexing, with a new (literal) name.
+pub(crate) fn literal(out: &mut Vec<u8>, name: &str, value: &str) {
+    out.push(0x00);
+    string(out, name);
     string(out, value);
 }
 

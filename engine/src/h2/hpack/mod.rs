@@ -19,7 +19,7 @@ mod table;
 #[allow(unused_imports)]
 pub(crate) use decoder::{Decoded, Decoder};
 #[allow(unused_imports)]
-pub(crate) use encoder::encode_request;
+pub(crate) use encoder::{encode_request, literal};
 
 /// Why a header block could not be decoded. Every one is a connection error of type
 /// COMPRESSION_ERROR (RFC 7540 §4.3): the dynamic table can no longer be trusted.
