@@ -40,7 +40,7 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     let threads = match args.threads {
         Some(0) => return Err(CliError::Usage("-t/--threads must be at least 1".into())),
         Some(t) => usize::try_from(t).unwrap_or(usize::MAX),
-        None => physical_cores(),
+        None => volley_worker::physical_cores(),
     }
     .min(connections);
     let body = match &args.data {
@@ -206,24 +206,6 @@ fn read_data(d: &str) -> Result<Vec<u8>, CliError> {
     }
     bytes.retain(|&b| b != b'\r' && b != b'\n');
     Ok(bytes)
-}
-
-/// Physical cores (not hyper-threads), from sysfs; falls back to the logical count.
-pub(crate) fn physical_cores() -> usize {
-    let logical = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let mut cores = std::collections::HashSet::new();
-    for cpu in 0..logical {
-        let base = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
-        let core = std::fs::read_to_string(format!("{base}/core_id"));
-        let package = std::fs::read_to_string(format!("{base}/physical_package_id"));
-        match (core, package) {
-            (Ok(c), Ok(p)) => {
-                cores.insert((p.trim().to_string(), c.trim().to_string()));
-            }
-            _ => return logical,
-        }
-    }
-    cores.len().max(1)
 }
 
 #[cfg(test)]

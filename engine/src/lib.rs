@@ -19,8 +19,8 @@ mod tls;
 
 pub use error::EngineError;
 pub use plan::{Plan, RequestSpec, Stop, TlsOptions};
-pub use ring::{RingSupport, probe_io_uring};
-pub use run::{Progress, RunControl, RunResult, run};
+pub use ring::{RingSupport, kernel_release, probe_io_uring};
+pub use run::{Progress, RunControl, RunResult, run, share};
 pub use stats::{
     Counters, ErrorKind, HistogramError, Histograms, Snapshot, Stats, decode_histogram, encode_histogram, new_histogram,
 };

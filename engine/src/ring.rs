@@ -60,7 +60,8 @@ fn explain(e: &io::Error) -> String {
     }
 }
 
-fn kernel_release() -> String {
+/// The kernel release, as `uname -r` prints it; empty if the system will not say.
+pub fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
@@ -90,6 +91,11 @@ mod tests {
     fn io_uring_works_on_the_machines_volley_is_tested_on() {
         let support = probe_io_uring().expect("io_uring must work where the tests run");
         assert!(!support.kernel.is_empty());
+    }
+
+    #[test]
+    fn the_kernel_release_reads_as_uname_prints_it() {
+        assert!(kernel_release().chars().next().is_some_and(|c| c.is_ascii_digit()), "{}", kernel_release());
     }
 
     #[test]

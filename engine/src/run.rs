@@ -197,9 +197,9 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     })
 }
 
-/// Thread `index`'s share of `total` split over `parts`: the remainder goes to the first ones,
-/// so the shares add up to exactly `total`.
-fn share(total: u64, parts: usize, index: usize) -> u64 {
+/// Part `index`'s share of `total` split over `parts` (threads here, workers in a controller):
+/// the remainder goes to the first ones, so the shares add up to exactly `total`.
+pub fn share(total: u64, parts: usize, index: usize) -> u64 {
     let parts = parts as u64;
     total / parts + u64::from((index as u64) < total % parts)
 }

@@ -81,7 +81,7 @@ pub async fn spawn(config: WorkerConfig) -> Result<RunningWorker, WorkerError> {
     let allow = AllowList::parse(&config.allow_targets).map_err(|e| WorkerError::AllowList(e.to_string()))?;
     let server = tls_server(&config)?;
     let name = config.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(host::hostname);
-    let state = Arc::new(State::new(name, host::physical_cores(), host::kernel_release(), allow));
+    let state = Arc::new(State::new(name, host::physical_cores(), volley_engine::kernel_release(), allow));
 
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await

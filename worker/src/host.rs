@@ -1,4 +1,5 @@
-//! Facts about this machine that Hello reports: its name, kernel release and physical cores.
+//! Facts about this machine that Hello reports: its name and physical cores (the kernel
+//! release comes from the engine, which checks it for io_uring).
 
 use std::collections::HashSet;
 use std::ffi::CStr;
@@ -16,21 +17,9 @@ pub(crate) fn hostname() -> String {
     CStr::from_bytes_until_nul(&buf).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// The kernel release, as `uname -r` prints it.
-pub(crate) fn kernel_release() -> String {
-    // SAFETY: utsname is plain bytes; zeroed is a valid value, and uname fills it in.
-    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `uts` is a valid, writable utsname.
-    if unsafe { libc::uname(&mut uts) } != 0 {
-        return String::new();
-    }
-    // SAFETY: uname NUL-terminates every field within its array.
-    unsafe { CStr::from_ptr(uts.release.as_ptr()) }.to_string_lossy().into_owned()
-}
-
-/// Physical cores: the default thread count of a shard, since a second engine thread on a
+/// Physical cores: the default thread count of a shard (and of a local run), since a second engine thread on a
 /// hyper-thread sibling mostly competes with the first.
-pub(crate) fn physical_cores() -> usize {
+pub fn physical_cores() -> usize {
     let logical = std::thread::available_parallelism().map_or(1, |n| n.get());
     match std::fs::read_to_string("/proc/cpuinfo") {
         // Within the logical CPUs this process may use (a cgroup or affinity limit counts).
@@ -86,9 +75,8 @@ mod tests {
     }
 
     #[test]
-    fn this_machine_has_a_name_a_kernel_and_cores() {
+    fn this_machine_has_a_name_and_cores() {
         assert!(physical_cores() >= 1);
-        assert!(kernel_release().chars().next().is_some_and(|c| c.is_ascii_digit()), "{}", kernel_release());
         // A container may have an empty host name, but never one with a NUL in it.
         assert!(!hostname().contains('\0'));
     }

@@ -25,3 +25,4 @@ pub mod wire;
 
 pub use config::{TlsFiles, WorkerConfig, WorkerError, error_chain};
 pub use daemon::{RunningWorker, serve, spawn};
+pub use host::physical_cores;

@@ -1,14 +1,8 @@
 //! Splitting one plan into per-worker shards whose totals are exactly the plan's.
 
-use volley_engine::{Plan, Stop};
+use volley_engine::{Plan, Stop, share};
 
 use crate::error::CliError;
-
-/// `total` split over `parts`: the remainder goes to the first parts, so the shares add up.
-pub(crate) fn share(total: u64, parts: usize, index: usize) -> u64 {
-    let parts = parts as u64;
-    total / parts + u64::from((index as u64) < total % parts)
-}
 
 /// One shard per worker: connections spread evenly, a request budget in proportion to each
 /// shard's connections (largest remainders first), durations unchanged.
