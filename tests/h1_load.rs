@@ -271,9 +271,8 @@ fn bad_input_gets_one_line_and_a_non_zero_exit() {
         (vec!["-n", "5", "-z", "1s", "http://127.0.0.1:1/"], "cannot be used with"),
         (vec!["-z", "soon", "http://127.0.0.1:1/"], "invalid duration"),
         (vec!["-H", "no colon", "http://127.0.0.1:1/"], "Name: Value"),
-        (vec!["--http2", "http://127.0.0.1:1/"], "not supported yet"),
         (vec!["--http3", "https://127.0.0.1:1/"], "not supported yet"),
-        (vec!["-p", "8", "http://127.0.0.1:1/"], "not supported yet"),
+        (vec!["-p", "8", "http://127.0.0.1:1/"], "needs --http2"),
         (vec!["--cacert", "/nonexistent/ca.pem", "https://127.0.0.1:1/"], "cacert"),
         (vec![], "required"),
     ];
@@ -380,12 +379,16 @@ fn demo_runs_a_real_distributed_load_test_against_the_built_in_server() {
         assert!(line.contains(" 16 conns ") && !line.contains(" 0 requests"), "{line}");
     }
     assert!(text.contains("Start skew:"), "{text}");
-    // The demo compares the report with the server's own count on stderr.
+    // Then the same over HTTP/2.
+    assert!(text.contains("Protocol:     HTTP/2, 16 streams per connection"), "{text}");
+    // The demo compares each report with the server's own count on stderr.
     let err = stderr(&out);
-    let said = |what: &str| -> u64 {
-        let at = err.find(what).unwrap_or_else(|| panic!("no '{what}' in {err}")) + what.len();
-        err[at..].split_whitespace().next().unwrap().parse().unwrap()
+    let said = |what: &str, nth: usize| -> u64 {
+        let at = err.match_indices(what).nth(nth).unwrap_or_else(|| panic!("no '{what}' #{nth} in {err}")).0;
+        err[at + what.len()..].split_whitespace().next().unwrap().parse().unwrap()
     };
-    let (served, ok) = (said("the server counted "), said("the report counts "));
-    assert!(ok > 0 && ok <= served, "{err}");
+    for part in 0..2 {
+        let (served, ok) = (said("the server counted ", part), said("the report counts ", part));
+        assert!(ok > 0 && ok <= served, "{err}");
+    }
 }

@@ -114,10 +114,11 @@ pub(crate) struct LoadArgs {
     /// Print the report as JSON.
     #[arg(short = 'j', long)]
     pub json: bool,
-    /// Concurrent streams per connection (HTTP/2 and HTTP/3).
+    /// Requests in flight per connection (HTTP/2 streams; default 1). A server's lower
+    /// SETTINGS_MAX_CONCURRENT_STREAMS wins, and the report says so.
     #[arg(short = 'p', long)]
     pub parallel: Option<u64>,
-    /// Use HTTP/2.
+    /// Use HTTP/2: prior knowledge (h2c) on http://, ALPN h2 on https://.
     #[arg(long)]
     pub http2: bool,
     /// Use HTTP/3.

@@ -1,6 +1,6 @@
 //! `volley demo`: the whole product in one command. The built-in target and two workers on
-//! loopback ports, a distributed run across them, and the merged report with its per-worker
-//! breakdown.
+//! loopback ports, two distributed runs across them (HTTP/1.1, then HTTP/2 on the same port),
+//! and for each the merged report with its per-worker breakdown.
 
 use clap::Parser;
 
@@ -25,20 +25,34 @@ pub(crate) fn run() -> Result<(), CliError> {
         workers.push(worker);
     }
     let addrs: Vec<String> = workers.iter().map(|w| w.addr().to_string()).collect();
-    eprintln!(
-        "volley demo: built-in server on {url}; workers on {}; 2 s of load with 32 connections split between them",
-        addrs.join(" and ")
-    );
-    // The same flags a user would type, so the demo shares every default of a real run.
+    eprintln!("volley demo: built-in server on {url}; workers on {}", addrs.join(" and "));
     let list = addrs.join(",");
-    let cli = Cli::try_parse_from(["volley", "-z", "2s", "-c", "32", "--workers", &list, &url])
-        .map_err(|e| CliError::Usage(format!("demo arguments: {e}")))?;
-    let report = run_and_report(&cli.load, Some(runtime.handle()))?;
-    let served = server.requests();
-    let counted = report.stats.counters.ok;
-    eprintln!("volley demo: the server counted {served} responses; the report counts {counted} ok");
+    let parts: [(&str, &[&str]); 2] = [
+        ("HTTP/1.1, 2 s with 32 connections split between the workers", &["-c", "32"]),
+        (
+            "HTTP/2 on the same port (h2c, prior knowledge), 2 s with 8 connections × 16 streams",
+            &["-c", "8", "--http2", "-p", "16"],
+        ),
+    ];
+    let mut outcome = Ok(());
+    for (what, flags) in parts {
+        eprintln!("\nvolley demo: {what}");
+        // The same flags a user would type, so the demo shares every default of a real run.
+        let mut args = vec!["volley", "-z", "2s", "--workers", &list];
+        args.extend_from_slice(flags);
+        args.push(&url);
+        let cli = Cli::try_parse_from(args).map_err(|e| CliError::Usage(format!("demo arguments: {e}")))?;
+        let before = server.requests();
+        let report = run_and_report(&cli.load, Some(runtime.handle()))?;
+        let served = server.requests() - before;
+        let counted = report.stats.counters.ok;
+        eprintln!("volley demo: the server counted {served} responses; the report counts {counted} ok");
+        if outcome.is_ok() {
+            outcome = report.outcome();
+        }
+    }
     for worker in workers {
         let _ = runtime.block_on(worker.shutdown());
     }
-    report.outcome()
+    outcome
 }

@@ -82,6 +82,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let interrupt = RunControl::new();
     signals::stop_on_ctrl_c(&interrupt);
     let url = plan.target.to_string();
+    let protocol = plan.protocol;
     let fleet = if args.workers.is_empty() {
         fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt)
     } else {
@@ -103,7 +104,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
         };
         fleet::run(shards, places, &access, Some(handle), threads, &interrupt)
     };
-    let report = Report::from_fleet(url, fleet);
+    let report = Report::from_fleet(url, protocol, fleet);
     if report.workers.iter().all(|w| w.stats.is_none()) {
         // Nothing ran anywhere: the reason is the whole story.
         report.outcome()?;

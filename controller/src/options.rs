@@ -3,23 +3,26 @@
 use std::io::Read;
 use std::time::Duration;
 
-use volley_engine::{Plan, RequestSpec, Stop, Target, TlsOptions};
+use volley_engine::{Plan, Protocol, RequestSpec, Stop, Target, TlsOptions};
 
 use crate::cli::{LoadArgs, WorkerArgs};
 use crate::error::CliError;
 use crate::fleet::{Access, Place};
 
 pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
-    if args.http2 || args.http3 || args.parallel.is_some() {
-        let what = if args.http3 {
-            "--http3 is not supported yet"
-        } else if args.http2 {
-            "--http2 is not supported yet"
-        } else {
-            "-p/--parallel is not supported yet (it needs HTTP/2 or HTTP/3)"
-        };
-        return Err(CliError::NotSupported(what));
+    if args.http3 {
+        return Err(CliError::NotSupported("--http3 is not supported yet"));
     }
+    let protocol = match (args.http2, args.parallel) {
+        (false, None) => Protocol::Http1,
+        (false, Some(_)) => return Err(CliError::Usage("-p/--parallel needs --http2".into())),
+        (true, _) if args.disable_keepalive => {
+            return Err(CliError::Usage(
+                "--disable-keepalive is for HTTP/1.1: HTTP/2 connections carry many requests".into(),
+            ));
+        }
+        (true, p) => Protocol::Http2 { streams: parse_streams(p.unwrap_or(1))? },
+    };
     let url = args.url.as_deref().ok_or_else(|| CliError::Usage("a target URL is required".into()))?;
     let target = Target::parse(url)?;
     if args.connections == 0 {
@@ -64,6 +67,7 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     Ok(Plan {
         target,
         request: RequestSpec::new(&method, headers, body),
+        protocol,
         connections,
         threads,
         stop,
@@ -72,6 +76,17 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
         keepalive: !args.disable_keepalive,
         tls,
     })
+}
+
+/// `-p`: HTTP/2 stream ids allow about a billion, but no server allows more than a few thousand
+/// at once, and each one in flight costs memory here.
+fn parse_streams(p: u64) -> Result<u32, CliError> {
+    const MAX_STREAMS: u64 = 65_536;
+    match p {
+        0 => Err(CliError::Usage("-p/--parallel must be at least 1".into())),
+        p if p > MAX_STREAMS => Err(CliError::Usage(format!("-p/--parallel is larger than {MAX_STREAMS}"))),
+        p => Ok(p as u32),
+    }
 }
 
 /// The worker daemon's settings; the token comes from --token-file or VOLLEY_TOKEN.

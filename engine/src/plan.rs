@@ -37,6 +37,17 @@ impl RequestSpec {
     }
 }
 
+/// The HTTP version a run speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// One request at a time per connection.
+    #[default]
+    Http1,
+    /// `streams` requests in flight on every connection (fewer if the server allows fewer):
+    /// prior knowledge (h2c) on http://, ALPN h2 on https://.
+    Http2 { streams: u32 },
+}
+
 /// How TLS certificates are checked, like curl: verified against the bundled web roots by
 /// default, plus any extra CA certificates; `insecure` skips verification.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,6 +62,7 @@ pub struct TlsOptions {
 pub struct Plan {
     pub target: Target,
     pub request: RequestSpec,
+    pub protocol: Protocol,
     pub connections: usize,
     pub threads: usize,
     pub stop: Stop,

@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::driver::{self, Shared, ThreadMsg, ThreadPlan};
+use crate::driver::{self, H2Shared, Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::error::EngineError;
-use crate::h1;
-use crate::plan::{Plan, Stop};
+use crate::plan::{Plan, Protocol, Stop};
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::stats::{ErrorKind, Snapshot, Stats};
 use crate::tls;
+use crate::{h1, h2};
 
 /// Starts and stops a run from outside (a controller, Ctrl-C). Cheap to clone.
 ///
@@ -109,6 +109,9 @@ pub struct RunResult {
     pub client_cpu: Duration,
     /// The first message seen for each error kind, to say *why* next to the counts.
     pub error_samples: Vec<(ErrorKind, String)>,
+    /// HTTP/2: the lowest SETTINGS_MAX_CONCURRENT_STREAMS a server sent, when it was below the
+    /// streams asked for (fewer requests were in flight than planned).
+    pub stream_limit: Option<u32>,
 }
 
 /// Runs `plan` to its end, telling `on_progress` when the connections are up, when the load
@@ -123,10 +126,25 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     if plan.stop == Stop::Requests(0) {
         return Err(EngineError::Plan("requests must be at least 1"));
     }
+    let h2 = match plan.protocol {
+        Protocol::Http1 => None,
+        Protocol::Http2 { streams: 0 } => return Err(EngineError::Plan("HTTP/2 streams must be at least 1")),
+        Protocol::Http2 { .. } if !plan.keepalive => {
+            return Err(EngineError::Plan("HTTP/2 needs keep-alive: its connections carry many requests"));
+        }
+        Protocol::Http2 { streams } => Some(H2Shared {
+            request_block: h2::encode_request(&plan.target, &plan.request).into(),
+            body: plan.request.body.clone().into(),
+            streams,
+        }),
+    };
     let ring = probe_io_uring()?;
     let addr = plan.target.resolve()?[0];
     let tls = if plan.target.is_tls() {
-        Some((tls::client_config(&plan.tls, &[b"http/1.1"])?, tls::server_name(&plan.target.host)?))
+        // For HTTP/2 http/1.1 is offered too, so that a server without h2 says so by choosing
+        // it, and the error can name the cause instead of a failed handshake.
+        let alpn: &[&[u8]] = if h2.is_some() { &[b"h2", b"http/1.1"] } else { &[b"http/1.1"] };
+        Some((tls::client_config(&plan.tls, alpn)?, tls::server_name(&plan.target.host)?))
     } else {
         None
     };
@@ -141,6 +159,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         request_timeout: plan.request_timeout,
         keepalive: plan.keepalive,
         min_wait: ring.min_wait,
+        h2,
     });
 
     let (tx, rx) = mpsc::channel::<ThreadMsg>();
@@ -194,6 +213,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         ring,
         client_cpu: collector.cpu,
         error_samples: collector.error_samples,
+        stream_limit: collector.stream_limit,
     })
 }
 
@@ -221,6 +241,7 @@ struct Collector {
     error_samples: Vec<(ErrorKind, String)>,
     end: Option<Instant>,
     cpu: Duration,
+    stream_limit: Option<u32>,
 }
 
 impl Collector {
@@ -238,6 +259,7 @@ impl Collector {
             error_samples: Vec::new(),
             end: None,
             cpu: Duration::ZERO,
+            stream_limit: None,
         }
     }
 
@@ -259,8 +281,13 @@ impl Collector {
                     Entry::Occupied(mut o) => o.get_mut().merge(&delta),
                 }
             }
-            ThreadMsg::Done { thread, rest, error_samples, ended, cpu } => {
+            ThreadMsg::Done(done) => {
+                let ThreadDone { thread, rest, error_samples, ended, cpu, stream_limit } = done;
                 self.total.merge(&rest);
+                self.stream_limit = match (self.stream_limit, stream_limit) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
                 self.cpu += cpu;
                 self.done[thread] = true;
                 self.end = Some(self.end.map_or(ended, |e| e.max(ended)));

@@ -7,12 +7,13 @@ use std::time::Duration;
 use std::sync::mpsc;
 use std::time::Instant;
 
-use volley_engine::{Plan, Progress, RequestSpec, RunControl, Stats, Stop, Target, TlsOptions, run};
+use volley_engine::{Plan, Progress, Protocol, RequestSpec, RunControl, Stats, Stop, Target, TlsOptions, run};
 
 fn plan(url: &str, stop: Stop) -> Plan {
     Plan {
         target: Target::parse(url).unwrap(),
         request: RequestSpec::new("GET", vec![], vec![]),
+        protocol: Protocol::Http1,
         connections: 4,
         threads: 2,
         stop,

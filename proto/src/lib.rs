@@ -5,7 +5,7 @@
 
 /// The protocol version both sides must speak. Bump it on any change that an older peer would
 /// misread; Hello and Shard carry it, and a mismatch is refused with a clear message.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 #[allow(clippy::all, clippy::pedantic)]
 pub mod v1 {

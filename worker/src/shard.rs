@@ -56,6 +56,8 @@ pub struct Outcome {
     pub interrupted: bool,
     /// The first message seen for each error kind.
     pub error_samples: Vec<(ErrorKind, String)>,
+    /// HTTP/2: the lowest stream limit a server set below the streams asked for.
+    pub stream_limit: Option<u32>,
 }
 
 /// Runs one shard to its end on this thread: probes io_uring (Failed with its one-line reason if
@@ -86,6 +88,7 @@ pub fn run_shard(plan: &Plan, control: &RunControl, sink: &mut dyn FnMut(Event))
             client_cpu: r.client_cpu,
             interrupted: r.interrupted,
             error_samples: r.error_samples,
+            stream_limit: r.stream_limit,
         })),
         Err(e) => Event::Failed(e.to_string()),
     });
@@ -95,12 +98,13 @@ pub fn run_shard(plan: &Plan, control: &RunControl, sink: &mut dyn FnMut(Event))
 mod tests {
     use super::*;
     use std::time::Instant;
-    use volley_engine::{RequestSpec, Stop, Target, TlsOptions};
+    use volley_engine::{Protocol, RequestSpec, Stop, Target, TlsOptions};
 
     fn plan(url: &str, stop: Stop) -> Plan {
         Plan {
             target: Target::parse(url).expect("valid URL"),
             request: RequestSpec::new("GET", Vec::new(), Vec::new()),
+            protocol: Protocol::Http1,
             connections: 4,
             threads: 2,
             stop,

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use volley_engine::{
-    ErrorKind, HistogramError, Plan, RequestSpec, RingSupport, Stats, Stop, Target, TargetError, TlsOptions,
+    ErrorKind, HistogramError, Plan, Protocol, RequestSpec, RingSupport, Stats, Stop, Target, TargetError, TlsOptions,
     decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
@@ -64,6 +64,14 @@ pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
         keepalive: plan.keepalive,
         insecure: plan.tls.insecure,
         extra_ca_pem: plan.tls.extra_ca_pem.clone(),
+        http_version: match plan.protocol {
+            Protocol::Http1 => 1,
+            Protocol::Http2 { .. } => 2,
+        },
+        streams: match plan.protocol {
+            Protocol::Http1 => 1,
+            Protocol::Http2 { streams } => streams,
+        },
     }
 }
 
@@ -97,6 +105,12 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
             return Err(WireError::Shard(format!("bad header '{}'", h.name.escape_debug())));
         }
     }
+    let protocol = match shard.http_version {
+        0 | 1 => Protocol::Http1,
+        2 if shard.streams == 0 => return Err(invalid("HTTP/2 with 0 streams per connection")),
+        2 => Protocol::Http2 { streams: shard.streams },
+        v => return Err(WireError::Shard(format!("HTTP version {v} is not supported by this worker"))),
+    };
     let connections = shard.connections as usize;
     let threads = match shard.threads {
         0 => default_threads.max(1),
@@ -109,6 +123,7 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
             shard.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
             shard.body.clone(),
         ),
+        protocol,
         connections,
         threads: threads.min(connections),
         stop,
@@ -144,6 +159,7 @@ pub fn stats_to_proto(stats: &Stats) -> v1::Stats {
             connects: c.connects,
             aborted: c.aborted,
             clamped: c.clamped,
+            refused: c.refused,
         }),
         latency: encode_histogram(&h.latency),
         connect: encode_histogram(&h.connect),
@@ -178,6 +194,7 @@ pub fn stats_from_proto(stats: &v1::Stats) -> Result<Stats, WireError> {
         into.connects = c.connects;
         into.aborted = c.aborted;
         into.clamped = c.clamped;
+        into.refused = c.refused;
     }
     let h = &mut out.histograms;
     for (into, bytes) in
@@ -246,6 +263,7 @@ pub fn event_to_proto(event: Event) -> v1::RunEvent {
             client_cpu_nanos: nanos(outcome.client_cpu),
             interrupted: outcome.interrupted,
             error_samples: error_samples_to_proto(&outcome.error_samples),
+            stream_limit: outcome.stream_limit.unwrap_or(0),
         }),
         Event::Failed(reason) => E::Failed(v1::Failed { reason }),
     };
@@ -275,6 +293,7 @@ pub fn event_from_proto(event: v1::RunEvent) -> Result<Event, WireError> {
             client_cpu: Duration::from_nanos(f.client_cpu_nanos),
             interrupted: f.interrupted,
             error_samples: error_samples_from_proto(&f.error_samples)?,
+            stream_limit: Some(f.stream_limit).filter(|&l| l > 0),
         })),
         E::Failed(f) => Event::Failed(f.reason),
     })
@@ -300,6 +319,7 @@ mod tests {
                 vec![("x-one".into(), "1".into()), ("Content-Type".into(), "text/plain".into())],
                 b"body".to_vec(),
             ),
+            protocol: Protocol::Http2 { streams: 7 },
             connections: 12,
             threads: 3,
             stop,
@@ -313,6 +333,7 @@ mod tests {
     fn assert_same_plan(a: &Plan, b: &Plan) {
         assert_eq!(a.target, b.target);
         assert_eq!(a.request, b.request);
+        assert_eq!(a.protocol, b.protocol);
         assert_eq!(a.connections, b.connections);
         assert_eq!(a.threads, b.threads);
         assert_eq!(a.stop, b.stop);
@@ -333,6 +354,7 @@ mod tests {
         p.request_timeout = None;
         p.keepalive = true;
         p.tls = TlsOptions::default();
+        p.protocol = Protocol::Http1;
         assert_same_plan(&shard_from_proto(&shard_to_proto(&p, Some(3)), 1).expect("valid shard"), &p);
     }
 
@@ -360,6 +382,8 @@ mod tests {
             ("neither", Box::new(|s| s.requests = 0)),
             ("both", Box::new(|s| s.duration_nanos = 1)),
             ("connect timeout", Box::new(|s| s.connect_timeout_nanos = 0)),
+            ("http version", Box::new(|s| s.http_version = 3)),
+            ("streams", Box::new(|s| s.streams = 0)),
             ("method", Box::new(|s| s.method = "GET /x HTTP/1.1\r\n".into())),
             ("method", Box::new(|s| s.method = String::new())),
             ("header name", Box::new(|s| s.headers.push(v1::Header { name: "a b".into(), value: "v".into() }))),
@@ -373,7 +397,7 @@ mod tests {
         let mut old = good.clone();
         old.protocol = 0;
         let err = shard_from_proto(&old, 4).expect_err("old protocol");
-        assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 0, this side speaks 1");
+        assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 0, this side speaks 2");
     }
 
     fn sample_stats() -> Stats {
@@ -385,6 +409,7 @@ mod tests {
         c.connects = 17;
         c.aborted = 3;
         c.clamped = 1;
+        c.refused = 9;
         for (i, kind) in ErrorKind::ALL.into_iter().enumerate() {
             c.add_errors(kind, i as u64 * 10 + 1);
         }
@@ -469,6 +494,7 @@ mod tests {
             client_cpu: Duration::from_millis(7_500),
             interrupted: true,
             error_samples: vec![(ErrorKind::Reset, "connection reset by peer".into())],
+            stream_limit: Some(16),
         };
         let events = vec![
             Event::Accepted { threads: 4, connections: 64, ring: ring.clone() },
@@ -498,8 +524,24 @@ mod tests {
                 (Event::Finished(a), Event::Finished(b)) => {
                     assert_same_stats(&a.stats, &b.stats);
                     assert_eq!(
-                        (a.duration, a.threads, a.connections, a.client_cpu, a.interrupted, &a.error_samples),
-                        (b.duration, b.threads, b.connections, b.client_cpu, b.interrupted, &b.error_samples)
+                        (
+                            a.duration,
+                            a.threads,
+                            a.connections,
+                            a.client_cpu,
+                            a.interrupted,
+                            &a.error_samples,
+                            a.stream_limit
+                        ),
+                        (
+                            b.duration,
+                            b.threads,
+                            b.connections,
+                            b.client_cpu,
+                            b.interrupted,
+                            &b.error_samples,
+                            b.stream_limit
+                        )
                     );
                 }
                 (Event::Failed(a), Event::Failed(b)) => assert_eq!(a, b),

@@ -9,7 +9,7 @@ use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status, Streaming};
-use volley_engine::{Plan, RequestSpec, Stop, Target, TlsOptions};
+use volley_engine::{Plan, Protocol, RequestSpec, Stop, Target, TlsOptions};
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1::{self, run_command::Command, run_event::Event, worker_client::WorkerClient};
 use volley_serve::{ServeConfig, Server};
@@ -55,6 +55,7 @@ fn shard(url: &str, connections: usize, stop: Stop) -> v1::Shard {
     let plan = Plan {
         target: Target::parse(url).expect("valid URL"),
         request: RequestSpec::new("GET", Vec::new(), Vec::new()),
+        protocol: Protocol::Http1,
         connections,
         threads: 1,
         stop,
@@ -275,7 +276,7 @@ async fn another_protocol_version_is_refused() {
     assert_eq!(
         status.message(),
         format!(
-            "incompatible protocol: controller speaks 999, this worker speaks 1 (volley {})",
+            "incompatible protocol: controller speaks 999, this worker speaks 2 (volley {})",
             env!("CARGO_PKG_VERSION")
         )
     );

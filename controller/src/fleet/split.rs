@@ -67,7 +67,7 @@ fn proportional(total: u64, weights: &[u64]) -> Vec<u64> {
 mod tests {
     use std::time::Duration;
 
-    use volley_engine::{RequestSpec, Target, TlsOptions};
+    use volley_engine::{Protocol, RequestSpec, Target, TlsOptions};
 
     use super::*;
 
@@ -75,6 +75,7 @@ mod tests {
         Plan {
             target: Target::parse("http://127.0.0.1:1/").unwrap(),
             request: RequestSpec::new("GET", vec![], vec![]),
+            protocol: Protocol::Http1,
             connections,
             threads: 4,
             stop,

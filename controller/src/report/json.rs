@@ -16,6 +16,8 @@ pub(crate) fn to_json(r: &Report) -> Value {
     json!({
         "url": r.url,
         "protocol": r.protocol,
+        "streamsPerConnection": r.streams,
+        "streamLimit": r.stream_limit,
         "threads": r.threads,
         "connections": r.connections,
         "durationSeconds": r.duration.as_secs_f64(),
@@ -111,6 +113,7 @@ fn counts(c: &Counters) -> Value {
         "errors": c.errors(),
         "connectErrors": c.errors_of(ErrorKind::Connect),
         "aborted": c.aborted,
+        "refused": c.refused,
     })
 }
 

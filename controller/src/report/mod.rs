@@ -6,7 +6,7 @@ mod text;
 
 use std::time::Duration;
 
-use volley_engine::{ErrorKind, RingSupport, Stats};
+use volley_engine::{ErrorKind, Protocol, RingSupport, Stats};
 
 use crate::fleet::{FleetRun, Second, WorkerInfo};
 
@@ -34,7 +34,12 @@ const LATE_START: Duration = Duration::from_millis(10);
 
 pub(crate) struct Report {
     pub url: String,
-    pub protocol: &'static str,
+    /// "HTTP/1.1" or "HTTP/2"
+    pub protocol: String,
+    /// HTTP/2: the streams per connection asked for (-p).
+    pub streams: Option<u32>,
+    /// HTTP/2: the lowest stream limit a server set below `streams`.
+    pub stream_limit: Option<u32>,
     pub threads: usize,
     pub connections: usize,
     pub duration: Duration,
@@ -74,10 +79,12 @@ pub(crate) struct WorkerLine {
     pub ring: Option<RingSupport>,
     /// Why its result is missing or incomplete.
     pub failure: Option<String>,
+    /// HTTP/2: the lowest stream limit its server connections set below the streams asked for.
+    pub stream_limit: Option<u32>,
 }
 
 impl Report {
-    pub(crate) fn from_fleet(url: String, fleet: FleetRun) -> Self {
+    pub(crate) fn from_fleet(url: String, protocol: Protocol, fleet: FleetRun) -> Self {
         let interrupted = fleet.interrupted;
         let workers = fleet
             .workers
@@ -99,6 +106,7 @@ impl Report {
                         error_samples: o.error_samples,
                         ring,
                         failure: w.failure,
+                        stream_limit: o.stream_limit,
                     },
                     None => WorkerLine {
                         address: w.address,
@@ -113,11 +121,17 @@ impl Report {
                         error_samples: Vec::new(),
                         ring,
                         failure: w.failure,
+                        stream_limit: None,
                     },
                 }
             })
             .collect();
-        Report::from_workers(url, workers, fleet.remote, interrupted, fleet.intervals)
+        let mut report = Report::from_workers(url, workers, fleet.remote, interrupted, fleet.intervals);
+        if let Protocol::Http2 { streams } = protocol {
+            report.protocol = "HTTP/2".into();
+            report.streams = Some(streams);
+        }
+        report
     }
 
     /// Merges the workers' results: counters add up, histograms are added sample for sample.
@@ -148,7 +162,9 @@ impl Report {
         }
         Report {
             url,
-            protocol: "HTTP/1.1",
+            protocol: "HTTP/1.1".into(),
+            streams: None,
+            stream_limit: workers.iter().filter_map(|w| w.stream_limit).min(),
             threads,
             connections,
             duration,
@@ -198,6 +214,18 @@ impl Report {
             w.push(format!(
                 "{} requests were in flight when the run stopped: the server may have seen them, but they are neither ok nor errors",
                 c.aborted
+            ));
+        }
+        if c.refused > 0 {
+            w.push(format!(
+                "the server declined {} HTTP/2 requests unprocessed (GOAWAY or REFUSED_STREAM); they were sent again and are not in the totals",
+                c.refused
+            ));
+        }
+        if let (Some(limit), Some(asked)) = (self.stream_limit, self.streams) {
+            w.push(format!(
+                "the server allows {limit} streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS), fewer than the {asked} asked for with -p: at most {} requests were in flight",
+                u64::from(limit) * self.connections as u64
             ));
         }
         if c.clamped > 0 {
@@ -272,6 +300,7 @@ mod tests {
             error_samples: Vec::new(),
             ring: None,
             failure: None,
+            stream_limit: None,
         }
     }
 

@@ -15,6 +15,8 @@ use crate::error::CliError;
 pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliError> {
     let mut workers = Vec::with_capacity(paths.len());
     let mut urls: Vec<String> = Vec::new();
+    let mut protocols: Vec<String> = Vec::new();
+    let mut streams: Vec<Option<u32>> = Vec::new();
     for path in paths {
         let bad = |why: String| CliError::File { path: path.display().to_string(), why };
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
@@ -23,9 +25,24 @@ pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliErro
         if !urls.contains(&url) {
             urls.push(url);
         }
+        let protocol = report["protocol"].as_str().unwrap_or("HTTP/1.1").to_string();
+        if !protocols.contains(&protocol) {
+            protocols.push(protocol);
+        }
+        let asked = report["streamsPerConnection"].as_u64().and_then(|n| u32::try_from(n).ok());
+        if !streams.contains(&asked) {
+            streams.push(asked);
+        }
         workers.push(line(path, &report).map_err(bad)?);
     }
-    Ok(Report::from_workers(urls.join(", "), workers, true, false, Vec::new()))
+    let mut report = Report::from_workers(urls.join(", "), workers, true, false, Vec::new());
+    report.protocol = protocols.join(", ");
+    // Merged runs asked for the same streams, or the number means nothing.
+    report.streams = match streams.as_slice() {
+        [one] => *one,
+        _ => None,
+    };
+    Ok(report)
 }
 
 fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
@@ -37,6 +54,8 @@ fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
     c.bytes_sent = count(r, "/bytesSent")?;
     c.connects = count(r, "/connectionsMade")?;
     c.clamped = count(r, "/clampedSamples")?;
+    // Reports from before HTTP/2 have no such field.
+    c.refused = r.pointer("/requests/refused").map_or(Ok(0), |_| count(r, "/requests/refused"))?;
     for kind in ErrorKind::ALL {
         c.add_errors(kind, count(r, &format!("/errors/{}", kind.name()))?);
     }
@@ -76,6 +95,7 @@ fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
         error_samples,
         ring: None,
         failure: None,
+        stream_limit: r["streamLimit"].as_u64().and_then(|n| u32::try_from(n).ok()),
     })
 }
 

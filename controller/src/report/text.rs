@@ -12,7 +12,15 @@ pub(crate) fn to_text(r: &Report) -> String {
     let mut out = String::new();
     let secs = r.duration.as_secs_f64();
     let _ = writeln!(out, "URL:          {}", r.url);
-    let _ = writeln!(out, "Protocol:     {}", r.protocol);
+    match r.streams {
+        Some(n) => {
+            let streams = if n == 1 { "stream" } else { "streams" };
+            let _ = writeln!(out, "Protocol:     {}, {n} {streams} per connection", r.protocol);
+        }
+        None => {
+            let _ = writeln!(out, "Protocol:     {}", r.protocol);
+        }
+    }
     let _ = writeln!(out, "Threads:      {}", r.threads);
     let _ = writeln!(out, "Connections:  {}", r.connections);
     let _ = writeln!(

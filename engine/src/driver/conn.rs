@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use crate::h1::Scanner;
+use crate::h2::conn::Connection as H2Connection;
 use crate::tls::TlsSession;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +50,18 @@ pub(crate) struct Conn {
     pub send_from_request: bool,
     pub send_buf: Vec<u8>,
     pub send_off: usize,
+    /// The HTTP/2 session, once the connection is open (HTTP/2 runs only). Its streams are the
+    /// requests in flight; `outstanding` then only means a budget unit claimed for a first
+    /// stream not yet started.
+    pub h2: Option<Box<H2Connection>>,
+    /// Streams started since the session's output was last handed to a send: their requests
+    /// have not reached the kernel.
+    pub h2_unsent: u32,
+    /// On the loop's list of connections to write at the end of this batch.
+    pub dirty: bool,
+    /// The error code of a GOAWAY that reported a problem: streams lost with the connection
+    /// then count as protocol errors, not resets.
+    pub goaway_error: Option<u32>,
 }
 
 impl Conn {
@@ -72,6 +85,10 @@ impl Conn {
             send_from_request: false,
             send_buf: Vec::new(),
             send_off: 0,
+            h2: None,
+            h2_unsent: 0,
+            dirty: false,
+            goaway_error: None,
         }
     }
 }

@@ -17,8 +17,10 @@ use io_uring::{CompletionQueue, IoUring, SubmissionQueue, Submitter, cqueue, opc
 
 use super::buf_ring::BufRing;
 use super::conn::{Conn, Phase};
-use super::{Shared, ThreadMsg, ThreadPlan};
+use super::{Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::h1::Response;
+use crate::h2::conn::{Connection as H2Connection, Event as H2Event};
+use crate::h2::frame::code as h2_code;
 use crate::ring::build_ring;
 use crate::stats::{ErrorKind, Stats};
 use crate::tls::TlsSession;
@@ -105,6 +107,14 @@ pub(super) struct Loop<'r> {
     /// Connections in Phase::Open, kept so the wait need not count them.
     open: usize,
     error_samples: Vec<(ErrorKind, String)>,
+    /// HTTP/2 connections with output to write once this batch of completions is handled.
+    dirty: Vec<usize>,
+    /// HTTP/2 events of the receive being handled (reused).
+    h2_events: Vec<H2Event>,
+    /// HTTP/2 session output on its way into TLS (reused).
+    h2_plain: Vec<u8>,
+    /// The lowest SETTINGS_MAX_CONCURRENT_STREAMS seen below the streams asked for.
+    stream_limit: Option<u32>,
 }
 
 impl<'r> Loop<'r> {
@@ -147,6 +157,10 @@ impl<'r> Loop<'r> {
             deadline: None,
             open: 0,
             error_samples: Vec::new(),
+            dirty: Vec::new(),
+            h2_events: Vec::new(),
+            h2_plain: Vec::new(),
+            stream_limit: None,
             shared,
             plan,
         })
@@ -161,7 +175,9 @@ impl<'r> Loop<'r> {
         let error_samples = std::mem::take(&mut self.error_samples);
         let cpu = super::thread_cpu_time();
         let thread = self.plan.index;
-        let _ = self.plan.tx.send(ThreadMsg::Done { thread, rest, error_samples, ended, cpu });
+        let stream_limit = self.stream_limit;
+        let done = ThreadDone { thread, rest, error_samples, ended, cpu, stream_limit };
+        let _ = self.plan.tx.send(ThreadMsg::Done(done));
         if !clean {
             // Leak rather than free buffers the kernel may still write into.
             std::mem::forget(self);
@@ -214,7 +230,12 @@ impl<'r> Loop<'r> {
             let c = &mut self.conns[i];
             if c.parked {
                 c.parked = false;
-                self.send_request(i, now)?;
+                if c.h2.is_some() {
+                    self.start_streams(i, now)?;
+                    self.flush(i)?;
+                } else {
+                    self.send_request(i, now)?;
+                }
             } else if c.phase == Phase::Idle && c.pending_ops == 0 {
                 self.start_conn(i, now)?;
             }
@@ -295,6 +316,11 @@ impl<'r> Loop<'r> {
             self.complete(data, res, flags)?;
         }
         self.bufs.publish();
+        // One write per HTTP/2 connection for everything this batch freed its streams to send.
+        while let Some(i) = self.dirty.pop() {
+            self.conns[i].dirty = false;
+            self.flush(i)?;
+        }
         Ok(())
     }
 
@@ -327,9 +353,19 @@ impl<'r> Loop<'r> {
         }
         if now >= self.next_check {
             self.next_check = now + CHECK_EVERY;
+            let cutoff = self.shared.request_timeout.and_then(|t| now.checked_sub(t));
             for i in 0..self.conns.len() {
                 if self.conns[i].deadline.is_some_and(|d| now >= d) {
                     self.expire(i)?;
+                }
+                if let (Some(cutoff), Some(h2)) = (cutoff, self.conns[i].h2.as_mut()) {
+                    let expired = h2.expire(cutoff);
+                    if expired > 0 {
+                        let why = "no complete response within --timeout".to_string();
+                        self.count_errors(ErrorKind::Timeout, u64::from(expired), why);
+                        self.start_streams(i, now)?;
+                        self.flush(i)?;
+                    }
                 }
                 // A connection left idle by a failed socket() gets another try.
                 if self.released && self.conns[i].phase == Phase::Idle && self.conns[i].pending_ops == 0 {
@@ -381,6 +417,7 @@ impl<'r> Loop<'r> {
         c.deadline = None;
         c.peer_closed = false;
         c.scanner = Default::default();
+        c.goaway_error = None;
         let fd = match new_socket(&self.shared.addr) {
             Ok(fd) => fd,
             Err(e) => {
@@ -484,12 +521,39 @@ impl<'r> Loop<'r> {
 
     /// The connection is ready for requests: TCP up and, for https, the handshake done.
     fn connected(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        if let (Some(_), Some(tls)) = (&self.shared.h2, &self.conns[i].tls)
+            && tls.alpn() != Some(b"h2")
+        {
+            let chose = match tls.alpn() {
+                Some(p) => format!("it chose {}", String::from_utf8_lossy(p)),
+                None => "it chose no protocol".to_string(),
+            };
+            self.connect_failures += 1;
+            let why = format!("the server does not offer HTTP/2 over TLS (ALPN: we offered h2, {chose})");
+            self.fail(i, ErrorKind::Tls, why);
+            return self.begin_close(i);
+        }
         self.connects_ok += 1;
         self.stats.counters.connects += 1;
         let started = self.conns[i].connect_started;
         Stats::record(&mut self.stats.counters, &mut self.stats.histograms.connect, now - started);
         self.conns[i].phase = Phase::Open;
         self.open += 1;
+        if let Some(h2) = &self.shared.h2 {
+            // The preface and SETTINGS go out now, even before the start: they are set-up, and
+            // the server's SETTINGS (its stream limit) are then known when the load starts.
+            let session = H2Connection::new(h2.request_block.clone(), h2.body.clone(), h2.streams);
+            let c = &mut self.conns[i];
+            c.h2 = Some(Box::new(session));
+            c.h2_unsent = 0;
+            c.deadline = None;
+            if self.released {
+                self.start_streams(i, now)?;
+            } else {
+                c.parked = true;
+            }
+            return self.flush(i);
+        }
         if self.released {
             return self.send_request(i, now);
         }
@@ -531,17 +595,31 @@ impl<'r> Loop<'r> {
         }
     }
 
-    /// Sends pending TLS records unless a send is already in flight (its completion calls
-    /// this again).
+    /// Sends pending HTTP/2 output and TLS records unless a send is already in flight (its
+    /// completion calls this again).
     fn flush(&mut self, i: usize) -> io::Result<()> {
         let c = &mut self.conns[i];
         if c.sending {
             return Ok(());
         }
-        let Some(tls) = &mut c.tls else { return Ok(()) };
         c.send_buf.clear();
         c.send_off = 0;
-        tls.take_ciphertext(&mut c.send_buf);
+        if let Some(h2) = &mut c.h2
+            && h2.wants_write()
+        {
+            c.h2_unsent = 0;
+            match &mut c.tls {
+                Some(tls) => {
+                    h2.take_output(&mut self.h2_plain);
+                    tls.send(&self.h2_plain);
+                    self.h2_plain.clear();
+                }
+                None => h2.take_output(&mut c.send_buf),
+            }
+        }
+        if let Some(tls) = &mut c.tls {
+            tls.take_ciphertext(&mut c.send_buf);
+        }
         if c.send_buf.is_empty() {
             return Ok(());
         }
@@ -673,6 +751,9 @@ impl<'r> Loop<'r> {
         if c.phase != Phase::Open {
             return Ok(());
         }
+        if c.h2.is_some() {
+            return self.on_h2_bytes(i, data, now);
+        }
         if c.parked {
             // The server spoke before we asked (a 408 on an idle connection, say).
             self.fail(i, ErrorKind::Reset, "bytes on a connection waiting for the start".into());
@@ -708,8 +789,112 @@ impl<'r> Loop<'r> {
         }
     }
 
+    /// HTTP/2 bytes: frames for any of the connection's streams.
+    fn on_h2_bytes(&mut self, i: usize, data: &[u8], now: Instant) -> io::Result<()> {
+        let mut events = std::mem::take(&mut self.h2_events);
+        let received = match self.conns[i].h2.as_mut() {
+            Some(h2) => h2.receive(data, now, &mut events),
+            None => Ok(()),
+        };
+        for event in events.drain(..) {
+            self.on_h2_event(i, event, now);
+        }
+        self.h2_events = events;
+        if let Err(e) = received {
+            self.fail(i, ErrorKind::Protocol, e.to_string());
+            return self.begin_close(i);
+        }
+        self.start_streams(i, now)
+    }
+
+    fn on_h2_event(&mut self, i: usize, event: H2Event, now: Instant) {
+        let counters = &mut self.stats.counters;
+        match event {
+            H2Event::Response { status, sent_at, first_byte_at, .. } => {
+                counters.ok += 1;
+                counters.status(status);
+                Stats::record(counters, &mut self.stats.histograms.latency, now - sent_at);
+                Stats::record(counters, &mut self.stats.histograms.ttfb, first_byte_at - sent_at);
+            }
+            H2Event::StreamReset { code: h2_code::REFUSED_STREAM, .. } => self.refused(1),
+            H2Event::StreamReset { code, .. } => {
+                let why = format!("the server reset a stream (RST_STREAM {})", h2_code::name(code));
+                self.count_errors(ErrorKind::Reset, 1, why);
+            }
+            H2Event::GoAway { code: h2_code::NO_ERROR, unanswered, .. } => self.refused(unanswered.len() as u64),
+            H2Event::GoAway { code, unanswered, .. } => {
+                self.conns[i].goaway_error = Some(code);
+                let why = format!("the server sent GOAWAY {}", h2_code::name(code));
+                self.count_errors(ErrorKind::Protocol, unanswered.len() as u64, why);
+            }
+            H2Event::StreamsLimited { limit } => {
+                self.stream_limit = Some(self.stream_limit.map_or(limit, |l| l.min(limit)));
+            }
+        }
+    }
+
+    /// Requests the server declined unprocessed: they go back into the budget to be sent again.
+    fn refused(&mut self, n: u64) {
+        self.stats.counters.refused += n;
+        if let Some(budget) = &mut self.budget {
+            *budget += n;
+        }
+    }
+
+    /// Starts as many streams on HTTP/2 connection `i` as the budget, `-p` and the server allow,
+    /// to be written with the rest of this batch; closes the connection once it has nothing left
+    /// to do (budget spent, or GOAWAY and its last streams answered).
+    fn start_streams(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        let c = &self.conns[i];
+        let Some(h2) = &c.h2 else { return Ok(()) };
+        // Before the start nothing goes out but set-up. And the server's SETTINGS come within a
+        // round trip of the connection: wait for them rather than guess its stream limit and
+        // have it refuse what went beyond.
+        if !c.parked && h2.peer_settings_seen() {
+            self.fill_streams(i, now);
+            let c = &self.conns[i];
+            if c.h2.as_ref().is_some_and(|h2| h2.open_streams() == 0) {
+                self.release_claim(i);
+                return self.begin_close(i);
+            }
+        }
+        let c = &mut self.conns[i];
+        if c.h2.as_ref().is_some_and(|h2| h2.wants_write()) && !c.dirty {
+            c.dirty = true;
+            self.dirty.push(i);
+        }
+        Ok(())
+    }
+
+    fn fill_streams(&mut self, i: usize, now: Instant) {
+        let Some(h2) = &self.conns[i].h2 else { return };
+        for _ in 0..h2.can_start() {
+            // A connection's first stream uses the unit claimed when it was opened.
+            if !self.conns[i].outstanding && !self.claim() {
+                break;
+            }
+            let c = &mut self.conns[i];
+            c.outstanding = false;
+            if let Some(h2) = c.h2.as_mut()
+                && h2.start_request(now).is_some()
+            {
+                c.h2_unsent += 1;
+            }
+        }
+    }
+
     fn on_eof(&mut self, i: usize, now: Instant) -> io::Result<()> {
         let c = &mut self.conns[i];
+        if let Some(h2) = &c.h2 {
+            let open = h2.open_streams();
+            if open > 0 {
+                let kind = if c.goaway_error.is_some() { ErrorKind::Protocol } else { ErrorKind::Reset };
+                self.fail(i, kind, format!("the server closed the connection with {open} HTTP/2 streams in flight"));
+            } else {
+                self.release_claim(i);
+            }
+            return self.begin_close(i);
+        }
         if c.outstanding {
             match c.phase {
                 Phase::Handshaking => {
@@ -749,9 +934,17 @@ impl<'r> Loop<'r> {
         }
     }
 
-    /// The request claimed on `i` failed.
+    /// The connection `i` failed, and with it every request claimed on it: the one in flight
+    /// (HTTP/1.1) or every open stream (HTTP/2). The caller closes it.
     fn fail(&mut self, i: usize, kind: ErrorKind, why: String) {
         let c = &mut self.conns[i];
+        if let Some(h2) = c.h2.take() {
+            // Taken, so that its streams cannot be counted twice.
+            let open = h2.open_streams() as u64;
+            self.release_claim(i);
+            self.count_errors(kind, open, why);
+            return;
+        }
         if !c.outstanding {
             return;
         }
@@ -767,9 +960,30 @@ impl<'r> Loop<'r> {
         }
         c.outstanding = false;
         c.deadline = None;
-        self.stats.counters.error(kind);
+        self.count_errors(kind, 1, why);
+    }
+
+    /// `n` requests failed for one reason.
+    fn count_errors(&mut self, kind: ErrorKind, n: u64, why: String) {
+        if n == 0 {
+            return;
+        }
+        self.stats.counters.add_errors(kind, n);
         if !self.error_samples.iter().any(|(k, _)| *k == kind) {
             self.error_samples.push((kind, why));
+        }
+    }
+
+    /// An HTTP/2 connection lets go of the budget unit it claimed for a stream it never started
+    /// (parked, or closing before it could): nothing was sent for it.
+    fn release_claim(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if c.outstanding {
+            c.outstanding = false;
+            c.parked = false;
+            if let Some(n) = &mut self.budget {
+                *n += 1;
+            }
         }
     }
 
@@ -786,6 +1000,7 @@ impl<'r> Loop<'r> {
         c.phase = Phase::Closing;
         c.deadline = None;
         c.tls = None;
+        c.h2 = None;
         let g = c.generation;
         c.pending_ops += 2;
         // A hard link: the close must run even when there was nothing left to cancel.
@@ -806,7 +1021,10 @@ impl<'r> Loop<'r> {
             let c = &mut self.conns[i];
             // A request whose send was queued goes out (the final submit carries it before the
             // cancel), so the server may see it; one not yet queued is not counted at all.
-            if c.outstanding && c.phase == Phase::Open && c.request_queued {
+            if let Some(h2) = &c.h2 {
+                // Streams whose requests reached the kernel; the parked claim never went out.
+                self.stats.counters.aborted += (h2.open_streams() as u64).saturating_sub(u64::from(c.h2_unsent));
+            } else if c.outstanding && c.phase == Phase::Open && c.request_queued {
                 self.stats.counters.aborted += 1;
             }
             c.outstanding = false;

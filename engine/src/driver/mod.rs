@@ -29,6 +29,16 @@ pub(crate) struct Shared {
     pub request_timeout: Option<Duration>,
     pub keepalive: bool,
     pub min_wait: bool,
+    /// Set for HTTP/2 runs.
+    pub h2: Option<H2Shared>,
+}
+
+/// What every HTTP/2 connection of a run sends: encoded once, shared by reference.
+pub(crate) struct H2Shared {
+    pub request_block: Arc<[u8]>,
+    pub body: Arc<[u8]>,
+    /// Streams to keep in flight on each connection (-p).
+    pub streams: u32,
 }
 
 /// One thread's share of the plan.
@@ -52,7 +62,18 @@ pub(crate) enum ThreadMsg {
     /// The delta of one whole second since the start (tick 1 covers 0 s to 1 s).
     Interval { thread: usize, tick: u32, delta: Stats },
     /// The thread is done: everything since its last interval.
-    Done { thread: usize, rest: Stats, error_samples: Vec<(ErrorKind, String)>, ended: Instant, cpu: Duration },
+    Done(ThreadDone),
+}
+
+/// A thread's last message.
+pub(crate) struct ThreadDone {
+    pub thread: usize,
+    pub rest: Stats,
+    pub error_samples: Vec<(ErrorKind, String)>,
+    pub ended: Instant,
+    pub cpu: Duration,
+    /// The lowest SETTINGS_MAX_CONCURRENT_STREAMS a server sent below the streams asked for.
+    pub stream_limit: Option<u32>,
 }
 
 pub(crate) use event_loop::encode_sockaddr;

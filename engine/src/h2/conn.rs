@@ -227,6 +227,23 @@ impl Connection {
         result
     }
 
+    /// Cancels every stream whose request started before `cutoff` (RST_STREAM CANCEL queued):
+    /// they ran out of time. Returns how many.
+    pub(crate) fn expire(&mut self, cutoff: Instant) -> u32 {
+        let mut expired = 0;
+        let mut i = 0;
+        while i < self.streams.len() {
+            if self.streams[i].sent_at < cutoff {
+                let s = self.remove(i);
+                frame::encode_rst_stream(&mut self.out, s.id, code::CANCEL);
+                expired += 1;
+            } else {
+                i += 1;
+            }
+        }
+        expired
+    }
+
     /// Appends everything queued to send: one buffer, so all streams share one socket write.
     pub(crate) fn take_output(&mut self, out: &mut Vec<u8>) {
         if out.is_empty() {
@@ -243,6 +260,7 @@ impl Connection {
         !self.out.is_empty()
     }
 
+    #[cfg(test)]
     pub(crate) fn peer_max_concurrent_streams(&self) -> Option<u32> {
         self.peer_max_streams
     }
@@ -253,11 +271,17 @@ impl Connection {
         self.goaway.is_some() || self.next_stream_id > MAX_STREAM_ID
     }
 
+    /// The peer's SETTINGS arrived: its limits are known.
+    pub(crate) fn peer_settings_seen(&self) -> bool {
+        self.peer_settings_seen
+    }
+
     pub(crate) fn open_streams(&self) -> usize {
         self.streams.len()
     }
 
     /// The peer acknowledged our SETTINGS.
+    #[cfg(test)]
     pub(crate) fn settings_acked(&self) -> bool {
         self.settings_acked
     }
@@ -600,6 +624,7 @@ impl Connection {
 mod tests {
     use super::*;
     use crate::h2::frame::{flag, kind};
+    use crate::h2::rng::Rng;
     use std::time::Duration;
 
     const MAX: u32 = frame::DEFAULT_MAX_FRAME_SIZE;
@@ -887,6 +912,26 @@ mod tests {
     }
 
     #[test]
+    fn expired_streams_are_cancelled_and_their_late_frames_ignored() {
+        let early = t0();
+        let late = early + Duration::from_millis(10);
+        let mut c = conn(3, b"");
+        c.start_request(early);
+        c.start_request(early);
+        c.start_request(late);
+        output(&mut c);
+        assert_eq!(c.expire(late), 2);
+        assert_eq!(c.open_streams(), 1);
+        assert_eq!(output(&mut c), [Out::Rst(1, code::CANCEL), Out::Rst(3, code::CANCEL)]);
+        let mut s = Vec::new();
+        settings(&mut s, &[]);
+        headers(&mut s, 1, 200, true);
+        headers(&mut s, 5, 200, true);
+        assert!(matches!(feed(&mut c, &s, late).unwrap()[..], [Event::Response { stream: 5, .. }]));
+        assert_eq!(c.expire(late), 0);
+    }
+
+    #[test]
     fn goaway_with_last_stream_id() {
         let now = t0();
         let mut c = conn(3, b"");
@@ -1126,20 +1171,6 @@ mod tests {
             s
         };
         assert!(matches!(fails(1, &bad_frame_size), ConnError::Protocol(_)));
-    }
-
-    /// Deterministic xorshift; no dependency needed.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n.max(1) as u64) as usize
-        }
     }
 
     #[test]

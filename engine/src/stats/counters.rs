@@ -52,6 +52,10 @@ pub struct Counters {
     pub aborted: u64,
     /// Samples beyond a histogram's range, recorded as its highest value.
     pub clamped: u64,
+    /// HTTP/2 requests the server declined unprocessed (beyond a GOAWAY's last stream, or
+    /// RST_STREAM REFUSED_STREAM) and that were sent again: neither ok nor errors, since the
+    /// server promised it did not act on them.
+    pub refused: u64,
 }
 
 impl Default for Counters {
@@ -65,6 +69,7 @@ impl Default for Counters {
             connects: 0,
             aborted: 0,
             clamped: 0,
+            refused: 0,
         }
     }
 }
@@ -121,5 +126,6 @@ impl Counters {
         self.connects += other.connects;
         self.aborted += other.aborted;
         self.clamped += other.clamped;
+        self.refused += other.refused;
     }
 }

@@ -67,6 +67,11 @@ impl TlsSession {
         self.conn.is_handshaking()
     }
 
+    /// The protocol the server chose with ALPN, once the handshake is done.
+    pub(crate) fn alpn(&self) -> Option<&[u8]> {
+        self.conn.alpn_protocol()
+    }
+
     /// Takes ciphertext from the wire; appends any plaintext it carried to `plain`.
     pub(crate) fn receive(&mut self, mut data: &[u8], plain: &mut Vec<u8>) -> Result<Received, rustls::Error> {
         let mut closed = false;

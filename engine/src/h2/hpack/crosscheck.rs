@@ -6,26 +6,7 @@
 use httlib_hpack::{Decoder as TheirDecoder, Encoder as TheirEncoder};
 
 use super::{Decoded, Decoder, encode_request};
-
-/// xorshift64*: deterministic, so a failure reproduces.
-pub(crate) struct Rng(pub(crate) u64);
-
-impl Rng {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    pub(crate) fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    pub(crate) fn chance(&mut self, one_in: usize) -> bool {
-        self.below(one_in) == 0
-    }
-}
+use crate::h2::rng::Rng;
 
 const NAMES: &[&str] = &[
     "content-type",

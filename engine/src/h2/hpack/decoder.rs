@@ -146,13 +146,13 @@ impl Decoder {
         Decoder { table: DynamicTable::new(max_table_size), max_table_size }
     }
 
-    /// Applies a new SETTINGS_HEADER_TABLE_SIZE once the peer has acknowledged it. A lower
-    /// limit shrinks the table now: the peer's encoder has to do the same (§4.2).
+    /// Applies a new SETTINGS_HEADER_TABLE_SIZE once the peer has acknowledged it: the limit
+    /// for the size updates it sends from now on. The table itself shrinks when the peer's
+    /// encoder says so with a size update, which §4.2 requires at the start of its next block;
+    /// some servers (h2o 2.2) never send one and go on indexing into the old size, and the
+    /// decoder still follows them, since their table is the one their indices point into.
     pub(crate) fn set_max_table_size(&mut self, size: usize) {
         self.max_table_size = size;
-        if self.table.capacity() > size {
-            self.table.set_capacity(size);
-        }
     }
 
     /// Decodes one complete header block (HEADERS + CONTINUATION payloads concatenated).
@@ -567,11 +567,16 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn lowering_the_limit_evicts() {
+    fn a_lowered_limit_shrinks_the_table_when_the_peer_says_so() {
         let mut d = Decoder::new(4096);
         d.decode(&hex("400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572")).unwrap();
         assert_eq!(d.table_size(), 55);
         d.set_max_table_size(0);
+        // A peer that has not (yet) sent its size update still indexes into its old table.
+        assert_eq!(d.decode(&[0xbe]).unwrap().header_bytes, "custom-keycustom-header".len());
+        assert_eq!(d.table_size(), 55);
+        // Its size update empties it.
+        d.decode(&[0x20]).unwrap();
         assert_eq!(d.table_size(), 0);
         assert_eq!(d.decode(&[0xbe]), Err(HpackError::IndexOutOfRange { index: 62, len: 61 }));
     }

@@ -15,11 +15,12 @@ mod encoder;
 mod huffman;
 mod table;
 
-// Until the event loop drives HTTP/2 (issue 4 lands in parts), only tests reach these.
-#[allow(unused_imports)]
-pub(crate) use decoder::{Decoded, Decoder};
-#[allow(unused_imports)]
-pub(crate) use encoder::{encode_request, literal};
+#[cfg(test)]
+pub(crate) use decoder::Decoded;
+pub(crate) use decoder::Decoder;
+pub(crate) use encoder::encode_request;
+#[cfg(test)]
+pub(crate) use encoder::literal;
 
 /// Why a header block could not be decoded. Every one is a connection error of type
 /// COMPRESSION_ERROR (RFC 7540 §4.3): the dynamic table can no longer be trusted.

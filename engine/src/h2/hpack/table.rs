@@ -155,12 +155,9 @@ impl DynamicTable {
         self.entries.len()
     }
 
+    #[cfg(test)]
     pub(crate) fn size(&self) -> usize {
         self.size
-    }
-
-    pub(crate) fn capacity(&self) -> usize {
-        self.capacity
     }
 
     fn evict_to(&mut self, target: usize) {

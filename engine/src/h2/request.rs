@@ -1,0 +1,87 @@
+//! The one HTTP/2 request header block a run sends, encoded once before any load starts.
+
+use super::hpack;
+use crate::plan::RequestSpec;
+use crate::target::Target;
+
+/// Header fields HTTP/2 forbids (RFC 9113 §8.2.2); `host` becomes `:authority`.
+const CONNECTION_SPECIFIC: [&str; 6] =
+    ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"];
+
+/// The request's header block, as `h1::encode_request` would write the same request: the same
+/// defaults (user-agent, accept; content-length ours), names lowercased as HTTP/2 requires, and
+/// a user's `Host` as the `:authority`.
+pub(crate) fn encode_request(target: &Target, spec: &RequestSpec) -> Vec<u8> {
+    let has = |name: &str| spec.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let authority = spec
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map_or_else(|| target.authority(), |(_, v)| v.clone());
+    let mut headers: Vec<(String, String)> = Vec::with_capacity(spec.headers.len() + 3);
+    if !has("user-agent") {
+        headers.push(("user-agent".into(), concat!("volley/", env!("CARGO_PKG_VERSION")).into()));
+    }
+    if !has("accept") {
+        headers.push(("accept".into(), "*/*".into()));
+    }
+    for (name, value) in &spec.headers {
+        let name = name.to_ascii_lowercase();
+        if name == "host" || name == "content-length" || CONNECTION_SPECIFIC.contains(&name.as_str()) {
+            continue;
+        }
+        headers.push((name, value.clone()));
+    }
+    if !spec.body.is_empty() || spec.method_expects_body() {
+        headers.push(("content-length".into(), spec.body.len().to_string()));
+    }
+    let scheme = if target.is_tls() { "https" } else { "http" };
+    hpack::encode_request(&spec.method, scheme, &authority, &target.path_and_query, &headers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The block as a second HPACK implementation reads it.
+    fn decoded(block: &[u8]) -> Vec<(String, String)> {
+        let mut theirs = httlib_hpack::Decoder::with_dynamic_size(4096);
+        let mut buf = block.to_vec();
+        let mut fields = Vec::new();
+        theirs.decode(&mut buf, &mut fields).expect("a valid header block");
+        let text = |b: Vec<u8>| String::from_utf8(b).expect("ASCII");
+        fields.into_iter().map(|(n, v, _)| (text(n), text(v))).collect()
+    }
+
+    #[test]
+    fn pseudo_headers_come_first_then_defaults() {
+        let target = Target::parse("https://example.test:8443/a?b=c").expect("valid url");
+        let fields = decoded(&encode_request(&target, &RequestSpec::new("GET", vec![], vec![])));
+        let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, [":method", ":scheme", ":authority", ":path", "user-agent", "accept"]);
+        assert_eq!(fields[1].1, "https");
+        assert_eq!(fields[2].1, "example.test:8443");
+        assert_eq!(fields[3].1, "/a?b=c");
+    }
+
+    #[test]
+    fn host_becomes_authority_and_connection_headers_are_dropped() {
+        let target = Target::parse("http://127.0.0.1:8080/").expect("valid url");
+        let spec = RequestSpec::new(
+            "POST",
+            vec![
+                ("Host".into(), "vhost.test".into()),
+                ("Connection".into(), "close".into()),
+                ("Content-Length".into(), "999".into()),
+                ("X-Trace".into(), "1".into()),
+            ],
+            b"hello".to_vec(),
+        );
+        let fields = decoded(&encode_request(&target, &spec));
+        assert!(fields.contains(&(":authority".into(), "vhost.test".into())));
+        assert!(fields.contains(&("x-trace".into(), "1".into())));
+        assert!(fields.contains(&("content-length".into(), "5".into())));
+        assert!(!fields.iter().any(|(n, _)| n == "connection" || n == "host"));
+        assert!(!fields.iter().any(|(_, v)| v == "999"));
+    }
+}
