@@ -11,6 +11,8 @@
 //!   [`TestServer::start_raw`] speaks HTTP/1.1 by hand over TCP for what hyper will not do
 //!   ([`RawMode`]: garbage, truncated bodies, huge headers, silence, 103 Early Hints).
 //! - [`Nginx`]: a real nginx in a temp dir, counting requests through its access log.
+//! - [`h2_servers`]: real lighttpd and h2o HTTP/2 servers in the same manner, and nginx started
+//!   from the same [`h2_servers::H2Options`] (GOAWAY after N requests, CONTINUATION-sized headers).
 //! - [`volley_bin`], [`run_volley`]: run the built binary with a timeout, so a hang fails the
 //!   test instead of hanging CI.
 //! - [`TestCert`]: a CA and a `localhost`/`127.0.0.1` certificate made with rcgen at test time.
@@ -48,6 +50,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
+
+pub mod h2_servers;
 
 // ---------------------------------------------------------------------------------------------
 // The volley binary
@@ -1031,6 +1035,20 @@ pub struct NginxOptions {
     pub h2c: bool,
 }
 
+/// More of what to start nginx with ([`Nginx::start_tuned`]). Not in [`NginxOptions`], so that
+/// code that builds that struct from its two fields alone keeps compiling.
+#[derive(Clone, Debug, Default)]
+pub struct NginxTuning {
+    /// `keepalive_requests` (default 100000): an HTTP/1.1 connection gets `Connection: close` on
+    /// its Nth response; an HTTP/2 connection gets GOAWAY (NO_ERROR, last-stream-id = the Nth
+    /// request's stream) just before the Nth response, then is closed once that response is sent.
+    /// Streams opened after the Nth get neither a response nor RST_STREAM.
+    pub keepalive_requests: Option<u32>,
+    /// Add headers to every response whose values total this many bytes
+    /// ([`h2_servers::big_headers`]); above 16 KiB HTTP/2 sends them as HEADERS + CONTINUATION.
+    pub big_header_bytes: Option<usize>,
+}
+
 /// A real nginx (Debian's `nginx` binary) serving `200 "hello, world!\n"` on every path, with
 /// its config, pid file and logs in a temp dir. Counts requests through its access log (one
 /// line per request: `METHOD STATUS PROTOCOL REQUEST_LENGTH BYTES_SENT`). Killed on drop.
@@ -1055,6 +1073,11 @@ impl Nginx {
 
     /// nginx with the extra listeners `options` asks for; `None` as for [`Nginx::start`].
     pub fn start_with(options: NginxOptions) -> Option<Nginx> {
+        Nginx::start_tuned(options, NginxTuning::default())
+    }
+
+    /// [`Nginx::start_with`], tuned as `tuning` asks.
+    pub fn start_tuned(options: NginxOptions, tuning: NginxTuning) -> Option<Nginx> {
         let Some(binary) = find_nginx() else {
             assert!(!in_ci(), "nginx is not installed, and CI must run the nginx tests (.ci/run installs it)");
             eprintln!("SKIPPED: nginx is not installed (apt-get install nginx); skipping this test");
@@ -1071,7 +1094,7 @@ impl Nginx {
             let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
             let tls_addr = options.tls.then(|| SocketAddr::from(([127, 0, 0, 1], free_port())));
             let h2c_addr = options.h2c.then(|| SocketAddr::from(([127, 0, 0, 1], free_port())));
-            let config = nginx_config(dir.path(), addr, tls_addr, h2c_addr);
+            let config = nginx_config(dir.path(), addr, tls_addr, h2c_addr, &tuning);
             std::fs::write(dir.path().join("nginx.conf"), config).unwrap();
             let _ = std::fs::remove_file(dir.path().join("error.log"));
             let mut child = Command::new(&binary)
@@ -1170,20 +1193,7 @@ impl Nginx {
 
     /// Requests logged once the count has stopped changing for 300 ms (at most 10 s of waiting).
     pub fn settled_requests(&self) -> u64 {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut count = self.requests();
-        let mut stable_since = Instant::now();
-        while Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(25));
-            let now = self.requests();
-            if now != count {
-                count = now;
-                stable_since = Instant::now();
-            } else if stable_since.elapsed() >= Duration::from_millis(300) {
-                break;
-            }
-        }
-        count
+        h2_servers::settle(|| self.requests())
     }
 
     /// The error log (for assertion messages).
@@ -1218,8 +1228,20 @@ fn find_nginx() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-fn nginx_config(dir: &Path, addr: SocketAddr, tls_addr: Option<SocketAddr>, h2c_addr: Option<SocketAddr>) -> String {
+fn nginx_config(
+    dir: &Path,
+    addr: SocketAddr,
+    tls_addr: Option<SocketAddr>,
+    h2c_addr: Option<SocketAddr>,
+    tuning: &NginxTuning,
+) -> String {
     let d = dir.display();
+    let keepalive_requests = tuning.keepalive_requests.unwrap_or(100_000);
+    // One `add_header` per header: nginx takes at most 4096 bytes in one config token.
+    let big_headers: String = h2_servers::big_headers(tuning.big_header_bytes.unwrap_or(0))
+        .iter()
+        .map(|(name, value)| format!("            add_header {name} \"{value}\" always;\n"))
+        .collect();
     // Run as root, nginx would start its workers as `nobody`, who cannot enter our 0700 temp
     // dir (request bodies spill there); keep them as root instead.
     let running_as_root = std::fs::metadata(dir).map(|m| m.uid() == 0).unwrap_or(false);
@@ -1254,13 +1276,13 @@ http {{
     fastcgi_temp_path {d}/fastcgi;
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
-    keepalive_requests 100000;
+    keepalive_requests {keepalive_requests};
     keepalive_timeout 75s;
     default_type text/plain;
     server {{
 {listens}        server_name localhost;
         location / {{
-            return 200 "hello, world!\n";
+{big_headers}            return 200 "hello, world!\n";
         }}
     }}
 }}
