@@ -1,20 +1,27 @@
 #!/usr/bin/env python3
 """Helpers for bench/*.sh: parse client output, record CSV rows, print the summary.
 
-Sub-commands (all used by bench/h1.sh; standard library only):
+Sub-commands (used by bench/h1.sh and bench/h2.sh through bench/lib/clients.sh; standard
+library only):
 
   free-port
       Print a free TCP port on 127.0.0.1.
-  wait-http PORT SECONDS
-      Poll http://127.0.0.1:PORT/ until it answers 200 "hello, world!\\n" (exit 1 on timeout).
+  wait-http PORT SECONDS [--mode http|h2c|tls]
+      Poll 127.0.0.1:PORT until GET / answers 200 "hello, world!\\n" (exit 1 on timeout):
+      over HTTP/1.1 (http), HTTP/2 with prior knowledge (h2c), or HTTP/1.1 over TLS
+      without verifying the certificate (tls).
   parse TOOL STDOUT_FILE
       Print "REQUESTS DURATION_SECONDS" parsed from a client's output (exit 1 with a reason).
-  record --csv F --proto P --tool T --conns C --run R --rc N --stdout F --stderr F --time F
+  record --csv F --proto P --tool T --conns C [--streams M] --run R --rc N --stdout F
+         --stderr F --time F
       Parse one client run and append a row to the CSV; print a one-line progress note.
-  unavailable --csv F --proto P --tool T --conns C --reason TEXT
+  unavailable --csv F --proto P --tool T --conns C [--streams M] --reason TEXT
       Append a row saying the tool could not be run at all.
   summarize CSV
       Print the markdown table of medians and the volley ratio lines.
+
+With --streams (HTTP/2 streams per connection), the CSV gets a `streams` column after
+`conns`, and the summary keys its points by connections × streams.
 
 Requests completed means successful responses: volley `requests.total`, wrk's
 "N requests" minus its "Non-2xx or 3xx responses", h2load's "N succeeded".
@@ -37,12 +44,35 @@ CSV_FIELDS = [
     "proto", "tool", "conns", "run", "status", "requests", "duration_s",
     "user_s", "sys_s", "maxrss_kb", "rps", "cpu_us_per_req", "rss_mb", "note",
 ]
+# The same with HTTP/2 streams per connection (rows recorded with --streams).
+CSV_FIELDS_STREAMS = CSV_FIELDS[:3] + ["streams"] + CSV_FIELDS[3:]
 
-# Targets from the issue, checked against the medians.
-TARGET_CPU_VS = {"wrk": 0.8, "h2load": 0.7}   # volley CPU/req <= factor x other tool's
-TARGET_RSS_MB = 16.0                          # volley peak RSS at TARGET_RSS_CONNS
-TARGET_RSS_CONNS = 256
 SUBJECT = "volley"
+
+
+class Targets:
+    """The issue's targets for one protocol, checked against the medians."""
+
+    def __init__(self, text: str, cpu_vs: dict[str, float], rps_vs: dict[str, float] | None = None,
+                 rss_mb: float | None = None, rss_conns: int | None = None):
+        self.text = text          # the intro line's wording
+        self.cpu_vs = cpu_vs      # volley CPU/req <= factor x other tool's
+        self.rps_vs = rps_vs or {}  # volley req/s >= factor x other tool's
+        self.rss_mb = rss_mb      # volley peak RSS at rss_conns
+        self.rss_conns = rss_conns
+
+
+_H2_TARGETS = Targets(f"{SUBJECT}'s client CPU per request at most 0.75 × h2load's and "
+                      f"requests/s at least h2load's",
+                      cpu_vs={"h2load": 0.75}, rps_vs={"h2load": 1.0})
+TARGETS = {  # keyed by the proto column
+    "h1": Targets(f"{SUBJECT}'s client CPU per request at most 0.8 × wrk's and 0.7 × "
+                  f"h2load's, peak RSS at most 16 MB at -c 256",
+                  cpu_vs={"wrk": 0.8, "h2load": 0.7}, rss_mb=16.0, rss_conns=256),
+    "h2c": _H2_TARGETS,
+    "h2tls": _H2_TARGETS,
+}
+NO_TARGETS = Targets("", cpu_vs={})
 
 
 class ParseError(Exception):
@@ -151,19 +181,70 @@ def cmd_free_port(_args) -> int:
     return 0
 
 
+def _get_h1(port: int, tls: bool) -> tuple[int, bytes]:
+    if tls:
+        import ssl
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=1,
+                                           context=ssl._create_unverified_context())
+    else:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+    try:
+        conn.request("GET", "/")
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def _get_h2c(port: int) -> tuple[int, bytes]:
+    """GET / over HTTP/2 with prior knowledge: just enough of RFC 9113 for one request."""
+    def frame(ftype: int, flags: int, stream: int, payload: bytes) -> bytes:
+        return len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + \
+            stream.to_bytes(4, "big") + payload
+
+    authority = f"127.0.0.1:{port}".encode()
+    # HPACK: indexed :method GET, :scheme http, :path /; literal :authority (name index 1)
+    block = bytes([0x82, 0x86, 0x84, 0x01, len(authority)]) + authority
+    with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+        s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(0x4, 0, 0, b"")
+                  + frame(0x1, 0x5, 1, block))  # HEADERS, END_STREAM | END_HEADERS
+        buf, status, body = b"", None, b""
+        while True:
+            while len(buf) < 9 or len(buf) < 9 + int.from_bytes(buf[:3], "big"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise OSError("connection closed before the response ended")
+                buf += chunk
+            n = int.from_bytes(buf[:3], "big")
+            ftype, flags = buf[3], buf[4]
+            stream = int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
+            payload, buf = buf[9:9 + n], buf[9 + n:]
+            if ftype == 0x7:  # GOAWAY
+                raise OSError("server sent GOAWAY")
+            if stream != 1:
+                continue
+            if ftype == 0x3:  # RST_STREAM
+                raise OSError("server reset the stream")
+            if ftype == 0x1:  # HEADERS: nginx sends :status 200 as static index 8
+                status = 200 if payload[:1] == b"\x88" else -1
+            elif ftype == 0x0:  # DATA (nginx does not pad)
+                body += payload
+            if flags & 0x1:  # END_STREAM
+                return status if status is not None else -1, body
+
+
 def cmd_wait_http(args) -> int:
     deadline = time.monotonic() + args.seconds
     last = "no attempt"
     while time.monotonic() < deadline:
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=1)
-            conn.request("GET", "/")
-            resp = conn.getresponse()
-            body = resp.read()
-            conn.close()
-            if resp.status == 200 and body == b"hello, world!\n":
+            if args.mode == "h2c":
+                status, body = _get_h2c(args.port)
+            else:
+                status, body = _get_h1(args.port, args.mode == "tls")
+            if status == 200 and body == b"hello, world!\n":
                 return 0
-            last = f"status {resp.status}, body {body[:40]!r}"
+            last = f"status {status}, body {body[:40]!r}"
         except OSError as e:
             last = str(e)
         time.sleep(0.1)
@@ -182,16 +263,30 @@ def cmd_parse(args) -> int:
 
 
 def _append(csv_path: str, row: dict) -> None:
+    fields = CSV_FIELDS_STREAMS if "streams" in row else CSV_FIELDS
     new = not os.path.exists(csv_path) or os.path.getsize(csv_path) == 0
     with open(csv_path, "a", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w = csv.DictWriter(f, fieldnames=fields)
         if new:
             w.writeheader()
-        w.writerow({k: row.get(k, "") for k in CSV_FIELDS})
+        w.writerow({k: row.get(k, "") for k in fields})
+
+
+def _point_row(args) -> dict:
+    row = {"proto": args.proto, "tool": args.tool, "conns": args.conns}
+    if args.streams is not None:
+        row["streams"] = args.streams
+    return row
+
+
+def _point_label(conns, streams) -> str:
+    """'-c 50', or '-c 16 -m 32' with streams per connection."""
+    return f"-c {conns}" + (f" -m {streams}" if streams else "")
 
 
 def cmd_record(args) -> int:
-    row = {"proto": args.proto, "tool": args.tool, "conns": args.conns, "run": args.run}
+    row = _point_row(args)
+    row["run"] = args.run
     out, err = _read(args.stdout), _read(args.stderr)
     try:
         user, sys_, maxrss = parse_time_file(args.time)
@@ -224,19 +319,23 @@ def cmd_record(args) -> int:
     if note:
         row["note"] = note
     _append(args.csv, row)
+    if args.streams is None:
+        point = f"{args.proto} {args.tool:7s} -c {args.conns:<4}"
+    else:
+        point = f"{args.proto:5s} {args.tool:7s} -c {args.conns:<4} -m {args.streams:<4}"
     if status == "ok":
-        print(f"  {args.proto} {args.tool:7s} -c {args.conns:<4} run {args.run}: "
+        print(f"  {point} run {args.run}: "
               f"{float(row['rps']):>10.0f} req/s  {float(row['cpu_us_per_req']):7.2f} CPU us/req  "
               f"{float(row['rss_mb']):6.1f} MB", file=sys.stderr)
     else:
-        print(f"  {args.proto} {args.tool:7s} -c {args.conns:<4} run {args.run}: FAILED ({note})",
-              file=sys.stderr)
+        print(f"  {point} run {args.run}: FAILED ({note})", file=sys.stderr)
     return 0
 
 
 def cmd_unavailable(args) -> int:
-    _append(args.csv, {"proto": args.proto, "tool": args.tool, "conns": args.conns, "run": 0,
-                       "status": "unavailable", "note": args.reason})
+    row = _point_row(args)
+    row.update(run=0, status="unavailable", note=args.reason)
+    _append(args.csv, row)
     return 0
 
 
@@ -254,28 +353,33 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b
 
 
-def _verdict(value: float | None, limit: float) -> str:
+def _verdict(value: float | None, limit: float, at_least: bool = False) -> str:
     if value is None:
         return "n/a"
-    return "PASS" if value <= limit else "FAIL"
+    return "PASS" if (value >= limit if at_least else value <= limit) else "FAIL"
 
 
 def cmd_summarize(args) -> int:
     with open(args.csv, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
+    has_streams = any(r.get("streams") for r in rows)
 
-    # cells keyed by (proto, tool, conns) in first-seen order
-    cells: dict[tuple[str, str, int], list[dict]] = {}
+    # cells keyed by (proto, tool, conns, streams) in first-seen order; streams is 0 without
+    cells: dict[tuple[str, str, int, int], list[dict]] = {}
     for r in rows:
-        cells.setdefault((r["proto"], r["tool"], int(r["conns"])), []).append(r)
+        cells.setdefault((r["proto"], r["tool"], int(r["conns"]), int(r.get("streams") or 0)),
+                         []).append(r)
 
-    med: dict[tuple[str, str, int], dict] = {}
-    print("| proto | tool | conns | req/s | CPU µs/req | peak RSS MB | client CPU % | runs ok |")
+    med: dict[tuple[str, str, int, int], dict] = {}
+    point_col = "conns × streams" if has_streams else "conns"
+    print(f"| proto | tool | {point_col} | req/s | CPU µs/req | peak RSS MB | client CPU % "
+          f"| runs ok |")
     print("|---|---|--:|--:|--:|--:|--:|---|")
     order = [SUBJECT] + [t for t in PARSERS if t != SUBJECT]
-    for key in sorted(cells, key=lambda k: (k[0], k[2], order.index(k[1])
+    for key in sorted(cells, key=lambda k: (k[0], k[2], k[3], order.index(k[1])
                                             if k[1] in order else 99, k[1])):
-        proto, tool, conns = key
+        proto, tool, conns, streams = key
+        point = f"{conns} × {streams}" if has_streams else f"{conns}"
         rs = cells[key]
         ok = [r for r in rs if r["status"] == "ok"]
         attempted = [r for r in rs if r["status"] != "unavailable"]
@@ -294,48 +398,58 @@ def cmd_summarize(args) -> int:
             runs = f"{len(ok)}/{len(attempted)}"
             if failed:
                 runs += f" (failed: {failed[0]['note']})"
-            print(f"| {proto} | {tool} | {conns} | {_fmt(m['rps'], 0)} | {_fmt(m['cpu'], 2)} "
+            print(f"| {proto} | {tool} | {point} | {_fmt(m['rps'], 0)} | {_fmt(m['cpu'], 2)} "
                   f"| {_fmt(m['rss'], 1)} | {_fmt(m['busy'], 0)} | {runs} |")
         elif not attempted:
-            print(f"| {proto} | {tool} | {conns} | not available | – | – | – | "
+            print(f"| {proto} | {tool} | {point} | not available | – | – | – | "
                   f"0 ({rs[0]['note']}) |")
         else:
-            print(f"| {proto} | {tool} | {conns} | failed | – | – | – | "
+            print(f"| {proto} | {tool} | {point} | failed | – | – | – | "
                   f"0/{len(attempted)} ({attempted[0]['note']}) |")
 
-    print()
-    print(f"Ratios of medians, {SUBJECT} / other (targets from the issue: {SUBJECT}'s client CPU "
-          f"per request at most 0.8 × wrk's and 0.7 × h2load's, peak RSS at most "
-          f"{TARGET_RSS_MB:g} MB at -c {TARGET_RSS_CONNS}):")
-    print()
     protos = sorted({k[0] for k in cells})
+    texts = []
     for proto in protos:
-        for conns in sorted({k[2] for k in cells if k[0] == proto}):
-            mine = med.get((proto, SUBJECT, conns))
+        text = TARGETS.get(proto, NO_TARGETS).text
+        if text and text not in texts:
+            texts.append(text)
+    print()
+    print(f"Ratios of medians, {SUBJECT} / other"
+          + (f" (targets from the issue: {'; '.join(texts)})" if texts else "") + ":")
+    print()
+    for proto in protos:
+        targets = TARGETS.get(proto, NO_TARGETS)
+        for conns, streams in sorted({(k[2], k[3]) for k in cells if k[0] == proto}):
+            label = f"{proto} {_point_label(conns, streams)}"
+            mine = med.get((proto, SUBJECT, conns, streams))
             if mine is None:
-                print(f"- {proto} -c {conns}: n/a, {SUBJECT} has no successful runs here")
+                print(f"- {label}: n/a, {SUBJECT} has no successful runs here")
                 continue
             parts = []
             for other in [t for t in PARSERS if t != SUBJECT]:
-                if (proto, other, conns) not in cells:
+                if (proto, other, conns, streams) not in cells:
                     continue
-                theirs = med.get((proto, other, conns))
+                theirs = med.get((proto, other, conns, streams))
                 g = (lambda m, k: m[k] if m else None)
                 cpu = _ratio(g(mine, "cpu"), g(theirs, "cpu"))
                 rps = _ratio(g(mine, "rps"), g(theirs, "rps"))
                 rss = _ratio(g(mine, "rss"), g(theirs, "rss"))
-                limit = TARGET_CPU_VS.get(other)
+                limit = targets.cpu_vs.get(other)
                 target = f" (target ≤ {limit}: {_verdict(cpu, limit)})" if limit else ""
+                floor = targets.rps_vs.get(other)
+                rps_target = (f" (target ≥ {floor:g}: {_verdict(rps, floor, at_least=True)})"
+                              if floor else "")
                 parts.append(f"vs {other}: CPU/req {_fmt(cpu, 2)}{target}, "
-                             f"req/s {_fmt(rps, 2)}, RSS {_fmt(rss, 2)}")
-            line = f"- {proto} -c {conns}: " + ("; ".join(parts) if parts else "no other tool")
-            if conns == TARGET_RSS_CONNS:
+                             f"req/s {_fmt(rps, 2)}{rps_target}, RSS {_fmt(rss, 2)}")
+            line = f"- {label}: " + ("; ".join(parts) if parts else "no other tool")
+            if targets.rss_mb is not None and conns == targets.rss_conns:
                 rss_mb = mine["rss"]
                 line += (f"; {SUBJECT} peak RSS {_fmt(rss_mb, 1)} MB "
-                         f"(target ≤ {TARGET_RSS_MB:g} MB: {_verdict(rss_mb, TARGET_RSS_MB)})")
+                         f"(target ≤ {targets.rss_mb:g} MB: {_verdict(rss_mb, targets.rss_mb)})")
             print(line)
-    if not any(k[2] == TARGET_RSS_CONNS for k in cells):
-        print(f"- RSS target not checked: -c {TARGET_RSS_CONNS} was not among the points")
+        if targets.rss_mb is not None and not any(
+                k[0] == proto and k[2] == targets.rss_conns for k in cells):
+            print(f"- RSS target not checked: -c {targets.rss_conns} was not among the points")
     return 0
 
 
@@ -349,6 +463,7 @@ def main(argv: list[str]) -> int:
     s = sub.add_parser("wait-http")
     s.add_argument("port", type=int)
     s.add_argument("seconds", type=float)
+    s.add_argument("--mode", choices=["http", "h2c", "tls"], default="http")
     s.set_defaults(fn=cmd_wait_http)
 
     s = sub.add_parser("parse")
@@ -361,6 +476,7 @@ def main(argv: list[str]) -> int:
         s.add_argument("--" + name, required=True)
     s.add_argument("--tool", required=True, choices=list(PARSERS))
     s.add_argument("--conns", required=True, type=int)
+    s.add_argument("--streams", type=int)
     s.add_argument("--run", required=True, type=int)
     s.add_argument("--rc", required=True, type=int)
     s.set_defaults(fn=cmd_record)
@@ -369,6 +485,7 @@ def main(argv: list[str]) -> int:
     for name in ("csv", "proto", "tool", "reason"):
         s.add_argument("--" + name, required=True)
     s.add_argument("--conns", required=True, type=int)
+    s.add_argument("--streams", type=int)
     s.set_defaults(fn=cmd_unavailable)
 
     s = sub.add_parser("summarize")

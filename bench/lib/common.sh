@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# bench/lib/common.sh — shared by the bench scripts (h1.sh, distributed.sh): logging, the
+# bench/lib/common.sh — shared by the bench scripts (h1.sh, h2.sh, distributed.sh): logging, the
 # temp dir and the cleanup on exit, run_child, installing missing packages, CPU checks, and
 # the local nginx they measure against. See bench/README.md.
 #
@@ -128,15 +128,29 @@ check_cpus() {
 
 # The server every bench script measures against: nginx, 1 worker process pinned to
 # SERVER_CPU, "hello, world!\n". Arguments: PORT LISTEN pairs, LISTEN being the nginx
-# `listen` line for PORT (e.g. "listen 127.0.0.1:$port;"). Writes $TMP/nginx.conf, sets
-# NGINX_CMD and NGINX_PID, and waits until every PORT answers HTTP.
+# `listen` line for PORT (e.g. "listen 127.0.0.1:$port;"). NGINX_SERVER_EXTRA, if set, holds
+# more directives for the server block, one a line (e.g. ssl_certificate). Writes
+# $TMP/nginx.conf, sets NGINX_CMD and NGINX_PID, and waits until every PORT answers: over
+# HTTP/1.1, over TLS if LISTEN has `ssl`, or HTTP/2 with prior knowledge if it has `http2`
+# without `ssl`.
 start_nginx() { # port listen [port listen]...
-  local conf=$TMP/nginx.conf listens="" ports=() port
+  local conf=$TMP/nginx.conf listens="" ports=() modes=() line i
+  local re_ssl='[[:space:]]ssl[[:space:];]' re_http2='[[:space:]]http2[[:space:];]'
   while (($# >= 2)); do
     ports+=("$1")
     listens+="        $2"$'\n'
+    if [[ $2 =~ $re_ssl ]]; then
+      modes+=(tls)
+    elif [[ $2 =~ $re_http2 ]]; then
+      modes+=(h2c)
+    else
+      modes+=(http)
+    fi
     shift 2
   done
+  while IFS= read -r line; do
+    [[ -z $line ]] || listens+="        $line"$'\n'
+  done <<<"${NGINX_SERVER_EXTRA:-}"
   mkdir -p "$TMP/nginx"
   cat >"$conf" <<EOF
 daemon off;
@@ -168,8 +182,8 @@ EOF
   NGINX_CMD=(taskset -c "$SERVER_CPU" "$NGINX" -p "$TMP/nginx/" -c "$conf" -e "$TMP/nginx/error.log")
   "${NGINX_CMD[@]}" </dev/null >"$TMP/nginx/stdout.log" 2>&1 &
   NGINX_PID=$!
-  for port in "${ports[@]}"; do
-    if ! python3 "$LIB" wait-http "$port" 10; then
+  for i in "${!ports[@]}"; do
+    if ! python3 "$LIB" wait-http "${ports[$i]}" 10 --mode "${modes[$i]}"; then
       cat "$TMP/nginx/stdout.log" "$TMP/nginx/error.log" >&2 2>/dev/null || true
       die "nginx did not come up"
     fi

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# bench/h2.sh — HTTP/2 client comparison on this machine: volley vs h2load, over h2c (prior
+# knowledge, plain TCP) and over TLS (ALPN h2), at connections × streams-per-connection points.
+#
+# The same setup as bench/h1.sh (bench/lib/clients.sh): one local nginx (1 worker, pinned to
+# BENCH_SERVER_CPU) answers "hello, world!\n" on 127.0.0.1, now with one h2c port and one TLS
+# port (a self-signed certificate made at start in the temp dir); each client runs pinned to
+# BENCH_CLIENT_CPU with 1 thread for a fixed duration, wrapped in GNU time for CPU time and
+# peak RSS. Medians over the runs are printed as a markdown table and saved, with the raw
+# rows as CSV, under bench/results/. See bench/README.md.
+#
+# Environment:
+#   BENCH_SECONDS=5                duration of each client run
+#   BENCH_POINTS="16x32 64x100"    points: CONNSxSTREAMS (h2load -c/-m, volley -c/-p)
+#   BENCH_PROTOS="h2c h2tls"       protocols: h2c (plain TCP), h2tls (TLS)
+#   BENCH_RUNS=5                   repetitions (tools are interleaved within each repetition)
+#   BENCH_CLIENT_CPU=0             CPU the clients are pinned to
+#   BENCH_SERVER_CPU=1             CPU nginx is pinned to
+#   VOLLEY=./target/release/volley
+#   BENCH_NO_BUILD=1               do not run `cargo build --release` for the default VOLLEY
+#   BENCH_NO_INSTALL=1             do not apt-get install missing tools
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+NAME=h2
+TITLE="volley HTTP/2 client benchmark"
+read -r -a POINTS <<<"${BENCH_POINTS:-16x32 64x100}"
+read -r -a PROTOS <<<"${BENCH_PROTOS:-h2c h2tls}"
+for p in "${POINTS[@]}"; do
+  [[ $p =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || { echo "h2.sh: BENCH_POINTS: '$p' is not CONNSxSTREAMS, e.g. 16x32" >&2; exit 2; }
+done
+for p in "${PROTOS[@]}"; do
+  [[ $p == h2c || $p == h2tls ]] || { echo "h2.sh: BENCH_PROTOS: '$p' is not h2c or h2tls" >&2; exit 2; }
+done
+((${#POINTS[@]} && ${#PROTOS[@]})) || { echo "h2.sh: BENCH_POINTS and BENCH_PROTOS must not be empty" >&2; exit 2; }
+POINTS_DESC="connections × streams per connection ${POINTS[*]}"
+
+# The driver (probe, interleaved runs, report), shared with h1.sh; it sources lib/common.sh.
+# shellcheck source-path=SCRIPTDIR source=lib/clients.sh
+. "$ROOT/bench/lib/clients.sh"
+
+# ---------------------------------------------------------------------------------------
+# Protocols and tools (hooks described in bench/lib/clients.sh). Commands get
+# CONNS SECONDS URL STREAMS.
+# shellcheck disable=SC2034 # read through a nameref, TOOLS_$proto
+TOOLS_h2c=(volley h2load)
+# shellcheck disable=SC2034
+TOOLS_h2tls=(volley h2load)
+
+listen_h2c() { echo "listen 127.0.0.1:$1 http2;"; } # nginx 1.22: h2c with prior knowledge only
+listen_h2tls() { echo "listen 127.0.0.1:$1 ssl http2;"; }
+url_h2tls() { echo "https://127.0.0.1:$1/"; }
+
+# h2load speaks h2c with prior knowledge to http:// URLs and offers ALPN h2 for https://;
+# it does not verify the certificate. volley gets -k (accept any certificate, like curl -k).
+cmd_h2c_volley() { CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
+cmd_h2c_h2load() { CMD=(h2load -t1 -c "$1" -m "$4" -D "$2" "$3"); }
+cmd_h2tls_volley() { CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -k -j "$3"); }
+cmd_h2tls_h2load() { cmd_h2c_h2load "$@"; }
+
+# The TLS port's certificate and settings, and the HTTP/2 limits (stated even where they are
+# nginx's defaults, since the points depend on them): up to 128 streams per connection, and
+# no connection closed mid-run (keepalive_requests 100000000 in common.sh's config counts
+# HTTP/2 requests too since nginx 1.19.7). TLS 1.3 with one cipher suite, so that every
+# client pays for the same cipher.
+TLS_SUITE=TLS_AES_128_GCM_SHA256
+setup_server() {
+  local tls=$TMP/tls
+  mkdir -p "$tls"
+  if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+    -keyout "$tls/key.pem" -out "$tls/cert.pem" </dev/null >"$tls/openssl.log" 2>&1; then
+    cat "$tls/openssl.log" >&2
+    die "openssl could not make the self-signed certificate"
+  fi
+  NGINX_SERVER_EXTRA="http2_max_concurrent_streams 128;
+ssl_certificate $tls/cert.pem;
+ssl_certificate_key $tls/key.pem;
+ssl_protocols TLSv1.3;
+ssl_conf_command Ciphersuites $TLS_SUITE;"
+}
+
+# What h2load's probe negotiated, from its own output: "h2c", or e.g. "h2 (TLSv1.3,
+# TLS_AES_128_GCM_SHA256)". h2load would fall back to http/1.1 if nginx offered only that.
+negotiated() { # proto
+  local file=$RAW/probe-$1-h2load.out alpn tls cipher
+  [[ -s $file ]] || return 0
+  alpn=$(sed -n 's/^Application protocol: *//p' "$file")
+  tls=$(sed -n 's/^TLS Protocol: *//p' "$file")
+  cipher=$(sed -n 's/^Cipher: *//p' "$file")
+  echo "${alpn:-?}${tls:+ ($tls${cipher:+, $cipher})}"
+}
+
+header_notes() {
+  echo "- nginx HTTP/2: http2_max_concurrent_streams 128, keepalive_requests 100000000; h2c: \`listen … http2\` (prior knowledge); h2tls: \`listen … ssl http2\`, self-signed ECDSA P-256 certificate, TLS 1.3 with $TLS_SUITE only"
+  local proto n
+  for proto in "${PROTOS[@]}"; do
+    n=$(negotiated "$proto")
+    [[ -z $n ]] || echo "- $proto: h2load's probe negotiated $n"
+  done
+}
+
+clients_main h2load:nghttp2-client /usr/bin/time:time openssl

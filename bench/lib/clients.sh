@@ -1,0 +1,267 @@
+# shellcheck shell=bash
+# bench/lib/clients.sh — the client comparison that bench/h1.sh and bench/h2.sh run: one
+# local nginx (bench/lib/common.sh), each client pinned to CLIENT_CPU with 1 thread for a
+# fixed duration under GNU time, repetitions interleaved, medians printed as a markdown
+# report and saved with the raw rows under bench/results/. See bench/README.md.
+#
+# The sourcing script sets ROOT, NAME (it is bench/$NAME.sh), TITLE (the report heading),
+# POINTS (the measured points: "C" connections, or "CxM" connections × M HTTP/2 streams per
+# connection) and POINTS_DESC (how the header names them), then sources this file and
+# defines, for each protocol P it lists in PROTOS:
+#   TOOLS_P                       the tools measured for P, in order (e.g. (volley h2load));
+#   listen_P PORT                 the nginx `listen` line (each protocol gets its own port);
+#   url_P PORT                    optional: the URL, default http://127.0.0.1:PORT/;
+#   cmd_P_TOOL CONNS SECONDS URL [STREAMS]
+#                                 sets the CMD array for one run (STREAMS only with CxM points).
+# Optional hooks: setup_server (runs before nginx starts, e.g. to set NGINX_SERVER_EXTRA),
+# header_notes (more "- ..." lines for the report header), and prepare_TOOL (run once before
+# the tool's availability probe; on failure it sets UNAVAILABLE_REASON and returns non-zero).
+# Then it calls clients_main with the ensure_packages specs of its tools.
+# Each tool's output is parsed by bench/lib/benchlib.py (PARSERS, keyed by tool name),
+# independently of the protocol.
+# shellcheck disable=SC2154 # ROOT, NAME, TITLE, POINTS, POINTS_DESC, PROTOS: set by the script
+
+LIB=$ROOT/bench/lib/benchlib.py
+S=${BENCH_SECONDS:-5}
+RUNS=${BENCH_RUNS:-5}
+CLIENT_CPU=${BENCH_CLIENT_CPU:-0}
+SERVER_CPU=${BENCH_SERVER_CPU:-1}
+VOLLEY_DEFAULT=./target/release/volley
+VOLLEY=${VOLLEY:-$VOLLEY_DEFAULT}
+TIME_FMT='%U %S %M' # user s, sys s, max RSS KiB
+KILL_AFTER=5        # timeout -k: SIGKILL this long after the SIGTERM
+
+# shellcheck source-path=SCRIPTDIR source-path=SCRIPTDIR/lib source=common.sh # checked alone or from bench/*.sh
+. "$ROOT/bench/lib/common.sh"
+
+# A point is "C" or "CxM": sets P_CONNS and P_STREAMS (empty for "C").
+split_point() {
+  P_CONNS=${1%%x*}
+  P_STREAMS=
+  [[ $1 != *x* ]] || P_STREAMS=${1#*x}
+}
+
+prepare_volley() {
+  if [[ $VOLLEY == "$VOLLEY_DEFAULT" && ${BENCH_NO_BUILD:-0} != 1 ]]; then
+    if command -v cargo >/dev/null; then
+      log "building volley: cargo build --release (log: $RAW/cargo-build.log)"
+      if ! run_child timeout 1800 cargo build --release >"$RAW/cargo-build.log" 2>&1; then
+        UNAVAILABLE_REASON="cargo build --release failed, see $RAW/cargo-build.log"
+        return 1
+      fi
+    fi
+  fi
+  if [[ ! -x $VOLLEY ]]; then
+    UNAVAILABLE_REASON="$VOLLEY not found"
+    return 1
+  fi
+}
+
+# ---------------------------------------------------------------------------------------
+declare -A PORTS URLS
+
+# Each protocol gets its own port on the one nginx.
+start_server() {
+  local proto args=()
+  for proto in "${PROTOS[@]}"; do
+    PORTS[$proto]=$(python3 "$LIB" free-port)
+    if declare -F "url_$proto" >/dev/null; then
+      URLS[$proto]=$("url_$proto" "${PORTS[$proto]}")
+    else
+      URLS[$proto]="http://127.0.0.1:${PORTS[$proto]}/"
+    fi
+    args+=("${PORTS[$proto]}" "$("listen_$proto" "${PORTS[$proto]}")")
+  done
+  start_nginx "${args[@]}"
+  log "nginx (pid $NGINX_PID, CPU $SERVER_CPU) serving $(for p in "${PROTOS[@]}"; do printf '%s=%s ' "$p" "${URLS[$p]}"; done)"
+}
+
+# The full command line of one measured client run (sets CMD, then wraps it).
+wrapped_cmd() { # proto tool point seconds timefile
+  split_point "$3"
+  "cmd_$1_$2" "$P_CONNS" "$4" "${URLS[$1]}" ${P_STREAMS:+"$P_STREAMS"}
+  WRAPPED=(timeout -k "$KILL_AFTER" "$(($4 + 20))"
+    /usr/bin/time -f "$TIME_FMT" -o "$5"
+    taskset -c "$CLIENT_CPU" "${CMD[@]}")
+}
+
+# Runs one measured client run and appends its row to the CSV.
+measure() { # proto tool point run
+  local proto=$1 tool=$2 point=$3 run=$4 rc=0
+  split_point "$point"
+  local conns=$P_CONNS streams=$P_STREAMS
+  local base=$RAW/$proto-$tool-c$conns${streams:+-m$streams}-r$run
+  check_nginx
+  wrapped_cmd "$proto" "$tool" "$point" "$S" "$base.time"
+  run_child "${WRAPPED[@]}" </dev/null >"$base.out" 2>"$base.err" || rc=$?
+  python3 "$LIB" record --csv "$CSV" --proto "$proto" --tool "$tool" --conns "$conns" \
+    ${streams:+--streams "$streams"} \
+    --run "$run" --rc "$rc" --stdout "$base.out" --stderr "$base.err" --time "$base.time"
+}
+
+# A 1 s run with 1 connection (and 1 stream): does the tool work at all against this server?
+probe() { # proto tool
+  local proto=$1 tool=$2 rc=0 base=$RAW/probe-$1-$2 parsed
+  split_point "${POINTS[0]}"
+  "cmd_${proto}_$tool" 1 1 "${URLS[$proto]}" ${P_STREAMS:+1}
+  run_child timeout -k "$KILL_AFTER" 20 taskset -c "$CLIENT_CPU" "${CMD[@]}" </dev/null \
+    >"$base.out" 2>"$base.err" || rc=$?
+  if ((rc != 0)); then
+    local first
+    first=$(grep -m1 . "$base.err" || grep -m1 . "$base.out" || true)
+    UNAVAILABLE_REASON="probe \`${CMD[*]}\` exited $rc${first:+: ${first:0:160}}"
+    return 1
+  fi
+  if ! parsed=$(python3 "$LIB" parse "$tool" "$base.out" 2>&1); then
+    UNAVAILABLE_REASON="probe \`${CMD[*]}\` $parsed"
+    return 1
+  fi
+  if [[ ${parsed%% *} == 0 ]]; then
+    UNAVAILABLE_REASON="probe \`${CMD[*]}\` completed no requests"
+    return 1
+  fi
+}
+
+declare -A AVAILABLE # "proto tool" -> 1
+
+check_tools() {
+  local proto tool prepared=" "
+  for proto in "${PROTOS[@]}"; do
+    local -n tools="TOOLS_$proto"
+    for tool in "${tools[@]}"; do
+      UNAVAILABLE_REASON=
+      if [[ $prepared != *" $tool "* ]] && declare -F "prepare_$tool" >/dev/null; then
+        prepared+="$tool "
+        if ! "prepare_$tool"; then
+          PREPARE_FAILED[$tool]=$UNAVAILABLE_REASON
+        fi
+      fi
+      if [[ -n ${PREPARE_FAILED[$tool]:-} ]]; then
+        UNAVAILABLE_REASON=${PREPARE_FAILED[$tool]}
+      elif probe "$proto" "$tool"; then
+        AVAILABLE["$proto $tool"]=1
+        continue
+      fi
+      local note="$tool: not available ($UNAVAILABLE_REASON)"
+      ((${#PROTOS[@]} == 1)) || note+=" [$proto]"
+      log "$note"
+      UNAVAILABLE_NOTES+=("$note")
+      local point
+      for point in "${POINTS[@]}"; do
+        split_point "$point"
+        python3 "$LIB" unavailable --csv "$CSV" --proto "$proto" --tool "$tool" \
+          --conns "$P_CONNS" ${P_STREAMS:+--streams "$P_STREAMS"} --reason "$UNAVAILABLE_REASON"
+      done
+    done
+    unset -n tools
+  done
+}
+declare -A PREPARE_FAILED
+UNAVAILABLE_NOTES=()
+
+# Every tool of every protocol, once, in the order first listed.
+all_tools() {
+  local proto tool seen=" "
+  for proto in "${PROTOS[@]}"; do
+    local -n tools="TOOLS_$proto"
+    for tool in "${tools[@]}"; do
+      [[ $seen == *" $tool "* ]] || { seen+="$tool "; echo "$tool"; }
+    done
+    unset -n tools
+  done
+}
+
+version_of() { # tool
+  case $1 in
+  volley)
+    local v
+    v=$(timeout 5 "$VOLLEY" --version 2>&1 </dev/null) && [[ -n $v ]] || v="unknown (--version failed)"
+    echo "$VOLLEY: ${v%%$'\n'*}"
+    ;;
+  wrk) wrk --version 2>&1 </dev/null | head -n1 || true ;;
+  h2load) h2load --version 2>&1 </dev/null | head -n1 || true ;;
+  *) echo "?" ;;
+  esac
+}
+
+print_header() {
+  local cpu_model proto tool point
+  cpu_model=$(grep -m1 -E '^(model name|Model name|cpu model)' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)
+  [[ -n $cpu_model ]] || cpu_model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)
+  echo "# $TITLE — $STAMP"
+  echo
+  echo "- machine: nproc $(nproc), CPU ${cpu_model:-unknown}, kernel $(uname -r)"
+  echo "- nginx: $("$NGINX" -v 2>&1 | head -n1) — 1 worker, pinned to CPU $SERVER_CPU"
+  if declare -F header_notes >/dev/null; then header_notes; fi
+  for tool in $(all_tools); do
+    [[ " ${!AVAILABLE[*]} " == *" $tool "* ]] || continue # unavailable: noted below
+    echo "- $tool: $(version_of "$tool" | tr -d '\r')"
+  done
+  for note in "${UNAVAILABLE_NOTES[@]}"; do echo "- $note"; done
+  echo "- each point: ${S} s, 1 client thread pinned to CPU $CLIENT_CPU, $POINTS_DESC, runs $RUNS (tools interleaved, order rotated per run); medians below"
+  echo "- CPU µs/req = client (user+sys) time × 1e6 / requests completed; peak RSS = GNU time %M"
+  echo
+  echo "Commands (\`FILE\` is the per-run GNU time output under $RAW_REL/):"
+  echo
+  echo '```'
+  echo "$(show_cmd "${NGINX_CMD[@]}")  # config: bench/results/${NAME}-$STAMP.nginx.conf"
+  for proto in "${PROTOS[@]}"; do
+    local -n tools="TOOLS_$proto"
+    for tool in "${tools[@]}"; do
+      for point in "${POINTS[@]}"; do
+        wrapped_cmd "$proto" "$tool" "$point" "$S" FILE
+        show_cmd "${WRAPPED[@]}"
+      done
+    done
+    unset -n tools
+  done
+  echo '```'
+  echo
+}
+
+# ---------------------------------------------------------------------------------------
+clients_main() { # ensure_packages specs of the tools
+  ensure_packages "$@"
+  NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+  check_cpus
+
+  STAMP=$(date +%Y%m%d-%H%M%S)
+  local results=$ROOT/bench/results
+  mkdir -p "$results"
+  [[ ! -e $results/$NAME-$STAMP.csv ]] || STAMP+="-$$"
+  CSV=$results/$NAME-$STAMP.csv
+  RAW=$results/$NAME-$STAMP.raw
+  RAW_REL=bench/results/$NAME-$STAMP.raw
+  mkdir -p "$RAW"
+
+  if declare -F setup_server >/dev/null; then setup_server; fi
+  start_server
+  cp "$TMP/nginx.conf" "$results/$NAME-$STAMP.nginx.conf"
+  check_tools
+
+  local run proto tool point i n
+  for ((run = 1; run <= RUNS; run++)); do
+    log "run $run/$RUNS"
+    for proto in "${PROTOS[@]}"; do
+      local -n tools="TOOLS_$proto"
+      n=${#tools[@]}
+      for point in "${POINTS[@]}"; do
+        for ((i = 0; i < n; i++)); do
+          tool=${tools[$(((i + run - 1) % n))]} # rotate the order each run
+          [[ -n ${AVAILABLE["$proto $tool"]:-} ]] || continue
+          measure "$proto" "$tool" "$point" "$run"
+        done
+      done
+      unset -n tools
+    done
+  done
+
+  local report=$results/$NAME-$STAMP.md
+  {
+    print_header
+    python3 "$LIB" summarize "$CSV"
+    echo
+    echo "Raw rows: bench/results/$NAME-$STAMP.csv"
+  } | tee "$report"
+  log "report: $report"
+}
