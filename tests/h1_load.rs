@@ -170,6 +170,20 @@ fn status_codes_are_counted_per_code_and_early_hints_are_not_a_status() {
 }
 
 #[test]
+fn https_request_bodies_beyond_64_kib_arrive_whole() {
+    // rustls buffers 64 KiB of records by default; more must not be lost.
+    let server = TestServer::start_tls(Behavior::ok(10));
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.bin");
+    std::fs::write(&body, vec![b'z'; 200_000]).unwrap();
+    let data = format!("@{}", body.display());
+    let out = run_volley(["-k", "-n", "5", "-c", "1", "-d", &data, "-j", &server.url()]);
+    let r = json_report(&out);
+    assert_eq!(n(&r, &["requests", "ok"]), 5, "{r}");
+    assert_eq!(server.request_body_bytes(), 5 * 200_000);
+}
+
+#[test]
 fn https_is_verified_against_cacert_and_counted() {
     let server = TestServer::start_tls(Behavior::ok(14));
     let dir = tempfile::tempdir().unwrap();

@@ -60,7 +60,11 @@ pub(crate) struct Received {
 
 impl TlsSession {
     pub(crate) fn new(config: &Arc<ClientConfig>, name: &ServerName<'static>) -> Result<Self, rustls::Error> {
-        Ok(TlsSession { conn: ClientConnection::new(config.clone(), name.clone())? })
+        let mut conn = ClientConnection::new(config.clone(), name.clone())?;
+        // rustls would otherwise refuse plaintext beyond 64 KiB of unsent records; the loop
+        // takes every record out after each `send`, so the limit only loses data.
+        conn.set_buffer_limit(None);
+        Ok(TlsSession { conn })
     }
 
     pub(crate) fn is_handshaking(&self) -> bool {
@@ -102,7 +106,7 @@ impl TlsSession {
 
     /// Queues plaintext to be encrypted.
     pub(crate) fn send(&mut self, data: &[u8]) {
-        // The writer only buffers inside rustls; it does not fail before the handshake ends.
+        // Without a buffer limit the writer takes everything (it only buffers inside rustls).
         let _ = self.conn.writer().write_all(data);
     }
 
