@@ -338,3 +338,63 @@ fn a_response_whose_headers_need_continuation_frames_is_read_whole() {
     assert_eq!(n(&r, "/requests/errors"), 0, "{r}");
     assert!(n(&r, "/bytesReceived") > 50 * 48_000, "{r}");
 }
+
+/// A TCP server that answers every connection with `answer` once the client has written, then
+/// holds it open until the client closes.
+fn start_plain(answer: &'static [u8]) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for tcp in listener.incoming() {
+            let Ok(mut tcp) = tcp else { return };
+            std::thread::spawn(move || {
+                tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut buf = [0u8; 4096];
+                if tcp.read(&mut buf).unwrap_or(0) > 0 && !answer.is_empty() {
+                    let _ = tcp.write_all(answer);
+                }
+                while tcp.read(&mut buf).is_ok_and(|n| n > 0) {}
+            });
+        }
+    });
+    addr
+}
+
+/// The run fails fast with one line on stderr naming `expect`.
+fn fails_at_set_up(addr: SocketAddr, extra: &[&str], expect: &str) {
+    let started = std::time::Instant::now();
+    let mut args = vec!["--http2", "-n", "10", "-c", "2", "-t", "1"];
+    args.extend_from_slice(extra);
+    let url = format!("http://{addr}/");
+    args.push(&url);
+    let out = run_volley_timeout(args, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(expect), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn a_server_answering_the_preface_in_http1_is_named_and_not_retried_forever() {
+    let addr = start_plain(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    fails_at_set_up(addr, &[], "answered in HTTP/1.x");
+}
+
+#[test]
+fn a_server_that_never_sends_its_settings_is_a_connect_timeout() {
+    let addr = start_plain(b"");
+    fails_at_set_up(addr, &["--connect-timeout", "300ms"], "no HTTP/2 SETTINGS from the server");
+}
+
+#[test]
+fn a_server_allowing_no_streams_fails_each_request_instead_of_reconnecting_forever() {
+    let server = RawH2Server::with_settings(&[(MAX_CONCURRENT_STREAMS, 0)], |_, stream, out| {
+        ok_response(out, stream);
+        true
+    });
+    let r = volley(&["-n", "5", "-c", "1"], &server.url());
+    assert_eq!(n(&r, "/errors/protocol"), 5, "{r}");
+    assert!(sample(&r, "protocol").contains("allowed no stream"), "{r}");
+    assert_eq!(server.answered.load(Ordering::SeqCst), 0);
+}

@@ -65,6 +65,21 @@ fn a_request_body_and_headers_reach_the_server_over_http2() {
 }
 
 #[test]
+fn request_bodies_beyond_tls_buffers_arrive_whole_over_h2() {
+    // 200 KB per request, 4 streams at once: more plaintext in one flush than rustls buffers by
+    // default.
+    let server = TestServer::start_tls(Behavior::ok(10));
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.bin");
+    std::fs::write(&body, vec![b'y'; 200_000]).unwrap();
+    let data = format!("@{}", body.display());
+    let out = run_volley(["--http2", "-k", "-p", "4", "-c", "1", "-n", "12", "-d", &data, "-j", &server.url()]);
+    let r = json_report(&out);
+    assert_eq!(n(&r, "/requests/ok"), 12, "{r}");
+    assert_eq!(server.request_body_bytes(), 12 * 200_000);
+}
+
+#[test]
 fn h2_over_tls_is_negotiated_with_alpn() {
     let server = TestServer::start_tls(Behavior::ok(100));
     let dir = tempfile::tempdir().unwrap();

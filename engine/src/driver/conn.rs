@@ -15,6 +15,8 @@ pub(crate) enum Phase {
     Connecting,
     /// TCP is up; the TLS handshake is running.
     Handshaking,
+    /// HTTP/2: our preface and SETTINGS are sent; the server's SETTINGS complete the set-up.
+    H2Preface,
     /// Ready: a request is in flight, or the connection is between requests.
     Open,
     /// Cancel and close submitted; becomes Idle when every operation has completed.
@@ -54,9 +56,6 @@ pub(crate) struct Conn {
     /// requests in flight; `outstanding` then only means a budget unit claimed for a first
     /// stream not yet started.
     pub h2: Option<Box<H2Connection>>,
-    /// Streams started since the session's output was last handed to a send: their requests
-    /// have not reached the kernel.
-    pub h2_unsent: u32,
     /// On the loop's list of connections to write at the end of this batch.
     pub dirty: bool,
     /// The error code of a GOAWAY that reported a problem: streams lost with the connection
@@ -86,7 +85,6 @@ impl Conn {
             send_buf: Vec::new(),
             send_off: 0,
             h2: None,
-            h2_unsent: 0,
             dirty: false,
             goaway_error: None,
         }

@@ -245,7 +245,7 @@ impl<'r> Loop<'r> {
 
     /// Tells the collector once no connection is still being set up.
     fn check_ready(&mut self) {
-        if self.conns.iter().any(|c| matches!(c.phase, Phase::Connecting | Phase::Handshaking)) {
+        if self.conns.iter().any(|c| matches!(c.phase, Phase::Connecting | Phase::Handshaking | Phase::H2Preface)) {
             return;
         }
         self.ready_sent = true;
@@ -384,6 +384,10 @@ impl<'r> Loop<'r> {
                 self.connect_failures += 1;
                 self.fail(i, ErrorKind::Connect, why);
             }
+            Phase::H2Preface => {
+                let why = format!("no HTTP/2 SETTINGS from the server within {:?}", self.shared.connect_timeout);
+                self.fail(i, ErrorKind::Connect, why);
+            }
             Phase::Open => self.fail(i, ErrorKind::Timeout, "no complete response within --timeout".into()),
             _ => {}
         }
@@ -519,7 +523,7 @@ impl<'r> Loop<'r> {
         }
     }
 
-    /// The connection is ready for requests: TCP up and, for https, the handshake done.
+    /// TCP is up and, for https, the handshake done.
     fn connected(&mut self, i: usize, now: Instant) -> io::Result<()> {
         if let (Some(_), Some(tls)) = (&self.shared.h2, &self.conns[i].tls)
             && tls.alpn() != Some(b"h2")
@@ -533,26 +537,34 @@ impl<'r> Loop<'r> {
             self.fail(i, ErrorKind::Tls, why);
             return self.begin_close(i);
         }
+        if let Some(h2) = &self.shared.h2 {
+            // The preface and SETTINGS go out now, even before the start: they are set-up, and
+            // the connection counts as made once the server's SETTINGS (with its stream limit)
+            // are in, within the connect timeout.
+            let session = H2Connection::new(h2.request_block.clone(), h2.body.clone(), h2.streams);
+            let c = &mut self.conns[i];
+            c.h2 = Some(Box::new(session));
+            c.phase = Phase::H2Preface;
+            c.deadline = Some(c.connect_started + self.shared.connect_timeout);
+            return self.flush(i);
+        }
+        self.established(i, now)
+    }
+
+    /// The connection is set up (HTTP/2: the server's SETTINGS are in): counted, and then it
+    /// sends its first request, or parks until the start.
+    fn established(&mut self, i: usize, now: Instant) -> io::Result<()> {
         self.connects_ok += 1;
         self.stats.counters.connects += 1;
         let started = self.conns[i].connect_started;
         Stats::record(&mut self.stats.counters, &mut self.stats.histograms.connect, now - started);
-        self.conns[i].phase = Phase::Open;
+        let c = &mut self.conns[i];
+        c.phase = Phase::Open;
+        c.deadline = None;
         self.open += 1;
-        if let Some(h2) = &self.shared.h2 {
-            // The preface and SETTINGS go out now, even before the start: they are set-up, and
-            // the server's SETTINGS (its stream limit) are then known when the load starts.
-            let session = H2Connection::new(h2.request_block.clone(), h2.body.clone(), h2.streams);
-            let c = &mut self.conns[i];
-            c.h2 = Some(Box::new(session));
-            c.h2_unsent = 0;
-            c.deadline = None;
-            if self.released {
-                self.start_streams(i, now)?;
-            } else {
-                c.parked = true;
-            }
-            return self.flush(i);
+        if c.h2.is_some() {
+            c.parked = !self.released;
+            return self.start_streams(i, now);
         }
         if self.released {
             return self.send_request(i, now);
@@ -607,7 +619,6 @@ impl<'r> Loop<'r> {
         if let Some(h2) = &mut c.h2
             && h2.wants_write()
         {
-            c.h2_unsent = 0;
             match &mut c.tls {
                 Some(tls) => {
                     h2.take_output(&mut self.h2_plain);
@@ -656,7 +667,7 @@ impl<'r> Loop<'r> {
 
     fn on_send(&mut self, i: usize, res: i32) -> io::Result<()> {
         self.conns[i].sending = false;
-        if !matches!(self.conns[i].phase, Phase::Open | Phase::Handshaking) {
+        if !matches!(self.conns[i].phase, Phase::Open | Phase::Handshaking | Phase::H2Preface) {
             return Ok(());
         }
         if res <= 0 {
@@ -672,7 +683,7 @@ impl<'r> Loop<'r> {
     }
 
     fn on_recv(&mut self, i: usize, res: i32, flags: u32, buf: Option<u16>, now: Instant) -> io::Result<()> {
-        if !matches!(self.conns[i].phase, Phase::Open | Phase::Handshaking) {
+        if !matches!(self.conns[i].phase, Phase::Open | Phase::Handshaking | Phase::H2Preface) {
             return Ok(());
         }
         if res < 0 {
@@ -707,7 +718,11 @@ impl<'r> Loop<'r> {
 
     fn rearm(&mut self, i: usize) -> io::Result<()> {
         let c = &self.conns[i];
-        if !c.recv_armed && matches!(c.phase, Phase::Open | Phase::Handshaking) { self.arm_recv(i) } else { Ok(()) }
+        if !c.recv_armed && matches!(c.phase, Phase::Open | Phase::Handshaking | Phase::H2Preface) {
+            self.arm_recv(i)
+        } else {
+            Ok(())
+        }
     }
 
     fn on_ciphertext(&mut self, i: usize, data: &[u8], now: Instant) -> io::Result<()> {
@@ -748,11 +763,11 @@ impl<'r> Loop<'r> {
     /// HTTP/1.1 bytes of the response to the request in flight.
     fn on_plaintext(&mut self, i: usize, data: &[u8], now: Instant) -> io::Result<()> {
         let c = &mut self.conns[i];
+        if c.h2.is_some() && matches!(c.phase, Phase::Open | Phase::H2Preface) {
+            return self.on_h2_bytes(i, data, now);
+        }
         if c.phase != Phase::Open {
             return Ok(());
-        }
-        if c.h2.is_some() {
-            return self.on_h2_bytes(i, data, now);
         }
         if c.parked {
             // The server spoke before we asked (a 408 on an idle connection, say).
@@ -804,6 +819,16 @@ impl<'r> Loop<'r> {
             self.fail(i, ErrorKind::Protocol, e.to_string());
             return self.begin_close(i);
         }
+        let c = &self.conns[i];
+        let Some(h2) = &c.h2 else { return Ok(()) };
+        if c.phase == Phase::H2Preface && h2.peer_settings_seen() {
+            return self.established(i, now);
+        }
+        if c.parked && h2.is_goaway() {
+            // Going away before the start: a fresh connection takes its place at the start.
+            self.release_claim(i);
+            return self.begin_close(i);
+        }
         self.start_streams(i, now)
     }
 
@@ -852,9 +877,14 @@ impl<'r> Loop<'r> {
         // have it refuse what went beyond.
         if !c.parked && h2.peer_settings_seen() {
             self.fill_streams(i, now);
-            let c = &self.conns[i];
+            let c = &mut self.conns[i];
             if c.h2.as_ref().is_some_and(|h2| h2.open_streams() == 0) {
-                self.release_claim(i);
+                if c.outstanding {
+                    // Its first request could not start: the server allows none here.
+                    c.outstanding = false;
+                    let why = "the server allowed no stream on a fresh connection (SETTINGS_MAX_CONCURRENT_STREAMS 0, or GOAWAY first)";
+                    self.count_errors(ErrorKind::Protocol, 1, why.into());
+                }
                 return self.begin_close(i);
             }
         }
@@ -867,24 +897,27 @@ impl<'r> Loop<'r> {
     }
 
     fn fill_streams(&mut self, i: usize, now: Instant) {
-        let Some(h2) = &self.conns[i].h2 else { return };
-        for _ in 0..h2.can_start() {
+        // can_start is asked before every claim, so no unit is claimed for a stream that cannot
+        // start (start_request succeeds whenever it is above 0).
+        while self.conns[i].h2.as_ref().is_some_and(|h2| h2.can_start() > 0) {
             // A connection's first stream uses the unit claimed when it was opened.
             if !self.conns[i].outstanding && !self.claim() {
                 break;
             }
             let c = &mut self.conns[i];
             c.outstanding = false;
-            if let Some(h2) = c.h2.as_mut()
-                && h2.start_request(now).is_some()
-            {
-                c.h2_unsent += 1;
+            if let Some(h2) = c.h2.as_mut() {
+                h2.start_request(now);
             }
         }
     }
 
     fn on_eof(&mut self, i: usize, now: Instant) -> io::Result<()> {
         let c = &mut self.conns[i];
+        if c.phase == Phase::H2Preface {
+            self.fail(i, ErrorKind::Connect, "the server closed the connection before its HTTP/2 SETTINGS".into());
+            return self.begin_close(i);
+        }
         if let Some(h2) = &c.h2 {
             let open = h2.open_streams();
             if open > 0 {
@@ -937,14 +970,19 @@ impl<'r> Loop<'r> {
     /// The connection `i` failed, and with it every request claimed on it: the one in flight
     /// (HTTP/1.1) or every open stream (HTTP/2). The caller closes it.
     fn fail(&mut self, i: usize, kind: ErrorKind, why: String) {
-        let c = &mut self.conns[i];
-        if let Some(h2) = c.h2.take() {
-            // Taken, so that its streams cannot be counted twice.
-            let open = h2.open_streams() as u64;
-            self.release_claim(i);
-            self.count_errors(kind, open, why);
-            return;
+        if let Some(h2) = self.conns[i].h2.take() {
+            if self.conns[i].phase == Phase::H2Preface {
+                // Set-up failed: as a failed connect, the unit claimed for it is an error.
+                self.connect_failures += 1;
+            } else {
+                // Taken, so that its streams cannot be counted twice.
+                let open = h2.open_streams() as u64;
+                self.release_claim(i);
+                self.count_errors(kind, open, why);
+                return;
+            }
         }
+        let c = &mut self.conns[i];
         if !c.outstanding {
             return;
         }
@@ -1023,7 +1061,7 @@ impl<'r> Loop<'r> {
             // cancel), so the server may see it; one not yet queued is not counted at all.
             if let Some(h2) = &c.h2 {
                 // Streams whose requests reached the kernel; the parked claim never went out.
-                self.stats.counters.aborted += (h2.open_streams() as u64).saturating_sub(u64::from(c.h2_unsent));
+                self.stats.counters.aborted += h2.sent_open_streams() as u64;
             } else if c.outstanding && c.phase == Phase::Open && c.request_queued {
                 self.stats.counters.aborted += 1;
             }

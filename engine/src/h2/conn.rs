@@ -135,6 +135,9 @@ pub(crate) struct Connection {
     recv_unreleased: u32,
     /// The last stream id of the lowest GOAWAY received.
     goaway: Option<u32>,
+    /// Streams below this id were started before the output was last taken: their HEADERS
+    /// left in a send.
+    taken_below: u32,
     failed: bool,
 }
 
@@ -168,6 +171,7 @@ impl Connection {
             recv_window: i64::from(RECV_WINDOW),
             recv_unreleased: 0,
             goaway: None,
+            taken_below: 1,
             failed: false,
         }
     }
@@ -246,6 +250,7 @@ impl Connection {
 
     /// Appends everything queued to send: one buffer, so all streams share one socket write.
     pub(crate) fn take_output(&mut self, out: &mut Vec<u8>) {
+        self.taken_below = self.next_stream_id;
         if out.is_empty() {
             // Swap rather than copy; both buffers keep their capacity.
             std::mem::swap(out, &mut self.out);
@@ -278,6 +283,11 @@ impl Connection {
 
     pub(crate) fn open_streams(&self) -> usize {
         self.streams.len()
+    }
+
+    /// Open streams whose HEADERS were taken with `take_output`: the server may have seen them.
+    pub(crate) fn sent_open_streams(&self) -> usize {
+        self.streams.iter().filter(|s| s.id < self.taken_below).count()
     }
 
     /// The peer acknowledged our SETTINGS.
@@ -909,6 +919,25 @@ mod tests {
         let mut s = Vec::new();
         headers(&mut s, 7, 200, true);
         assert!(matches!(feed(&mut c, &s, now).unwrap()[..], [Event::Response { stream: 7, .. }]));
+    }
+
+    #[test]
+    fn only_streams_whose_output_was_taken_count_as_sent() {
+        let now = t0();
+        let mut c = conn(4, b"");
+        c.start_request(now);
+        c.start_request(now);
+        assert_eq!(c.sent_open_streams(), 0);
+        output(&mut c);
+        c.start_request(now);
+        assert_eq!((c.open_streams(), c.sent_open_streams()), (3, 2));
+        let mut s = Vec::new();
+        settings(&mut s, &[]);
+        headers(&mut s, 1, 200, true);
+        feed(&mut c, &s, now).unwrap();
+        assert_eq!((c.open_streams(), c.sent_open_streams()), (2, 1));
+        output(&mut c);
+        assert_eq!(c.sent_open_streams(), 2);
     }
 
     #[test]
