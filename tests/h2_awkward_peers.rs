@@ -398,3 +398,16 @@ fn a_server_allowing_no_streams_fails_each_request_instead_of_reconnecting_forev
     assert!(sample(&r, "protocol").contains("allowed no stream"), "{r}");
     assert_eq!(server.answered.load(Ordering::SeqCst), 0);
 }
+
+#[test]
+fn a_server_refusing_every_request_ends_a_counted_run_with_errors() {
+    let server = RawH2Server::start(|_, stream, out| {
+        frame(out, RST_STREAM, 0, stream, &REFUSED_STREAM.to_be_bytes());
+        true
+    });
+    let r = volley(&["-n", "10", "-c", "1", "-p", "10"], &server.url());
+    assert_eq!(n(&r, "/requests/ok"), 0, "{r}");
+    assert_eq!(n(&r, "/errors/reset"), 10, "{r}");
+    assert!(n(&r, "/requests/refused") >= 1000, "{r}");
+    assert!(sample(&r, "reset").contains("in a row unprocessed"), "{r}");
+}

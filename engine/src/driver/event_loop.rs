@@ -41,6 +41,9 @@ const SPIN_BEFORE_START: Duration = Duration::from_millis(1);
 const MIN_WAIT_USEC: u32 = 50;
 /// Requests up to this size go out as quiet sends: far below the smallest socket send buffer.
 const QUIET_SEND_MAX: usize = 4096;
+/// HTTP/2 requests a server may decline unprocessed, with no response in between, before
+/// declined ones count as errors instead of being sent again.
+const REFUSED_IN_A_ROW: u64 = 1000;
 /// How long the final cancellation may take before the loop gives up on a clean exit.
 const DRAIN_LIMIT: Duration = Duration::from_secs(1);
 
@@ -115,6 +118,8 @@ pub(super) struct Loop<'r> {
     h2_plain: Vec<u8>,
     /// The lowest SETTINGS_MAX_CONCURRENT_STREAMS seen below the streams asked for.
     stream_limit: Option<u32>,
+    /// HTTP/2 requests declined unprocessed since the last response.
+    refused_in_a_row: u64,
 }
 
 impl<'r> Loop<'r> {
@@ -161,6 +166,7 @@ impl<'r> Loop<'r> {
             h2_events: Vec::new(),
             h2_plain: Vec::new(),
             stream_limit: None,
+            refused_in_a_row: 0,
             shared,
             plan,
         })
@@ -836,6 +842,7 @@ impl<'r> Loop<'r> {
         let counters = &mut self.stats.counters;
         match event {
             H2Event::Response { status, sent_at, first_byte_at, .. } => {
+                self.refused_in_a_row = 0;
                 counters.ok += 1;
                 counters.status(status);
                 Stats::record(counters, &mut self.stats.histograms.latency, now - sent_at);
@@ -858,8 +865,18 @@ impl<'r> Loop<'r> {
         }
     }
 
-    /// Requests the server declined unprocessed: they go back into the budget to be sent again.
+    /// Requests the server declined unprocessed: they go back into the budget to be sent again,
+    /// unless the server has declined everything for a while; then they fail, so that a server
+    /// refusing every request cannot keep a `-n` run going forever.
     fn refused(&mut self, n: u64) {
+        self.refused_in_a_row += n;
+        if self.refused_in_a_row > REFUSED_IN_A_ROW {
+            let why = format!(
+                "the server declined over {REFUSED_IN_A_ROW} requests in a row unprocessed (GOAWAY or REFUSED_STREAM); they are no longer sent again"
+            );
+            self.count_errors(ErrorKind::Reset, n, why);
+            return;
+        }
         self.stats.counters.refused += n;
         if let Some(budget) = &mut self.budget {
             *budget += n;
