@@ -204,10 +204,8 @@ main() {
   NGINX=$(command -v nginx || echo /usr/sbin/nginx)
   check_cpus
 
-  STAMP=$(date +%Y%m%d-%H%M%S)
-  local results=$ROOT/bench/results
-  mkdir -p "$results"
-  [[ ! -e $results/$NAME-$STAMP.json ]] || STAMP+="-$$"
+  local results
+  new_results results json
   RAW=$results/$NAME-$STAMP.raw
   JSONL=$RAW/runs.jsonl
   mkdir -p "$RAW"

@@ -225,10 +225,8 @@ clients_main() { # ensure_packages specs of the tools
   NGINX=$(command -v nginx || echo /usr/sbin/nginx)
   check_cpus
 
-  STAMP=$(date +%Y%m%d-%H%M%S)
-  local results=$ROOT/bench/results
-  mkdir -p "$results"
-  [[ ! -e $results/$NAME-$STAMP.csv ]] || STAMP+="-$$"
+  local results
+  new_results results csv
   CSV=$results/$NAME-$STAMP.csv
   RAW=$results/$NAME-$STAMP.raw
   RAW_REL=bench/results/$NAME-$STAMP.raw

@@ -191,3 +191,13 @@ EOF
 }
 
 check_nginx() { kill -0 "$NGINX_PID" 2>/dev/null || die "nginx died (see $TMP/nginx/error.log)"; }
+
+# Sets STAMP so that bench/results/NAME-STAMP.EXT does not exist yet, and the variable named
+# by the first argument to the results folder (made if missing).
+new_results() { # var ext
+  local -n dir=$1
+  dir=$ROOT/bench/results
+  mkdir -p "$dir"
+  STAMP=$(date +%Y%m%d-%H%M%S)
+  [[ ! -e $dir/$NAME-$STAMP.$2 ]] || STAMP+="-$$"
+}
