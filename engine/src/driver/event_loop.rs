@@ -23,7 +23,7 @@ use crate::h2::conn::{Connection as H2Connection, Event as H2Event};
 use crate::h2::frame::code as h2_code;
 use crate::ring::build_ring;
 use crate::stats::{ErrorKind, Stats};
-use crate::tls::TlsSession;
+use crate::tls::{self, TlsSession};
 
 /// Receive buffers: small, since benchmark responses are small and RSS counts.
 const BUF_SIZE: usize = 4096;
@@ -520,7 +520,7 @@ impl<'r> Loop<'r> {
                     self.flush(i)
                 }
                 Err(e) => {
-                    self.fail(i, ErrorKind::Tls, e.to_string());
+                    self.fail(i, ErrorKind::Tls, tls::describe(&e));
                     self.begin_close(i)
                 }
             }
@@ -745,7 +745,7 @@ impl<'r> Loop<'r> {
                 if self.conns[i].phase == Phase::Handshaking {
                     self.connect_failures += 1;
                 }
-                self.fail(i, ErrorKind::Tls, e.to_string());
+                self.fail(i, ErrorKind::Tls, tls::describe(&e));
                 self.begin_close(i)
             }
             Ok(received) => {

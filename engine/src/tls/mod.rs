@@ -1,11 +1,17 @@
 //! TLS over rustls, driven through its buffer API: ciphertext in, plaintext out, and the
 //! bytes to send handed back. No I/O happens here.
 
+mod cacert;
+mod cert_fields;
+mod describe;
 mod insecure;
+mod utc;
 
 use std::io::{Read, Write};
 use std::sync::Arc;
 
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::ServerCertVerifier;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
@@ -13,32 +19,34 @@ use rustls::{ClientConfig, ClientConnection, RootCertStore};
 use crate::error::EngineError;
 use crate::plan::TlsOptions;
 
+pub(crate) use describe::describe;
+
 /// Builds the one client configuration a run shares across its connections.
 pub(crate) fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<Arc<ClientConfig>, EngineError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| EngineError::TlsSetup(e.to_string()))?;
-    let mut config = if opts.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(insecure::AcceptAnyCertificate::new(provider)))
-            .with_no_client_auth()
+        .map_err(|e| EngineError::TlsSetup(e.to_string()))?
+        .dangerous();
+    let verifier: Arc<dyn ServerCertVerifier> = if opts.insecure {
+        Arc::new(insecure::AcceptAnyCertificate::new(provider))
     } else {
         let mut roots = RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-        if !opts.extra_ca_pem.is_empty() {
-            let mut added = 0;
-            for cert in CertificateDer::pem_slice_iter(&opts.extra_ca_pem) {
-                let cert = cert.map_err(|e| EngineError::TlsSetup(format!("--cacert: {e}")))?;
-                roots.add(cert).map_err(|e| EngineError::TlsSetup(format!("--cacert: {e}")))?;
-                added += 1;
-            }
-            if added == 0 {
-                return Err(EngineError::TlsSetup("--cacert: no PEM certificate in the file".into()));
-            }
+        let mut cacerts = Vec::new();
+        for cert in CertificateDer::pem_slice_iter(&opts.extra_ca_pem) {
+            let cert = cert.map_err(|e| EngineError::TlsSetup(format!("--cacert: {e}")))?;
+            roots.add(cert.clone()).map_err(|e| EngineError::TlsSetup(format!("--cacert: {e}")))?;
+            cacerts.push(cert);
         }
-        builder.with_root_certificates(roots).with_no_client_auth()
+        if !opts.extra_ca_pem.is_empty() && cacerts.is_empty() {
+            return Err(EngineError::TlsSetup("--cacert: no PEM certificate in the file".into()));
+        }
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .map_err(|e| EngineError::TlsSetup(e.to_string()))?;
+        Arc::new(cacert::CacertVerifier::new(webpki, cacerts))
     };
+    let mut config = builder.with_custom_certificate_verifier(verifier).with_no_client_auth();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(Arc::new(config))
 }
