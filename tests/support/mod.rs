@@ -15,7 +15,8 @@
 //!   from the same [`h2_servers::H2Options`] (GOAWAY after N requests, CONTINUATION-sized headers).
 //! - [`volley_bin`], [`run_volley`]: run the built binary with a timeout, so a hang fails the
 //!   test instead of hanging CI.
-//! - [`TestCert`]: a CA and a `localhost`/`127.0.0.1` certificate made with rcgen at test time.
+//! - [`TestCert`]: a CA and a `localhost`/`127.0.0.1` certificate made with rcgen at test time,
+//!   or a self-signed one made by the `openssl` command ([`TestCert::openssl_self_signed`]).
 //! - [`send_request`], [`read_response`]: a tiny blocking HTTP/1.1 client to poke servers with.
 //!
 //! Each test binary uses only part of this module, hence the `allow(dead_code)`.
@@ -208,6 +209,37 @@ impl TestCert {
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         let cert = params.signed_by(&key, &*ca).unwrap();
         TestCert { ca_pem: ca.pem(), cert_pem: cert.pem(), key_pem: key.serialize_pem() }
+    }
+
+    /// A self-signed certificate made the way most people make one, by the `openssl` command:
+    /// `openssl req -x509 -newkey rsa:2048 -subj /CN=localhost -addext subjectAltName=SAN`,
+    /// which marks it CA:TRUE. It is its own CA: `ca_pem` and `cert_pem` are the same.
+    /// `None` (after saying why on stderr) when openssl is not installed; under CI that panics.
+    pub fn openssl_self_signed(subject_alt_name: &str) -> Option<TestCert> {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+        let made = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30", "-subj", "/CN=localhost"])
+            .arg("-addext")
+            .arg(format!("subjectAltName={subject_alt_name}"))
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stdin(Stdio::null())
+            .output();
+        match made {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                assert!(!in_ci(), "openssl is not installed, and CI must run the openssl certificate tests");
+                eprintln!("SKIPPED: openssl is not installed (apt-get install openssl); skipping this test");
+                return None;
+            }
+            Err(e) => panic!("cannot run openssl: {e}"),
+            Ok(out) => assert!(out.status.success(), "openssl req failed: {}", String::from_utf8_lossy(&out.stderr)),
+        }
+        let cert_pem = std::fs::read_to_string(cert).unwrap();
+        let key_pem = std::fs::read_to_string(key).unwrap();
+        Some(TestCert { ca_pem: cert_pem.clone(), cert_pem, key_pem })
     }
 
     /// Writes the CA to `dir/ca.pem` (for `--cacert`) and returns its path.
@@ -1078,13 +1110,23 @@ impl Nginx {
 
     /// [`Nginx::start_with`], tuned as `tuning` asks.
     pub fn start_tuned(options: NginxOptions, tuning: NginxTuning) -> Option<Nginx> {
+        let cert = options.tls.then(TestCert::generate);
+        Nginx::launch(options, tuning, cert)
+    }
+
+    /// nginx on plain HTTP/1.1 and on HTTPS (ALPN h2 and http/1.1) serving `cert`, for example
+    /// one from [`TestCert::openssl_self_signed`]; `None` as for [`Nginx::start`].
+    pub fn start_tls_with(cert: TestCert) -> Option<Nginx> {
+        Nginx::launch(NginxOptions { tls: true, h2c: false }, NginxTuning::default(), Some(cert))
+    }
+
+    fn launch(options: NginxOptions, tuning: NginxTuning, cert: Option<TestCert>) -> Option<Nginx> {
         let Some(binary) = find_nginx() else {
             assert!(!in_ci(), "nginx is not installed, and CI must run the nginx tests (.ci/run installs it)");
             eprintln!("SKIPPED: nginx is not installed (apt-get install nginx); skipping this test");
             return None;
         };
         let dir = tempfile::Builder::new().prefix("volley-nginx-").tempdir().unwrap();
-        let cert = options.tls.then(TestCert::generate);
         if let Some(cert) = &cert {
             cert.write_cert_and_key(dir.path());
         }
