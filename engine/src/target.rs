@@ -18,6 +18,9 @@ pub struct Target {
     pub port: u16,
     /// Path and query, starting with `/`; the fragment is dropped like curl does.
     pub path_and_query: String,
+    /// Addresses someone already resolved and checked (see [`Target::pinned_to`]); empty when
+    /// the host is to be resolved at the start of the run.
+    pinned: Vec<SocketAddr>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,7 +83,16 @@ impl Target {
         if host.chars().any(|c| !(c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == ':')) {
             return Err(invalid("bad character in host"));
         }
-        Ok(Target { scheme, host, port, path_and_query })
+        Ok(Target { scheme, host, port, path_and_query, pinned: Vec::new() })
+    }
+
+    /// This target, connected only at `addrs`: the run never resolves the host again, while the
+    /// Host header and TLS server name still carry the name. A worker that checked where a name
+    /// points pins what it checked, so that a name answering differently the second time (DNS
+    /// rebinding) cannot move the load elsewhere. An empty `addrs` pins nothing.
+    pub fn pinned_to(mut self, addrs: Vec<SocketAddr>) -> Target {
+        self.pinned = addrs;
+        self
     }
 
     /// `host[:port]` as the Host header wants it: the port only when not the scheme's default.
@@ -98,7 +110,11 @@ impl Target {
     }
 
     /// Resolves the host, once, before the run: the engine connects to the first address.
+    /// A pinned target answers with its pinned addresses and asks no resolver.
     pub fn resolve(&self) -> Result<Vec<SocketAddr>, TargetError> {
+        if !self.pinned.is_empty() {
+            return Ok(self.pinned.clone());
+        }
         if let Ok(ip) = self.host.parse::<IpAddr>() {
             return Ok(vec![SocketAddr::new(ip, self.port)]);
         }
@@ -158,6 +174,18 @@ mod tests {
         assert_eq!(t.host, "::1");
         assert_eq!(t.authority(), "[::1]:9000");
         assert_eq!(t.resolve().unwrap()[0], "[::1]:9000".parse().unwrap());
+    }
+
+    #[test]
+    fn a_pinned_target_resolves_to_its_pins_without_asking_a_resolver() {
+        // `.invalid` never resolves (RFC 6761), so an answer can only come from the pins.
+        let t = Target::parse("https://rebind.invalid:8443/x").unwrap();
+        assert!(matches!(t.resolve(), Err(TargetError::Resolve { .. })));
+        let pins: Vec<SocketAddr> = vec!["127.0.0.7:8443".parse().unwrap(), "[::1]:8443".parse().unwrap()];
+        let pinned = t.pinned_to(pins.clone());
+        assert_eq!(pinned.resolve().unwrap(), pins);
+        assert_eq!((pinned.host.as_str(), pinned.authority()), ("rebind.invalid", "rebind.invalid:8443".into()));
+        assert_eq!(pinned.to_string(), "https://rebind.invalid:8443/x");
     }
 
     #[test]

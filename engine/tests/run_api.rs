@@ -121,3 +121,18 @@ fn a_gated_run_that_is_stopped_before_its_start_sends_nothing() {
     assert_eq!(result.duration, Duration::ZERO);
     assert_eq!(server.requests(), 0);
 }
+
+#[test]
+fn a_pinned_target_is_loaded_at_its_pins_and_its_name_is_never_resolved() {
+    let server = built_in_server();
+    let port = server.local_addr().port();
+    // `.invalid` cannot resolve (RFC 6761): the run reaches the server only through the pin.
+    let url = format!("http://rebind.invalid:{port}/");
+    let unpinned = run(&plan(&url, Stop::Requests(10)), &RunControl::new(), &mut |_| {});
+    assert!(unpinned.is_err(), "a name that cannot resolve was loaded");
+    let mut pinned = plan(&url, Stop::Requests(40));
+    pinned.target = pinned.target.pinned_to(vec![server.local_addr()]);
+    let result = run(&pinned, &RunControl::new(), &mut |_| {}).unwrap();
+    assert_eq!(result.stats.counters.ok, 40);
+    assert_eq!(server.requests(), 40);
+}

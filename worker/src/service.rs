@@ -2,16 +2,18 @@
 //! `session`. Every refusal is a gRPC status with a message that says why, and comes before any
 //! load is sent.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::{info, warn};
-use volley_engine::{Plan, RunControl, probe_io_uring};
+use volley_engine::{Plan, RunControl, TargetError, probe_io_uring};
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1::{self, run_command::Command, worker_server::Worker};
 
+use crate::allow::AllowList;
 use crate::state::State;
 use crate::{clock, session, wire};
 
@@ -29,32 +31,47 @@ impl WorkerService {
         WorkerService { state }
     }
 
-    /// Refuses a target outside the allowed list, resolving it only when its name alone does
-    /// not decide.
-    async fn check_target(&self, plan: &Plan) -> Result<(), Status> {
-        let allow = &self.state.allow;
-        if allow.allows_name(&plan.target.host) {
-            return Ok(());
+    /// The plan to run: refused if its target is outside the allowed list; when the name alone
+    /// does not decide, resolved here and pinned to the addresses checked, so that the engine
+    /// connects to exactly those and never asks the resolver again (a name that answers with an
+    /// allowed address now and a forbidden one a moment later gets no load through).
+    async fn admit_target(&self, plan: Plan) -> Result<Plan, Status> {
+        if self.state.allow.allows_name(&plan.target.host) {
+            return Ok(plan);
         }
         let target = plan.target.clone();
         // Name resolution blocks; it must not hold up a runtime thread.
         let resolved = tokio::task::spawn_blocking(move || target.resolve())
             .await
             .map_err(|e| Status::internal(format!("volley worker: resolving the target failed: {e}")))?;
-        let refuse = |why: String| {
-            Err(Status::permission_denied(format!(
-                "target {} is not allowed on worker {}{why} (allowed: {allow})",
-                plan.target, self.state.name
-            )))
-        };
-        match resolved {
-            Ok(addrs) if allow.allows(&plan.target.host, &addrs) => Ok(()),
-            Ok(addrs) => {
-                let ips: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
-                refuse(format!(": it resolves to {}", ips.join(", ")))
-            }
-            Err(e) => refuse(format!(": {e}")),
+        pin_if_allowed(&self.state.allow, &self.state.name, plan, resolved)
+    }
+}
+
+/// `plan` pinned to `resolved` if every one of those addresses is allowed; the refusal names
+/// them otherwise.
+fn pin_if_allowed(
+    allow: &AllowList,
+    worker: &str,
+    mut plan: Plan,
+    resolved: Result<Vec<SocketAddr>, TargetError>,
+) -> Result<Plan, Status> {
+    let refuse = |why: String| {
+        Err(Status::permission_denied(format!(
+            "target {} is not allowed on worker {worker}{why} (allowed: {allow})",
+            plan.target
+        )))
+    };
+    match resolved {
+        Ok(addrs) if allow.allows(&plan.target.host, &addrs) => {
+            plan.target = plan.target.pinned_to(addrs);
+            Ok(plan)
         }
+        Ok(addrs) => {
+            let ips: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
+            refuse(format!(": it resolves to {}", ips.join(", ")))
+        }
+        Err(e) => refuse(format!(": {e}")),
     }
 }
 
@@ -118,7 +135,7 @@ impl Worker for WorkerService {
         }
         let plan = wire::shard_from_proto(&shard, self.state.cores)
             .map_err(|e| refused(Status::invalid_argument(format!("volley worker: {e}"))))?;
-        self.check_target(&plan).await.map_err(refused)?;
+        let plan = self.admit_target(plan).await.map_err(refused)?;
         let control = RunControl::gated();
         let Some(busy) = self.state.try_begin(&control) else {
             return Err(refused(Status::resource_exhausted(format!(
@@ -136,5 +153,68 @@ impl Worker for WorkerService {
         );
         let events = session::start(plan, control, commands, busy)?;
         Ok(Response::new(events))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::{Event, run_shard};
+    use volley_engine::{Protocol, RequestSpec, Stop, Target, TlsOptions};
+
+    fn plan(url: &str) -> Plan {
+        Plan {
+            target: Target::parse(url).expect("valid URL"),
+            request: RequestSpec::new("GET", Vec::new(), Vec::new()),
+            protocol: Protocol::Http1,
+            connections: 2,
+            threads: 1,
+            stop: Stop::Requests(20),
+            connect_timeout: Duration::from_secs(2),
+            request_timeout: Some(Duration::from_secs(5)),
+            keepalive: true,
+            tls: TlsOptions::default(),
+        }
+    }
+
+    fn loopback_only() -> AllowList {
+        AllowList::parse(&["127.0.0.0/8".to_string()]).expect("valid list")
+    }
+
+    #[test]
+    fn an_admitted_plan_connects_to_exactly_the_addresses_that_were_checked() {
+        let server = volley_serve::Server::start(volley_serve::ServeConfig {
+            addr: "127.0.0.1:0".parse().expect("valid address"),
+            ..Default::default()
+        })
+        .expect("server starts");
+        let checked = vec![server.local_addr()];
+        // A name no resolver answers (RFC 6761): load can reach the server only through the
+        // addresses the admission checked.
+        let url = format!("http://rebind.invalid:{}/", server.local_addr().port());
+        let admitted = pin_if_allowed(&loopback_only(), "w", plan(&url), Ok(checked.clone())).expect("allowed");
+        assert_eq!(admitted.target.resolve().expect("pinned"), checked);
+        assert_eq!(admitted.target.host, "rebind.invalid", "the Host header and SNI keep the name");
+        let control = RunControl::new();
+        let mut last = None;
+        run_shard(&admitted, &control, &mut |event| last = Some(event));
+        match last {
+            Some(Event::Finished(outcome)) => assert_eq!(outcome.stats.counters.ok, 20),
+            other => panic!("the admitted plan did not run: {other:?}"),
+        }
+        assert_eq!(server.requests(), 20);
+    }
+
+    #[test]
+    fn a_name_with_any_forbidden_address_is_refused_and_the_refusal_names_it() {
+        let addrs: Vec<SocketAddr> =
+            vec!["127.0.0.1:80".parse().expect("valid"), "10.1.2.3:80".parse().expect("valid")];
+        let refusal = pin_if_allowed(&loopback_only(), "w", plan("http://svc.test/"), Ok(addrs)).expect_err("refused");
+        assert_eq!(refusal.code(), tonic::Code::PermissionDenied);
+        assert!(refusal.message().contains("10.1.2.3"), "{}", refusal.message());
+        let unresolvable = Err(TargetError::Resolve { host: "svc.test".into(), why: "no such host".into() });
+        let refusal =
+            pin_if_allowed(&loopback_only(), "w", plan("http://svc.test/"), unresolvable).expect_err("refused");
+        assert_eq!(refusal.code(), tonic::Code::PermissionDenied);
     }
 }
