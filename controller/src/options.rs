@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::time::Duration;
 
-use volley_engine::{Plan, Protocol, RequestSpec, Stop, Target, TlsOptions};
+use volley_engine::{MAX_CONNECTIONS, MAX_THREADS, Plan, Protocol, RequestSpec, Stop, Target, TlsOptions};
 
 use crate::cli::{LoadArgs, WorkerArgs};
 use crate::error::CliError;
@@ -30,8 +30,8 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     }
     let connections = usize::try_from(args.connections)
         .ok()
-        .filter(|&c| c <= 1_000_000)
-        .ok_or_else(|| CliError::Usage("-c/--connections is larger than 1000000".into()))?;
+        .filter(|&c| c <= MAX_CONNECTIONS)
+        .ok_or_else(|| CliError::Usage(format!("-c/--connections is larger than {MAX_CONNECTIONS}")))?;
     let stop = match &args.duration {
         Some(d) => {
             let d = parse_duration(d, "-z/--duration")?;
@@ -42,7 +42,10 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     };
     let threads = match args.threads {
         Some(0) => return Err(CliError::Usage("-t/--threads must be at least 1".into())),
-        Some(t) => usize::try_from(t).unwrap_or(usize::MAX),
+        Some(t) if t > MAX_THREADS as u64 => {
+            return Err(CliError::Usage(format!("-t/--threads is larger than {MAX_THREADS}")));
+        }
+        Some(t) => t as usize,
         None => volley_worker::physical_cores(),
     }
     .min(connections);
@@ -236,6 +239,24 @@ mod tests {
         assert_eq!(parse_duration("1h", "x").unwrap(), Duration::from_secs(3600));
         for bad in ["", "s", "10x", "-1s", "0s", "1.2.3s", "ms", "inf"] {
             assert!(parse_duration(bad, "x").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn connections_and_threads_are_capped_where_a_worker_caps_them() {
+        use clap::Parser;
+        let plan = |flags: &[&str]| {
+            let args = [&["volley"], flags, &["http://127.0.0.1:1/"]].concat();
+            build_plan(&crate::cli::Cli::try_parse_from(args).expect("parses").load)
+        };
+        let most = plan(&["-c", "1000000", "-t", "1024"]).expect("at the limits");
+        assert_eq!((most.connections, most.threads), (MAX_CONNECTIONS, MAX_THREADS));
+        for (flags, named) in [
+            (["-c", "1000001"], "-c/--connections is larger than 1000000"),
+            (["-t", "1025"], "-t/--threads is larger than 1024"),
+        ] {
+            let err = plan(&flags).expect_err("refused");
+            assert!(matches!(&err, CliError::Usage(m) if m == named), "{flags:?}: {err}");
         }
     }
 

@@ -15,4 +15,11 @@ pub enum EngineError {
     Plan(&'static str),
     #[error("engine thread failed: {0}")]
     Thread(String),
+    /// The system would not start another thread (a task limit such as `ulimit -u`, a cgroup's
+    /// pids.max or systemd's TasksMax); the threads already started were stopped.
+    #[error(
+        "cannot start engine thread {thread} of {threads}: {source} (is a limit on tasks, such as ulimit -u or \
+         systemd TasksMax, too low? ask for fewer threads with -t)"
+    )]
+    Spawn { thread: usize, threads: usize, source: std::io::Error },
 }

@@ -4,6 +4,13 @@ use std::time::Duration;
 
 use crate::target::Target;
 
+/// The most connections one plan may have, as the command line allows.
+pub const MAX_CONNECTIONS: usize = 1_000_000;
+
+/// The most engine threads one plan may have: several times the cores of the largest machines,
+/// so a real plan never meets it, while a plan off the wire cannot ask for millions.
+pub const MAX_THREADS: usize = 1024;
+
 /// When a run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {

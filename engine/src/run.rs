@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::driver::{self, H2Shared, Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::error::EngineError;
-use crate::plan::{Plan, Protocol, Stop};
+use crate::plan::{MAX_CONNECTIONS, MAX_THREADS, Plan, Protocol, Stop};
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::stats::{ErrorKind, Snapshot, Stats};
 use crate::tls;
@@ -120,8 +120,14 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     if plan.connections == 0 {
         return Err(EngineError::Plan("connections must be at least 1"));
     }
+    if plan.connections > MAX_CONNECTIONS {
+        return Err(EngineError::Plan("more than 1000000 connections"));
+    }
     if plan.threads == 0 {
         return Err(EngineError::Plan("threads must be at least 1"));
+    }
+    if plan.threads > MAX_THREADS {
+        return Err(EngineError::Plan("more than 1024 threads"));
     }
     if plan.stop == Stop::Requests(0) {
         return Err(EngineError::Plan("requests must be at least 1"));
@@ -181,11 +187,23 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             tx: tx.clone(),
         };
         let shared = shared.clone();
-        let handle = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name(format!("volley-engine-{index}"))
-            .spawn(move || driver::run_thread(shared, thread_plan))
-            .map_err(|e| EngineError::Thread(e.to_string()))?;
-        handles.push(handle);
+            .spawn(move || driver::run_thread(shared, thread_plan));
+        match spawned {
+            Ok(handle) => handles.push(handle),
+            Err(source) => {
+                // The threads already running hold connections and buffers; left alone (a gated
+                // run's never opens) they would keep them, and count against the same task limit
+                // that failed here, for as long as the process lives.
+                control.stop();
+                drop(tx);
+                for handle in handles {
+                    let _ = handle.join();
+                }
+                return Err(EngineError::Spawn { thread: index + 1, threads, source });
+            }
+        }
     }
     drop(tx);
 

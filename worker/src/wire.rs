@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use volley_engine::{
-    ErrorKind, HistogramError, Plan, Protocol, RequestSpec, RingSupport, Stats, Stop, Target, TargetError, TlsOptions,
-    decode_histogram, encode_histogram, new_histogram,
+    ErrorKind, HistogramError, MAX_CONNECTIONS, MAX_THREADS, Plan, Protocol, RequestSpec, RingSupport, Stats, Stop,
+    Target, TargetError, TlsOptions, decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -76,7 +76,8 @@ pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
 }
 
 /// The plan a worker runs for `shard`. Threads 0 become `default_threads`; threads are capped
-/// at the connections, since a thread without a connection has nothing to do.
+/// at the connections, since a thread without a connection has nothing to do. More connections
+/// or threads than the command line allows are refused.
 pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Plan, WireError> {
     let invalid = |why: &str| WireError::Shard(why.to_string());
     if shard.protocol != PROTOCOL_VERSION {
@@ -85,6 +86,20 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
     let target = Target::parse(&shard.url)?;
     if shard.connections == 0 {
         return Err(invalid("connections must be at least 1"));
+    }
+    // The same limits as the command line: a shard off the wire must not have the worker set
+    // up millions of connections or start thousands of threads.
+    if shard.connections as usize > MAX_CONNECTIONS {
+        return Err(WireError::Shard(format!(
+            "{} connections is more than the {MAX_CONNECTIONS} a worker takes",
+            shard.connections
+        )));
+    }
+    if shard.threads as usize > MAX_THREADS {
+        return Err(WireError::Shard(format!(
+            "{} threads is more than the {MAX_THREADS} a worker takes",
+            shard.threads
+        )));
     }
     let stop = match (shard.requests, shard.duration_nanos) {
         (0, 0) => return Err(invalid("neither a request count nor a duration")),
@@ -113,7 +128,7 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
     };
     let connections = shard.connections as usize;
     let threads = match shard.threads {
-        0 => default_threads.max(1),
+        0 => default_threads.clamp(1, MAX_THREADS),
         n => n as usize,
     };
     Ok(Plan {
@@ -368,6 +383,23 @@ mod tests {
         assert_eq!(shard_from_proto(&shard, 0).expect("valid").threads, 1);
         let shard = shard_to_proto(&p, Some(40));
         assert_eq!(shard_from_proto(&shard, 8).expect("valid").threads, 12);
+        let mut wide = shard_to_proto(&p, None);
+        wide.connections = 5000;
+        assert_eq!(shard_from_proto(&wide, 100_000).expect("valid").threads, MAX_THREADS);
+    }
+
+    #[test]
+    fn connections_and_threads_beyond_what_the_command_line_allows_are_refused_with_the_limit() {
+        let good = shard_to_proto(&plan(Stop::Requests(100)), None);
+        let mut most = good.clone();
+        (most.connections, most.threads) = (1_000_000, 1024);
+        assert_eq!(shard_from_proto(&most, 4).expect("at the limits").threads, 1024);
+        for (connections, threads, named) in [(1_000_001, 0, "1000000"), (u32::MAX, 0, "1000000"), (10, 1025, "1024")] {
+            let mut shard = good.clone();
+            (shard.connections, shard.threads) = (connections, threads);
+            let err = shard_from_proto(&shard, 4).expect_err("refused").to_string();
+            assert!(err.contains(named) && err.contains("a worker takes"), "{connections}/{threads}: {err}");
+        }
     }
 
     #[test]

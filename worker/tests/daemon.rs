@@ -306,6 +306,32 @@ async fn a_run_must_begin_with_a_shard_the_engine_can_run() {
     assert_eq!(server.requests(), 0);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_with_more_connections_or_threads_than_the_command_line_allows_is_refused() {
+    let server = target_server();
+    let worker = worker(|_| {}).await;
+    let mut client = client(&worker, None).await;
+    for (connections, threads, limit) in [(1_000_001, 1, "1000000"), (u32::MAX, 0, "1000000"), (8, u32::MAX, "1024")] {
+        let mut greedy = shard(&server.url(), 1, Stop::Requests(5));
+        (greedy.connections, greedy.threads) = (connections, threads);
+        let status = Run::open(&mut client, greedy).await.err().expect("refused");
+        assert_eq!(status.code(), Code::InvalidArgument, "{connections}/{threads}");
+        assert!(status.message().contains(limit), "{connections}/{threads}: {}", status.message());
+    }
+    assert_eq!(server.requests(), 0);
+    // Refusing took nothing: a shard within the limits runs.
+    let mut run = Run::open(&mut client, shard(&server.url(), 2, Stop::Requests(20))).await.expect("accepted");
+    run.beat();
+    run.start(Duration::from_millis(10)).await;
+    let finished = run.next_but_intervals().await;
+    assert!(matches!(&finished, Event::Started(_)), "{finished:?}");
+    let finished = run.next_but_intervals().await;
+    assert!(
+        matches!(&finished, Event::Finished(f) if f.stats.as_ref().and_then(|s| s.counters.as_ref()).is_some_and(|c| c.ok == 20)),
+        "{finished:?}"
+    );
+}
+
 /// Drives a 10 s shard for a while, then `lose` takes the controller away; the load must stop
 /// within a second and the worker must be free again.
 async fn load_stops_when_the_controller_goes(lose: impl FnOnce(Run) -> Option<Run>) {
