@@ -1,14 +1,15 @@
 //! End to end: a real `volley worker` under the limits its host sets — too few tasks for the
-//! engine threads a shard asks for — fails what it cannot do with its reason, leaks nothing, and
-//! serves the next controller. The limits are set on the worker process only (prlimit), never on
-//! the machine.
+//! engine threads a shard asks for, too few file descriptors for the connections peers open —
+//! fails what it cannot do with its reason, leaks nothing, never spins, and serves the next
+//! controller. The limits are set on the worker process only (prlimit), never on the machine.
 
 mod support;
 
-use std::net::SocketAddr;
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Output};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use support::{
     Behavior, TestServer, WorkerProcess, assert_success, describe_output, free_port, json_report, run_with_timeout,
@@ -16,6 +17,9 @@ use support::{
 };
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(40);
+
+/// How long a worker keeps a connection whose peer sends nothing (documented in the README).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `volley ARGS` as a controller, run to its end.
 fn controller(args: &[&str]) -> Output {
@@ -35,6 +39,19 @@ fn tasks(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count())
 }
 
+/// CPU time (user + system) process `pid` has used.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the worker's /proc/PID/stat");
+    // The fields after the command name, which is in parentheses and may hold spaces: state is
+    // the first of them, utime and stime (fields 14 and 15 of proc(5)) the 12th and 13th.
+    let after_name = &stat[stat.rfind(')').expect("a command name") + 2..];
+    let fields: Vec<&str> = after_name.split(' ').collect();
+    let ticks: u64 = fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    // SAFETY: sysconf(3) has no preconditions.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    Duration::from_millis(ticks * 1000 / per_second)
+}
+
 fn is_root() -> bool {
     // SAFETY: geteuid(2) has no preconditions.
     unsafe { libc::geteuid() == 0 }
@@ -50,6 +67,21 @@ fn worker(mut cmd: Command) -> WorkerProcess {
     let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
     cmd.args(["worker", "--listen", &addr.to_string()]).env_remove("VOLLEY_TOKEN");
     WorkerProcess::spawn(cmd, addr, None).unwrap_or_else(|why| panic!("the worker did not start: {why}"))
+}
+
+/// Whether the peer has closed `socket`: everything it sent is read, then end of file or an
+/// error; false while it is open and quiet.
+fn closed_by_peer(mut socket: &TcpStream) -> bool {
+    socket.set_nonblocking(true).expect("non-blocking");
+    let mut buf = [0; 4096];
+    loop {
+        match socket.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
 }
 
 #[test]
@@ -97,4 +129,37 @@ fn a_worker_that_cannot_start_every_engine_thread_fails_the_run_and_keeps_none_o
     assert_eq!(ok_requests(&out), 200);
     assert_eq!(server.requests(), 200);
     assert!(wait_until(Duration::from_secs(3), || tasks(pid) == idle), "{} threads left", tasks(pid));
+}
+
+#[test]
+fn idle_connections_neither_spin_a_worker_out_of_descriptors_nor_lock_a_controller_out() {
+    if !has_prlimit() {
+        eprintln!("skipped: needs prlimit");
+        return;
+    }
+    const FILES: usize = 64;
+    let server = TestServer::start(Behavior::ok(14));
+    let mut cmd = Command::new("prlimit");
+    cmd.arg(format!("--nofile={FILES}:{FILES}")).arg(support::volley_bin());
+    let worker = worker(cmd);
+    let pid = worker.pid();
+    // More silent connections than the worker has descriptors: the last ones wait to be
+    // accepted, so every accept fails with EMFILE while the listener stays readable.
+    let opened = Instant::now();
+    let silent: Vec<TcpStream> =
+        (0..FILES + 16).map(|_| TcpStream::connect(worker.addr()).expect("the kernel takes the connection")).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = cpu_time(pid);
+    std::thread::sleep(Duration::from_secs(2));
+    let spent = cpu_time(pid) - before;
+    assert!(spent < Duration::from_millis(250), "the worker used {spent:?} of CPU in 2 s out of descriptors");
+    assert!(worker.log().contains("cannot accept connections"), "{}", worker.log());
+
+    // The silent ones are closed after the idle timeout, and a controller gets in.
+    std::thread::sleep((opened + IDLE_TIMEOUT + Duration::from_millis(500)).saturating_duration_since(Instant::now()));
+    let out = controller(&["--workers", &worker.address(), "-c", "2", "-n", "100", "-j", &server.url()]);
+    assert_success(&out);
+    assert_eq!(ok_requests(&out), 100);
+    let closed = silent.iter().filter(|s| closed_by_peer(s)).count();
+    assert!(closed >= FILES / 2, "the worker closed only {closed} of {} silent connections", FILES + 16);
 }

@@ -3,6 +3,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Everything the daemon needs; the command line (in the controller crate) fills it in.
 #[derive(Debug, Clone)]
@@ -19,12 +20,22 @@ pub struct WorkerConfig {
     pub allow_targets: Vec<String>,
     /// The name Hello reports; the host name when None.
     pub name: Option<String>,
+    /// A connection whose peer sends nothing for this long is closed ([`crate::IDLE_TIMEOUT`]).
+    pub idle_timeout: Duration,
 }
 
 impl WorkerConfig {
     /// A worker on `listen` with no token, no TLS and no limits (loopback only).
     pub fn new(listen: SocketAddr) -> WorkerConfig {
-        WorkerConfig { listen, token: None, tls: None, client_ca: None, allow_targets: Vec::new(), name: None }
+        WorkerConfig {
+            listen,
+            token: None,
+            tls: None,
+            client_ca: None,
+            allow_targets: Vec::new(),
+            name: None,
+            idle_timeout: crate::IDLE_TIMEOUT,
+        }
     }
 }
 

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use tracing::{info, warn};
 use volley_proto::v1::worker_server::WorkerServer;
@@ -17,6 +16,7 @@ use crate::allow::AllowList;
 use crate::auth::Auth;
 use crate::config::{WorkerConfig, WorkerError, error_chain};
 use crate::host;
+use crate::incoming::Incoming;
 use crate::service::WorkerService;
 use crate::state::State;
 
@@ -87,8 +87,7 @@ pub async fn spawn(config: WorkerConfig) -> Result<RunningWorker, WorkerError> {
         .await
         .map_err(|source| WorkerError::Bind { addr: config.listen, source })?;
     let addr = listener.local_addr().map_err(|source| WorkerError::Bind { addr: config.listen, source })?;
-    // Small messages in both directions (heartbeats, intervals) must not wait for Nagle.
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let incoming = Incoming::new(listener, config.idle_timeout);
 
     let service = WorkerServer::with_interceptor(WorkerService::new(state.clone()), Auth::new(token.as_deref()));
     let (stop, stopped) = oneshot::channel::<()>();
@@ -103,6 +102,7 @@ pub async fn spawn(config: WorkerConfig) -> Result<RunningWorker, WorkerError> {
         tls = config.tls.is_some(),
         client_certificates = config.client_ca.is_some(),
         token = token.is_some(),
+        idle_timeout = ?config.idle_timeout,
         allowed_targets = %if state.allow.allows_everything() { "any".to_string() } else { state.allow.to_string() },
         "volley worker listening"
     );

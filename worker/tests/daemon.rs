@@ -416,3 +416,44 @@ async fn a_gate_that_never_opens_is_closed_by_the_watchdog() {
     assert!(finished.interrupted);
     assert_eq!(server.requests(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_connection_is_closed_after_the_idle_timeout_and_a_live_run_is_not() {
+    use tokio::io::AsyncReadExt;
+    let server = target_server();
+    let idle = Duration::from_millis(400);
+    let worker = worker(|c| c.idle_timeout = idle).await;
+    let opened = tokio::time::Instant::now();
+    let mut silent = tokio::net::TcpStream::connect(worker.addr()).await.expect("connects");
+    // A controller that keeps talking (pings and heartbeats) runs for longer than that.
+    let mut client = client(&worker, None).await;
+    let mut run = Run::open(&mut client, shard(&server.url(), 2, Stop::Duration(Duration::from_millis(1500))))
+        .await
+        .expect("accepted");
+    run.beat();
+    run.start(Duration::from_millis(10)).await;
+    // The silent one is closed (the server's SETTINGS may come first).
+    let mut buf = [0; 1024];
+    let closed = tokio::time::timeout(Duration::from_secs(3), async {
+        loop {
+            match silent.read(&mut buf).await {
+                Ok(0) | Err(_) => return opened.elapsed(),
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .expect("the silent connection is closed within 3 s");
+    assert!(closed >= idle, "closed after {closed:?}, before the idle timeout");
+    loop {
+        match run.next_but_intervals().await {
+            Event::Started(_) => {}
+            Event::Finished(f) => {
+                let ok = f.stats.and_then(|s| s.counters).map_or(0, |c| c.ok);
+                assert!(ok > 0 && !f.interrupted, "the run was cut short: {ok} ok");
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
