@@ -222,6 +222,33 @@ fn a_silent_server_gives_timeout_errors_after_the_request_timeout() {
 }
 
 #[test]
+fn a_timed_run_that_no_response_ever_answered_exits_1_and_still_prints_its_report() {
+    let server = TestServer::start_raw(RawMode::Silent);
+    for json in [true, false] {
+        let mut args = vec!["-z", "1s", "-c", "2", "-t", "1"];
+        if json {
+            args.push("-j");
+        }
+        let url = server.url();
+        args.push(&url);
+        let out = run_volley(args);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_one_error_line(&out, "no request succeeded: all 2 were still waiting");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if json {
+            let r = json_report(&out);
+            assert_eq!(n(&r, &["requests", "ok"]), 0, "{r}");
+            assert_eq!(n(&r, &["requests", "errors"]), 0, "{r}");
+            assert_eq!(n(&r, &["requests", "aborted"]), 2, "{r}");
+        } else {
+            assert!(stdout.contains("Requests:") && stdout.contains("in flight when the run stopped"), "{stdout}");
+        }
+    }
+    // Each run's two requests reached the server, which never answered.
+    assert_eq!((server.requests(), server.responses()), (4, 0));
+}
+
+#[test]
 fn broken_responses_are_counted_by_kind() {
     let garbage = TestServer::start_raw(RawMode::Garbage);
     let out = run_volley(["-n", "10", "-c", "2", "-j", &garbage.url()]);
