@@ -296,6 +296,29 @@ fn a_server_that_never_accepts_is_bounded_by_the_connect_timeout() {
 }
 
 #[test]
+fn durations_beyond_a_year_are_usage_errors_naming_the_bound_instead_of_panics() {
+    let server = TestServer::start(Behavior::ok(14));
+    let url = server.url();
+    let cases: [&[&str]; 7] = [
+        &["--timeout", "1e30"],
+        &["--connect-timeout", "1e20"],
+        &["-z", "1e19"],
+        &["-z", "8761h"],
+        &["--timeout", "99999999999999999999h"],
+        &["--connect-timeout", "9000000000000000000s9000000000000000000s"],
+        &["-z", "31536000.5"],
+    ];
+    for args in cases {
+        let out = run_volley(args.iter().copied().chain([url.as_str()]));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert_one_error_line(&out, "longer than the longest allowed, 365 days");
+        assert!(stderr(&out).contains(args[0]), "{args:?}: the flag is not named: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{args:?} printed a report");
+    }
+    assert_eq!(server.connections(), 0, "a refused duration still loaded the server");
+}
+
+#[test]
 fn bad_input_gets_one_line_and_a_non_zero_exit() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.json");

@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::time::Duration;
 
-use volley_engine::{Plan, Protocol, RequestSpec, Stop, Target, TlsOptions};
+use volley_engine::{MAX_DURATION, Plan, Protocol, RequestSpec, Stop, Target, TlsOptions};
 
 use crate::cli::{LoadArgs, WorkerArgs};
 use crate::error::CliError;
@@ -153,18 +153,22 @@ fn token(file: Option<&std::path::Path>) -> Result<Option<String>, CliError> {
     Ok(Some(token.to_string()))
 }
 
-/// `10s`, `1m30s`, `500ms`, `2h`, or a bare number of seconds. Zero is refused.
+/// `10s`, `1m30s`, `500ms`, `2h`, or a bare number of seconds. Zero is refused, and so is
+/// anything longer than the engine takes (a year).
 pub(crate) fn parse_duration(text: &str, flag: &str) -> Result<Duration, CliError> {
     let bad = || CliError::Usage(format!("{flag}: invalid duration '{text}' (use e.g. 10s, 1m30s, 500ms)"));
+    let too_long = || CliError::Usage(format!("{flag}: '{text}' is longer than the longest allowed, 365 days (8760h)"));
     let s = text.trim();
     if s.is_empty() {
         return Err(bad());
     }
+    // Seconds as f64; whatever Duration cannot hold (1e30) is too long, not a panic.
+    let seconds = |secs: f64| Duration::try_from_secs_f64(secs).map_err(|_| too_long());
     let total = if let Ok(secs) = s.parse::<f64>() {
         if !secs.is_finite() || secs < 0.0 {
             return Err(bad());
         }
-        Duration::from_secs_f64(secs)
+        seconds(secs)?
     } else {
         let mut total = Duration::ZERO;
         let mut rest = s;
@@ -184,12 +188,15 @@ pub(crate) fn parse_duration(text: &str, flag: &str) -> Result<Duration, CliErro
                 _ => return Err(bad()),
             };
             rest = &rest[unit_len..];
-            total += Duration::try_from_secs_f64(value * unit).map_err(|_| bad())?;
+            total = total.checked_add(seconds(value * unit)?).ok_or_else(too_long)?;
         }
         total
     };
     if total.is_zero() {
         return Err(CliError::Usage(format!("{flag}: duration must be more than zero")));
+    }
+    if total > MAX_DURATION {
+        return Err(too_long());
     }
     Ok(total)
 }
@@ -236,6 +243,13 @@ mod tests {
         assert_eq!(parse_duration("1h", "x").unwrap(), Duration::from_secs(3600));
         for bad in ["", "s", "10x", "-1s", "0s", "1.2.3s", "ms", "inf"] {
             assert!(parse_duration(bad, "x").is_err(), "{bad}");
+        }
+        assert_eq!(parse_duration("8760h", "x").unwrap(), MAX_DURATION);
+        for too_long in
+            ["1e30", "1e19", "8760h1s", "31536001", "99999999999999999999h", "9000000000000000000s9000000000000000000s"]
+        {
+            let e = parse_duration(too_long, "--timeout").unwrap_err().to_string();
+            assert!(e.contains("--timeout") && e.contains("365 days"), "{too_long}: {e}");
         }
     }
 

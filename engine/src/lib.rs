@@ -18,7 +18,7 @@ mod target;
 mod tls;
 
 pub use error::EngineError;
-pub use plan::{Plan, Protocol, RequestSpec, Stop, TlsOptions};
+pub use plan::{MAX_DURATION, Plan, Protocol, RequestSpec, Stop, TlsOptions};
 pub use ring::{RingSupport, kernel_release, probe_io_uring};
 pub use run::{Progress, RunControl, RunResult, run, share};
 pub use stats::{

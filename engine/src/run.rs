@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::driver::{self, H2Shared, Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::error::EngineError;
-use crate::plan::{Plan, Protocol, Stop};
+use crate::plan::{MAX_DURATION, Plan, Protocol, Stop};
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::stats::{ErrorKind, Snapshot, Stats};
 use crate::tls;
@@ -125,6 +125,13 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     }
     if plan.stop == Stop::Requests(0) {
         return Err(EngineError::Plan("requests must be at least 1"));
+    }
+    let run_length = match plan.stop {
+        Stop::Duration(d) => d,
+        Stop::Requests(_) => Duration::ZERO,
+    };
+    if [run_length, plan.connect_timeout, plan.request_timeout.unwrap_or_default()].iter().any(|d| *d > MAX_DURATION) {
+        return Err(EngineError::Plan("the run's duration and timeouts must be at most 365 days"));
     }
     let h2 = match plan.protocol {
         Protocol::Http1 => None,
