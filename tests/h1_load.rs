@@ -7,7 +7,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{Behavior, RawMode, TestServer, json_report, run_volley, volley_command};
+use support::{Behavior, RawMode, TestServer, describe_output, json_report, run_volley, volley_command};
 
 fn n(report: &Value, path: &[&str]) -> u64 {
     let mut v = report;
@@ -455,4 +455,37 @@ fn demo_runs_a_real_distributed_load_test_against_the_built_in_server() {
         let (served, ok) = (said("the server counted ", part), said("the report counts ", part));
         assert!(ok > 0 && ok <= served, "{err}");
     }
+}
+
+/// This process's limit on open files: (soft, hard).
+fn open_file_limit() -> (u64, u64) {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct it is given.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }, 0);
+    (limit.rlim_cur, limit.rlim_max)
+}
+
+#[test]
+fn five_thousand_connections_on_one_thread_all_run_and_every_request_reaches_the_server() {
+    // The server in this process holds 5000 connections too; volley raises its own limit.
+    let needed = 5000 + 1000;
+    let (soft, hard) = open_file_limit();
+    if hard < needed {
+        eprintln!("skipped: 5000 connections need {needed} open files here, and the hard limit is {hard}");
+        return;
+    }
+    if soft < needed {
+        let limit = libc::rlimit { rlim_cur: needed, rlim_max: hard };
+        // SAFETY: setrlimit reads the struct it is given.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+    }
+    let server = TestServer::start(Behavior::ok(14));
+    // More connections than one ring's queues could once be sized for (EINVAL beyond 4,080).
+    let out = run_volley(["-n", "10000", "-c", "5000", "-t", "1", "-j", &server.url()]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let r = json_report(&out);
+    assert_eq!(n(&r, &["requests", "ok"]), 10_000, "{r}");
+    assert_eq!(n(&r, &["requests", "errors"]), 0, "{r}");
+    assert_eq!(n(&r, &["connectionsMade"]), 5000, "{r}");
+    assert_eq!((server.requests(), server.responses(), server.connections()), (10_000, 10_000, 5000));
 }
