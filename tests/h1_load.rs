@@ -4,10 +4,14 @@
 mod support;
 
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{Behavior, RawMode, TestServer, describe_output, json_report, run_volley, volley_command};
+use support::{
+    Behavior, RawMode, TestServer, VOLLEY_TIMEOUT, describe_output, json_report, run_volley, run_with_timeout,
+    volley_command,
+};
 
 fn n(report: &Value, path: &[&str]) -> u64 {
     let mut v = report;
@@ -465,6 +469,24 @@ fn open_file_limit() -> (u64, u64) {
     (limit.rlim_cur, limit.rlim_max)
 }
 
+/// `volley ARGS` started with RLIMIT_NOFILE set to (soft, hard), run within the usual timeout.
+fn run_volley_with_file_limit(soft: u64, hard: u64, args: &[&str]) -> std::process::Output {
+    let mut cmd = volley_command(args);
+    let limit = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+    // SAFETY: setrlimit is async-signal-safe and touches only the child being started.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    run_with_timeout(cmd, VOLLEY_TIMEOUT)
+        .unwrap_or_else(|out| panic!("volley {args:?} hung\n{}", describe_output(&out)))
+}
+
 #[test]
 fn five_thousand_connections_on_one_thread_all_run_and_every_request_reaches_the_server() {
     // The server in this process holds 5000 connections too; volley raises its own limit.
@@ -488,4 +510,27 @@ fn five_thousand_connections_on_one_thread_all_run_and_every_request_reaches_the
     assert_eq!(n(&r, &["requests", "errors"]), 0, "{r}");
     assert_eq!(n(&r, &["connectionsMade"]), 5000, "{r}");
     assert_eq!((server.requests(), server.responses(), server.connections()), (10_000, 10_000, 5000));
+}
+
+#[test]
+fn a_soft_file_limit_below_a_threads_connections_is_raised_and_a_hard_one_is_named_with_the_fix() {
+    let (_, hard) = open_file_limit();
+    if hard < 2000 {
+        eprintln!("skipped: the hard limit on open files here is {hard}, below the 2000 this test needs");
+        return;
+    }
+    let server = TestServer::start(Behavior::ok(14));
+    let url = server.url();
+    // A soft limit of 1024 (a common default) and 1500 connections on one thread: the thread's
+    // file table would need more slots than the limit allows.
+    let out = run_volley_with_file_limit(1024, hard, &["-n", "3000", "-c", "1500", "-t", "1", "-j", &url]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 3000);
+    assert_eq!(server.requests(), 3000);
+
+    let out = run_volley_with_file_limit(1024, 1024, &["-n", "3000", "-c", "1500", "-t", "1", &url]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe_output(&out));
+    assert_one_error_line(&out, "1500 connections on one thread need as many open files");
+    assert!(stderr(&out).contains("ulimit -n") && stderr(&out).contains("-t"), "{}", stderr(&out));
+    assert_eq!(server.requests(), 3000, "the refused run sent requests");
 }

@@ -8,6 +8,7 @@
 
 mod driver;
 mod error;
+mod fd_limit;
 mod h1;
 mod h2;
 mod plan;

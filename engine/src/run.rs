@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::driver::{self, H2Shared, Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::error::EngineError;
+use crate::fd_limit;
 use crate::plan::{MAX_DURATION, Plan, Protocol, Stop};
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::stats::{ErrorKind, Snapshot, Stats};
@@ -156,6 +157,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         None
     };
     let threads = plan.threads.min(plan.connections);
+    fd_limit::ensure_room_for(share(plan.connections as u64, threads, 0))?;
     let shared = Arc::new(Shared {
         addr,
         sockaddr: driver::encode_sockaddr(&addr),
