@@ -221,6 +221,56 @@ fn a_timed_run_across_two_workers_reports_what_the_server_saw() {
 }
 
 #[test]
+fn a_request_body_over_4_mib_reaches_the_server_through_workers() {
+    let server = TestServer::start(Behavior::ok(14));
+    let (a, b) = (WorkerProcess::start(&[]), WorkerProcess::start(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    // Above tonic's default 4 MiB message limit, which the shard carrying it once ran into.
+    let body: Vec<u8> = (0..(5 << 20) + 12_345).map(|i| b'a' + (i % 26) as u8).collect();
+    let path = dir.path().join("body.bin");
+    std::fs::write(&path, &body).unwrap();
+    let data = format!("@{}", path.display());
+    let out =
+        run_controller(&["--workers", &worker_list(&[&a, &b]), "-n", "4", "-c", "2", "-d", &data, "-j", &server.url()]);
+    assert_success(&out);
+    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 4);
+    assert_eq!(server.requests(), 4);
+    assert_eq!(server.request_body_bytes(), 4 * body.len() as u64);
+    assert!(server.last_request().is_some_and(|r| r.body == body), "the server got other bytes than the file's");
+}
+
+#[test]
+fn a_body_or_shard_larger_than_a_worker_takes_is_refused_before_connecting_with_the_limit_named() {
+    let server = TestServer::start(Behavior::ok(14));
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, len: usize| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, vec![b'x'; len]).unwrap();
+        path.display().to_string()
+    };
+    let too_big = format!("@{}", file("too-big.bin", (64 << 20) + 1));
+    let big = format!("@{}", file("big.bin", 60 << 20));
+    let huge_ca = file("ca.pem", 21 << 20);
+    // Nothing listens here: a controller that tried to reach it would fail with exit 1.
+    let nowhere = format!("127.0.0.1:{}", free_port());
+    let url = server.url();
+    let cases: [(&[&str], &str); 3] = [
+        // The same limit for a local run, so that a run that works here works on workers too.
+        (&["-d", &too_big, &url], "larger than 64 MiB"),
+        (&["--workers", &nowhere, "-d", &too_big, &url], "larger than 64 MiB"),
+        (&["--workers", &nowhere, "-d", &big, "--cacert", &huge_ca, &url], "over the 80 MiB a worker takes"),
+    ];
+    for (args, expect) in cases {
+        // One small request, so that a controller that did not refuse costs little.
+        let out = run_controller(&[&["-n", "1", "-c", "1"], args].concat());
+        let line = one_error_line(&out);
+        assert_eq!(exit_code(&out), Some(2), "{line}");
+        assert!(line.contains(expect), "expected '{expect}': {line}");
+    }
+    assert_eq!(server.connections(), 0);
+}
+
+#[test]
 fn merge_of_saved_reports_equals_the_run_they_came_from() {
     let server = TestServer::start(Behavior::ok(14));
     let dir = tempfile::tempdir().unwrap();

@@ -4,10 +4,14 @@
 mod support;
 
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{Behavior, RawMode, TestServer, json_report, run_volley, volley_command};
+use support::{
+    Behavior, RawMode, TestServer, VOLLEY_TIMEOUT, describe_output, json_report, run_volley, run_with_timeout,
+    volley_command,
+};
 
 fn n(report: &Value, path: &[&str]) -> u64 {
     let mut v = report;
@@ -222,6 +226,33 @@ fn a_silent_server_gives_timeout_errors_after_the_request_timeout() {
 }
 
 #[test]
+fn a_timed_run_that_no_response_ever_answered_exits_1_and_still_prints_its_report() {
+    let server = TestServer::start_raw(RawMode::Silent);
+    for json in [true, false] {
+        let mut args = vec!["-z", "1s", "-c", "2", "-t", "1"];
+        if json {
+            args.push("-j");
+        }
+        let url = server.url();
+        args.push(&url);
+        let out = run_volley(args);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_one_error_line(&out, "no request succeeded: all 2 were still waiting");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if json {
+            let r = json_report(&out);
+            assert_eq!(n(&r, &["requests", "ok"]), 0, "{r}");
+            assert_eq!(n(&r, &["requests", "errors"]), 0, "{r}");
+            assert_eq!(n(&r, &["requests", "aborted"]), 2, "{r}");
+        } else {
+            assert!(stdout.contains("Requests:") && stdout.contains("in flight when the run stopped"), "{stdout}");
+        }
+    }
+    // Each run's two requests reached the server, which never answered.
+    assert_eq!((server.requests(), server.responses()), (4, 0));
+}
+
+#[test]
 fn broken_responses_are_counted_by_kind() {
     let garbage = TestServer::start_raw(RawMode::Garbage);
     let out = run_volley(["-n", "10", "-c", "2", "-j", &garbage.url()]);
@@ -266,6 +297,29 @@ fn a_server_that_never_accepts_is_bounded_by_the_connect_timeout() {
     assert!(n(&r, &["requests", "connectErrors"]) > 0, "{r}");
     assert!(r["errorSamples"]["connect"].as_str().unwrap().contains("timed out"), "{r}");
     assert_eq!(n(&r, &["requests", "ok"]), 0);
+}
+
+#[test]
+fn durations_beyond_a_year_are_usage_errors_naming_the_bound_instead_of_panics() {
+    let server = TestServer::start(Behavior::ok(14));
+    let url = server.url();
+    let cases: [&[&str]; 7] = [
+        &["--timeout", "1e30"],
+        &["--connect-timeout", "1e20"],
+        &["-z", "1e19"],
+        &["-z", "8761h"],
+        &["--timeout", "99999999999999999999h"],
+        &["--connect-timeout", "9000000000000000000s9000000000000000000s"],
+        &["-z", "31536000.5"],
+    ];
+    for args in cases {
+        let out = run_volley(args.iter().copied().chain([url.as_str()]));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert_one_error_line(&out, "longer than the longest allowed, 365 days");
+        assert!(stderr(&out).contains(args[0]), "{args:?}: the flag is not named: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{args:?} printed a report");
+    }
+    assert_eq!(server.connections(), 0, "a refused duration still loaded the server");
 }
 
 #[test]
@@ -405,4 +459,78 @@ fn demo_runs_a_real_distributed_load_test_against_the_built_in_server() {
         let (served, ok) = (said("the server counted ", part), said("the report counts ", part));
         assert!(ok > 0 && ok <= served, "{err}");
     }
+}
+
+/// This process's limit on open files: (soft, hard).
+fn open_file_limit() -> (u64, u64) {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct it is given.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }, 0);
+    (limit.rlim_cur, limit.rlim_max)
+}
+
+/// `volley ARGS` started with RLIMIT_NOFILE set to (soft, hard), run within the usual timeout.
+fn run_volley_with_file_limit(soft: u64, hard: u64, args: &[&str]) -> std::process::Output {
+    let mut cmd = volley_command(args);
+    let limit = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+    // SAFETY: setrlimit is async-signal-safe and touches only the child being started.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    run_with_timeout(cmd, VOLLEY_TIMEOUT)
+        .unwrap_or_else(|out| panic!("volley {args:?} hung\n{}", describe_output(&out)))
+}
+
+#[test]
+fn five_thousand_connections_on_one_thread_all_run_and_every_request_reaches_the_server() {
+    // The server in this process holds 5000 connections too; volley raises its own limit.
+    let needed = 5000 + 1000;
+    let (soft, hard) = open_file_limit();
+    if hard < needed {
+        eprintln!("skipped: 5000 connections need {needed} open files here, and the hard limit is {hard}");
+        return;
+    }
+    if soft < needed {
+        let limit = libc::rlimit { rlim_cur: needed, rlim_max: hard };
+        // SAFETY: setrlimit reads the struct it is given.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+    }
+    let server = TestServer::start(Behavior::ok(14));
+    // More connections than one ring's queues could once be sized for (EINVAL beyond 4,080).
+    let out = run_volley(["-n", "10000", "-c", "5000", "-t", "1", "-j", &server.url()]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let r = json_report(&out);
+    assert_eq!(n(&r, &["requests", "ok"]), 10_000, "{r}");
+    assert_eq!(n(&r, &["requests", "errors"]), 0, "{r}");
+    assert_eq!(n(&r, &["connectionsMade"]), 5000, "{r}");
+    assert_eq!((server.requests(), server.responses(), server.connections()), (10_000, 10_000, 5000));
+}
+
+#[test]
+fn a_soft_file_limit_below_a_threads_connections_is_raised_and_a_hard_one_is_named_with_the_fix() {
+    let (_, hard) = open_file_limit();
+    if hard < 2000 {
+        eprintln!("skipped: the hard limit on open files here is {hard}, below the 2000 this test needs");
+        return;
+    }
+    let server = TestServer::start(Behavior::ok(14));
+    let url = server.url();
+    // A soft limit of 1024 (a common default) and 1500 connections on one thread: the thread's
+    // file table would need more slots than the limit allows.
+    let out = run_volley_with_file_limit(1024, hard, &["-n", "3000", "-c", "1500", "-t", "1", "-j", &url]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 3000);
+    assert_eq!(server.requests(), 3000);
+
+    let out = run_volley_with_file_limit(1024, 1024, &["-n", "3000", "-c", "1500", "-t", "1", &url]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe_output(&out));
+    assert_one_error_line(&out, "1500 connections on one thread need as many open files");
+    assert!(stderr(&out).contains("ulimit -n") && stderr(&out).contains("-t"), "{}", stderr(&out));
+    assert_eq!(server.requests(), 3000, "the refused run sent requests");
 }

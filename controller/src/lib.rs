@@ -87,6 +87,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
         fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt)
     } else {
         let places = options::worker_places(&args.workers)?;
+        options::check_shard_size(&plan)?;
         let access = options::worker_access(args)?;
         let shards = fleet::split(&plan, places.len())?;
         let threads = args.threads.map(|t| u32::try_from(t).unwrap_or(u32::MAX));

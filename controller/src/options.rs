@@ -3,7 +3,10 @@
 use std::io::Read;
 use std::time::Duration;
 
-use volley_engine::{MAX_CONNECTIONS, MAX_THREADS, Plan, Protocol, RequestSpec, Stop, Target, TlsOptions};
+use volley_engine::{
+    MAX_CONNECTIONS, MAX_DURATION, MAX_THREADS, Plan, Protocol, RequestSpec, Stop, Target, TlsOptions,
+};
+use volley_proto::MAX_MESSAGE_BYTES;
 
 use crate::cli::{LoadArgs, WorkerArgs};
 use crate::error::CliError;
@@ -156,18 +159,22 @@ fn token(file: Option<&std::path::Path>) -> Result<Option<String>, CliError> {
     Ok(Some(token.to_string()))
 }
 
-/// `10s`, `1m30s`, `500ms`, `2h`, or a bare number of seconds. Zero is refused.
+/// `10s`, `1m30s`, `500ms`, `2h`, or a bare number of seconds. Zero is refused, and so is
+/// anything longer than the engine takes (a year).
 pub(crate) fn parse_duration(text: &str, flag: &str) -> Result<Duration, CliError> {
     let bad = || CliError::Usage(format!("{flag}: invalid duration '{text}' (use e.g. 10s, 1m30s, 500ms)"));
+    let too_long = || CliError::Usage(format!("{flag}: '{text}' is longer than the longest allowed, 365 days (8760h)"));
     let s = text.trim();
     if s.is_empty() {
         return Err(bad());
     }
+    // Seconds as f64; whatever Duration cannot hold (1e30) is too long, not a panic.
+    let seconds = |secs: f64| Duration::try_from_secs_f64(secs).map_err(|_| too_long());
     let total = if let Ok(secs) = s.parse::<f64>() {
         if !secs.is_finite() || secs < 0.0 {
             return Err(bad());
         }
-        Duration::from_secs_f64(secs)
+        seconds(secs)?
     } else {
         let mut total = Duration::ZERO;
         let mut rest = s;
@@ -187,12 +194,15 @@ pub(crate) fn parse_duration(text: &str, flag: &str) -> Result<Duration, CliErro
                 _ => return Err(bad()),
             };
             rest = &rest[unit_len..];
-            total += Duration::try_from_secs_f64(value * unit).map_err(|_| bad())?;
+            total = total.checked_add(seconds(value * unit)?).ok_or_else(too_long)?;
         }
         total
     };
     if total.is_zero() {
         return Err(CliError::Usage(format!("{flag}: duration must be more than zero")));
+    }
+    if total > MAX_DURATION {
+        return Err(too_long());
     }
     Ok(total)
 }
@@ -211,19 +221,72 @@ fn parse_header(h: &str) -> Result<(String, String), CliError> {
     Ok((name.to_string(), value.to_string()))
 }
 
-/// curl's -d: literal text, `@file`, or `@-` for stdin; CR and LF are stripped from files.
+/// The largest request body `-d` takes, locally and on workers alike: it travels to each worker
+/// inside one shard message, and a worker takes messages up to `MAX_MESSAGE_BYTES`, which
+/// leaves 16 MiB for the headers, the URL and `--cacert`.
+const MAX_BODY_BYTES: usize = 64 << 20;
+const _: () = assert!(MAX_BODY_BYTES + (16 << 20) <= MAX_MESSAGE_BYTES);
+
+/// curl's -d: literal text, `@file`, or `@-` for stdin; CR and LF are stripped from files. At
+/// most [`MAX_BODY_BYTES`] (counted as sent, after stripping), read no further than that.
 fn read_data(d: &str) -> Result<Vec<u8>, CliError> {
-    let Some(path) = d.strip_prefix('@') else { return Ok(d.as_bytes().to_vec()) };
-    let mut bytes = Vec::new();
-    if path == "-" {
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| CliError::File { path: "-d @- (stdin)".into(), why: e.to_string() })?;
+    let Some(path) = d.strip_prefix('@') else {
+        return match d.len() {
+            n if n > MAX_BODY_BYTES => Err(body_too_large("-d")),
+            _ => Ok(d.as_bytes().to_vec()),
+        };
+    };
+    let (what, read) = if path == "-" {
+        ("-d @- (stdin)".to_string(), read_stripped(std::io::stdin().lock()))
     } else {
-        bytes = std::fs::read(path).map_err(|e| CliError::File { path: format!("-d @{path}"), why: e.to_string() })?;
+        let what = format!("-d @{path}");
+        match std::fs::File::open(path) {
+            Ok(file) => (what, read_stripped(file)),
+            Err(e) => return Err(CliError::File { path: what, why: e.to_string() }),
+        }
+    };
+    match read {
+        Ok(Some(bytes)) => Ok(bytes),
+        Ok(None) => Err(body_too_large(&what)),
+        Err(e) => Err(CliError::File { path: what, why: e.to_string() }),
     }
-    bytes.retain(|&b| b != b'\r' && b != b'\n');
-    Ok(bytes)
+}
+
+/// Everything `from` gives without CR and LF; None once that exceeds [`MAX_BODY_BYTES`].
+fn read_stripped(mut from: impl Read) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut chunk) {
+            Ok(0) => return Ok(Some(bytes)),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        bytes.extend(chunk[..n].iter().filter(|&&b| b != b'\r' && b != b'\n'));
+        if bytes.len() > MAX_BODY_BYTES {
+            return Ok(None);
+        }
+    }
+}
+
+fn body_too_large(what: &str) -> CliError {
+    CliError::Usage(format!("{what}: the body is larger than {} MiB, the most volley sends", MAX_BODY_BYTES >> 20))
+}
+
+/// A distributed run sends each worker its shard in one message, which a worker takes up to
+/// `MAX_MESSAGE_BYTES`: a larger one is refused here, before connecting, rather than by the
+/// worker after all of it was sent. The whole plan's encoding bounds every shard's, since
+/// shards differ from it only in smaller counts.
+pub(crate) fn check_shard_size(plan: &Plan) -> Result<(), CliError> {
+    let size = prost::Message::encoded_len(&volley_worker::wire::shard_to_proto(plan, Some(u32::MAX)));
+    if size <= MAX_MESSAGE_BYTES {
+        return Ok(());
+    }
+    Err(CliError::Usage(format!(
+        "the request is too large for workers: its body, headers and --cacert come to {size} bytes, over the {} MiB a worker takes",
+        MAX_MESSAGE_BYTES >> 20
+    )))
 }
 
 #[cfg(test)]
@@ -240,6 +303,22 @@ mod tests {
         for bad in ["", "s", "10x", "-1s", "0s", "1.2.3s", "ms", "inf"] {
             assert!(parse_duration(bad, "x").is_err(), "{bad}");
         }
+        assert_eq!(parse_duration("8760h", "x").unwrap(), MAX_DURATION);
+        for too_long in
+            ["1e30", "1e19", "8760h1s", "31536001", "99999999999999999999h", "9000000000000000000s9000000000000000000s"]
+        {
+            let e = parse_duration(too_long, "--timeout").unwrap_err().to_string();
+            assert!(e.contains("--timeout") && e.contains("365 days"), "{too_long}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_body_limit_counts_bytes_as_sent_after_cr_and_lf_are_stripped() {
+        let mut at_limit = vec![b'x'; MAX_BODY_BYTES];
+        at_limit.extend(b"\r\n".repeat(1000));
+        let read = read_stripped(std::io::Cursor::new(at_limit)).unwrap();
+        assert_eq!(read.map(|b| b.len()), Some(MAX_BODY_BYTES));
+        assert!(read_stripped(std::io::Cursor::new(vec![b'x'; MAX_BODY_BYTES + 1])).unwrap().is_none());
     }
 
     #[test]

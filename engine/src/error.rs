@@ -13,6 +13,10 @@ pub enum EngineError {
     TlsSetup(String),
     #[error("invalid plan: {0}")]
     Plan(&'static str),
+    #[error(
+        "{per_thread} connections on one thread need as many open files, but this process may open only {hard} (ulimit -n): raise the limit (ulimit -n, LimitNOFILE= for a service) or use more threads (-t)"
+    )]
+    FileLimit { per_thread: u64, hard: u64 },
     #[error("engine thread failed: {0}")]
     Thread(String),
     /// The system would not start another thread (a task limit such as `ulimit -u`, a cgroup's

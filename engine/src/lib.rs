@@ -8,6 +8,7 @@
 
 mod driver;
 mod error;
+mod fd_limit;
 mod h1;
 mod h2;
 mod plan;
@@ -18,7 +19,7 @@ mod target;
 mod tls;
 
 pub use error::EngineError;
-pub use plan::{MAX_CONNECTIONS, MAX_THREADS, Plan, Protocol, RequestSpec, Stop, TlsOptions};
+pub use plan::{MAX_CONNECTIONS, MAX_DURATION, MAX_THREADS, Plan, Protocol, RequestSpec, Stop, TlsOptions};
 pub use ring::{RingSupport, kernel_release, probe_io_uring};
 pub use run::{Progress, RunControl, RunResult, run, share};
 pub use stats::{

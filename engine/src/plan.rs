@@ -11,6 +11,11 @@ pub const MAX_CONNECTIONS: usize = 1_000_000;
 /// so a real plan never meets it, while a plan off the wire cannot ask for millions.
 pub const MAX_THREADS: usize = 1024;
 
+/// The longest duration a plan may hold (run length and timeouts alike): a year is beyond any
+/// load test, and it keeps every `Instant + Duration` the engine computes far from overflow,
+/// whoever built the plan (the command line, or a controller over the wire).
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// When a run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use crate::driver::{self, H2Shared, Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::error::EngineError;
-use crate::plan::{MAX_CONNECTIONS, MAX_THREADS, Plan, Protocol, Stop};
+use crate::fd_limit;
+use crate::plan::{MAX_CONNECTIONS, MAX_DURATION, MAX_THREADS, Plan, Protocol, Stop};
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::stats::{ErrorKind, Snapshot, Stats};
 use crate::tls;
@@ -132,6 +133,13 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     if plan.stop == Stop::Requests(0) {
         return Err(EngineError::Plan("requests must be at least 1"));
     }
+    let run_length = match plan.stop {
+        Stop::Duration(d) => d,
+        Stop::Requests(_) => Duration::ZERO,
+    };
+    if [run_length, plan.connect_timeout, plan.request_timeout.unwrap_or_default()].iter().any(|d| *d > MAX_DURATION) {
+        return Err(EngineError::Plan("the run's duration and timeouts must be at most 365 days"));
+    }
     let h2 = match plan.protocol {
         Protocol::Http1 => None,
         Protocol::Http2 { streams: 0 } => return Err(EngineError::Plan("HTTP/2 streams must be at least 1")),
@@ -155,6 +163,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         None
     };
     let threads = plan.threads.min(plan.connections);
+    fd_limit::ensure_room_for(share(plan.connections as u64, threads, 0))?;
     let shared = Arc::new(Shared {
         addr,
         sockaddr: driver::encode_sockaddr(&addr),

@@ -7,7 +7,9 @@ use std::time::Duration;
 use std::sync::mpsc;
 use std::time::Instant;
 
-use volley_engine::{Plan, Progress, Protocol, RequestSpec, RunControl, Stats, Stop, Target, TlsOptions, run};
+use volley_engine::{
+    EngineError, MAX_DURATION, Plan, Progress, Protocol, RequestSpec, RunControl, Stats, Stop, Target, TlsOptions, run,
+};
 
 fn plan(url: &str, stop: Stop) -> Plan {
     Plan {
@@ -135,4 +137,34 @@ fn a_pinned_target_is_loaded_at_its_pins_and_its_name_is_never_resolved() {
     let result = run(&pinned, &RunControl::new(), &mut |_| {}).unwrap();
     assert_eq!(result.stats.counters.ok, 40);
     assert_eq!(server.requests(), 40);
+}
+
+#[test]
+fn a_plan_with_a_duration_beyond_a_year_is_refused_before_any_connection_instead_of_panicking_a_thread() {
+    let server = built_in_server();
+    let too_long = MAX_DURATION + Duration::from_secs(1);
+    let whole = plan(&server.url(), Stop::Requests(10));
+    // Each as a plan from the wire could carry it: the run's length and both timeouts.
+    let plans = [
+        Plan { stop: Stop::Duration(Duration::MAX), ..whole.clone() },
+        Plan { stop: Stop::Duration(too_long), ..whole.clone() },
+        Plan { connect_timeout: Duration::MAX, ..whole.clone() },
+        Plan { request_timeout: Some(Duration::MAX), ..whole.clone() },
+    ];
+    for p in plans {
+        match run(&p, &RunControl::new(), &mut |_| {}) {
+            Err(EngineError::Plan(why)) => assert!(why.contains("365 days"), "{why}"),
+            other => panic!(
+                "{:?} / {:?} / {:?}: {:?}",
+                p.stop,
+                p.connect_timeout,
+                p.request_timeout,
+                other.map(|r| r.stats.counters)
+            ),
+        }
+    }
+    assert_eq!(server.requests(), 0);
+    // A year exactly is allowed.
+    let ok = Plan { connect_timeout: MAX_DURATION, request_timeout: Some(MAX_DURATION), ..whole };
+    assert_eq!(run(&ok, &RunControl::new(), &mut |_| {}).unwrap().stats.counters.ok, 10);
 }

@@ -7,6 +7,11 @@
 /// misread; Hello and Shard carry it, and a mismatch is refused with a clear message.
 pub const PROTOCOL_VERSION: u32 = 2;
 
+/// The largest message a worker takes (tonic's default is 4 MiB). A shard carries the run's
+/// whole request body (`-d`, up to 64 MiB) with its headers, URL and `--cacert` certificates;
+/// the controller sends up to this much and refuses a larger shard before it connects.
+pub const MAX_MESSAGE_BYTES: usize = 80 << 20;
+
 #[allow(clippy::all, clippy::pedantic)]
 pub mod v1 {
     tonic::include_proto!("volley.v1");

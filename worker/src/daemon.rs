@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use tracing::{info, warn};
+use volley_proto::MAX_MESSAGE_BYTES;
 use volley_proto::v1::worker_server::WorkerServer;
 
 use crate::allow::AllowList;
@@ -89,7 +91,10 @@ pub async fn spawn(config: WorkerConfig) -> Result<RunningWorker, WorkerError> {
     let addr = listener.local_addr().map_err(|source| WorkerError::Bind { addr: config.listen, source })?;
     let incoming = Incoming::new(listener, config.idle_timeout);
 
-    let service = WorkerServer::with_interceptor(WorkerService::new(state.clone()), Auth::new(token.as_deref()));
+    let service = InterceptedService::new(
+        WorkerServer::new(WorkerService::new(state.clone())).max_decoding_message_size(MAX_MESSAGE_BYTES),
+        Auth::new(token.as_deref()),
+    );
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(server.serve_with_incoming_shutdown(service, incoming, async {
         // A dropped sender ends the server just like a sent signal.

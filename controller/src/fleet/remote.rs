@@ -9,8 +9,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::{Code, Status};
-use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1::{self, worker_client::WorkerClient};
+use volley_proto::{MAX_MESSAGE_BYTES, PROTOCOL_VERSION};
 use volley_worker::clock::now_nanos;
 use volley_worker::shard::Event;
 use volley_worker::wire;
@@ -67,7 +67,11 @@ async fn drive_run(
             request.metadata_mut().insert("authorization", value);
         }
         Ok(request)
-    });
+    })
+    // What the worker takes, no more (tonic would send any size; the shard's size was checked
+    // before connecting). Replies keep tonic's 4 MiB limit: they are counters and compressed
+    // histograms of a few kilobytes.
+    .max_encoding_message_size(MAX_MESSAGE_BYTES);
 
     let hello = v1::HelloRequest { protocol: PROTOCOL_VERSION, version: env!("CARGO_PKG_VERSION").into() };
     let hello = timed(client.hello(hello)).await?.into_inner();

@@ -260,8 +260,20 @@ impl Report {
                 all => format!("no worker could run: {}", all.join("; ")),
             });
         }
-        if c.ok > 0 || c.errors() == 0 {
+        if c.ok > 0 {
             return None;
+        }
+        if c.errors() == 0 {
+            // Nothing failed either: every request was still waiting for its response when the
+            // run ended. After Ctrl-C that is the user's doing, and 130 says so; otherwise the
+            // server answered nothing in time, which is no success.
+            if self.interrupted {
+                return None;
+            }
+            return Some(match c.aborted {
+                0 => "no request succeeded: none was answered before the run ended".to_string(),
+                n => format!("no request succeeded: all {n} were still waiting for their responses when the run ended"),
+            });
         }
         let (kind, why) =
             self.error_samples.first().map(|(k, w)| (k.name(), w.as_str())).unwrap_or(("unknown", "no detail"));

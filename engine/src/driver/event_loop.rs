@@ -123,10 +123,23 @@ pub(super) struct Loop<'r> {
 }
 
 impl<'r> Loop<'r> {
-    /// The ring for `connections` connections: room for a few operations each.
+    /// The ring for `connections` connections: room for a few operations each, within the
+    /// kernel's limits (asking for more fails the set-up with EINVAL).
+    ///
+    /// Beyond about 16,000 connections on a thread, more operations can be in flight than the
+    /// completion queue holds. Nothing is lost then: the kernel keeps the completions that do
+    /// not fit on its overflow list (IORING_FEAT_NODROP, Linux 5.5+) and moves them into the
+    /// queue as `drain` makes room, on the next wait, which every turn of the loop does. A
+    /// multishot receive is never overflowed: when its completion does not fit, the kernel ends
+    /// it with that completion (data included, no MORE flag), and `on_recv` arms a new one. Only
+    /// if the kernel cannot allocate an overflow entry are completions dropped, and then the
+    /// next wait fails (EBADR) and so does the thread: an error, not a count gone wrong.
     pub(super) fn ring(connections: usize) -> io::Result<IoUring> {
-        let entries = (connections * 4 + 64).next_power_of_two().min(32768) as u32;
-        build_ring(entries, entries * 4).map(|(ring, _)| ring)
+        // IORING_MAX_ENTRIES and IORING_MAX_CQ_ENTRIES.
+        const SQ_MAX: usize = 32_768;
+        const CQ_MAX: usize = 2 * SQ_MAX;
+        let entries = connections.saturating_mul(4).saturating_add(64).next_power_of_two().min(SQ_MAX);
+        build_ring(entries as u32, (entries * 4).min(CQ_MAX) as u32).map(|(ring, _)| ring)
     }
 
     pub(super) fn new(ring: &'r mut IoUring, shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<Self> {
