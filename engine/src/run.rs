@@ -2,12 +2,13 @@
 
 use std::collections::btree_map::Entry;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::driver::{self, H2Shared, Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::error::EngineError;
+use crate::gate::StartGate;
 use crate::plan::{Plan, Protocol, Stop};
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::stats::{ErrorKind, Snapshot, Stats};
@@ -24,24 +25,6 @@ pub struct RunControl {
     pub(crate) gate: Arc<StartGate>,
 }
 
-/// When the load may start: closed until an instant is set.
-#[derive(Debug)]
-pub(crate) struct StartGate {
-    base: Instant,
-    /// Nanoseconds after `base`, plus one; zero while the gate is closed.
-    at: AtomicU64,
-}
-
-impl StartGate {
-    /// The start instant, once one is set.
-    pub(crate) fn at(&self) -> Option<Instant> {
-        match self.at.load(Ordering::Acquire) {
-            0 => None,
-            n => Some(self.base + Duration::from_nanos(n - 1)),
-        }
-    }
-}
-
 impl Default for RunControl {
     fn default() -> Self {
         RunControl::new()
@@ -52,21 +35,19 @@ impl RunControl {
     /// A run whose load starts as soon as each connection is up.
     pub fn new() -> Self {
         let control = RunControl::gated();
-        control.start_at(control.gate.base);
+        control.start_at(control.gate.base());
         control
     }
 
     /// A run that opens its connections (unless keep-alive is off) and then waits for
     /// [`RunControl::start_at`] before it sends anything.
     pub fn gated() -> Self {
-        let gate = StartGate { base: Instant::now(), at: AtomicU64::new(0) };
-        RunControl { stop: Arc::new(AtomicBool::new(false)), gate: Arc::new(gate) }
+        RunControl { stop: Arc::new(AtomicBool::new(false)), gate: Arc::new(StartGate::closed()) }
     }
 
     /// Lets the load start at `at` (at once if it is past). Only the first call counts.
     pub fn start_at(&self, at: Instant) {
-        let nanos = at.saturating_duration_since(self.gate.base).as_nanos().min(u128::from(u64::MAX - 1)) as u64;
-        let _ = self.gate.at.compare_exchange(0, nanos + 1, Ordering::AcqRel, Ordering::Acquire);
+        self.gate.open_at(at);
     }
 
     /// Asks every engine thread to stop; they notice within 50 ms and return their statistics.
@@ -164,15 +145,15 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
 
     let (tx, rx) = mpsc::channel::<ThreadMsg>();
     let mut handles = Vec::with_capacity(threads);
-    for index in 0..threads {
+    for (index, part) in plan.split(threads).into_iter().enumerate() {
         let thread_plan = ThreadPlan {
             index,
-            connections: share(plan.connections as u64, threads, index) as usize,
-            budget: match plan.stop {
-                Stop::Requests(n) => Some(share(n, threads, index)),
+            connections: part.connections,
+            budget: match part.stop {
+                Stop::Requests(n) => Some(n),
                 Stop::Duration(_) => None,
             },
-            duration: match plan.stop {
+            duration: match part.stop {
                 Stop::Duration(d) => Some(d),
                 Stop::Requests(_) => None,
             },
@@ -215,13 +196,6 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         error_samples: collector.error_samples,
         stream_limit: collector.stream_limit,
     })
-}
-
-/// Part `index`'s share of `total` split over `parts` (threads here, workers in a controller):
-/// the remainder goes to the first ones, so the shares add up to exactly `total`.
-pub fn share(total: u64, parts: usize, index: usize) -> u64 {
-    let parts = parts as u64;
-    total / parts + u64::from((index as u64) < total % parts)
 }
 
 /// Merges thread messages: per-second deltas into snapshots, everything into the total.
@@ -320,22 +294,6 @@ impl Collector {
             }
             let delta = entry.remove();
             on_progress(Progress::Interval(Snapshot { elapsed: Duration::from_secs(u64::from(tick)), delta }));
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::share;
-
-    #[test]
-    fn shares_add_up_to_the_total() {
-        for (total, parts) in [(200u64, 3usize), (1, 4), (7, 7), (1000, 16)] {
-            let sum: u64 = (0..parts).map(|i| share(total, parts, i)).sum();
-            assert_eq!(sum, total);
-            let max = (0..parts).map(|i| share(total, parts, i)).max().unwrap();
-            let min = (0..parts).map(|i| share(total, parts, i)).min().unwrap();
-            assert!(max - min <= 1);
         }
     }
 }

@@ -7,21 +7,14 @@ use std::time::Duration;
 use std::sync::mpsc;
 use std::time::Instant;
 
-use volley_engine::{Plan, Progress, Protocol, RequestSpec, RunControl, Stats, Stop, Target, TlsOptions, run};
+use volley_engine::{Plan, Progress, RequestSpec, RunControl, Stats, Stop, Target, run};
 
 fn plan(url: &str, stop: Stop) -> Plan {
-    Plan {
-        target: Target::parse(url).unwrap(),
-        request: RequestSpec::new("GET", vec![], vec![]),
-        protocol: Protocol::Http1,
-        connections: 4,
-        threads: 2,
-        stop,
-        connect_timeout: Duration::from_secs(2),
-        request_timeout: Some(Duration::from_secs(5)),
-        keepalive: true,
-        tls: TlsOptions::default(),
-    }
+    let mut plan = Plan::new(Target::parse(url).unwrap(), RequestSpec::new("GET", vec![], vec![]), 4, stop);
+    plan.threads = 2;
+    plan.connect_timeout = Duration::from_secs(2);
+    plan.request_timeout = Some(Duration::from_secs(5));
+    plan
 }
 
 fn built_in_server() -> volley_serve::Server {

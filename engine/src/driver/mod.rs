@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 
-use crate::run::StartGate;
+use crate::gate::StartGate;
 use crate::stats::{ErrorKind, Stats};
 
 /// What every thread of a run shares, read-only.

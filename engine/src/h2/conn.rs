@@ -634,7 +634,7 @@ impl Connection {
 mod tests {
     use super::*;
     use crate::h2::frame::{flag, kind};
-    use crate::h2::rng::Rng;
+    use crate::test_rng::Rng;
     use std::time::Duration;
 
     const MAX: u32 = frame::DEFAULT_MAX_FRAME_SIZE;

@@ -6,7 +6,5 @@ pub(crate) mod conn;
 pub(crate) mod frame;
 pub(crate) mod hpack;
 mod request;
-#[cfg(test)]
-pub(crate) mod rng;
 
 pub(crate) use request::encode_request;
