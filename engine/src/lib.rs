@@ -14,6 +14,7 @@ mod h2;
 mod plan;
 mod ring;
 mod run;
+mod session;
 mod stats;
 mod target;
 #[cfg(test)]

@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::driver::{self, H2Shared, Shared, ThreadDone, ThreadMsg, ThreadPlan};
+use crate::driver::{self, Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::error::EngineError;
 use crate::gate::StartGate;
 use crate::plan::{Plan, Protocol, Stop};
 use crate::ring::{RingSupport, probe_io_uring};
+use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Snapshot, Stats};
 use crate::tls;
 use crate::{h1, h2};
@@ -21,7 +22,7 @@ use crate::{h1, h2};
 /// several engines (on several machines) send their first requests at one instant.
 #[derive(Debug, Clone)]
 pub struct RunControl {
-    stop: Arc<AtomicBool>,
+    stop_flag: Arc<AtomicBool>,
     pub(crate) gate: Arc<StartGate>,
 }
 
@@ -42,7 +43,7 @@ impl RunControl {
     /// A run that opens its connections (unless keep-alive is off) and then waits for
     /// [`RunControl::start_at`] before it sends anything.
     pub fn gated() -> Self {
-        RunControl { stop: Arc::new(AtomicBool::new(false)), gate: Arc::new(StartGate::closed()) }
+        RunControl { stop_flag: Arc::new(AtomicBool::new(false)), gate: Arc::new(StartGate::closed()) }
     }
 
     /// Lets the load start at `at` (at once if it is past). Only the first call counts.
@@ -52,11 +53,11 @@ impl RunControl {
 
     /// Asks every engine thread to stop; they notice within 50 ms and return their statistics.
     pub fn stop(&self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop_flag.store(true, Ordering::Relaxed);
     }
 
     pub fn is_stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.stop_flag.load(Ordering::Relaxed)
     }
 }
 
@@ -107,25 +108,28 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     if plan.stop == Stop::Requests(0) {
         return Err(EngineError::Plan("requests must be at least 1"));
     }
-    let h2 = match plan.protocol {
-        Protocol::Http1 => None,
+    let session = match plan.protocol {
+        Protocol::Http1 => SessionConfig::H1(h1::Config {
+            head: plan.request.is_head(),
+            keepalive: plan.keepalive,
+            request_timeout: plan.request_timeout,
+        }),
         Protocol::Http2 { streams: 0 } => return Err(EngineError::Plan("HTTP/2 streams must be at least 1")),
         Protocol::Http2 { .. } if !plan.keepalive => {
             return Err(EngineError::Plan("HTTP/2 needs keep-alive: its connections carry many requests"));
         }
-        Protocol::Http2 { streams } => Some(H2Shared {
+        Protocol::Http2 { streams } => SessionConfig::H2(Arc::new(h2::Config {
             request_block: h2::encode_request(&plan.target, &plan.request).into(),
             body: plan.request.body.clone().into(),
             streams,
-        }),
+            connect_timeout: plan.connect_timeout,
+            request_timeout: plan.request_timeout,
+        })),
     };
     let ring = probe_io_uring()?;
     let addr = plan.target.resolve()?[0];
     let tls = if plan.target.is_tls() {
-        // For HTTP/2 http/1.1 is offered too, so that a server without h2 says so by choosing
-        // it, and the error can name the cause instead of a failed handshake.
-        let alpn: &[&[u8]] = if h2.is_some() { &[b"h2", b"http/1.1"] } else { &[b"http/1.1"] };
-        Some((tls::client_config(&plan.tls, alpn)?, tls::server_name(&plan.target.host)?))
+        Some((tls::client_config(&plan.tls, session.alpn())?, tls::server_name(&plan.target.host)?))
     } else {
         None
     };
@@ -134,13 +138,11 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         addr,
         sockaddr: driver::encode_sockaddr(&addr),
         request: h1::encode_request(&plan.target, &plan.request, !plan.keepalive),
-        head: plan.request.is_head(),
         tls,
         connect_timeout: plan.connect_timeout,
-        request_timeout: plan.request_timeout,
         keepalive: plan.keepalive,
         min_wait: ring.min_wait,
-        h2,
+        session,
     });
 
     let (tx, rx) = mpsc::channel::<ThreadMsg>();
@@ -158,7 +160,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
                 Stop::Requests(_) => None,
             },
             gate: control.gate.clone(),
-            stop: control.stop.clone(),
+            stop_flag: control.stop_flag.clone(),
             tx: tx.clone(),
         };
         let shared = shared.clone();
