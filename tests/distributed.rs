@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 use serde_json::Value;
 use support::{
     BackgroundProcess, Behavior, TestCert, TestServer, WorkerProcess, assert_success, describe_output, free_port,
-    in_netns, json_report, run_with_timeout, volley_bin, volley_command, wait_until,
+    in_netns, json_report, number, run_with_timeout, volley_bin, volley_command, wait_until,
 };
 use tonic::{Code, Request, Response, Status};
 use volley_proto::PROTOCOL_VERSION;
@@ -28,14 +28,6 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(40);
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-
-fn n(report: &Value, path: &[&str]) -> u64 {
-    let mut v = report;
-    for p in path {
-        v = &v[*p];
-    }
-    v.as_u64().unwrap_or_else(|| panic!("{path:?} is not a number in {report}"))
-}
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -125,8 +117,8 @@ fn wait_for_load(server: &TestServer, run: &mut BackgroundProcess) {
 /// ok ≤ what the server saw ≤ ok + aborted: every request is accounted for, and nothing but
 /// this run loaded the server.
 fn assert_server_count_within(report: &Value, server_saw: u64) {
-    let ok = n(report, &["requests", "ok"]);
-    let aborted = n(report, &["requests", "aborted"]);
+    let ok = number(report, "/requests/ok");
+    let aborted = number(report, "/requests/aborted");
     assert!(ok > 0, "no request succeeded: {report}");
     assert!(
         ok <= server_saw && server_saw <= ok + aborted,
@@ -155,10 +147,10 @@ fn an_n_run_across_three_workers_sends_exactly_n_requests() {
     let out = run_controller(&["--workers", &list, "-c", "9", "-n", "3001", "-j", &server.url()]);
     assert_success(&out);
     let r = json_report(&out);
-    assert_eq!(n(&r, &["requests", "total"]), 3001, "{r}");
-    assert_eq!(n(&r, &["requests", "ok"]), 3001);
-    assert_eq!(n(&r, &["requests", "errors"]), 0);
-    assert_eq!(n(&r, &["statusCodes", "200"]), 3001);
+    assert_eq!(number(&r, "/requests/total"), 3001, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 3001);
+    assert_eq!(number(&r, "/requests/errors"), 0);
+    assert_eq!(number(&r, "/statusCodes/200"), 3001);
     assert_eq!(server.requests(), 3001, "the server's own count");
     assert_eq!(server.connections(), 9, "keep-alive: one server connection per client connection");
 
@@ -166,19 +158,19 @@ fn an_n_run_across_three_workers_sends_exactly_n_requests() {
     assert_eq!(workers.len(), 3, "{r}");
     let addresses: Vec<&str> = workers.iter().map(|w| w["address"].as_str().unwrap()).collect();
     assert_eq!(addresses.join(","), list);
-    let total: u64 = workers.iter().map(|w| n(w, &["requests", "total"])).sum();
-    let ok: u64 = workers.iter().map(|w| n(w, &["requests", "ok"])).sum();
-    let connections: u64 = workers.iter().map(|w| n(w, &["connections"])).sum();
+    let total: u64 = workers.iter().map(|w| number(w, "/requests/total")).sum();
+    let ok: u64 = workers.iter().map(|w| number(w, "/requests/ok")).sum();
+    let connections: u64 = workers.iter().map(|w| number(w, "/connections")).sum();
     assert_eq!((total, ok, connections), (3001, 3001, 9), "{workers:?}");
     let mut sum: Option<Histogram<u64>> = None;
     for w in workers {
         assert!(w["failure"].is_null(), "{w}");
-        assert!(n(w, &["requests", "ok"]) >= 1000, "an uneven split: {w}");
+        assert!(number(w, "/requests/ok") >= 1000, "an uneven split: {w}");
         for field in ["latency", "connect", "firstByte"] {
             assert!(w["histograms"][field].is_string(), "worker without a {field} histogram: {w}");
         }
         let latency = histogram(&w["histograms"]["latency"]);
-        assert_eq!(latency.len(), n(w, &["requests", "ok"]), "one latency sample per ok request");
+        assert_eq!(latency.len(), number(w, "/requests/ok"), "one latency sample per ok request");
         assert_eq!(histogram(&w["histograms"]["connect"]).len(), 3, "3 connections each");
         match &mut sum {
             None => sum = Some(latency),
@@ -187,7 +179,7 @@ fn an_n_run_across_three_workers_sends_exactly_n_requests() {
     }
     let merged = histogram(&r["histograms"]["latency"]);
     assert_same_histogram(&merged, &sum.unwrap(), "merged latency vs the workers' added up");
-    assert_eq!(n(&r, &["latencySeconds", "count"]), 3001);
+    assert_eq!(number(&r, "/latencySeconds/count"), 3001);
 }
 
 #[test]
@@ -207,13 +199,13 @@ fn a_timed_run_across_two_workers_reports_what_the_server_saw() {
     assert!((0.0..0.05).contains(&skew), "start skew {skew} s");
     let intervals = r["intervals"].as_array().expect("an intervals array");
     assert!((1..=2).contains(&intervals.len()), "{} intervals: {intervals:?}", intervals.len());
-    let per_second: u64 = intervals.iter().map(|i| n(i, &["ok"])).sum();
-    assert!(per_second <= n(&r, &["requests", "ok"]), "intervals count more than the run: {intervals:?}");
+    let per_second: u64 = intervals.iter().map(|i| number(i, "/ok")).sum();
+    assert!(per_second <= number(&r, "/requests/ok"), "intervals count more than the run: {intervals:?}");
     let workers = r["workers"].as_array().unwrap();
     assert_eq!(workers.len(), 2);
     for w in workers {
-        assert!(n(w, &["requests", "ok"]) > 0, "{w}");
-        assert_eq!(n(w, &["connections"]), 4, "{w}");
+        assert!(number(w, "/requests/ok") > 0, "{w}");
+        assert_eq!(number(w, "/connections"), 4, "{w}");
         let offset = w["startOffsetSeconds"].as_f64().unwrap_or_else(|| panic!("no startOffsetSeconds: {w}"));
         assert!(offset.abs() <= skew, "a worker's offset beyond the reported skew: {w}");
     }
@@ -233,7 +225,7 @@ fn a_request_body_over_4_mib_reaches_the_server_through_workers() {
     let out =
         run_controller(&["--workers", &worker_list(&[&a, &b]), "-n", "4", "-c", "2", "-d", &data, "-j", &server.url()]);
     assert_success(&out);
-    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 4);
+    assert_eq!(number(&json_report(&out), "/requests/ok"), 4);
     assert_eq!(server.requests(), 4);
     assert_eq!(server.request_body_bytes(), 4 * body.len() as u64);
     assert!(server.last_request().is_some_and(|r| r.body == body), "the server got other bytes than the file's");
@@ -289,10 +281,10 @@ fn merge_of_saved_reports_equals_the_run_they_came_from() {
     let out = run_controller(&["merge", &paths[0], &paths[1], "-j"]);
     assert_success(&out);
     let r = json_report(&out);
-    assert_eq!(n(&r, &["requests", "ok"]), 800, "{r}");
-    assert_eq!(n(&r, &["requests", "total"]), 800);
-    assert_eq!(n(&r, &["latencySeconds", "count"]), 800);
-    assert_eq!(n(&r, &["connections"]), 8);
+    assert_eq!(number(&r, "/requests/ok"), 800, "{r}");
+    assert_eq!(number(&r, "/requests/total"), 800);
+    assert_eq!(number(&r, "/latencySeconds/count"), 800);
+    assert_eq!(number(&r, "/connections"), 8);
     let mut sum = histograms[0].clone();
     sum.add(&histograms[1]).unwrap();
     let merged = histogram(&r["histograms"]["latency"]);
@@ -347,9 +339,9 @@ fn a_worker_killed_mid_run_is_named_and_the_rest_reported() {
     let failure = dead["failure"].as_str().unwrap_or_else(|| panic!("the killed worker has no failure: {dead}"));
     assert!(failure.contains("lost the worker"), "the failure does not say the worker was lost: {failure}");
     assert!(alive["failure"].is_null(), "{alive}");
-    let alive_ok = n(alive, &["requests", "ok"]);
+    let alive_ok = number(alive, "/requests/ok");
     assert!(alive_ok > 0, "{alive}");
-    assert_eq!(n(&r, &["requests", "ok"]), alive_ok, "the report is the survivor's");
+    assert_eq!(number(&r, "/requests/ok"), alive_ok, "the report is the survivor's");
     let err = stderr(&out);
     assert!(err.contains("incomplete run") && err.contains(&b.address()), "{}", describe_output(&out));
     assert!(!err.contains("panicked"), "{err}");
@@ -377,7 +369,7 @@ fn a_controller_killed_with_sigkill_leaves_no_load_behind() {
     // Both are free for the next run.
     let out = run_controller(&["--workers", &list, "-n", "100", "-c", "2", "-j", &server.url()]);
     assert_success(&out);
-    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 100);
+    assert_eq!(number(&json_report(&out), "/requests/ok"), 100);
     assert_eq!(server.requests(), left + 100);
 }
 
@@ -409,7 +401,7 @@ fn ctrl_c_on_the_controller_stops_every_worker_and_prints_the_report() {
     for w in workers {
         assert!(w["failure"].is_null(), "{w}");
         assert_eq!(w["interrupted"], true, "{w}");
-        assert!(n(w, &["requests", "ok"]) > 0, "{w}");
+        assert!(number(w, "/requests/ok") > 0, "{w}");
     }
     if let Some(wait) = Duration::from_secs(1).checked_sub(interrupted_at.elapsed()) {
         std::thread::sleep(wait);
@@ -434,8 +426,8 @@ fn an_unreachable_worker_is_named() {
     assert!(workers[0]["failure"].is_string(), "{}", workers[0]);
     assert!(workers[0]["requests"].is_null(), "{}", workers[0]);
     assert_eq!(workers[1]["address"], real.address().as_str());
-    assert_eq!(n(&workers[1], &["requests", "ok"]), 100, "the real worker's share");
-    assert_eq!(n(&r, &["requests", "ok"]), 100);
+    assert_eq!(number(&workers[1], "/requests/ok"), 100, "the real worker's share");
+    assert_eq!(number(&r, "/requests/ok"), 100);
     assert_eq!(server.requests(), 100);
     let line = one_error_line(&out);
     assert!(line.contains("incomplete run") && line.contains(&nobody), "{line}");
@@ -473,7 +465,7 @@ fn a_wrong_token_is_refused_and_sends_no_load() {
     cmd.env("VOLLEY_TOKEN", "s3cret");
     let out = run(cmd);
     assert_success(&out);
-    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 100);
+    assert_eq!(number(&json_report(&out), "/requests/ok"), 100);
     assert_eq!(server.requests(), 100);
     // The same through --token-file.
     let out = run_controller(&[&args[..], &["--token-file", token_file.to_str().unwrap()]].concat());
@@ -497,7 +489,7 @@ fn a_target_outside_the_allow_list_is_refused_and_sends_no_load() {
     let here = WorkerProcess::start(&["--allow-target", "192.0.2.0/24", "--allow-target", "127.0.0.0/8"]);
     let out = run_controller(&["--workers", &here.address(), "-n", "100", "-c", "2", "-j", &server.url()]);
     assert_success(&out);
-    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 100);
+    assert_eq!(number(&json_report(&out), "/requests/ok"), 100);
     assert_eq!(server.requests(), 100);
 }
 
@@ -772,15 +764,15 @@ fn a_run_across_network_namespaces_crosses_a_real_network_boundary() {
     ));
     assert_success(&out);
     let r = json_report(&out);
-    assert_eq!(n(&r, &["requests", "ok"]), 2000, "{r}");
-    assert_eq!(n(&r, &["requests", "total"]), 2000);
+    assert_eq!(number(&r, "/requests/ok"), 2000, "{r}");
+    assert_eq!(number(&r, "/requests/total"), 2000);
     assert_eq!(target.requests(), 2000, "what the target in its namespace answered");
     assert_eq!(target.connections(), 8);
     let reported = r["workers"].as_array().unwrap();
     assert_eq!(reported.len(), 2);
     for (w, name) in reported.iter().zip(["w1", "w2"]) {
         assert_eq!(w["name"], name, "{w}");
-        assert_eq!(n(w, &["requests", "ok"]), 1000, "{w}");
+        assert_eq!(number(w, "/requests/ok"), 1000, "{w}");
     }
     // Without the token the same workers refuse, even from their own network.
     let out =
@@ -869,7 +861,7 @@ fn a_worker_over_tls_takes_only_controllers_with_a_client_certificate() {
         &url,
     ]);
     assert_success(&out);
-    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 100);
+    assert_eq!(number(&json_report(&out), "/requests/ok"), 100);
     assert_eq!(server.requests(), 100);
 
     // Without a client certificate, or without TLS at all: refused, no load.

@@ -8,11 +8,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{RawMode, TestCert, TestServer, json_report, run_volley, run_volley_timeout};
-
-fn n(report: &serde_json::Value, path: &[&str]) -> u64 {
-    path.iter().fold(report, |v, p| &v[*p]).as_u64().unwrap_or_else(|| panic!("{path:?} in {report}"))
-}
+use support::{RawMode, TestCert, TestServer, json_report, number, run_volley, run_volley_timeout};
 
 #[test]
 fn a_server_answering_before_the_body_is_read_never_gets_two_requests_interleaved() {
@@ -23,7 +19,7 @@ fn a_server_answering_before_the_body_is_read_never_gets_two_requests_interleave
     std::fs::write(&body, vec![b'x'; 8 << 20]).unwrap();
     let out = run_volley(["-n", "5", "-c", "1", "-d", &format!("@{}", body.display()), "-j", &server.url()]);
     let r = json_report(&out);
-    assert_eq!(n(&r, &["requests", "ok"]), 5, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 5, "{r}");
     assert_eq!(server.bad_heads(), 0, "request bytes were interleaved");
     assert_eq!(server.requests(), 5);
 }
@@ -82,9 +78,9 @@ fn tls_close_notify_right_after_a_keep_alive_response_is_not_followed_by_another
     });
     let out = run_volley(["-n", "4", "-c", "1", "-k", "-j", &format!("https://{addr}/")]);
     let r = json_report(&out);
-    assert_eq!(n(&r, &["requests", "ok"]), 4, "{r}");
-    assert_eq!(n(&r, &["requests", "errors"]), 0, "{r}");
-    assert_eq!(n(&r, &["connectionsMade"]), 4, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 4, "{r}");
+    assert_eq!(number(&r, "/requests/errors"), 0, "{r}");
+    assert_eq!(number(&r, "/connectionsMade"), 4, "{r}");
     server.join().unwrap();
 }
 
@@ -116,6 +112,6 @@ fn bytes_after_a_tls_close_notify_do_not_hang_the_engine() {
     );
     assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
     let r = json_report(&out);
-    assert_eq!(n(&r, &["requests", "ok"]), 1, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 1, "{r}");
     server.join().unwrap();
 }

@@ -9,17 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{
-    Behavior, RawMode, TestServer, VOLLEY_TIMEOUT, describe_output, json_report, run_volley, run_with_timeout,
+    Behavior, RawMode, TestServer, VOLLEY_TIMEOUT, describe_output, json_report, number, run_volley, run_with_timeout,
     volley_command,
 };
-
-fn n(report: &Value, path: &[&str]) -> u64 {
-    let mut v = report;
-    for p in path {
-        v = &v[*p];
-    }
-    v.as_u64().unwrap_or_else(|| panic!("{path:?} is not a number in {report}"))
-}
 
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -41,16 +33,16 @@ fn n_requests_reach_the_server_exactly_n_times() {
     let server = TestServer::start(Behavior::ok(14));
     let out = run_volley(["-n", "1000", "-c", "10", "-t", "2", "-j", &server.url()]);
     let r = json_report(&out);
-    assert_eq!(n(&r, &["requests", "total"]), 1000);
-    assert_eq!(n(&r, &["requests", "ok"]), 1000);
-    assert_eq!(n(&r, &["requests", "errors"]), 0);
-    assert_eq!(n(&r, &["statusCodes", "200"]), 1000);
-    assert_eq!(n(&r, &["latencySeconds", "count"]), 1000);
+    assert_eq!(number(&r, "/requests/total"), 1000);
+    assert_eq!(number(&r, "/requests/ok"), 1000);
+    assert_eq!(number(&r, "/requests/errors"), 0);
+    assert_eq!(number(&r, "/statusCodes/200"), 1000);
+    assert_eq!(number(&r, "/latencySeconds/count"), 1000);
     assert_eq!(server.requests(), 1000);
     assert_eq!(server.responses(), 1000);
     // Keep-alive: one connection per client connection, no more.
     assert_eq!(server.connections(), 10);
-    assert_eq!(n(&r, &["connectionsMade"]), 10);
+    assert_eq!(number(&r, "/connectionsMade"), 10);
 }
 
 #[test]
@@ -63,9 +55,9 @@ fn a_duration_run_stops_at_its_deadline_and_accounts_for_every_request_the_serve
     let secs = r["durationSeconds"].as_f64().unwrap();
     assert!((0.95..1.5).contains(&secs), "duration {secs}");
     assert!(took < Duration::from_secs(5), "took {took:?}");
-    assert_eq!(n(&r, &["requests", "errors"]), 0);
-    let ok = n(&r, &["requests", "ok"]);
-    let aborted = n(&r, &["requests", "aborted"]);
+    assert_eq!(number(&r, "/requests/errors"), 0);
+    let ok = number(&r, "/requests/ok");
+    let aborted = number(&r, "/requests/aborted");
     assert!(ok > 100, "only {ok} ok");
     // Every request the server saw is in the report: answered ones as ok, the rest as aborted
     // (an aborted request may still have been in a socket buffer, unseen, when the run ended).
@@ -79,8 +71,8 @@ fn chunked_and_large_bodies_are_read_to_their_end() {
     let server = TestServer::start(Behavior::ok(50_000).chunked(1000));
     let out = run_volley(["-n", "200", "-c", "4", "-j", &server.url()]);
     let r = json_report(&out);
-    assert_eq!(n(&r, &["requests", "ok"]), 200);
-    assert!(n(&r, &["bytesReceived"]) > 200 * 50_000);
+    assert_eq!(number(&r, "/requests/ok"), 200);
+    assert!(number(&r, "/bytesReceived") > 200 * 50_000);
     assert_eq!(server.responses(), 200);
 }
 
@@ -89,8 +81,8 @@ fn a_server_closing_every_third_response_is_followed_by_reconnects_without_error
     let server = TestServer::start(Behavior::ok(14).close_every(3));
     let out = run_volley(["-n", "300", "-c", "4", "-j", &server.url()]);
     let r = json_report(&out);
-    assert_eq!(n(&r, &["requests", "ok"]), 300);
-    assert_eq!(n(&r, &["requests", "errors"]), 0);
+    assert_eq!(number(&r, "/requests/ok"), 300);
+    assert_eq!(number(&r, "/requests/errors"), 0);
     assert_eq!(server.requests(), 300);
     assert!(server.connections() >= 100, "{} connections", server.connections());
 }
@@ -100,9 +92,9 @@ fn disable_keepalive_opens_one_connection_per_request() {
     let server = TestServer::start(Behavior::ok(14));
     let out = run_volley(["-n", "100", "-c", "4", "--disable-keepalive", "-j", &server.url()]);
     let r = json_report(&out);
-    assert_eq!(n(&r, &["requests", "ok"]), 100);
+    assert_eq!(number(&r, "/requests/ok"), 100);
     assert_eq!(server.connections(), 100);
-    assert_eq!(n(&r, &["connectionsMade"]), 100);
+    assert_eq!(number(&r, "/connectionsMade"), 100);
     assert_eq!(server.last_request().unwrap().header("connection"), Some("close"));
 }
 
@@ -125,7 +117,7 @@ fn method_headers_and_body_arrive_as_given() {
         "-j",
         &server.url(),
     ]);
-    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 20);
+    assert_eq!(number(&json_report(&out), "/requests/ok"), 20);
     let seen = server.last_request().unwrap();
     assert_eq!(seen.method, "PUT");
     assert_eq!(seen.header("x-volley-test"), Some("yes"));
@@ -142,7 +134,7 @@ fn data_comes_from_a_file_or_stdin_and_implies_post() {
     let file = dir.path().join("body.json");
     std::fs::write(&file, "{\"a\":\n1}\r\n").unwrap();
     let out = run_volley(["-n", "5", "-c", "1", "-d", &format!("@{}", file.display()), "-j", &server.url()]);
-    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 5);
+    assert_eq!(number(&json_report(&out), "/requests/ok"), 5);
     let seen = server.last_request().unwrap();
     assert_eq!(seen.method, "POST");
     // curl's -d strips CR and LF from files.
@@ -155,7 +147,7 @@ fn data_comes_from_a_file_or_stdin_and_implies_post() {
         .unwrap();
     child.stdin.take().unwrap().write_all(b"from stdin\n").unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 3);
+    assert_eq!(number(&json_report(&out), "/requests/ok"), 3);
     assert_eq!(server.last_request().unwrap().body, b"from stdin");
 }
 
@@ -163,12 +155,12 @@ fn data_comes_from_a_file_or_stdin_and_implies_post() {
 fn status_codes_are_counted_per_code_and_early_hints_are_not_a_status() {
     let server = TestServer::start(Behavior::ok(3).status(503));
     let r = json_report(&run_volley(["-n", "50", "-c", "5", "-j", &server.url()]));
-    assert_eq!(n(&r, &["statusCodes", "503"]), 50);
-    assert_eq!(n(&r, &["requests", "ok"]), 50);
+    assert_eq!(number(&r, "/statusCodes/503"), 50);
+    assert_eq!(number(&r, "/requests/ok"), 50);
 
     let hints = TestServer::start_raw(RawMode::EarlyHints { body_len: 10 });
     let r = json_report(&run_volley(["-n", "50", "-c", "5", "-j", &hints.url()]));
-    assert_eq!(n(&r, &["statusCodes", "200"]), 50);
+    assert_eq!(number(&r, "/statusCodes/200"), 50);
     assert_eq!(r["statusCodes"].as_object().unwrap().len(), 1, "{}", r["statusCodes"]);
     assert_eq!(hints.responses(), 50);
 }
@@ -183,7 +175,7 @@ fn https_request_bodies_beyond_64_kib_arrive_whole() {
     let data = format!("@{}", body.display());
     let out = run_volley(["-k", "-n", "5", "-c", "1", "-d", &data, "-j", &server.url()]);
     let r = json_report(&out);
-    assert_eq!(n(&r, &["requests", "ok"]), 5, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 5, "{r}");
     assert_eq!(server.request_body_bytes(), 5 * 200_000);
 }
 
@@ -195,9 +187,9 @@ fn https_is_verified_against_cacert_and_counted() {
     let url = server.url().replace("127.0.0.1", "localhost");
     let out = run_volley(["-n", "300", "-c", "6", "--cacert", ca.to_str().unwrap(), "-j", &url]);
     let r = json_report(&out);
-    assert_eq!(n(&r, &["requests", "ok"]), 300);
+    assert_eq!(number(&r, "/requests/ok"), 300);
     assert_eq!(server.requests(), 300);
-    assert_eq!(n(&r, &["connectSeconds", "count"]), 6);
+    assert_eq!(number(&r, "/connectSeconds/count"), 6);
 }
 
 #[test]
@@ -206,11 +198,11 @@ fn https_with_an_unknown_issuer_fails_as_tls_errors_unless_insecure() {
     let out = run_volley(["-n", "10", "-c", "2", "-j", &server.url()]);
     assert_one_error_line(&out, "tls");
     let r = json_report(&out);
-    assert_eq!(n(&r, &["errors", "tls"]), 2, "{r}");
+    assert_eq!(number(&r, "/errors/tls"), 2, "{r}");
     assert_eq!(server.requests(), 0);
 
     let out = run_volley(["-n", "10", "-c", "2", "-k", "-j", &server.url()]);
-    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 10);
+    assert_eq!(number(&json_report(&out), "/requests/ok"), 10);
     assert_eq!(server.requests(), 10);
 }
 
@@ -221,7 +213,7 @@ fn a_silent_server_gives_timeout_errors_after_the_request_timeout() {
     let out = run_volley(["-n", "4", "-c", "2", "--timeout", "300ms", "-j", &server.url()]);
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_one_error_line(&out, "timeout");
-    assert_eq!(n(&json_report(&out), &["errors", "timeout"]), 4);
+    assert_eq!(number(&json_report(&out), "/errors/timeout"), 4);
     assert_eq!(server.requests(), 4);
 }
 
@@ -241,9 +233,9 @@ fn a_timed_run_that_no_response_ever_answered_exits_1_and_still_prints_its_repor
         let stdout = String::from_utf8_lossy(&out.stdout);
         if json {
             let r = json_report(&out);
-            assert_eq!(n(&r, &["requests", "ok"]), 0, "{r}");
-            assert_eq!(n(&r, &["requests", "errors"]), 0, "{r}");
-            assert_eq!(n(&r, &["requests", "aborted"]), 2, "{r}");
+            assert_eq!(number(&r, "/requests/ok"), 0, "{r}");
+            assert_eq!(number(&r, "/requests/errors"), 0, "{r}");
+            assert_eq!(number(&r, "/requests/aborted"), 2, "{r}");
         } else {
             assert!(stdout.contains("Requests:") && stdout.contains("in flight when the run stopped"), "{stdout}");
         }
@@ -257,17 +249,17 @@ fn broken_responses_are_counted_by_kind() {
     let garbage = TestServer::start_raw(RawMode::Garbage);
     let out = run_volley(["-n", "10", "-c", "2", "-j", &garbage.url()]);
     assert_one_error_line(&out, "protocol");
-    assert_eq!(n(&json_report(&out), &["errors", "protocol"]), 10);
+    assert_eq!(number(&json_report(&out), "/errors/protocol"), 10);
 
     let truncated = TestServer::start_raw(RawMode::Truncated { content_length: 100, sent: 10 });
     let out = run_volley(["-n", "10", "-c", "2", "-j", &truncated.url()]);
     assert_one_error_line(&out, "reset");
-    assert_eq!(n(&json_report(&out), &["errors", "reset"]), 10);
+    assert_eq!(number(&json_report(&out), "/errors/reset"), 10);
 
     let huge = TestServer::start_raw(RawMode::HugeHeaders { size: 100_000 });
     let out = run_volley(["-n", "4", "-c", "2", "-j", &huge.url()]);
     assert_one_error_line(&out, "larger than");
-    assert_eq!(n(&json_report(&out), &["errors", "protocol"]), 4);
+    assert_eq!(number(&json_report(&out), "/errors/protocol"), 4);
 }
 
 #[test]
@@ -279,8 +271,8 @@ fn a_refused_port_is_a_connect_error_in_one_line() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_one_error_line(&out, "could not connect");
     let r = json_report(&out);
-    assert!(n(&r, &["requests", "connectErrors"]) >= 5);
-    assert_eq!(n(&r, &["requests", "ok"]), 0);
+    assert!(number(&r, "/requests/connectErrors") >= 5);
+    assert_eq!(number(&r, "/requests/ok"), 0);
 }
 
 #[test]
@@ -294,9 +286,9 @@ fn a_server_that_never_accepts_is_bounded_by_the_connect_timeout() {
     assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
     assert!(!out.status.success());
     let r = json_report(&out);
-    assert!(n(&r, &["requests", "connectErrors"]) > 0, "{r}");
+    assert!(number(&r, "/requests/connectErrors") > 0, "{r}");
     assert!(r["errorSamples"]["connect"].as_str().unwrap().contains("timed out"), "{r}");
-    assert_eq!(n(&r, &["requests", "ok"]), 0);
+    assert_eq!(number(&r, "/requests/ok"), 0);
 }
 
 #[test]
@@ -368,8 +360,8 @@ fn ctrl_c_prints_the_report_of_what_was_done() {
     assert_eq!(out.status.code(), Some(130));
     let r = json_report(&out);
     assert_eq!(r["interrupted"], Value::Bool(true));
-    let ok = n(&r, &["requests", "ok"]);
-    let aborted = n(&r, &["requests", "aborted"]);
+    let ok = number(&r, "/requests/ok");
+    let aborted = number(&r, "/requests/aborted");
     assert!(ok > 10);
     let seen = server.requests();
     assert!((ok..=ok + aborted).contains(&seen), "server saw {seen}, report: {ok} ok + {aborted} aborted: {r}");
@@ -414,8 +406,8 @@ fn histograms_in_the_json_decode_to_the_reported_counts() {
 fn nginx_counts_the_same_requests_as_the_report() {
     let Some(nginx) = support::Nginx::start() else { return };
     let r = json_report(&run_volley(["-n", "2000", "-c", "20", "-t", "2", "-j", &nginx.url()]));
-    assert_eq!(n(&r, &["requests", "ok"]), 2000);
-    assert_eq!(n(&r, &["statusCodes", "200"]), 2000);
+    assert_eq!(number(&r, "/requests/ok"), 2000);
+    assert_eq!(number(&r, "/statusCodes/200"), 2000);
     assert_eq!(nginx.settled_requests(), 2000);
 }
 
@@ -428,7 +420,7 @@ fn nginx_over_https_counts_the_same_requests_as_the_report() {
     let ca = nginx.cert().unwrap().write_ca(dir.path());
     let url = nginx.https_url().replace("127.0.0.1", "localhost");
     let r = json_report(&run_volley(["-n", "500", "-c", "10", "--cacert", ca.to_str().unwrap(), "-j", &url]));
-    assert_eq!(n(&r, &["requests", "ok"]), 500);
+    assert_eq!(number(&r, "/requests/ok"), 500);
     assert_eq!(nginx.settled_requests(), 500);
 }
 
@@ -506,9 +498,9 @@ fn five_thousand_connections_on_one_thread_all_run_and_every_request_reaches_the
     let out = run_volley(["-n", "10000", "-c", "5000", "-t", "1", "-j", &server.url()]);
     assert!(out.status.success(), "{}", describe_output(&out));
     let r = json_report(&out);
-    assert_eq!(n(&r, &["requests", "ok"]), 10_000, "{r}");
-    assert_eq!(n(&r, &["requests", "errors"]), 0, "{r}");
-    assert_eq!(n(&r, &["connectionsMade"]), 5000, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 10_000, "{r}");
+    assert_eq!(number(&r, "/requests/errors"), 0, "{r}");
+    assert_eq!(number(&r, "/connectionsMade"), 5000, "{r}");
     assert_eq!((server.requests(), server.responses(), server.connections()), (10_000, 10_000, 5000));
 }
 
@@ -525,7 +517,7 @@ fn a_soft_file_limit_below_a_threads_connections_is_raised_and_a_hard_one_is_nam
     // file table would need more slots than the limit allows.
     let out = run_volley_with_file_limit(1024, hard, &["-n", "3000", "-c", "1500", "-t", "1", "-j", &url]);
     assert!(out.status.success(), "{}", describe_output(&out));
-    assert_eq!(n(&json_report(&out), &["requests", "ok"]), 3000);
+    assert_eq!(number(&json_report(&out), "/requests/ok"), 3000);
     assert_eq!(server.requests(), 3000);
 
     let out = run_volley_with_file_limit(1024, 1024, &["-n", "3000", "-c", "1500", "-t", "1", &url]);

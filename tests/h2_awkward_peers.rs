@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use support::{json_report, run_volley_timeout};
+use support::{json_report, number, run_volley_timeout};
 
 const DATA: u8 = 0x0;
 const HEADERS: u8 = 0x1;
@@ -164,10 +164,6 @@ fn volley(args: &[&str], url: &str) -> serde_json::Value {
     json_report(&run_volley_timeout(all, Duration::from_secs(30)))
 }
 
-fn n(report: &serde_json::Value, path: &str) -> u64 {
-    report.pointer(path).and_then(|v| v.as_u64()).unwrap_or_else(|| panic!("{path} in {report}"))
-}
-
 fn sample(report: &serde_json::Value, kind: &str) -> String {
     report["errorSamples"][kind].as_str().unwrap_or_default().to_string()
 }
@@ -180,9 +176,9 @@ fn every_request_is_a_protocol_error(bad: fn(u32, &mut Vec<u8>), expect: &str) {
         false
     });
     let r = volley(&["-n", "6", "-c", "2"], &server.url());
-    assert_eq!(n(&r, "/requests/ok"), 0, "{r}");
-    assert_eq!(n(&r, "/errors/protocol"), 6, "{r}");
-    assert_eq!(n(&r, "/requests/errors"), 6, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 0, "{r}");
+    assert_eq!(number(&r, "/errors/protocol"), 6, "{r}");
+    assert_eq!(number(&r, "/requests/errors"), 6, "{r}");
     assert!(sample(&r, "protocol").contains(expect), "{r}");
     assert_eq!(server.connections.load(Ordering::SeqCst), 6);
 }
@@ -231,9 +227,9 @@ fn a_reset_stream_is_one_error_and_the_connection_goes_on() {
         true
     });
     let r = volley(&["-n", "40", "-c", "1", "-p", "4"], &server.url());
-    assert_eq!(n(&r, "/requests/ok"), 20, "{r}");
-    assert_eq!(n(&r, "/errors/reset"), 20, "{r}");
-    assert_eq!(n(&r, "/connectionsMade"), 1, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 20, "{r}");
+    assert_eq!(number(&r, "/errors/reset"), 20, "{r}");
+    assert_eq!(number(&r, "/connectionsMade"), 1, "{r}");
     assert!(sample(&r, "reset").contains("RST_STREAM INTERNAL_ERROR"), "{r}");
     assert_eq!(server.answered.load(Ordering::SeqCst), 20);
 }
@@ -250,11 +246,11 @@ fn refused_streams_are_sent_again_and_the_count_stays_exact() {
         true
     });
     let r = volley(&["-n", "60", "-c", "2", "-p", "3"], &server.url());
-    assert_eq!(n(&r, "/requests/ok"), 60, "{r}");
-    assert_eq!(n(&r, "/requests/errors"), 0, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 60, "{r}");
+    assert_eq!(number(&r, "/requests/errors"), 0, "{r}");
     assert_eq!(server.answered.load(Ordering::SeqCst), 60);
     // 60 answered of every 3 asked: 30 refused, give or take the last ones of each connection.
-    let refused = n(&r, "/requests/refused");
+    let refused = number(&r, "/requests/refused");
     assert!((28..=32).contains(&refused), "{r}");
     assert!(r["warnings"].to_string().contains("declined"), "{r}");
 }
@@ -273,11 +269,11 @@ fn goaway_after_a_few_requests_finishes_those_reconnects_and_retries_the_rest() 
         i < 4
     });
     let r = volley(&["-n", "30", "-c", "1", "-p", "4"], &server.url());
-    assert_eq!(n(&r, "/requests/ok"), 30, "{r}");
-    assert_eq!(n(&r, "/requests/errors"), 0, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 30, "{r}");
+    assert_eq!(number(&r, "/requests/errors"), 0, "{r}");
     assert_eq!(server.answered.load(Ordering::SeqCst), 30);
-    assert_eq!(n(&r, "/connectionsMade"), 10, "{r}");
-    assert!(n(&r, "/requests/refused") >= 1, "{r}");
+    assert_eq!(number(&r, "/connectionsMade"), 10, "{r}");
+    assert!(number(&r, "/requests/refused") >= 1, "{r}");
 }
 
 #[test]
@@ -301,9 +297,9 @@ fn a_lower_stream_limit_is_honoured_from_the_first_request_and_reported() {
         true
     });
     let r = volley(&["-n", "40", "-c", "1", "-p", "10"], &server.url());
-    assert_eq!(n(&r, "/requests/ok"), 40, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 40, "{r}");
     assert_eq!(over.load(Ordering::SeqCst), 0, "more than 2 streams were open at once");
-    assert_eq!(n(&r, "/streamLimit"), 2, "{r}");
+    assert_eq!(number(&r, "/streamLimit"), 2, "{r}");
     assert!(r["warnings"].to_string().contains("allows 2 streams per connection"), "{r}");
 }
 
@@ -333,10 +329,10 @@ fn a_response_whose_headers_need_continuation_frames_is_read_whole() {
         true
     });
     let r = volley(&["-n", "50", "-c", "2", "-p", "5"], &server.url());
-    assert_eq!(n(&r, "/requests/ok"), 50, "{r}");
-    assert_eq!(n(&r, "/statusCodes/200"), 50, "{r}");
-    assert_eq!(n(&r, "/requests/errors"), 0, "{r}");
-    assert!(n(&r, "/bytesReceived") > 50 * 48_000, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 50, "{r}");
+    assert_eq!(number(&r, "/statusCodes/200"), 50, "{r}");
+    assert_eq!(number(&r, "/requests/errors"), 0, "{r}");
+    assert!(number(&r, "/bytesReceived") > 50 * 48_000, "{r}");
 }
 
 /// A TCP server that answers every connection with `answer` once the client has written, then
@@ -394,7 +390,7 @@ fn a_server_allowing_no_streams_fails_each_request_instead_of_reconnecting_forev
         true
     });
     let r = volley(&["-n", "5", "-c", "1"], &server.url());
-    assert_eq!(n(&r, "/errors/protocol"), 5, "{r}");
+    assert_eq!(number(&r, "/errors/protocol"), 5, "{r}");
     assert!(sample(&r, "protocol").contains("allowed no stream"), "{r}");
     assert_eq!(server.answered.load(Ordering::SeqCst), 0);
 }
@@ -406,8 +402,8 @@ fn a_server_refusing_every_request_ends_a_counted_run_with_errors() {
         true
     });
     let r = volley(&["-n", "10", "-c", "1", "-p", "10"], &server.url());
-    assert_eq!(n(&r, "/requests/ok"), 0, "{r}");
-    assert_eq!(n(&r, "/errors/reset"), 10, "{r}");
-    assert!(n(&r, "/requests/refused") >= 1000, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 0, "{r}");
+    assert_eq!(number(&r, "/errors/reset"), 10, "{r}");
+    assert!(number(&r, "/requests/refused") >= 1000, "{r}");
     assert!(sample(&r, "reset").contains("in a row unprocessed"), "{r}");
 }

@@ -8,30 +8,26 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{Behavior, TestCert, TestServer, WorkerProcess, json_report, run_volley, run_volley_timeout};
+use support::{Behavior, TestCert, TestServer, WorkerProcess, json_report, number, run_volley, run_volley_timeout};
 use volley_serve::{ServeConfig, Server};
-
-fn n(report: &serde_json::Value, path: &str) -> u64 {
-    report.pointer(path).and_then(|v| v.as_u64()).unwrap_or_else(|| panic!("{path} in {report}"))
-}
 
 #[test]
 fn prior_knowledge_h2c_against_hyper_counts_every_request_once() {
     let server = TestServer::start(Behavior::ok(100));
     let out = run_volley(["--http2", "-p", "8", "-c", "4", "-t", "2", "-n", "4000", "-j", &server.url()]);
     let r = json_report(&out);
-    assert_eq!(n(&r, "/requests/ok"), 4000, "{r}");
-    assert_eq!(n(&r, "/requests/errors"), 0, "{r}");
-    assert_eq!(n(&r, "/statusCodes/200"), 4000, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 4000, "{r}");
+    assert_eq!(number(&r, "/requests/errors"), 0, "{r}");
+    assert_eq!(number(&r, "/statusCodes/200"), 4000, "{r}");
     assert_eq!(server.requests(), 4000);
     assert_eq!(server.responses(), 4000);
     assert_eq!(server.last_request().unwrap().version, "HTTP/2.0");
-    assert_eq!(n(&r, "/connectionsMade"), 4, "{r}");
+    assert_eq!(number(&r, "/connectionsMade"), 4, "{r}");
     assert_eq!(server.connections(), 4);
     assert_eq!(r["protocol"], "HTTP/2");
-    assert_eq!(n(&r, "/streamsPerConnection"), 8, "{r}");
-    assert_eq!(n(&r, "/latencySeconds/count"), 4000, "{r}");
-    assert_eq!(n(&r, "/firstByteSeconds/count"), 4000, "{r}");
+    assert_eq!(number(&r, "/streamsPerConnection"), 8, "{r}");
+    assert_eq!(number(&r, "/latencySeconds/count"), 4000, "{r}");
+    assert_eq!(number(&r, "/firstByteSeconds/count"), 4000, "{r}");
 }
 
 #[test]
@@ -56,7 +52,7 @@ fn a_request_body_and_headers_reach_the_server_over_http2() {
         &server.url(),
     ]);
     let r = json_report(&out);
-    assert_eq!(n(&r, "/requests/ok"), 40, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 40, "{r}");
     assert_eq!(server.request_body_bytes(), 40 * 100_000);
     let seen = server.last_request().unwrap();
     assert_eq!(seen.method, "POST");
@@ -75,7 +71,7 @@ fn request_bodies_beyond_tls_buffers_arrive_whole_over_h2() {
     let data = format!("@{}", body.display());
     let out = run_volley(["--http2", "-k", "-p", "4", "-c", "1", "-n", "12", "-d", &data, "-j", &server.url()]);
     let r = json_report(&out);
-    assert_eq!(n(&r, "/requests/ok"), 12, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 12, "{r}");
     assert_eq!(server.request_body_bytes(), 12 * 200_000);
 }
 
@@ -88,7 +84,7 @@ fn h2_over_tls_is_negotiated_with_alpn() {
     let out =
         run_volley(["--http2", "-p", "16", "-c", "3", "-n", "3000", "--cacert", ca.to_str().unwrap(), "-j", &url]);
     let r = json_report(&out);
-    assert_eq!(n(&r, "/requests/ok"), 3000, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 3000, "{r}");
     assert_eq!(server.requests(), 3000);
     assert_eq!(server.last_request().unwrap().version, "HTTP/2.0");
 }
@@ -137,9 +133,9 @@ fn each_stream_has_its_own_timeout_and_the_connection_goes_on() {
         Duration::from_secs(20),
     );
     let r = json_report(&out);
-    assert_eq!(n(&r, "/errors/timeout"), 8, "{r}");
-    assert_eq!(n(&r, "/requests/ok"), 0, "{r}");
-    assert_eq!(n(&r, "/connectionsMade"), 1, "{r}");
+    assert_eq!(number(&r, "/errors/timeout"), 8, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 0, "{r}");
+    assert_eq!(number(&r, "/connectionsMade"), 1, "{r}");
     assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
 }
 
@@ -148,7 +144,8 @@ fn a_timed_run_accounts_for_every_request_the_server_saw() {
     let server = TestServer::start(Behavior::ok(100));
     let out = run_volley(["--http2", "-p", "32", "-c", "4", "-t", "2", "-z", "1s", "-j", &server.url()]);
     let r = json_report(&out);
-    let (ok, aborted, errors) = (n(&r, "/requests/ok"), n(&r, "/requests/aborted"), n(&r, "/requests/errors"));
+    let (ok, aborted, errors) =
+        (number(&r, "/requests/ok"), number(&r, "/requests/aborted"), number(&r, "/requests/errors"));
     assert_eq!(errors, 0, "{r}");
     assert!(ok > 1000, "{r}");
     // Give the server a moment to count what was in flight at the end.
@@ -163,7 +160,7 @@ fn volley_serve_answers_http2_with_prior_knowledge() {
     let url = format!("http://{}/", server.local_addr());
     let out = run_volley(["--http2", "-p", "10", "-c", "2", "-n", "2000", "-j", &url]);
     let r = json_report(&out);
-    assert_eq!(n(&r, "/requests/ok"), 2000, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 2000, "{r}");
     assert_eq!(server.requests(), 2000);
 }
 
@@ -177,7 +174,7 @@ fn http2_runs_split_across_workers_stay_exact() {
         Duration::from_secs(60),
     );
     let r = json_report(&out);
-    assert_eq!(n(&r, "/requests/ok"), 3001, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 3001, "{r}");
     assert_eq!(server.requests(), 3001);
     assert_eq!(server.last_request().unwrap().version, "HTTP/2.0");
     assert_eq!(r["protocol"], "HTTP/2");

@@ -8,11 +8,7 @@ mod support;
 use std::time::Duration;
 
 use support::h2_servers::{H2Options, H2Server, start_each};
-use support::{Nginx, json_report, run_volley_timeout};
-
-fn n(report: &serde_json::Value, path: &str) -> u64 {
-    report.pointer(path).and_then(|v| v.as_u64()).unwrap_or_else(|| panic!("{path} in {report}"))
-}
+use support::{Nginx, json_report, number, run_volley_timeout};
 
 fn volley(server: &dyn H2Server, args: &[&str], url: &str) -> serde_json::Value {
     let mut all = vec!["--http2", "-t", "1", "-j"];
@@ -20,7 +16,7 @@ fn volley(server: &dyn H2Server, args: &[&str], url: &str) -> serde_json::Value 
     all.push(url);
     let out = run_volley_timeout(&all, Duration::from_secs(60));
     let r = json_report(&out);
-    assert_eq!(n(&r, "/requests/errors"), 0, "{}: {r}\n{}", server.name(), server.error_log());
+    assert_eq!(number(&r, "/requests/errors"), 0, "{}: {r}\n{}", server.name(), server.error_log());
     r
 }
 
@@ -36,7 +32,7 @@ fn every_server_counts_exactly_what_volley_reports_over_h2c_and_tls() {
     for server in start_each(&H2Options::both()) {
         let name = server.name();
         let r = volley(&*server, &["-n", "3000", "-c", "4", "-p", "16"], &server.h2c_url());
-        assert_eq!(n(&r, "/requests/ok"), 3000, "{name}: {r}");
+        assert_eq!(number(&r, "/requests/ok"), 3000, "{name}: {r}");
         assert_eq!(server.settled_requests(), 3000, "{name}");
         // lighttpd allows 8 streams per connection: fewer than asked, and the report says so.
         if let Some(limit) = r["streamLimit"].as_u64() {
@@ -50,8 +46,8 @@ fn every_server_counts_exactly_what_volley_reports_over_h2c_and_tls() {
             &["-n", "2000", "-c", "3", "-p", "8", "--cacert", ca.to_str().unwrap()],
             &server.https_url(),
         );
-        assert_eq!(n(&r, "/requests/ok"), 2000, "{name}: {r}");
-        assert_eq!(n(&r, "/connectionsMade"), 3, "{name}: {r}");
+        assert_eq!(number(&r, "/requests/ok"), 2000, "{name}: {r}");
+        assert_eq!(number(&r, "/connectionsMade"), 3, "{name}: {r}");
         assert_eq!(server.settled_requests(), 5000, "{name}");
         assert_all_http2(&*server);
     }
@@ -61,8 +57,8 @@ fn every_server_counts_exactly_what_volley_reports_over_h2c_and_tls() {
 fn lighttpds_stream_limit_is_reported() {
     for server in start_each(&H2Options::h2c()).into_iter().filter(|s| s.name() == "lighttpd") {
         let r = volley(&*server, &["-n", "500", "-c", "2", "-p", "32"], &server.h2c_url());
-        assert_eq!(n(&r, "/requests/ok"), 500, "{r}");
-        assert_eq!(n(&r, "/streamLimit"), 8, "{r}");
+        assert_eq!(number(&r, "/requests/ok"), 500, "{r}");
+        assert_eq!(number(&r, "/streamLimit"), 8, "{r}");
         assert_eq!(server.settled_requests(), 500);
     }
 }
@@ -73,10 +69,10 @@ fn nginx_goaway_after_five_requests_is_followed_by_new_connections_and_an_exact_
     // 8 streams in flight against 5 answered per connection: the rest are left unanswered by
     // each GOAWAY and must be sent again on the next connection.
     let r = volley(&nginx, &["-n", "500", "-c", "2", "-p", "8"], &nginx.h2c_url());
-    assert_eq!(n(&r, "/requests/ok"), 500, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 500, "{r}");
     assert_eq!(nginx.settled_requests(), 500);
-    assert!(n(&r, "/connectionsMade") >= 100, "{r}");
-    assert!(n(&r, "/requests/refused") > 0, "{r}");
+    assert!(number(&r, "/connectionsMade") >= 100, "{r}");
+    assert!(number(&r, "/requests/refused") > 0, "{r}");
     assert!(r["warnings"].to_string().contains("declined"), "{r}");
 }
 
@@ -86,10 +82,10 @@ fn every_server_sends_48_kib_of_headers_over_continuation_and_volley_reads_them(
     for server in start_each(&options) {
         let name = server.name();
         let r = volley(&*server, &["-n", "300", "-c", "2", "-p", "4"], &server.h2c_url());
-        assert_eq!(n(&r, "/requests/ok"), 300, "{name}: {r}");
-        assert!(n(&r, "/bytesReceived") > 300 * 48 * 1024, "{name}: {r}");
+        assert_eq!(number(&r, "/requests/ok"), 300, "{name}: {r}");
+        assert!(number(&r, "/bytesReceived") > 300 * 48 * 1024, "{name}: {r}");
         let r = volley(&*server, &["-n", "300", "-c", "2", "-p", "4", "-k"], &server.https_url());
-        assert_eq!(n(&r, "/requests/ok"), 300, "{name}: {r}");
+        assert_eq!(number(&r, "/requests/ok"), 300, "{name}: {r}");
         assert_eq!(server.settled_requests(), 600, "{name}");
     }
 }

@@ -7,11 +7,7 @@ mod support;
 
 use std::process::Output;
 
-use support::{Behavior, Nginx, TestCert, TestServer, json_report, run_volley};
-
-fn n(report: &serde_json::Value, path: &str) -> u64 {
-    report.pointer(path).and_then(|v| v.as_u64()).unwrap_or_else(|| panic!("{path} in {report}"))
-}
+use support::{Behavior, Nginx, TestCert, TestServer, json_report, number, run_volley};
 
 /// The run failed with exactly one line on stderr, saying that every request failed with the
 /// TLS error `sentence`; the JSON report's TLS error sample is the same sentence.
@@ -24,7 +20,7 @@ fn assert_refused_with(out: &Output, sentence: &str) {
     assert!(lines[0].ends_with(&format!(" failed (tls: {sentence})")), "expected '{sentence}' in:\n{err}");
     let r = json_report(out);
     assert_eq!(r["errorSamples"]["tls"], sentence, "{r}");
-    assert_eq!(n(&r, "/requests/ok"), 0, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 0, "{r}");
 }
 
 #[test]
@@ -36,9 +32,9 @@ fn a_self_signed_certificate_made_by_openssl_is_trusted_with_cacert_over_http1_a
     let url = nginx.https_url().replace("127.0.0.1", "localhost");
 
     let r = json_report(&run_volley(["-n", "300", "-c", "3", "--cacert", ca, "-j", &url]));
-    assert_eq!(n(&r, "/requests/ok"), 300, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 300, "{r}");
     let r = json_report(&run_volley(["--http2", "-n", "400", "-c", "2", "-p", "8", "--cacert", ca, "-j", &url]));
-    assert_eq!(n(&r, "/requests/ok"), 400, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 400, "{r}");
 
     assert_eq!(nginx.settled_requests(), 700);
     let lines = nginx.log_lines();
@@ -90,6 +86,6 @@ fn a_server_certificate_from_an_unknown_ca_is_refused_with_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let ca = server.cert().unwrap().write_ca(dir.path());
     let r = json_report(&run_volley(["-n", "10", "-c", "2", "--cacert", ca.to_str().unwrap(), "-j", &url]));
-    assert_eq!(n(&r, "/requests/ok"), 10, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 10, "{r}");
     assert_eq!(server.requests(), 10);
 }

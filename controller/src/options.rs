@@ -70,18 +70,14 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
         tls.extra_ca_pem = std::fs::read(path)
             .map_err(|e| CliError::File { path: format!("--cacert {}", path.display()), why: e.to_string() })?;
     }
-    Ok(Plan {
-        target,
-        request: RequestSpec::new(&method, headers, body),
-        protocol,
-        connections,
-        threads,
-        stop,
-        connect_timeout: parse_duration(&args.connect_timeout, "--connect-timeout")?,
-        request_timeout: Some(parse_duration(&args.timeout, "--timeout")?),
-        keepalive: !args.disable_keepalive,
-        tls,
-    })
+    let mut plan = Plan::new(target, RequestSpec::new(&method, headers, body), connections, stop);
+    plan.protocol = protocol;
+    plan.threads = threads;
+    plan.connect_timeout = parse_duration(&args.connect_timeout, "--connect-timeout")?;
+    plan.request_timeout = Some(parse_duration(&args.timeout, "--timeout")?);
+    plan.keepalive = !args.disable_keepalive;
+    plan.tls = tls;
+    Ok(plan)
 }
 
 /// `-p`: HTTP/2 stream ids allow about a billion, but no server allows more than a few thousand

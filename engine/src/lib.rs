@@ -1,27 +1,31 @@
 //! volley-engine: the load engine.
 //!
 //! One OS thread per `threads`, each owning one io_uring and its share of the connections; no
-//! async runtime. Protocol code is Sans-I/O (`h1`, `tls`): it takes bytes and returns bytes
-//! and events, and only `driver` touches sockets. The engine knows nothing of gRPC or of the
+//! async runtime. Protocol code is Sans-I/O (`h1` and `h2` sessions, `tls`): it takes bytes and
+//! the clock and returns bytes, events and deadlines, and only `driver` touches sockets. The engine knows nothing of gRPC or of the
 //! report: it takes a [`Plan`], hands out one [`Snapshot`] per second, and returns [`Stats`]
 //! that merge exactly with any other engine's.
 
 mod driver;
 mod error;
 mod fd_limit;
+mod gate;
 mod h1;
 mod h2;
 mod plan;
 mod ring;
 mod run;
+mod session;
 mod stats;
 mod target;
+#[cfg(test)]
+mod test_rng;
 mod tls;
 
 pub use error::EngineError;
 pub use plan::{MAX_CONNECTIONS, MAX_DURATION, MAX_THREADS, Plan, Protocol, RequestSpec, Stop, TlsOptions};
 pub use ring::{RingSupport, kernel_release, probe_io_uring};
-pub use run::{Progress, RunControl, RunResult, run, share};
+pub use run::{Progress, RunControl, RunResult, run};
 pub use stats::{
     Counters, ErrorKind, HistogramError, Histograms, Snapshot, Stats, decode_histogram, encode_histogram, new_histogram,
 };

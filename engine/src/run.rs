@@ -2,15 +2,17 @@
 
 use std::collections::btree_map::Entry;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::driver::{self, H2Shared, Shared, ThreadDone, ThreadMsg, ThreadPlan};
+use crate::driver::{self, Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::error::EngineError;
 use crate::fd_limit;
+use crate::gate::StartGate;
 use crate::plan::{MAX_CONNECTIONS, MAX_DURATION, MAX_THREADS, Plan, Protocol, Stop};
 use crate::ring::{RingSupport, probe_io_uring};
+use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Snapshot, Stats};
 use crate::tls;
 use crate::{h1, h2};
@@ -21,26 +23,8 @@ use crate::{h1, h2};
 /// several engines (on several machines) send their first requests at one instant.
 #[derive(Debug, Clone)]
 pub struct RunControl {
-    stop: Arc<AtomicBool>,
+    stop_flag: Arc<AtomicBool>,
     pub(crate) gate: Arc<StartGate>,
-}
-
-/// When the load may start: closed until an instant is set.
-#[derive(Debug)]
-pub(crate) struct StartGate {
-    base: Instant,
-    /// Nanoseconds after `base`, plus one; zero while the gate is closed.
-    at: AtomicU64,
-}
-
-impl StartGate {
-    /// The start instant, once one is set.
-    pub(crate) fn at(&self) -> Option<Instant> {
-        match self.at.load(Ordering::Acquire) {
-            0 => None,
-            n => Some(self.base + Duration::from_nanos(n - 1)),
-        }
-    }
 }
 
 impl Default for RunControl {
@@ -53,30 +37,28 @@ impl RunControl {
     /// A run whose load starts as soon as each connection is up.
     pub fn new() -> Self {
         let control = RunControl::gated();
-        control.start_at(control.gate.base);
+        control.start_at(control.gate.base());
         control
     }
 
     /// A run that opens its connections (unless keep-alive is off) and then waits for
     /// [`RunControl::start_at`] before it sends anything.
     pub fn gated() -> Self {
-        let gate = StartGate { base: Instant::now(), at: AtomicU64::new(0) };
-        RunControl { stop: Arc::new(AtomicBool::new(false)), gate: Arc::new(gate) }
+        RunControl { stop_flag: Arc::new(AtomicBool::new(false)), gate: Arc::new(StartGate::closed()) }
     }
 
     /// Lets the load start at `at` (at once if it is past). Only the first call counts.
     pub fn start_at(&self, at: Instant) {
-        let nanos = at.saturating_duration_since(self.gate.base).as_nanos().min(u128::from(u64::MAX - 1)) as u64;
-        let _ = self.gate.at.compare_exchange(0, nanos + 1, Ordering::AcqRel, Ordering::Acquire);
+        self.gate.open_at(at);
     }
 
     /// Asks every engine thread to stop; they notice within 50 ms and return their statistics.
     pub fn stop(&self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop_flag.store(true, Ordering::Relaxed);
     }
 
     pub fn is_stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.stop_flag.load(Ordering::Relaxed)
     }
 }
 
@@ -140,59 +122,61 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     if [run_length, plan.connect_timeout, plan.request_timeout.unwrap_or_default()].iter().any(|d| *d > MAX_DURATION) {
         return Err(EngineError::Plan("the run's duration and timeouts must be at most 365 days"));
     }
-    let h2 = match plan.protocol {
-        Protocol::Http1 => None,
+    let session = match plan.protocol {
+        Protocol::Http1 => SessionConfig::H1(h1::Config {
+            head: plan.request.is_head(),
+            keepalive: plan.keepalive,
+            request_timeout: plan.request_timeout,
+        }),
         Protocol::Http2 { streams: 0 } => return Err(EngineError::Plan("HTTP/2 streams must be at least 1")),
         Protocol::Http2 { .. } if !plan.keepalive => {
             return Err(EngineError::Plan("HTTP/2 needs keep-alive: its connections carry many requests"));
         }
-        Protocol::Http2 { streams } => Some(H2Shared {
+        Protocol::Http2 { streams } => SessionConfig::H2(Arc::new(h2::Config {
             request_block: h2::encode_request(&plan.target, &plan.request).into(),
             body: plan.request.body.clone().into(),
             streams,
-        }),
+            connect_timeout: plan.connect_timeout,
+            request_timeout: plan.request_timeout,
+        })),
     };
     let ring = probe_io_uring()?;
     let addr = plan.target.resolve()?[0];
     let tls = if plan.target.is_tls() {
-        // For HTTP/2 http/1.1 is offered too, so that a server without h2 says so by choosing
-        // it, and the error can name the cause instead of a failed handshake.
-        let alpn: &[&[u8]] = if h2.is_some() { &[b"h2", b"http/1.1"] } else { &[b"http/1.1"] };
-        Some((tls::client_config(&plan.tls, alpn)?, tls::server_name(&plan.target.host)?))
+        Some((tls::client_config(&plan.tls, session.alpn())?, tls::server_name(&plan.target.host)?))
     } else {
         None
     };
     let threads = plan.threads.min(plan.connections);
-    fd_limit::ensure_room_for(share(plan.connections as u64, threads, 0))?;
+    // The first thread takes the largest share of the connections.
+    fd_limit::ensure_room_for(plan.connections.div_ceil(threads) as u64)?;
     let shared = Arc::new(Shared {
         addr,
         sockaddr: driver::encode_sockaddr(&addr),
         request: h1::encode_request(&plan.target, &plan.request, !plan.keepalive),
-        head: plan.request.is_head(),
         tls,
         connect_timeout: plan.connect_timeout,
-        request_timeout: plan.request_timeout,
         keepalive: plan.keepalive,
         min_wait: ring.min_wait,
-        h2,
+        session,
     });
 
     let (tx, rx) = mpsc::channel::<ThreadMsg>();
     let mut handles = Vec::with_capacity(threads);
-    for index in 0..threads {
+    for (index, part) in plan.split(threads).into_iter().enumerate() {
         let thread_plan = ThreadPlan {
             index,
-            connections: share(plan.connections as u64, threads, index) as usize,
-            budget: match plan.stop {
-                Stop::Requests(n) => Some(share(n, threads, index)),
+            connections: part.connections,
+            budget: match part.stop {
+                Stop::Requests(n) => Some(n),
                 Stop::Duration(_) => None,
             },
-            duration: match plan.stop {
+            duration: match part.stop {
                 Stop::Duration(d) => Some(d),
                 Stop::Requests(_) => None,
             },
             gate: control.gate.clone(),
-            stop: control.stop.clone(),
+            stop_flag: control.stop_flag.clone(),
             tx: tx.clone(),
         };
         let shared = shared.clone();
@@ -242,13 +226,6 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         error_samples: collector.error_samples,
         stream_limit: collector.stream_limit,
     })
-}
-
-/// Part `index`'s share of `total` split over `parts` (threads here, workers in a controller):
-/// the remainder goes to the first ones, so the shares add up to exactly `total`.
-pub fn share(total: u64, parts: usize, index: usize) -> u64 {
-    let parts = parts as u64;
-    total / parts + u64::from((index as u64) < total % parts)
 }
 
 /// Merges thread messages: per-second deltas into snapshots, everything into the total.
@@ -347,22 +324,6 @@ impl Collector {
             }
             let delta = entry.remove();
             on_progress(Progress::Interval(Snapshot { elapsed: Duration::from_secs(u64::from(tick)), delta }));
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::share;
-
-    #[test]
-    fn shares_add_up_to_the_total() {
-        for (total, parts) in [(200u64, 3usize), (1, 4), (7, 7), (1000, 16)] {
-            let sum: u64 = (0..parts).map(|i| share(total, parts, i)).sum();
-            assert_eq!(sum, total);
-            let max = (0..parts).map(|i| share(total, parts, i)).max().unwrap();
-            let min = (0..parts).map(|i| share(total, parts, i)).min().unwrap();
-            assert!(max - min <= 1);
         }
     }
 }

@@ -7,23 +7,14 @@ use std::time::Duration;
 use std::sync::mpsc;
 use std::time::Instant;
 
-use volley_engine::{
-    EngineError, MAX_DURATION, Plan, Progress, Protocol, RequestSpec, RunControl, Stats, Stop, Target, TlsOptions, run,
-};
+use volley_engine::{EngineError, MAX_DURATION, Plan, Progress, RequestSpec, RunControl, Stats, Stop, Target, run};
 
 fn plan(url: &str, stop: Stop) -> Plan {
-    Plan {
-        target: Target::parse(url).unwrap(),
-        request: RequestSpec::new("GET", vec![], vec![]),
-        protocol: Protocol::Http1,
-        connections: 4,
-        threads: 2,
-        stop,
-        connect_timeout: Duration::from_secs(2),
-        request_timeout: Some(Duration::from_secs(5)),
-        keepalive: true,
-        tls: TlsOptions::default(),
-    }
+    let mut plan = Plan::new(Target::parse(url).unwrap(), RequestSpec::new("GET", vec![], vec![]), 4, stop);
+    plan.threads = 2;
+    plan.connect_timeout = Duration::from_secs(2);
+    plan.request_timeout = Some(Duration::from_secs(5));
+    plan
 }
 
 fn built_in_server() -> volley_serve::Server {
@@ -145,11 +136,16 @@ fn a_plan_with_a_duration_beyond_a_year_is_refused_before_any_connection_instead
     let too_long = MAX_DURATION + Duration::from_secs(1);
     let whole = plan(&server.url(), Stop::Requests(10));
     // Each as a plan from the wire could carry it: the run's length and both timeouts.
+    let with = |change: &dyn Fn(&mut Plan)| {
+        let mut p = whole.clone();
+        change(&mut p);
+        p
+    };
     let plans = [
-        Plan { stop: Stop::Duration(Duration::MAX), ..whole.clone() },
-        Plan { stop: Stop::Duration(too_long), ..whole.clone() },
-        Plan { connect_timeout: Duration::MAX, ..whole.clone() },
-        Plan { request_timeout: Some(Duration::MAX), ..whole.clone() },
+        with(&|p| p.stop = Stop::Duration(Duration::MAX)),
+        with(&|p| p.stop = Stop::Duration(too_long)),
+        with(&|p| p.connect_timeout = Duration::MAX),
+        with(&|p| p.request_timeout = Some(Duration::MAX)),
     ];
     for p in plans {
         match run(&p, &RunControl::new(), &mut |_| {}) {
@@ -165,6 +161,9 @@ fn a_plan_with_a_duration_beyond_a_year_is_refused_before_any_connection_instead
     }
     assert_eq!(server.requests(), 0);
     // A year exactly is allowed.
-    let ok = Plan { connect_timeout: MAX_DURATION, request_timeout: Some(MAX_DURATION), ..whole };
+    let ok = with(&|p| {
+        p.connect_timeout = MAX_DURATION;
+        p.request_timeout = Some(MAX_DURATION);
+    });
     assert_eq!(run(&ok, &RunControl::new(), &mut |_| {}).unwrap().stats.counters.ok, 10);
 }

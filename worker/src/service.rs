@@ -160,21 +160,15 @@ impl Worker for WorkerService {
 mod tests {
     use super::*;
     use crate::shard::{Event, run_shard};
-    use volley_engine::{Protocol, RequestSpec, Stop, Target, TlsOptions};
+    use volley_engine::{RequestSpec, Stop, Target};
 
     fn plan(url: &str) -> Plan {
-        Plan {
-            target: Target::parse(url).expect("valid URL"),
-            request: RequestSpec::new("GET", Vec::new(), Vec::new()),
-            protocol: Protocol::Http1,
-            connections: 2,
-            threads: 1,
-            stop: Stop::Requests(20),
-            connect_timeout: Duration::from_secs(2),
-            request_timeout: Some(Duration::from_secs(5)),
-            keepalive: true,
-            tls: TlsOptions::default(),
-        }
+        let target = Target::parse(url).expect("valid URL");
+        let mut plan = Plan::new(target, RequestSpec::new("GET", Vec::new(), Vec::new()), 2, Stop::Requests(20));
+        plan.threads = 1;
+        plan.connect_timeout = Duration::from_secs(2);
+        plan.request_timeout = Some(Duration::from_secs(5));
+        plan
     }
 
     fn loopback_only() -> AllowList {

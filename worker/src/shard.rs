@@ -98,21 +98,15 @@ pub fn run_shard(plan: &Plan, control: &RunControl, sink: &mut dyn FnMut(Event))
 mod tests {
     use super::*;
     use std::time::Instant;
-    use volley_engine::{Protocol, RequestSpec, Stop, Target, TlsOptions};
+    use volley_engine::{RequestSpec, Stop, Target};
 
     fn plan(url: &str, stop: Stop) -> Plan {
-        Plan {
-            target: Target::parse(url).expect("valid URL"),
-            request: RequestSpec::new("GET", Vec::new(), Vec::new()),
-            protocol: Protocol::Http1,
-            connections: 4,
-            threads: 2,
-            stop,
-            connect_timeout: Duration::from_secs(2),
-            request_timeout: Some(Duration::from_secs(5)),
-            keepalive: true,
-            tls: TlsOptions::default(),
-        }
+        let mut plan =
+            Plan::new(Target::parse(url).expect("valid URL"), RequestSpec::new("GET", Vec::new(), Vec::new()), 4, stop);
+        plan.threads = 2;
+        plan.connect_timeout = Duration::from_secs(2);
+        plan.request_timeout = Some(Duration::from_secs(5));
+        plan
     }
 
     #[test]

@@ -131,25 +131,22 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
         0 => default_threads.clamp(1, MAX_THREADS),
         n => n as usize,
     };
-    Ok(Plan {
-        target,
-        request: RequestSpec::new(
-            &shard.method,
-            shard.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
-            shard.body.clone(),
-        ),
-        protocol,
-        connections,
-        threads: threads.min(connections),
-        stop,
-        connect_timeout: Duration::from_nanos(shard.connect_timeout_nanos),
-        request_timeout: match shard.request_timeout_nanos {
-            0 => None,
-            n => Some(Duration::from_nanos(n)),
-        },
-        keepalive: shard.keepalive,
-        tls: TlsOptions { insecure: shard.insecure, extra_ca_pem: shard.extra_ca_pem.clone() },
-    })
+    let request = RequestSpec::new(
+        &shard.method,
+        shard.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
+        shard.body.clone(),
+    );
+    let mut plan = Plan::new(target, request, connections, stop);
+    plan.protocol = protocol;
+    plan.threads = threads.min(connections);
+    plan.connect_timeout = Duration::from_nanos(shard.connect_timeout_nanos);
+    plan.request_timeout = match shard.request_timeout_nanos {
+        0 => None,
+        n => Some(Duration::from_nanos(n)),
+    };
+    plan.keepalive = shard.keepalive;
+    plan.tls = TlsOptions { insecure: shard.insecure, extra_ca_pem: shard.extra_ca_pem.clone() };
+    Ok(plan)
 }
 
 /// An HTTP token (RFC 9110): what a method or a header name may consist of.
@@ -327,22 +324,20 @@ mod tests {
     use super::*;
 
     fn plan(stop: Stop) -> Plan {
-        Plan {
-            target: Target::parse("https://example.com:8443/a/b?c=d").expect("valid URL"),
-            request: RequestSpec::new(
-                "POST",
-                vec![("x-one".into(), "1".into()), ("Content-Type".into(), "text/plain".into())],
-                b"body".to_vec(),
-            ),
-            protocol: Protocol::Http2 { streams: 7 },
-            connections: 12,
-            threads: 3,
-            stop,
-            connect_timeout: Duration::from_secs(3),
-            request_timeout: Some(Duration::from_millis(2500)),
-            keepalive: false,
-            tls: TlsOptions { insecure: true, extra_ca_pem: b"-----BEGIN CERTIFICATE-----".to_vec() },
-        }
+        let request = RequestSpec::new(
+            "POST",
+            vec![("x-one".into(), "1".into()), ("Content-Type".into(), "text/plain".into())],
+            b"body".to_vec(),
+        );
+        let mut plan =
+            Plan::new(Target::parse("https://example.com:8443/a/b?c=d").expect("valid URL"), request, 12, stop);
+        plan.protocol = Protocol::Http2 { streams: 7 };
+        plan.threads = 3;
+        plan.connect_timeout = Duration::from_secs(3);
+        plan.request_timeout = Some(Duration::from_millis(2500));
+        plan.keepalive = false;
+        plan.tls = TlsOptions { insecure: true, extra_ca_pem: b"-----BEGIN CERTIFICATE-----".to_vec() };
+        plan
     }
 
     fn assert_same_plan(a: &Plan, b: &Plan) {

@@ -9,7 +9,7 @@ use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status, Streaming};
-use volley_engine::{Plan, Protocol, RequestSpec, Stop, Target, TlsOptions};
+use volley_engine::{Plan, RequestSpec, Stop, Target};
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1::{self, run_command::Command, run_event::Event, worker_client::WorkerClient};
 use volley_serve::{ServeConfig, Server};
@@ -52,18 +52,10 @@ async fn client(worker: &RunningWorker, token: Option<&str>) -> Client {
 }
 
 fn shard(url: &str, connections: usize, stop: Stop) -> v1::Shard {
-    let plan = Plan {
-        target: Target::parse(url).expect("valid URL"),
-        request: RequestSpec::new("GET", Vec::new(), Vec::new()),
-        protocol: Protocol::Http1,
-        connections,
-        threads: 1,
-        stop,
-        connect_timeout: Duration::from_secs(2),
-        request_timeout: Some(Duration::from_secs(5)),
-        keepalive: true,
-        tls: TlsOptions::default(),
-    };
+    let request = RequestSpec::new("GET", Vec::new(), Vec::new());
+    let mut plan = Plan::new(Target::parse(url).expect("valid URL"), request, connections, stop);
+    plan.connect_timeout = Duration::from_secs(2);
+    plan.request_timeout = Some(Duration::from_secs(5));
     wire::shard_to_proto(&plan, Some(2))
 }
 

@@ -1,202 +1,123 @@
-//! One thread's event loop: submit, wait for a batch of completions, feed the bytes to the
-//! codecs, submit what they produced.
+//! One thread's event loop: submit, wait for a batch of completions, feed the bytes through each
+//! connection's transport to its session, count what the sessions report, submit what they
+//! produced.
 //!
 //! Every socket is a registered (fixed) file whose slot is its connection's index. Each
 //! connection has one multishot receive into the thread's provided-buffer ring, at most one
 //! send in flight, and a connect linked to a timeout. Closing cancels whatever is still in
 //! flight on the slot and then closes it; the slot is reused only after every operation on it
 //! has completed, so no operation ever points at memory that changed under it.
+//!
+//! The loop knows no protocol: it matches on what a `Session` reports (events, output, its
+//! next deadline) and keeps the run's accounting.
 
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use io_uring::types::{CancelBuilder, Fixed, SubmitArgs, Timespec};
-use io_uring::{CompletionQueue, IoUring, SubmissionQueue, Submitter, cqueue, opcode, squeue};
+use io_uring::{IoUring, cqueue};
 
 use super::buf_ring::BufRing;
 use super::conn::{Conn, Phase};
-use super::{Shared, ThreadDone, ThreadMsg, ThreadPlan};
-use crate::h1::Response;
-use crate::h2::conn::{Connection as H2Connection, Event as H2Event};
-use crate::h2::frame::code as h2_code;
-use crate::ring::build_ring;
+use super::lifecycle::Lifecycle;
+use super::socket::new_socket;
+use super::uring::{Completion, Op, Uring, untoken};
+use super::{Shared, ThreadDone, ThreadPlan};
+use crate::session::{Budget, Event, Negotiated, Session, Transmit, Units, Why};
 use crate::stats::{ErrorKind, Stats};
 use crate::tls::{self, TlsSession};
 
 /// Receive buffers: small, since benchmark responses are small and RSS counts.
 const BUF_SIZE: usize = 4096;
-/// How often deadlines are checked and the stop flag is read.
-const CHECK_EVERY: Duration = Duration::from_millis(50);
-/// How often a thread waiting for its start looks at the gate: a controller sets the start at
-/// least this far ahead.
-const GATE_CHECK_EVERY: Duration = Duration::from_millis(5);
-/// The last stretch before the start instant is spent spinning on the clock rather than
-/// asleep: a sleeping thread wakes late by its timer slack plus however long the scheduler
-/// takes to run it (milliseconds when another task holds the core), a spinning one is on the
-/// CPU already. This costs at most this much CPU per thread per run.
-const SPIN_BEFORE_START: Duration = Duration::from_millis(1);
-/// How long the kernel may hold out for a full batch of completions (Linux 6.12+).
-const MIN_WAIT_USEC: u32 = 50;
 /// Requests up to this size go out as quiet sends: far below the smallest socket send buffer.
 const QUIET_SEND_MAX: usize = 4096;
-/// HTTP/2 requests a server may decline unprocessed, with no response in between, before
-/// declined ones count as errors instead of being sent again.
+/// Requests a server may decline unprocessed, with no response in between, before declined
+/// ones count as errors instead of being sent again.
 const REFUSED_IN_A_ROW: u64 = 1000;
 /// How long the final cancellation may take before the loop gives up on a clean exit.
 const DRAIN_LIMIT: Duration = Duration::from_secs(1);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Connect = 1,
-    ConnectTimeout = 2,
-    Recv = 3,
-    Send = 4,
-    Cancel = 5,
-    Close = 6,
-    /// A send whose success posts no completion (see `submit_send`).
-    SendQuiet = 7,
-}
-
-fn token(op: Op, conn: usize, generation: u16) -> u64 {
-    (op as u64) << 48 | u64::from(generation) << 32 | conn as u64
-}
-
-fn untoken(data: u64) -> Option<(Op, usize, u16)> {
-    let op = match data >> 48 {
-        1 => Op::Connect,
-        2 => Op::ConnectTimeout,
-        3 => Op::Recv,
-        4 => Op::Send,
-        5 => Op::Cancel,
-        6 => Op::Close,
-        7 => Op::SendQuiet,
-        _ => return None,
-    };
-    Some((op, (data & 0xffff_ffff) as usize, (data >> 32) as u16))
-}
-
 pub(super) struct Loop<'r> {
-    // The ring's parts, held for the whole run so the registered ring fd is used by every
-    // enter (the registration lives in the Submitter).
-    submitter: Submitter<'r>,
-    sq: SubmissionQueue<'r>,
-    cq: CompletionQueue<'r>,
+    uring: Uring<'r>,
     bufs: BufRing,
     conns: Vec<Conn>,
     shared: Arc<Shared>,
-    plan: ThreadPlan,
+    lifecycle: Lifecycle,
     /// Everything measured since the last interval was handed out.
     stats: Stats,
-    /// Requests this thread may still start; None means no limit.
-    budget: Option<u64>,
-    /// Decrypted bytes of the receive being handled.
+    budget: Budget,
+    /// Decrypted bytes of the receive being handled (reused).
     plain: Vec<u8>,
-    cqes: Vec<(u64, i32, u32)>,
-    connect_timespec: Timespec,
-    tick: u32,
-    next_tick: Instant,
-    next_check: Instant,
+    /// Session output on its way into TLS (reused).
+    plain_out: Vec<u8>,
+    /// The batch of completions being handled (reused).
+    completions: Vec<Completion>,
+    /// What the session being handled reported (reused).
+    events: Vec<Event>,
+    /// Connections with output to write once this batch of completions is handled.
+    dirty: Vec<usize>,
+    /// No connection's deadline (TLS handshake, session timer) is before this: the one wait
+    /// wakes for it. It may be early (a deadline since moved on), never late.
+    next_deadline: Option<Instant>,
     connects_ok: u64,
     connect_failures: u64,
-    stopping: bool,
-    /// The start gate opened and the load is on; before, connections open and park.
-    released: bool,
-    /// Every connection was tried once and the collector was told.
-    ready_sent: bool,
-    /// When a timed run ends, from the moment this thread started.
-    deadline: Option<Instant>,
     /// Connections in Phase::Open, kept so the wait need not count them.
     open: usize,
     error_samples: Vec<(ErrorKind, String)>,
-    /// HTTP/2 connections with output to write once this batch of completions is handled.
-    dirty: Vec<usize>,
-    /// HTTP/2 events of the receive being handled (reused).
-    h2_events: Vec<H2Event>,
-    /// HTTP/2 session output on its way into TLS (reused).
-    h2_plain: Vec<u8>,
-    /// The lowest SETTINGS_MAX_CONCURRENT_STREAMS seen below the streams asked for.
+    /// The lowest limit a server set on requests in flight per connection, below what was asked.
     stream_limit: Option<u32>,
-    /// HTTP/2 requests declined unprocessed since the last response.
+    /// Requests declined unprocessed since the last response.
     refused_in_a_row: u64,
 }
 
 impl<'r> Loop<'r> {
-    /// The ring for `connections` connections: room for a few operations each, within the
-    /// kernel's limits (asking for more fails the set-up with EINVAL).
-    ///
-    /// Beyond about 16,000 connections on a thread, more operations can be in flight than the
-    /// completion queue holds. Nothing is lost then: the kernel keeps the completions that do
-    /// not fit on its overflow list (IORING_FEAT_NODROP, Linux 5.5+) and moves them into the
-    /// queue as `drain` makes room, on the next wait, which every turn of the loop does. A
-    /// multishot receive is never overflowed: when its completion does not fit, the kernel ends
-    /// it with that completion (data included, no MORE flag), and `on_recv` arms a new one. Only
-    /// if the kernel cannot allocate an overflow entry are completions dropped, and then the
-    /// next wait fails (EBADR) and so does the thread: an error, not a count gone wrong.
+    /// The ring for `connections` connections.
     pub(super) fn ring(connections: usize) -> io::Result<IoUring> {
-        // IORING_MAX_ENTRIES and IORING_MAX_CQ_ENTRIES.
-        const SQ_MAX: usize = 32_768;
-        const CQ_MAX: usize = 2 * SQ_MAX;
-        let entries = connections.saturating_mul(4).saturating_add(64).next_power_of_two().min(SQ_MAX);
-        build_ring(entries as u32, (entries * 4).min(CQ_MAX) as u32).map(|(ring, _)| ring)
+        Uring::ring(connections)
     }
 
     pub(super) fn new(ring: &'r mut IoUring, shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<Self> {
         let n = plan.connections.max(1);
-        let entries = ring.params().sq_entries();
-        let (mut submitter, sq, cq) = ring.split();
-        // Not fatal: without it each enter looks the ring fd up, which only costs a little.
-        let _ = submitter.register_ring_fd();
-        submitter.register_files_sparse(n as u32)?;
+        let uring = Uring::new(ring, n as u32, shared.min_wait, shared.connect_timeout)?;
         let buf_entries = (n * 2).next_power_of_two().clamp(64, 4096) as u16;
-        let bufs = BufRing::new(&submitter, buf_entries, BUF_SIZE, 0)?;
+        let bufs = BufRing::new(uring.submitter(), buf_entries, BUF_SIZE, 0)?;
         let now = Instant::now();
-        let conns = (0..n).map(|_| Conn::new(now)).collect();
         Ok(Loop {
-            submitter,
-            sq,
-            cq,
+            completions: Vec::with_capacity(uring.sq_entries()),
+            uring,
             bufs,
-            conns,
+            conns: (0..n).map(|_| Conn::new(now)).collect(),
+            lifecycle: Lifecycle::new(&plan, now),
             stats: Stats::new(),
-            budget: plan.budget,
+            budget: Budget::new(plan.budget),
             plain: Vec::with_capacity(16 * 1024),
-            cqes: Vec::with_capacity(entries as usize),
-            connect_timespec: Timespec::from(shared.connect_timeout),
-            tick: 1,
-            next_tick: now + Duration::from_secs(1),
-            next_check: now + CHECK_EVERY,
+            plain_out: Vec::new(),
+            events: Vec::new(),
+            dirty: Vec::new(),
+            next_deadline: None,
             connects_ok: 0,
             connect_failures: 0,
-            stopping: false,
-            released: false,
-            ready_sent: false,
-            deadline: None,
             open: 0,
             error_samples: Vec::new(),
-            dirty: Vec::new(),
-            h2_events: Vec::new(),
-            h2_plain: Vec::new(),
             stream_limit: None,
             refused_in_a_row: 0,
             shared,
-            plan,
         })
     }
 
     pub(super) fn run(mut self) -> io::Result<()> {
         let outcome = self.run_load();
         // Whatever ended the load, the kernel must let go of every buffer before it is freed.
-        let clean = matches!(self.stop(), Ok(true));
-        let ended = Instant::now();
-        let rest = std::mem::take(&mut self.stats);
-        let error_samples = std::mem::take(&mut self.error_samples);
-        let cpu = super::thread_cpu_time();
-        let thread = self.plan.index;
-        let stream_limit = self.stream_limit;
-        let done = ThreadDone { thread, rest, error_samples, ended, cpu, stream_limit };
-        let _ = self.plan.tx.send(ThreadMsg::Done(done));
+        let clean = matches!(self.drain_and_close(), Ok(true));
+        let done = ThreadDone {
+            thread: self.lifecycle.thread(),
+            rest: std::mem::take(&mut self.stats),
+            error_samples: std::mem::take(&mut self.error_samples),
+            ended: Instant::now(),
+            cpu: super::thread_cpu_time(),
+            stream_limit: self.stream_limit,
+        };
+        self.lifecycle.done(done);
         if !clean {
             // Leak rather than free buffers the kernel may still write into.
             std::mem::forget(self);
@@ -207,7 +128,7 @@ impl<'r> Loop<'r> {
     fn run_load(&mut self) -> io::Result<()> {
         let now = Instant::now();
         self.try_release(now)?;
-        if !self.released && self.shared.keepalive {
+        if !self.lifecycle.released() && self.shared.keepalive {
             // Open every connection now, so the first requests leave at the start instant.
             for i in 0..self.conns.len() {
                 self.start_conn(i, now)?;
@@ -215,127 +136,79 @@ impl<'r> Loop<'r> {
         }
         loop {
             let now = Instant::now();
-            if !self.released {
-                self.try_release(now)?;
+            self.try_release(now)?;
+            self.lifecycle.tick(now, &mut self.stats);
+            if self.next_deadline.is_some_and(|d| now >= d) {
+                self.expire_deadlines(now)?;
             }
-            self.periodic(now)?;
-            if !self.ready_sent {
+            if self.lifecycle.check_due(now) {
+                self.retry_idle(now)?;
+            }
+            if !self.lifecycle.ready_sent() {
                 self.check_ready();
             }
-            if self.should_stop(now) || self.finished() {
+            if self.must_end(now) || self.finished() {
                 return Ok(());
             }
-            self.wait(now)?;
+            let mut until = self.lifecycle.wake_at(now);
+            if let Some(d) = self.next_deadline {
+                until = until.min(d);
+            }
+            // Hold out for a share of the connections, but not for long: a completion is what
+            // lets its connection send the next request.
+            self.uring.wait(now, until, (self.open / 4).clamp(1, 8))?;
             self.drain()?;
         }
     }
 
     /// Starts the load once the gate's instant has come: parked connections send their first
     /// requests, the others connect.
-    fn try_release(&mut self, mut now: Instant) -> io::Result<()> {
-        let Some(at) = self.plan.gate.at() else { return Ok(()) };
-        if now + SPIN_BEFORE_START < at {
+    fn try_release(&mut self, now: Instant) -> io::Result<()> {
+        if !self.lifecycle.try_release(now) {
             return Ok(());
         }
-        while now < at {
-            std::hint::spin_loop();
-            now = Instant::now();
-        }
-        self.released = true;
-        self.deadline = self.plan.duration.map(|d| now + d);
-        self.next_tick = now + Duration::from_secs(1);
-        let _ = self.plan.tx.send(ThreadMsg::Started { thread: self.plan.index, at: now });
         for i in 0..self.conns.len() {
-            let c = &mut self.conns[i];
-            if c.parked {
-                c.parked = false;
-                if c.h2.is_some() {
-                    self.start_streams(i, now)?;
-                    self.flush(i)?;
-                } else {
-                    self.send_request(i, now)?;
-                }
+            let c = &self.conns[i];
+            if c.phase == Phase::Open {
+                self.advance(i, now)?;
             } else if c.phase == Phase::Idle && c.pending_ops == 0 {
                 self.start_conn(i, now)?;
             }
         }
-        Ok(())
+        self.flush_dirty()
     }
 
     /// Tells the collector once no connection is still being set up.
     fn check_ready(&mut self) {
-        if self.conns.iter().any(|c| matches!(c.phase, Phase::Connecting | Phase::Handshaking | Phase::H2Preface)) {
+        if self.conns.iter().any(|c| matches!(c.phase, Phase::Connecting | Phase::Handshaking | Phase::SettingUp)) {
             return;
         }
-        self.ready_sent = true;
-        let (connected, failed) = (self.open as u64, self.connect_failures);
-        let _ = self.plan.tx.send(ThreadMsg::Ready { thread: self.plan.index, connected, failed });
+        self.lifecycle.ready(self.open as u64, self.connect_failures);
     }
 
-    fn should_stop(&self, now: Instant) -> bool {
-        self.plan.stop.load(Ordering::Relaxed)
-            || self.deadline.is_some_and(|d| now >= d)
+    fn must_end(&self, now: Instant) -> bool {
+        self.lifecycle.must_end(now)
             // Not one connection ever came up: the target is not there; say so rather than spin.
             || (self.connects_ok == 0 && self.connect_failures >= self.conns.len() as u64)
     }
 
     fn finished(&self) -> bool {
-        self.budget == Some(0) && self.conns.iter().all(|c| c.phase == Phase::Idle)
+        self.budget.is_spent() && self.conns.iter().all(|c| c.phase == Phase::Idle)
     }
 
-    /// Submits what is queued and waits for a batch of completions, or for the next timer.
-    fn wait(&mut self, now: Instant) -> io::Result<()> {
-        let mut until = self.next_check;
-        if self.released {
-            until = until.min(self.next_tick);
-        } else {
-            let wake = self.plan.gate.at().map(|at| at.checked_sub(SPIN_BEFORE_START).unwrap_or(at));
-            until = until.min(wake.unwrap_or(now + GATE_CHECK_EVERY));
-        }
-        if let Some(d) = self.deadline {
-            until = until.min(d);
-        }
-        let ts = Timespec::from(until.saturating_duration_since(now).max(Duration::from_micros(1)));
-        let mut want = 1;
-        let mut args = SubmitArgs::new().timespec(&ts);
-        if self.shared.min_wait {
-            // Hold out for a share of the connections, but not for long: a completion is what
-            // lets its connection send the next request.
-            want = (self.open / 4).clamp(1, 8);
-            args = args.min_wait_usec(MIN_WAIT_USEC);
-        }
-        self.enter(want, &args)
-    }
-
-    /// Submits what is queued and waits as `args` says; a timeout or a signal is not an error.
-    fn enter(&mut self, want: usize, args: &SubmitArgs<'_, '_>) -> io::Result<()> {
-        self.sq.sync();
-        match self.submitter.submit_with_args(want, args) {
-            Ok(_) => Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => Ok(()),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Hands what is queued to the kernel without waiting, to make room in the queue.
-    fn submit_now(&mut self) -> io::Result<()> {
-        self.sq.sync();
-        self.submitter.submit()?;
-        self.sq.sync();
-        Ok(())
-    }
-
+    /// Handles a batch of completions, then writes what it left to send.
     fn drain(&mut self) -> io::Result<()> {
-        self.cqes.clear();
-        self.cq.sync();
-        self.cqes.extend((&mut self.cq).map(|c| (c.user_data(), c.result(), c.flags())));
-        self.cq.sync();
-        for k in 0..self.cqes.len() {
-            let (data, res, flags) = self.cqes[k];
+        self.uring.completions(&mut self.completions);
+        for k in 0..self.completions.len() {
+            let (data, res, flags) = self.completions[k];
             self.complete(data, res, flags)?;
         }
         self.bufs.publish();
-        // One write per HTTP/2 connection for everything this batch freed its streams to send.
+        self.flush_dirty()
+    }
+
+    /// One write per connection for everything this batch gave it to send.
+    fn flush_dirty(&mut self) -> io::Result<()> {
         while let Some(i) = self.dirty.pop() {
             self.conns[i].dirty = false;
             self.flush(i)?;
@@ -343,128 +216,86 @@ impl<'r> Loop<'r> {
         Ok(())
     }
 
-    /// Pushes two linked entries; they must reach the kernel in the same submit, or the link
-    /// is lost.
-    fn push_pair(&mut self, first: squeue::Entry, second: squeue::Entry) -> io::Result<()> {
-        if self.sq.capacity() - self.sq.len() < 2 {
-            self.submit_now()?;
-        }
-        self.push(first)?;
-        self.push(second)
-    }
-
-    fn push(&mut self, sqe: squeue::Entry) -> io::Result<()> {
-        // SAFETY: every entry points at memory owned by `self` that outlives the operation:
-        // the shared request or address, a connection's send buffer (left alone while
-        // `pending_ops` is non-zero), or the connect timespec.
-        while unsafe { self.sq.push(&sqe) }.is_err() {
-            self.submit_now()?;
-        }
-        Ok(())
-    }
-
-    fn periodic(&mut self, now: Instant) -> io::Result<()> {
-        if self.released && now >= self.next_tick {
-            let delta = std::mem::take(&mut self.stats);
-            let _ = self.plan.tx.send(ThreadMsg::Interval { thread: self.plan.index, tick: self.tick, delta });
-            self.tick += 1;
-            self.next_tick += Duration::from_secs(1);
-        }
-        if now >= self.next_check {
-            self.next_check = now + CHECK_EVERY;
-            let cutoff = self.shared.request_timeout.and_then(|t| now.checked_sub(t));
-            for i in 0..self.conns.len() {
-                if self.conns[i].deadline.is_some_and(|d| now >= d) {
-                    self.expire(i)?;
-                }
-                if let (Some(cutoff), Some(h2)) = (cutoff, self.conns[i].h2.as_mut()) {
-                    let expired = h2.expire(cutoff);
-                    if expired > 0 {
-                        let why = "no complete response within --timeout".to_string();
-                        self.count_errors(ErrorKind::Timeout, u64::from(expired), why);
-                        self.start_streams(i, now)?;
-                        self.flush(i)?;
+    /// Connections whose deadline has come: handshakes out of time, sessions' timers. The
+    /// rest give the next deadline.
+    fn expire_deadlines(&mut self, now: Instant) -> io::Result<()> {
+        self.next_deadline = None;
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            match c.phase {
+                Phase::Handshaking => match c.handshake_by {
+                    Some(d) if now >= d => {
+                        let why = format!("TLS handshake not done within {:?}", self.shared.connect_timeout);
+                        self.fail(i, ErrorKind::Connect, why.into());
+                        self.begin_close(i)?;
+                    }
+                    d => self.note_deadline(d),
+                },
+                Phase::SettingUp | Phase::Open => {
+                    let Some(session) = c.session.as_mut() else { continue };
+                    match session.poll_timeout() {
+                        Some(d) if now >= d => {
+                            session.handle_timeout(now, &mut self.events);
+                            self.advance(i, now)?;
+                        }
+                        d => self.note_deadline(d),
                     }
                 }
-                // A connection left idle by a failed socket() gets another try.
-                if self.released && self.conns[i].phase == Phase::Idle && self.conns[i].pending_ops == 0 {
-                    self.start_conn(i, now)?;
-                }
+                _ => {}
+            }
+        }
+        self.flush_dirty()
+    }
+
+    fn note_deadline(&mut self, deadline: Option<Instant>) {
+        if let Some(d) = deadline
+            && self.next_deadline.is_none_or(|n| d < n)
+        {
+            self.next_deadline = Some(d);
+        }
+    }
+
+    /// Idle connections get another try: one left idle by a failed socket(), or one that found
+    /// the budget spent before requests came back into it (refused ones, to be sent again).
+    fn retry_idle(&mut self, now: Instant) -> io::Result<()> {
+        if !self.lifecycle.released() {
+            return Ok(());
+        }
+        for i in 0..self.conns.len() {
+            if self.conns[i].phase == Phase::Idle && self.conns[i].pending_ops == 0 {
+                self.start_conn(i, now)?;
             }
         }
         Ok(())
-    }
-
-    /// A request or handshake ran out of time.
-    fn expire(&mut self, i: usize) -> io::Result<()> {
-        match self.conns[i].phase {
-            Phase::Handshaking => {
-                let why = format!("TLS handshake not done within {:?}", self.shared.connect_timeout);
-                self.connect_failures += 1;
-                self.fail(i, ErrorKind::Connect, why);
-            }
-            Phase::H2Preface => {
-                let why = format!("no HTTP/2 SETTINGS from the server within {:?}", self.shared.connect_timeout);
-                self.fail(i, ErrorKind::Connect, why);
-            }
-            Phase::Open => self.fail(i, ErrorKind::Timeout, "no complete response within --timeout".into()),
-            _ => {}
-        }
-        self.begin_close(i)
-    }
-
-    /// Takes one request from the budget. False when the budget is spent or the run stops.
-    fn claim(&mut self) -> bool {
-        if self.stopping {
-            return false;
-        }
-        match &mut self.budget {
-            None => true,
-            Some(0) => false,
-            Some(n) => {
-                *n -= 1;
-                true
-            }
-        }
     }
 
     fn start_conn(&mut self, i: usize, now: Instant) -> io::Result<()> {
-        if !self.claim() {
+        if !self.budget.claim() {
             return Ok(());
         }
         let c = &mut self.conns[i];
-        c.outstanding = true;
-        c.request_queued = false;
+        c.claimed = true;
         c.generation = c.generation.wrapping_add(1);
         c.connect_started = now;
-        c.deadline = None;
+        c.handshake_by = None;
         c.peer_closed = false;
-        c.scanner = Default::default();
-        c.goaway_error = None;
         let fd = match new_socket(&self.shared.addr) {
             Ok(fd) => fd,
             Err(e) => {
-                self.connect_failures += 1;
-                self.fail(i, ErrorKind::Connect, format!("socket: {e}"));
+                self.setup_failed(i, ErrorKind::Connect, format!("socket: {e}").into());
                 return Ok(());
             }
         };
-        let registered = self.submitter.register_files_update(i as u32, &[fd]);
+        let registered = self.uring.register_socket(i, fd);
         // SAFETY: fd came from socket() above; the registered table keeps its own reference.
         unsafe { libc::close(fd) };
         registered?;
         let c = &mut self.conns[i];
-        let g = c.generation;
-        let (sockaddr, len) = (&raw const self.shared.sockaddr.0, self.shared.sockaddr.1);
-        let connect = opcode::Connect::new(Fixed(i as u32), sockaddr.cast(), len)
-            .build()
-            .flags(squeue::Flags::IO_LINK)
-            .user_data(token(Op::Connect, i, g));
-        let timeout =
-            opcode::LinkTimeout::new(&self.connect_timespec).build().user_data(token(Op::ConnectTimeout, i, g));
         c.pending_ops += 2;
         c.phase = Phase::Connecting;
-        self.push_pair(connect, timeout)
+        let (sockaddr, len) = (&raw const self.shared.sockaddr.0, self.shared.sockaddr.1);
+        // SAFETY: the address lives in `shared`, which outlives the ring.
+        unsafe { self.uring.connect(i, c.generation, sockaddr.cast(), len) }
     }
 
     fn complete(&mut self, data: u64, res: i32, flags: u32) -> io::Result<()> {
@@ -500,7 +331,7 @@ impl<'r> Loop<'r> {
             c.phase = Phase::Idle;
             c.sending = false;
             // Before the start, a connection that failed waits for it rather than retrying.
-            if self.released {
+            if self.lifecycle.released() {
                 self.start_conn(i, now)?;
             }
         }
@@ -516,117 +347,197 @@ impl<'r> Loop<'r> {
             let why = if -res == libc::ECANCELED {
                 format!("connect timed out after {:?}", self.shared.connect_timeout)
             } else {
-                io::Error::from_raw_os_error(-res).to_string()
+                os_error(res)
             };
-            self.connect_failures += 1;
-            self.fail(i, ErrorKind::Connect, why);
+            self.setup_failed(i, ErrorKind::Connect, why.into());
             return self.begin_close(i);
         }
         self.arm_recv(i)?;
-        if let Some((config, name)) = &self.shared.tls {
-            match TlsSession::new(config, name) {
-                Ok(session) => {
-                    let c = &mut self.conns[i];
-                    c.tls = Some(Box::new(session));
-                    c.phase = Phase::Handshaking;
-                    c.deadline = Some(c.connect_started + self.shared.connect_timeout);
-                    self.flush(i)
-                }
-                Err(e) => {
-                    self.fail(i, ErrorKind::Tls, tls::describe(&e));
-                    self.begin_close(i)
-                }
+        let Some((config, name)) = &self.shared.tls else { return self.connected(i, now) };
+        match TlsSession::new(config, name) {
+            Ok(session) => {
+                let c = &mut self.conns[i];
+                c.tls = Some(Box::new(session));
+                c.phase = Phase::Handshaking;
+                c.handshake_by = c.connect_started.checked_add(self.shared.connect_timeout);
+                let by = c.handshake_by;
+                self.note_deadline(by);
+                self.flush(i)
             }
-        } else {
-            self.connected(i, now)
+            Err(e) => {
+                self.setup_failed(i, ErrorKind::Tls, tls::describe(&e).into());
+                self.begin_close(i)
+            }
         }
     }
 
-    /// TCP is up and, for https, the handshake done.
+    /// TCP is up and, for https, the handshake done: the session starts.
     fn connected(&mut self, i: usize, now: Instant) -> io::Result<()> {
-        if let (Some(_), Some(tls)) = (&self.shared.h2, &self.conns[i].tls)
-            && tls.alpn() != Some(b"h2")
-        {
-            let chose = match tls.alpn() {
-                Some(p) => format!("it chose {}", String::from_utf8_lossy(p)),
-                None => "it chose no protocol".to_string(),
-            };
-            self.connect_failures += 1;
-            let why = format!("the server does not offer HTTP/2 over TLS (ALPN: we offered h2, {chose})");
-            self.fail(i, ErrorKind::Tls, why);
+        let c = &mut self.conns[i];
+        let negotiated = match &c.tls {
+            Some(tls) => Negotiated::Tls(tls.alpn()),
+            None => Negotiated::Tcp,
+        };
+        match Session::new(&self.shared.session, negotiated, c.connect_started) {
+            Ok(session) => {
+                c.session = Some(session);
+                c.phase = Phase::SettingUp;
+                c.handshake_by = None;
+                self.advance(i, now)
+            }
+            Err(why) => {
+                self.setup_failed(i, ErrorKind::Tls, why);
+                self.begin_close(i)
+            }
+        }
+    }
+
+    /// The session of `i` took something in (bytes, the clock, a close, the start): count what
+    /// it reported, then move the connection on: made once its session is set up; requests
+    /// started once the load is on; closed when it has nothing left to do; its output queued
+    /// for the end of the batch and its deadline noted.
+    fn advance(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        self.count_events(i);
+        let c = &self.conns[i];
+        let Some(session) = &c.session else { return Ok(()) };
+        if c.phase == Phase::SettingUp {
+            if session.must_close() {
+                return self.begin_close(i);
+            }
+            if !session.is_established() {
+                return self.queue_output(i);
+            }
+            self.established(i, now);
+        }
+        let released = self.lifecycle.released();
+        let c = &mut self.conns[i];
+        let Some(session) = &mut c.session else { return Ok(()) };
+        if released && !c.peer_closed {
+            let mut units = Units::new(&mut c.claimed, &mut self.budget);
+            session.start_requests(now, &mut units, &mut self.events);
+            if !self.events.is_empty() {
+                self.count_events(i);
+            }
+        }
+        let c = &self.conns[i];
+        let Some(session) = &c.session else { return Ok(()) };
+        if session.must_close() || (released && session.is_idle()) {
             return self.begin_close(i);
         }
-        if let Some(h2) = &self.shared.h2 {
-            // The preface and SETTINGS go out now, even before the start: they are set-up, and
-            // the connection counts as made once the server's SETTINGS (with its stream limit)
-            // are in, within the connect timeout.
-            let session = H2Connection::new(h2.request_block.clone(), h2.body.clone(), h2.streams);
-            let c = &mut self.conns[i];
-            c.h2 = Some(Box::new(session));
-            c.phase = Phase::H2Preface;
-            c.deadline = Some(c.connect_started + self.shared.connect_timeout);
-            return self.flush(i);
-        }
-        self.established(i, now)
+        self.queue_output(i)
     }
 
-    /// The connection is set up (HTTP/2: the server's SETTINGS are in): counted, and then it
-    /// sends its first request, or parks until the start.
-    fn established(&mut self, i: usize, now: Instant) -> io::Result<()> {
+    /// Puts `i` on the list to write at the end of the batch if its session has output, and
+    /// notes its deadline.
+    fn queue_output(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        let Some(session) = &c.session else { return Ok(()) };
+        if session.wants_transmit() && !c.dirty {
+            c.dirty = true;
+            self.dirty.push(i);
+        }
+        let deadline = session.poll_timeout();
+        self.note_deadline(deadline);
+        Ok(())
+    }
+
+    /// The connection is set up: counted, and its connect time recorded.
+    fn established(&mut self, i: usize, now: Instant) {
         self.connects_ok += 1;
         self.stats.counters.connects += 1;
         let started = self.conns[i].connect_started;
-        Stats::record(&mut self.stats.counters, &mut self.stats.histograms.connect, now - started);
-        let c = &mut self.conns[i];
-        c.phase = Phase::Open;
-        c.deadline = None;
+        Stats::record(
+            &mut self.stats.counters,
+            &mut self.stats.histograms.connect,
+            now.saturating_duration_since(started),
+        );
+        self.conns[i].phase = Phase::Open;
         self.open += 1;
-        if c.h2.is_some() {
-            c.parked = !self.released;
-            return self.start_streams(i, now);
+    }
+
+    /// Counts what the session of `i` reported.
+    fn count_events(&mut self, i: usize) {
+        let mut events = std::mem::take(&mut self.events);
+        for event in events.drain(..) {
+            match event {
+                Event::FirstByte { sent_at, at } => {
+                    let ttfb = at.saturating_duration_since(sent_at);
+                    Stats::record(&mut self.stats.counters, &mut self.stats.histograms.ttfb, ttfb);
+                }
+                Event::Response { status, sent_at, at } => {
+                    self.refused_in_a_row = 0;
+                    let counters = &mut self.stats.counters;
+                    counters.ok += 1;
+                    counters.status(status);
+                    Stats::record(counters, &mut self.stats.histograms.latency, at.saturating_duration_since(sent_at));
+                }
+                Event::Refused(n) => self.refused(n),
+                Event::Failed { kind, n, why } => self.count_errors(kind, n, why),
+                Event::SetupFailed { kind, why } => self.setup_failed(i, kind, why),
+                Event::Limited(limit) => {
+                    self.stream_limit = Some(self.stream_limit.map_or(limit, |l| l.min(limit)));
+                }
+            }
         }
-        if self.released {
-            return self.send_request(i, now);
+        self.events = events;
+    }
+
+    /// Requests the server declined unprocessed: they go back into the budget to be sent again,
+    /// unless the server has declined everything for a while; then they fail, so that a server
+    /// refusing every request cannot keep a `-n` run going forever.
+    fn refused(&mut self, n: u64) {
+        self.refused_in_a_row += n;
+        if self.refused_in_a_row > REFUSED_IN_A_ROW {
+            let why = format!(
+                "the server declined over {REFUSED_IN_A_ROW} requests in a row unprocessed; they are no longer sent again"
+            );
+            self.count_errors(ErrorKind::Reset, n, why.into());
+            return;
         }
-        let c = &mut self.conns[i];
-        c.parked = true;
-        c.deadline = None;
-        Ok(())
+        self.stats.counters.refused += n;
+        self.budget.give_back(n);
+    }
+
+    /// `n` requests failed for one reason.
+    fn count_errors(&mut self, kind: ErrorKind, n: u64, why: Why) {
+        if n == 0 {
+            return;
+        }
+        self.stats.counters.add_errors(kind, n);
+        if !self.error_samples.iter().any(|(k, _)| *k == kind) {
+            self.error_samples.push((kind, why.into_owned()));
+        }
+    }
+
+    /// Connection `i` could not be set up: a failed connect, and the request it was opened for
+    /// fails as `kind`.
+    fn setup_failed(&mut self, i: usize, kind: ErrorKind, why: Why) {
+        self.connect_failures += 1;
+        if std::mem::take(&mut self.conns[i].claimed) {
+            self.count_errors(kind, 1, why);
+        }
+    }
+
+    /// The transport of `i` failed, and with it every request in flight on it (or its set-up).
+    /// The caller closes it.
+    fn fail(&mut self, i: usize, kind: ErrorKind, why: Why) {
+        match self.conns[i].session.as_mut() {
+            Some(session) => {
+                session.fail(kind, why, &mut self.events);
+                self.count_events(i);
+            }
+            None => self.setup_failed(i, kind, why),
+        }
     }
 
     fn arm_recv(&mut self, i: usize) -> io::Result<()> {
         let c = &mut self.conns[i];
-        let sqe = opcode::RecvMulti::new(Fixed(i as u32), self.bufs.group).build().user_data(token(
-            Op::Recv,
-            i,
-            c.generation,
-        ));
         c.recv_armed = true;
         c.pending_ops += 1;
-        self.push(sqe)
+        self.uring.recv_multishot(i, c.generation, self.bufs.group)
     }
 
-    /// Sends the run's request on connection `i`, whose budget unit is already claimed.
-    fn send_request(&mut self, i: usize, now: Instant) -> io::Result<()> {
-        let head = self.shared.head;
-        let timeout = self.shared.request_timeout;
-        let c = &mut self.conns[i];
-        c.scanner.start(head);
-        c.request_queued = false;
-        c.first_byte_seen = false;
-        c.sent_at = now;
-        c.deadline = timeout.map(|t| now + t);
-        if let Some(tls) = &mut c.tls {
-            tls.send(&self.shared.request);
-            self.flush(i)
-        } else {
-            c.send_from_request = true;
-            c.send_off = 0;
-            self.submit_send(i)
-        }
-    }
-
-    /// Sends pending HTTP/2 output and TLS records unless a send is already in flight (its
+    /// Sends the session's output and TLS records unless a send is already in flight (its
     /// completion calls this again).
     fn flush(&mut self, i: usize) -> io::Result<()> {
         let c = &mut self.conns[i];
@@ -635,25 +546,30 @@ impl<'r> Loop<'r> {
         }
         c.send_buf.clear();
         c.send_off = 0;
-        if let Some(h2) = &mut c.h2
-            && h2.wants_write()
-        {
-            match &mut c.tls {
-                Some(tls) => {
-                    h2.take_output(&mut self.h2_plain);
-                    tls.send(&self.h2_plain);
-                    self.h2_plain.clear();
-                }
-                None => h2.take_output(&mut c.send_buf),
+        let mut from_request = false;
+        if let Some(session) = c.session.as_mut() {
+            match c.tls.as_mut() {
+                Some(tls) => match session.poll_transmit(&mut self.plain_out) {
+                    Transmit::Request => tls.send(&self.shared.request),
+                    Transmit::Bytes => {
+                        tls.send(&self.plain_out);
+                        self.plain_out.clear();
+                    }
+                    Transmit::Nothing => {}
+                },
+                None => from_request = session.poll_transmit(&mut c.send_buf) == Transmit::Request,
             }
         }
         if let Some(tls) = &mut c.tls {
             tls.take_ciphertext(&mut c.send_buf);
         }
-        if c.send_buf.is_empty() {
+        if !from_request && c.send_buf.is_empty() {
+            if let Some(session) = c.session.as_mut() {
+                session.written();
+            }
             return Ok(());
         }
-        c.send_from_request = false;
+        c.send_from_request = from_request;
         self.submit_send(i)
     }
 
@@ -665,33 +581,28 @@ impl<'r> Loop<'r> {
             // One request at a time never fills the socket buffer, so the kernel takes all of
             // a small request at submit; MSG_WAITALL covers the rest, and only a failure posts
             // a completion. That is one completion per request fewer on the hot path.
-            let sqe = opcode::Send::new(Fixed(i as u32), rest.as_ptr(), rest.len() as u32)
-                .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-                .build()
-                .flags(squeue::Flags::SKIP_SUCCESS)
-                .user_data(token(Op::SendQuiet, i, c.generation));
-            c.request_queued = true;
             self.stats.counters.bytes_sent += rest.len() as u64;
-            return self.push(sqe);
+            if let Some(session) = c.session.as_mut() {
+                session.written();
+            }
+            // SAFETY: the run's request lives in `shared`, which outlives the ring.
+            return unsafe { self.uring.send_quiet(i, c.generation, rest) };
         }
-        let sqe = opcode::Send::new(Fixed(i as u32), rest.as_ptr(), rest.len() as u32)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
-            .user_data(token(Op::Send, i, c.generation));
         c.sending = true;
         c.pending_ops += 1;
-        c.request_queued |= c.phase == Phase::Open;
-        self.push(sqe)
+        // SAFETY: the shared request outlives the ring, and `send_buf` is left alone while a
+        // send is in flight (`sending`) and until every operation on the slot has completed.
+        unsafe { self.uring.send(i, c.generation, rest) }
     }
 
     fn on_send(&mut self, i: usize, res: i32) -> io::Result<()> {
         self.conns[i].sending = false;
-        if !matches!(self.conns[i].phase, Phase::Open | Phase::Handshaking | Phase::H2Preface) {
+        if !matches!(self.conns[i].phase, Phase::Open | Phase::Handshaking | Phase::SettingUp) {
             return Ok(());
         }
         if res <= 0 {
             let why = if res == 0 { "send wrote nothing".to_string() } else { os_error(res) };
-            self.fail(i, ErrorKind::Reset, why);
+            self.fail(i, ErrorKind::Reset, why.into());
             return self.begin_close(i);
         }
         self.stats.counters.bytes_sent += res as u64;
@@ -702,7 +613,7 @@ impl<'r> Loop<'r> {
     }
 
     fn on_recv(&mut self, i: usize, res: i32, flags: u32, buf: Option<u16>, now: Instant) -> io::Result<()> {
-        if !matches!(self.conns[i].phase, Phase::Open | Phase::Handshaking | Phase::H2Preface) {
+        if !matches!(self.conns[i].phase, Phase::Open | Phase::Handshaking | Phase::SettingUp) {
             return Ok(());
         }
         if res < 0 {
@@ -712,10 +623,9 @@ impl<'r> Loop<'r> {
                 libc::ECANCELED => Ok(()),
                 _ => {
                     if self.conns[i].phase == Phase::Handshaking {
-                        self.connect_failures += 1;
-                        self.fail(i, ErrorKind::Tls, format!("during the TLS handshake: {}", os_error(res)));
+                        self.fail(i, ErrorKind::Tls, format!("during the TLS handshake: {}", os_error(res)).into());
                     } else {
-                        self.fail(i, ErrorKind::Reset, os_error(res));
+                        self.fail(i, ErrorKind::Reset, os_error(res).into());
                     }
                     self.begin_close(i)
                 }
@@ -737,7 +647,7 @@ impl<'r> Loop<'r> {
 
     fn rearm(&mut self, i: usize) -> io::Result<()> {
         let c = &self.conns[i];
-        if !c.recv_armed && matches!(c.phase, Phase::Open | Phase::Handshaking | Phase::H2Preface) {
+        if !c.recv_armed && matches!(c.phase, Phase::Open | Phase::Handshaking | Phase::SettingUp) {
             self.arm_recv(i)
         } else {
             Ok(())
@@ -750,18 +660,13 @@ impl<'r> Loop<'r> {
         let Some(tls) = self.conns[i].tls.as_mut() else { return Ok(()) };
         let received = tls.receive(data, &mut plain);
         let handshake_done = !tls.is_handshaking();
-        if let Ok(r) = &received {
-            self.conns[i].peer_closed |= r.closed;
-        }
         let result = match received {
             Err(e) => {
-                if self.conns[i].phase == Phase::Handshaking {
-                    self.connect_failures += 1;
-                }
-                self.fail(i, ErrorKind::Tls, tls::describe(&e));
+                self.fail(i, ErrorKind::Tls, tls::describe(&e).into());
                 self.begin_close(i)
             }
             Ok(received) => {
+                self.conns[i].peer_closed |= received.closed;
                 let mut r = Ok(());
                 if self.conns[i].phase == Phase::Handshaking && handshake_done {
                     r = self.connected(i, now);
@@ -779,284 +684,36 @@ impl<'r> Loop<'r> {
         result
     }
 
-    /// HTTP/1.1 bytes of the response to the request in flight.
+    /// Received plaintext, for the session.
     fn on_plaintext(&mut self, i: usize, data: &[u8], now: Instant) -> io::Result<()> {
         let c = &mut self.conns[i];
-        if c.h2.is_some() && matches!(c.phase, Phase::Open | Phase::H2Preface) {
-            return self.on_h2_bytes(i, data, now);
-        }
-        if c.phase != Phase::Open {
+        if !matches!(c.phase, Phase::Open | Phase::SettingUp) {
             return Ok(());
         }
-        if c.parked {
-            // The server spoke before we asked (a 408 on an idle connection, say).
-            self.fail(i, ErrorKind::Reset, "bytes on a connection waiting for the start".into());
-            return self.begin_close(i);
-        }
-        if !c.outstanding {
-            // Bytes nobody asked for (a 408 on an idle connection, say): not a response to
-            // count, and the connection can no longer be trusted.
-            return self.begin_close(i);
-        }
-        if !c.first_byte_seen {
-            c.first_byte_seen = true;
-            let ttfb = now - c.sent_at;
-            Stats::record(&mut self.stats.counters, &mut self.stats.histograms.ttfb, ttfb);
-        }
-        match self.conns[i].scanner.feed(data) {
-            Err(e) => {
-                self.fail(i, ErrorKind::Protocol, e.to_string());
-                self.begin_close(i)
-            }
-            Ok((_, None)) => Ok(()),
-            Ok((used, Some(response))) => {
-                self.finish(i, response, now);
-                let c = &self.conns[i];
-                // Extra bytes after a response we did not pipeline are not ours to count; a
-                // request body still being sent (the server answered early) or a TLS
-                // close_notify means no further request may share this connection.
-                if used < data.len() || response.close || !self.shared.keepalive || c.sending || c.peer_closed {
-                    return self.begin_close(i);
-                }
-                self.next_request(i, now)
-            }
-        }
+        let Some(session) = c.session.as_mut() else { return Ok(()) };
+        session.receive(data, now, &mut self.events);
+        self.advance(i, now)
     }
 
-    /// HTTP/2 bytes: frames for any of the connection's streams.
-    fn on_h2_bytes(&mut self, i: usize, data: &[u8], now: Instant) -> io::Result<()> {
-        let mut events = std::mem::take(&mut self.h2_events);
-        let received = match self.conns[i].h2.as_mut() {
-            Some(h2) => h2.receive(data, now, &mut events),
-            None => Ok(()),
-        };
-        for event in events.drain(..) {
-            self.on_h2_event(i, event, now);
-        }
-        self.h2_events = events;
-        if let Err(e) = received {
-            self.fail(i, ErrorKind::Protocol, e.to_string());
-            return self.begin_close(i);
-        }
-        let c = &self.conns[i];
-        let Some(h2) = &c.h2 else { return Ok(()) };
-        if c.phase == Phase::H2Preface && h2.peer_settings_seen() {
-            return self.established(i, now);
-        }
-        if c.parked && h2.is_goaway() {
-            // Going away before the start: a fresh connection takes its place at the start.
-            self.release_claim(i);
-            return self.begin_close(i);
-        }
-        self.start_streams(i, now)
-    }
-
-    fn on_h2_event(&mut self, i: usize, event: H2Event, now: Instant) {
-        let counters = &mut self.stats.counters;
-        match event {
-            H2Event::Response { status, sent_at, first_byte_at, .. } => {
-                self.refused_in_a_row = 0;
-                counters.ok += 1;
-                counters.status(status);
-                Stats::record(counters, &mut self.stats.histograms.latency, now - sent_at);
-                Stats::record(counters, &mut self.stats.histograms.ttfb, first_byte_at - sent_at);
-            }
-            H2Event::StreamReset { code: h2_code::REFUSED_STREAM, .. } => self.refused(1),
-            H2Event::StreamReset { code, .. } => {
-                let why = format!("the server reset a stream (RST_STREAM {})", h2_code::name(code));
-                self.count_errors(ErrorKind::Reset, 1, why);
-            }
-            H2Event::GoAway { code: h2_code::NO_ERROR, unanswered, .. } => self.refused(unanswered.len() as u64),
-            H2Event::GoAway { code, unanswered, .. } => {
-                self.conns[i].goaway_error = Some(code);
-                let why = format!("the server sent GOAWAY {}", h2_code::name(code));
-                self.count_errors(ErrorKind::Protocol, unanswered.len() as u64, why);
-            }
-            H2Event::StreamsLimited { limit } => {
-                self.stream_limit = Some(self.stream_limit.map_or(limit, |l| l.min(limit)));
-            }
-        }
-    }
-
-    /// Requests the server declined unprocessed: they go back into the budget to be sent again,
-    /// unless the server has declined everything for a while; then they fail, so that a server
-    /// refusing every request cannot keep a `-n` run going forever.
-    fn refused(&mut self, n: u64) {
-        self.refused_in_a_row += n;
-        if self.refused_in_a_row > REFUSED_IN_A_ROW {
-            let why = format!(
-                "the server declined over {REFUSED_IN_A_ROW} requests in a row unprocessed (GOAWAY or REFUSED_STREAM); they are no longer sent again"
-            );
-            self.count_errors(ErrorKind::Reset, n, why);
-            return;
-        }
-        self.stats.counters.refused += n;
-        if let Some(budget) = &mut self.budget {
-            *budget += n;
-        }
-    }
-
-    /// Starts as many streams on HTTP/2 connection `i` as the budget, `-p` and the server allow,
-    /// to be written with the rest of this batch; closes the connection once it has nothing left
-    /// to do (budget spent, or GOAWAY and its last streams answered).
-    fn start_streams(&mut self, i: usize, now: Instant) -> io::Result<()> {
-        let c = &self.conns[i];
-        let Some(h2) = &c.h2 else { return Ok(()) };
-        // Before the start nothing goes out but set-up. And the server's SETTINGS come within a
-        // round trip of the connection: wait for them rather than guess its stream limit and
-        // have it refuse what went beyond.
-        if !c.parked && h2.peer_settings_seen() {
-            self.fill_streams(i, now);
-            let c = &mut self.conns[i];
-            if c.h2.as_ref().is_some_and(|h2| h2.open_streams() == 0) {
-                if c.outstanding {
-                    // Its first request could not start: the server allows none here.
-                    c.outstanding = false;
-                    let why = "the server allowed no stream on a fresh connection (SETTINGS_MAX_CONCURRENT_STREAMS 0, or GOAWAY first)";
-                    self.count_errors(ErrorKind::Protocol, 1, why.into());
-                }
-                return self.begin_close(i);
-            }
-        }
-        let c = &mut self.conns[i];
-        if c.h2.as_ref().is_some_and(|h2| h2.wants_write()) && !c.dirty {
-            c.dirty = true;
-            self.dirty.push(i);
-        }
-        Ok(())
-    }
-
-    fn fill_streams(&mut self, i: usize, now: Instant) {
-        // can_start is asked before every claim, so no unit is claimed for a stream that cannot
-        // start (start_request succeeds whenever it is above 0).
-        while self.conns[i].h2.as_ref().is_some_and(|h2| h2.can_start() > 0) {
-            // A connection's first stream uses the unit claimed when it was opened.
-            if !self.conns[i].outstanding && !self.claim() {
-                break;
-            }
-            let c = &mut self.conns[i];
-            c.outstanding = false;
-            if let Some(h2) = c.h2.as_mut() {
-                h2.start_request(now);
-            }
-        }
-    }
-
+    /// The peer closed the connection.
     fn on_eof(&mut self, i: usize, now: Instant) -> io::Result<()> {
         let c = &mut self.conns[i];
-        if c.phase == Phase::H2Preface {
-            self.fail(i, ErrorKind::Connect, "the server closed the connection before its HTTP/2 SETTINGS".into());
-            return self.begin_close(i);
-        }
-        if let Some(h2) = &c.h2 {
-            let open = h2.open_streams();
-            if open > 0 {
-                let kind = if c.goaway_error.is_some() { ErrorKind::Protocol } else { ErrorKind::Reset };
-                self.fail(i, kind, format!("the server closed the connection with {open} HTTP/2 streams in flight"));
-            } else {
-                self.release_claim(i);
-            }
-            return self.begin_close(i);
-        }
-        if c.outstanding {
-            match c.phase {
-                Phase::Handshaking => {
-                    self.connect_failures += 1;
-                    self.fail(i, ErrorKind::Tls, "connection closed during the TLS handshake".into());
+        match c.phase {
+            Phase::Handshaking => self.fail(i, ErrorKind::Tls, "connection closed during the TLS handshake".into()),
+            Phase::SettingUp | Phase::Open => {
+                if let Some(session) = c.session.as_mut() {
+                    session.peer_closed(now, &mut self.events);
+                    self.count_events(i);
                 }
-                _ if !c.first_byte_seen => {
-                    self.fail(i, ErrorKind::Reset, "connection closed before any response byte".into())
-                }
-                _ => match c.scanner.eof() {
-                    Ok(Some(response)) => self.finish(i, response, now),
-                    Ok(None) => {}
-                    Err(e) => self.fail(i, ErrorKind::Reset, e.to_string()),
-                },
             }
+            _ => {}
         }
         self.begin_close(i)
     }
 
-    /// A complete response to the request in flight on `i`.
-    fn finish(&mut self, i: usize, response: Response, now: Instant) {
-        let c = &mut self.conns[i];
-        c.outstanding = false;
-        c.deadline = None;
-        let counters = &mut self.stats.counters;
-        counters.ok += 1;
-        counters.status(response.status);
-        Stats::record(counters, &mut self.stats.histograms.latency, now - c.sent_at);
-    }
-
-    fn next_request(&mut self, i: usize, now: Instant) -> io::Result<()> {
-        if self.claim() {
-            self.conns[i].outstanding = true;
-            self.send_request(i, now)
-        } else {
-            self.begin_close(i)
-        }
-    }
-
-    /// The connection `i` failed, and with it every request claimed on it: the one in flight
-    /// (HTTP/1.1) or every open stream (HTTP/2). The caller closes it.
-    fn fail(&mut self, i: usize, kind: ErrorKind, why: String) {
-        if let Some(h2) = self.conns[i].h2.take() {
-            if self.conns[i].phase == Phase::H2Preface {
-                // Set-up failed: as a failed connect, the unit claimed for it is an error.
-                self.connect_failures += 1;
-            } else {
-                // Taken, so that its streams cannot be counted twice.
-                let open = h2.open_streams() as u64;
-                self.release_claim(i);
-                self.count_errors(kind, open, why);
-                return;
-            }
-        }
-        let c = &mut self.conns[i];
-        if !c.outstanding {
-            return;
-        }
-        if c.parked {
-            // Its request never went out: give the budget unit back; the connection is made
-            // again at the start.
-            c.parked = false;
-            c.outstanding = false;
-            if let Some(n) = &mut self.budget {
-                *n += 1;
-            }
-            return;
-        }
-        c.outstanding = false;
-        c.deadline = None;
-        self.count_errors(kind, 1, why);
-    }
-
-    /// `n` requests failed for one reason.
-    fn count_errors(&mut self, kind: ErrorKind, n: u64, why: String) {
-        if n == 0 {
-            return;
-        }
-        self.stats.counters.add_errors(kind, n);
-        if !self.error_samples.iter().any(|(k, _)| *k == kind) {
-            self.error_samples.push((kind, why));
-        }
-    }
-
-    /// An HTTP/2 connection lets go of the budget unit it claimed for a stream it never started
-    /// (parked, or closing before it could): nothing was sent for it.
-    fn release_claim(&mut self, i: usize) {
-        let c = &mut self.conns[i];
-        if c.outstanding {
-            c.outstanding = false;
-            c.parked = false;
-            if let Some(n) = &mut self.budget {
-                *n += 1;
-            }
-        }
-    }
-
     /// Cancels what is in flight on `i` and closes its socket; the slot is reused once every
-    /// operation has completed.
+    /// operation has completed. A request claimed for the connection and never used goes back
+    /// into the budget: nothing was sent for it.
     fn begin_close(&mut self, i: usize) -> io::Result<()> {
         let c = &mut self.conns[i];
         if matches!(c.phase, Phase::Idle | Phase::Closing) {
@@ -1065,37 +722,30 @@ impl<'r> Loop<'r> {
         if c.phase == Phase::Open {
             self.open -= 1;
         }
+        if std::mem::take(&mut c.claimed) {
+            self.budget.give_back(1);
+        }
         c.phase = Phase::Closing;
-        c.deadline = None;
+        c.handshake_by = None;
         c.tls = None;
-        c.h2 = None;
-        let g = c.generation;
+        c.session = None;
         c.pending_ops += 2;
-        // A hard link: the close must run even when there was nothing left to cancel.
-        let cancel = opcode::AsyncCancel2::new(CancelBuilder::fd(Fixed(i as u32)).all())
-            .build()
-            .flags(squeue::Flags::IO_HARDLINK)
-            .user_data(token(Op::Cancel, i, g));
-        let close = opcode::Close::new(Fixed(i as u32)).build().user_data(token(Op::Close, i, g));
-        self.push_pair(cancel, close)
+        self.uring.cancel_and_close(i, c.generation)
     }
 
-    /// The run is over: requests in flight are counted as aborted, every socket is closed, and
+    /// The load is over: requests in flight are counted as aborted, every socket is closed, and
     /// the loop waits (briefly) until the kernel is done with every buffer.
     /// Returns false when the kernel did not let go of everything in time.
-    fn stop(&mut self) -> io::Result<bool> {
-        self.stopping = true;
+    fn drain_and_close(&mut self) -> io::Result<bool> {
+        self.budget.stop();
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
             // A request whose send was queued goes out (the final submit carries it before the
             // cancel), so the server may see it; one not yet queued is not counted at all.
-            if let Some(h2) = &c.h2 {
-                // Streams whose requests reached the kernel; the parked claim never went out.
-                self.stats.counters.aborted += h2.sent_open_streams() as u64;
-            } else if c.outstanding && c.phase == Phase::Open && c.request_queued {
-                self.stats.counters.aborted += 1;
+            if let Some(session) = &c.session {
+                self.stats.counters.aborted += session.sent_in_flight();
             }
-            c.outstanding = false;
+            c.claimed = false;
             self.begin_close(i)?;
         }
         let limit = Instant::now() + DRAIN_LIMIT;
@@ -1104,8 +754,7 @@ impl<'r> Loop<'r> {
             if now >= limit {
                 return Ok(false);
             }
-            let ts = Timespec::from(limit - now);
-            self.enter(1, &SubmitArgs::new().timespec(&ts))?;
+            self.uring.wait_one(limit - now)?;
             self.drain()?;
         }
         Ok(true)
@@ -1114,74 +763,4 @@ impl<'r> Loop<'r> {
 
 fn os_error(res: i32) -> String {
     io::Error::from_raw_os_error(-res).to_string()
-}
-
-/// A TCP socket with Nagle off: requests are small and must leave at once.
-fn new_socket(addr: &std::net::SocketAddr) -> io::Result<i32> {
-    let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
-    // SAFETY: plain syscalls on a descriptor we own.
-    unsafe {
-        let fd = libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0);
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let one: libc::c_int = 1;
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            (&raw const one).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-        Ok(fd)
-    }
-}
-
-/// The address in the form connect(2) takes, encoded once per run.
-pub(crate) fn encode_sockaddr(addr: &std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
-    let mut out: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let len = write_sockaddr(addr, &mut out);
-    (out, len)
-}
-
-fn write_sockaddr(addr: &std::net::SocketAddr, out: &mut libc::sockaddr_storage) -> libc::socklen_t {
-    match addr {
-        std::net::SocketAddr::V4(a) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_storage is large enough and aligned for any sockaddr.
-            unsafe { std::ptr::write((out as *mut libc::sockaddr_storage).cast(), sin) };
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t
-        }
-        std::net::SocketAddr::V6(a) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: a.port().to_be(),
-                sin6_flowinfo: a.flowinfo(),
-                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
-                sin6_scope_id: a.scope_id(),
-            };
-            // SAFETY: as above.
-            unsafe { std::ptr::write((out as *mut libc::sockaddr_storage).cast(), sin6) };
-            std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tokens_round_trip() {
-        for op in [Op::Connect, Op::ConnectTimeout, Op::Recv, Op::Send, Op::Cancel, Op::Close, Op::SendQuiet] {
-            assert_eq!(untoken(token(op, 4095, 65535)), Some((op, 4095, 65535)));
-        }
-        assert_eq!(untoken(0), None);
-    }
 }

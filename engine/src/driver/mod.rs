@@ -1,8 +1,13 @@
-//! The per-thread I/O loop: the only code that touches sockets.
+//! The per-thread I/O loop: the only code that touches sockets. `uring` is the ring plumbing,
+//! `lifecycle` the run's course (gate, ticks, end), `conn` a transport with its session, and
+//! `event_loop` the loop that ties them together.
 
 mod buf_ring;
 mod conn;
 mod event_loop;
+mod lifecycle;
+mod socket;
+mod uring;
 
 use std::io;
 use std::net::SocketAddr;
@@ -14,7 +19,8 @@ use std::time::{Duration, Instant};
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 
-use crate::run::StartGate;
+use crate::gate::StartGate;
+use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Stats};
 
 /// What every thread of a run shares, read-only.
@@ -22,23 +28,15 @@ pub(crate) struct Shared {
     pub addr: SocketAddr,
     /// `addr` as connect(2) takes it; every connect points here.
     pub sockaddr: (libc::sockaddr_storage, libc::socklen_t),
+    /// The request as HTTP/1.1 encodes it, once per run: connections send it from here.
     pub request: Vec<u8>,
-    pub head: bool,
     pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
     pub connect_timeout: Duration,
-    pub request_timeout: Option<Duration>,
+    /// With false, nothing is opened before the start: every request gets its own connection.
     pub keepalive: bool,
     pub min_wait: bool,
-    /// Set for HTTP/2 runs.
-    pub h2: Option<H2Shared>,
-}
-
-/// What every HTTP/2 connection of a run sends: encoded once, shared by reference.
-pub(crate) struct H2Shared {
-    pub request_block: Arc<[u8]>,
-    pub body: Arc<[u8]>,
-    /// Streams to keep in flight on each connection (-p).
-    pub streams: u32,
+    /// How every connection's session starts.
+    pub session: SessionConfig,
 }
 
 /// One thread's share of the plan.
@@ -50,7 +48,7 @@ pub(crate) struct ThreadPlan {
     /// How long the load runs once started; None for a request budget.
     pub duration: Option<Duration>,
     pub gate: Arc<StartGate>,
-    pub stop: Arc<AtomicBool>,
+    pub stop_flag: Arc<AtomicBool>,
     pub tx: Sender<ThreadMsg>,
 }
 
@@ -72,19 +70,20 @@ pub(crate) struct ThreadDone {
     pub error_samples: Vec<(ErrorKind, String)>,
     pub ended: Instant,
     pub cpu: Duration,
-    /// The lowest SETTINGS_MAX_CONCURRENT_STREAMS a server sent below the streams asked for.
+    /// The lowest limit on requests in flight per connection a server set below what was asked
+    /// (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS).
     pub stream_limit: Option<u32>,
 }
 
-pub(crate) use event_loop::encode_sockaddr;
+pub(crate) use socket::encode_sockaddr;
 
 pub(crate) fn run_thread(shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<()> {
-    let stop = plan.stop.clone();
+    let stop_flag = plan.stop_flag.clone();
     let mut ring = event_loop::Loop::ring(plan.connections)?;
     let outcome = event_loop::Loop::new(&mut ring, shared, plan).and_then(|l| l.run());
     if outcome.is_err() {
         // One thread failing fails the run: the others need not go on to the deadline.
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        stop_flag.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     outcome
 }

@@ -1,7 +1,9 @@
-//! HTTP/1.1: the request encoder (done once at start-up) and the response scanner.
+//! HTTP/1.1: the request encoder (done once at start-up), the response scanner, and the
+//! session that carries one request at a time on a connection.
 
 mod request;
 mod scanner;
+mod session;
 
 pub(crate) use request::encode_request;
-pub(crate) use scanner::{Response, Scanner};
+pub(crate) use session::{Config, Session};

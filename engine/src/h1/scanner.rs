@@ -680,6 +680,7 @@ fn parse_chunk_size(raw: &[u8], whole: bool) -> Result<u64, ScanError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::Rng;
 
     /// What one expected response came to: the absolute stream offset where it ended, and it.
     type Outcome = Result<(usize, Response), ScanError>;
@@ -1375,22 +1376,6 @@ mod tests {
             assert_eq!(sc.feed(&block), Ok((block.len(), None)));
         }
         assert_eq!(sc.eof(), Err(ScanError::Truncated));
-    }
-
-    /// xorshift64*: deterministic, no crates.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            if n == 0 { 0 } else { (self.next() % n as u64) as usize }
-        }
     }
 
     /// Pieces of HTTP likely to take the scanner deep into its states when strung together.

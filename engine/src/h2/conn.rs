@@ -285,6 +285,11 @@ impl Connection {
         self.streams.len()
     }
 
+    /// When the oldest open stream started.
+    pub(crate) fn oldest_stream_start(&self) -> Option<Instant> {
+        self.streams.iter().map(|s| s.sent_at).min()
+    }
+
     /// Open streams whose HEADERS were taken with `take_output`: the server may have seen them.
     pub(crate) fn sent_open_streams(&self) -> usize {
         self.streams.iter().filter(|s| s.id < self.taken_below).count()
@@ -634,7 +639,7 @@ impl Connection {
 mod tests {
     use super::*;
     use crate::h2::frame::{flag, kind};
-    use crate::h2::rng::Rng;
+    use crate::test_rng::Rng;
     use std::time::Duration;
 
     const MAX: u32 = frame::DEFAULT_MAX_FRAME_SIZE;

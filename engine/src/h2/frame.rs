@@ -683,7 +683,7 @@ mod tests {
     /// or an error, never a panic. Bounded and seeded, so it runs in every `cargo test`.
     #[test]
     fn fuzz_random_and_mutated_frames() {
-        let mut rng = crate::h2::rng::Rng(0x51_7cc1_b727_220a);
+        let mut rng = crate::test_rng::Rng(0x51_7cc1_b727_220a);
         let base = sample();
         for round in 0..30_000 {
             let mut bytes = if round % 4 == 0 {

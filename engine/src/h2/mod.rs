@@ -1,12 +1,13 @@
-//! Sans-I/O HTTP/2 client: framing (`frame`), header compression (`hpack`) and the connection
-//! state machine (`conn`). Bytes and the clock in, bytes to send and completed responses out;
-//! the event loop is the only thing that touches sockets.
+//! Sans-I/O HTTP/2 client: framing (`frame`), header compression (`hpack`), the connection
+//! state machine (`conn`) and the session around it that counts what it reports (`session`).
+//! Bytes and the clock in, bytes to send and completed responses out; the event loop is the
+//! only thing that touches sockets.
 
 pub(crate) mod conn;
 pub(crate) mod frame;
 pub(crate) mod hpack;
 mod request;
-#[cfg(test)]
-pub(crate) mod rng;
+mod session;
 
 pub(crate) use request::encode_request;
+pub(crate) use session::{Config, Session};

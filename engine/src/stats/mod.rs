@@ -81,18 +81,16 @@ pub struct Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::Rng;
 
     #[test]
     fn merged_histograms_have_the_percentiles_of_all_samples_together() {
         let mut parts = [Stats::new(), Stats::new(), Stats::new()];
         let mut all = Stats::new();
-        let mut x: u64 = 12345;
+        let mut rng = Rng(12345);
         for i in 0..30_000u64 {
-            // A cheap xorshift spreads values over six orders of magnitude.
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let v = Duration::from_nanos(1_000 + x % 1_000_000_000);
+            // Spread over six orders of magnitude.
+            let v = Duration::from_nanos(1_000 + rng.next() % 1_000_000_000);
             let part = &mut parts[(i % 3) as usize];
             Stats::record(&mut part.counters, &mut part.histograms.latency, v);
             Stats::record(&mut all.counters, &mut all.histograms.latency, v);

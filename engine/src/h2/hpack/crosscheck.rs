@@ -6,7 +6,7 @@
 use httlib_hpack::{Decoder as TheirDecoder, Encoder as TheirEncoder};
 
 use super::{Decoded, Decoder, encode_request};
-use crate::h2::rng::Rng;
+use crate::test_rng::Rng;
 
 const NAMES: &[&str] = &[
     "content-type",

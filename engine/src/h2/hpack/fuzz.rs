@@ -7,7 +7,7 @@ use httlib_hpack::Encoder as TheirEncoder;
 use super::Decoder;
 use super::crosscheck::response_block;
 use super::decoder::tests::hex;
-use crate::h2::rng::Rng;
+use crate::test_rng::Rng;
 
 fn seeds(rng: &mut Rng) -> Vec<Vec<u8>> {
     let mut seeds: Vec<Vec<u8>> = [

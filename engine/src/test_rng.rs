@@ -1,5 +1,5 @@
-//! The deterministic random numbers of the HTTP/2 fuzz and cross-check tests: xorshift64*, so
-//! that every failure reproduces from its seed.
+//! The deterministic random numbers of the engine's fuzz, cross-check and split tests:
+//! xorshift64*, so that every failure reproduces from its seed.
 
 pub(crate) struct Rng(pub(crate) u64);
 

@@ -1,4 +1,7 @@
-//! What a run is asked to do: the plan the engine executes.
+//! What a run is asked to do: the plan the engine executes, and how it is split over workers
+//! and threads (`split`).
+
+mod split;
 
 use std::time::Duration;
 
@@ -70,7 +73,11 @@ pub struct TlsOptions {
 }
 
 /// A complete load plan for one engine.
+///
+/// Built with [`Plan::new`], the one place its defaults live (other crates cannot write it as a
+/// literal), then adjusted field by field.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Plan {
     pub target: Target,
     pub request: RequestSpec,
@@ -84,4 +91,24 @@ pub struct Plan {
     /// With false, every request gets a fresh connection (`Connection: close`).
     pub keepalive: bool,
     pub tls: TlsOptions,
+}
+
+impl Plan {
+    /// A plan of `connections` connections sending `request` to `target` until `stop`, with the
+    /// command line's defaults for the rest: HTTP/1.1, one thread, keep-alive, a 5 s connect
+    /// timeout, a 30 s request timeout, certificates verified.
+    pub fn new(target: Target, request: RequestSpec, connections: usize, stop: Stop) -> Self {
+        Plan {
+            target,
+            request,
+            protocol: Protocol::Http1,
+            connections,
+            threads: 1,
+            stop,
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Some(Duration::from_secs(30)),
+            keepalive: true,
+            tls: TlsOptions::default(),
+        }
+    }
 }

@@ -1,0 +1,219 @@
+//! The HTTP/1.1 session on byte strings and made-up instants: no sockets, no clock.
+
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::session::Budget;
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+
+fn config() -> Config {
+    Config { head: false, keepalive: true, request_timeout: Some(TIMEOUT) }
+}
+
+/// A session on a connection opened with one request claimed, and `budget` more to come.
+struct Harness {
+    session: Session,
+    claimed: bool,
+    budget: Budget,
+    events: Vec<Event>,
+    t0: Instant,
+}
+
+impl Harness {
+    fn new(config: Config, budget: u64) -> Self {
+        let t0 = Instant::now();
+        Harness {
+            session: Session::new(config, t0),
+            claimed: true,
+            budget: Budget::new(Some(budget)),
+            events: Vec::new(),
+            t0,
+        }
+    }
+
+    fn at(&self, ms: u64) -> Instant {
+        self.t0 + Duration::from_millis(ms)
+    }
+
+    /// Starts requests at `ms` and takes what the session has to send.
+    fn start(&mut self, ms: u64) -> Transmit {
+        let now = self.at(ms);
+        self.session.start_requests(now, &mut Units::new(&mut self.claimed, &mut self.budget));
+        let transmit = self.session.poll_transmit();
+        self.session.written();
+        transmit
+    }
+
+    fn receive(&mut self, bytes: &[u8], ms: u64) -> Vec<Event> {
+        let now = self.at(ms);
+        self.session.receive(bytes, now, &mut self.events);
+        std::mem::take(&mut self.events)
+    }
+}
+
+/// How many requests the budget still has (spending them).
+fn left(budget: &mut Budget) -> u64 {
+    std::iter::from_fn(|| budget.claim().then_some(())).count() as u64
+}
+
+#[test]
+fn keep_alive_carries_one_request_after_another_until_the_budget_is_spent() {
+    let mut h = Harness::new(config(), 1);
+    assert_eq!(h.start(0), Transmit::Request);
+    assert!(!h.claimed, "the connection's own request goes first");
+    assert_eq!(h.session.sent_in_flight(), 1);
+    let events = h.receive(OK, 3);
+    assert_eq!(
+        events,
+        vec![
+            Event::FirstByte { sent_at: h.at(0), at: h.at(3) },
+            Event::Response { status: 200, sent_at: h.at(0), at: h.at(3) }
+        ]
+    );
+    assert!(h.session.is_idle() && !h.session.must_close());
+    assert_eq!(h.start(5), Transmit::Request, "the next request takes the budget's one");
+    assert_eq!(h.receive(OK, 9)[1], Event::Response { status: 200, sent_at: h.at(5), at: h.at(9) });
+    assert_eq!(h.start(10), Transmit::Nothing, "budget spent: nothing more to send");
+    assert!(h.session.is_idle() && !h.session.must_close());
+}
+
+#[test]
+fn connection_close_ends_the_connection_after_its_response() {
+    let mut h = Harness::new(config(), 5);
+    h.start(0);
+    let events = h.receive(b"HTTP/1.1 503 Busy\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", 1);
+    assert_eq!(events[1], Event::Response { status: 503, sent_at: h.at(0), at: h.at(1) });
+    assert!(h.session.must_close());
+    assert_eq!(h.start(2), Transmit::Nothing, "no request after Connection: close");
+    assert_eq!(left(&mut h.budget), 5, "and none was taken for it");
+}
+
+#[test]
+fn without_keep_alive_every_response_ends_its_connection() {
+    let mut h = Harness::new(Config { keepalive: false, ..config() }, 5);
+    h.start(0);
+    h.receive(OK, 1);
+    assert!(h.session.must_close());
+}
+
+#[test]
+fn a_response_split_at_every_byte_is_one_response_timed_from_its_first_piece() {
+    for split in 1..OK.len() {
+        let mut h = Harness::new(config(), 0);
+        h.start(0);
+        let mut events = h.receive(&OK[..split], 2);
+        assert!(h.session.sent_in_flight() == 1, "split {split}: still in flight");
+        events.extend(h.receive(&OK[split..], 7));
+        assert_eq!(
+            events,
+            vec![
+                Event::FirstByte { sent_at: h.at(0), at: h.at(2) },
+                Event::Response { status: 200, sent_at: h.at(0), at: h.at(7) }
+            ],
+            "split at {split}"
+        );
+        assert!(h.session.is_idle() && !h.session.must_close(), "split at {split}");
+    }
+}
+
+#[test]
+fn no_complete_response_by_the_deadline_is_one_timeout() {
+    let mut h = Harness::new(config(), 5);
+    h.start(100);
+    assert_eq!(h.session.poll_timeout(), Some(h.at(100) + TIMEOUT));
+    h.receive(b"HTTP/1.1 200 OK\r\nContent-Le", 200);
+    let just_before = h.at(100) + TIMEOUT - Duration::from_nanos(1);
+    h.session.handle_timeout(just_before, &mut h.events);
+    assert!(h.events.is_empty() && h.session.sent_in_flight() == 1);
+    h.session.handle_timeout(h.at(100) + TIMEOUT, &mut h.events);
+    assert_eq!(
+        h.events,
+        vec![Event::Failed { kind: ErrorKind::Timeout, n: 1, why: "no complete response within --timeout".into() }]
+    );
+    assert!(h.session.must_close() && h.session.is_idle());
+    assert_eq!(h.session.poll_timeout(), None);
+    h.events.clear();
+    h.session.peer_closed(h.at(30_200), &mut h.events);
+    assert!(h.events.is_empty(), "a request is counted once");
+}
+
+#[test]
+fn a_close_before_the_response_is_complete_is_a_reset() {
+    for (bytes, why) in [
+        (&b""[..], "connection closed before any response byte"),
+        (&OK[..20], "connection closed before the response was complete"),
+    ] {
+        let mut h = Harness::new(config(), 0);
+        h.start(0);
+        if !bytes.is_empty() {
+            h.receive(bytes, 1);
+        }
+        h.events.clear();
+        h.session.peer_closed(h.at(2), &mut h.events);
+        assert_eq!(h.events, vec![Event::Failed { kind: ErrorKind::Reset, n: 1, why: why.into() }]);
+        assert!(h.session.must_close());
+    }
+}
+
+#[test]
+fn a_body_delimited_by_the_close_completes_at_the_close() {
+    let mut h = Harness::new(config(), 0);
+    h.start(0);
+    h.receive(b"HTTP/1.0 200 OK\r\n\r\nsome body", 1);
+    h.session.peer_closed(h.at(4), &mut h.events);
+    assert_eq!(h.events.last(), Some(&Event::Response { status: 200, sent_at: h.at(0), at: h.at(4) }));
+}
+
+#[test]
+fn a_malformed_response_is_one_protocol_error() {
+    let mut h = Harness::new(config(), 5);
+    h.start(0);
+    let events = h.receive(b"SMTP ready\r\n", 1);
+    assert!(matches!(events[1], Event::Failed { kind: ErrorKind::Protocol, n: 1, .. }), "{events:?}");
+    assert!(h.session.must_close());
+}
+
+#[test]
+fn bytes_nobody_asked_for_close_the_connection_without_counting_anything() {
+    let mut h = Harness::new(config(), 5);
+    let events = h.receive(b"HTTP/1.1 408 Request Timeout\r\n\r\n", 1);
+    assert!(events.is_empty());
+    assert!(h.session.must_close());
+    assert!(h.claimed, "the connection's request was never used");
+}
+
+#[test]
+fn bytes_after_the_response_or_an_early_answer_end_the_connection() {
+    let mut h = Harness::new(config(), 5);
+    h.start(0);
+    h.receive(&[OK, OK].concat(), 1);
+    assert!(h.session.must_close(), "a second response we did not ask for");
+
+    let mut h = Harness::new(config(), 5);
+    h.session.start_requests(h.at(0), &mut Units::new(&mut h.claimed, &mut h.budget));
+    assert_eq!(h.session.poll_transmit(), Transmit::Request);
+    // Not yet all written: the server answered before reading the whole request.
+    h.receive(OK, 1);
+    assert!(h.session.must_close());
+}
+
+#[test]
+fn a_failed_transport_fails_the_request_in_flight_once() {
+    let mut h = Harness::new(config(), 5);
+    h.session.start_requests(h.at(0), &mut Units::new(&mut h.claimed, &mut h.budget));
+    assert_eq!(h.session.sent_in_flight(), 0, "not taken for a send yet");
+    h.session.fail(ErrorKind::Reset, "gone".into(), &mut h.events);
+    h.session.fail(ErrorKind::Reset, "gone".into(), &mut h.events);
+    assert_eq!(h.events, vec![Event::Failed { kind: ErrorKind::Reset, n: 1, why: "gone".into() }]);
+}
+
+#[test]
+fn a_head_request_expects_no_body() {
+    let mut h = Harness::new(Config { head: true, ..config() }, 0);
+    h.start(0);
+    let events = h.receive(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", 1);
+    assert_eq!(events[1], Event::Response { status: 200, sent_at: h.at(0), at: h.at(1) });
+    assert!(!h.session.must_close());
+}

@@ -1,0 +1,153 @@
+//! Splitting one plan into parts whose totals are exactly the plan's: over workers (the
+//! controller) and over one engine's threads (the engine), by the same rule.
+
+use super::{Plan, Stop};
+
+impl Plan {
+    /// This plan as `parts` plans (workers, or one engine's threads) that add up to exactly it:
+    /// connections spread evenly (the remainder to the first parts); a request budget in
+    /// proportion to each part's connections (largest remainders first, and every part at least
+    /// one when there are as many requests as parts); a duration unchanged. A part runs on at
+    /// most as many threads as it has connections.
+    pub fn split(&self, parts: usize) -> Vec<Plan> {
+        if parts == 0 {
+            return Vec::new();
+        }
+        let connections: Vec<u64> = (0..parts).map(|i| even_share(self.connections as u64, parts, i)).collect();
+        let budgets = match self.stop {
+            Stop::Requests(n) => Some(proportional(n, &connections)),
+            Stop::Duration(_) => None,
+        };
+        (0..parts)
+            .map(|i| {
+                let mut part = self.clone();
+                part.connections = connections[i] as usize;
+                part.threads = self.threads.min(part.connections);
+                if let Some(b) = &budgets {
+                    part.stop = Stop::Requests(b[i]);
+                }
+                part
+            })
+            .collect()
+    }
+}
+
+/// Part `index`'s share of `total` split evenly over `parts`: the remainder goes to the first
+/// ones, so the shares add up to exactly `total`.
+fn even_share(total: u64, parts: usize, index: usize) -> u64 {
+    let parts = parts as u64;
+    total / parts + u64::from((index as u64) < total % parts)
+}
+
+/// `total` in proportion to `weights`, adding up to exactly `total`; every part gets at least one
+/// when `total` allows it.
+fn proportional(total: u64, weights: &[u64]) -> Vec<u64> {
+    let sum: u64 = weights.iter().sum();
+    if sum == 0 {
+        return (0..weights.len()).map(|i| even_share(total, weights.len(), i)).collect();
+    }
+    let exact: Vec<u128> = weights.iter().map(|w| u128::from(total) * u128::from(*w)).collect();
+    let mut parts: Vec<u64> = exact.iter().map(|e| (e / u128::from(sum)) as u64).collect();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    // Largest remainder first; ties to the earlier part.
+    order.sort_by_key(|&i| std::cmp::Reverse(exact[i] % u128::from(sum)));
+    let mut left = total - parts.iter().sum::<u64>();
+    for &i in order.iter().cycle() {
+        if left == 0 {
+            break;
+        }
+        parts[i] += 1;
+        left -= 1;
+    }
+    if total >= weights.len() as u64 {
+        // A part with nothing would be an empty shard; take one from the largest.
+        for i in 0..parts.len() {
+            if parts[i] == 0 {
+                let max = (0..parts.len()).max_by_key(|&j| parts[j]).unwrap_or(0);
+                parts[max] -= 1;
+                parts[i] += 1;
+            }
+        }
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::plan::RequestSpec;
+    use crate::target::Target;
+    use crate::test_rng::Rng;
+
+    fn plan(connections: usize, stop: Stop) -> Plan {
+        let mut plan = Plan::new(
+            Target::parse("http://127.0.0.1:1/").expect("valid URL"),
+            RequestSpec::new("GET", vec![], vec![]),
+            connections,
+            stop,
+        );
+        plan.threads = 4;
+        plan
+    }
+
+    fn budgets(parts: &[Plan]) -> Vec<u64> {
+        parts
+            .iter()
+            .map(|s| match s.stop {
+                Stop::Requests(n) => n,
+                Stop::Duration(_) => 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn connections_and_requests_add_up_to_what_was_asked() {
+        for (c, n, k) in [(50, 200, 2), (5, 7, 2), (7, 1000, 3), (3, 3, 3), (100, 101, 7), (10, 1_000_003, 4)] {
+            let parts = plan(c, Stop::Requests(n)).split(k);
+            assert_eq!(parts.len(), k);
+            assert_eq!(parts.iter().map(|s| s.connections).sum::<usize>(), c);
+            assert_eq!(budgets(&parts).iter().sum::<u64>(), n, "c={c} n={n} k={k}");
+            assert!(budgets(&parts).iter().all(|b| *b >= 1));
+            assert!(parts.iter().all(|s| s.threads <= s.connections));
+        }
+    }
+
+    #[test]
+    fn random_splits_add_up_and_stay_even() {
+        let mut rng = Rng(7);
+        for _ in 0..2000 {
+            let k = 1 + rng.below(16);
+            let c = k + rng.below(500);
+            let n = rng.below(100_000) as u64;
+            let parts = plan(c, Stop::Requests(n)).split(k);
+            assert_eq!(parts.iter().map(|s| s.connections).sum::<usize>(), c);
+            assert_eq!(budgets(&parts).iter().sum::<u64>(), n, "c={c} n={n} k={k}");
+            let conns: Vec<usize> = parts.iter().map(|p| p.connections).collect();
+            assert!(conns.iter().max().unwrap() - conns.iter().min().unwrap() <= 1, "{conns:?}");
+            if n >= k as u64 {
+                assert!(budgets(&parts).iter().all(|b| *b >= 1), "c={c} n={n} k={k}");
+            }
+        }
+    }
+
+    #[test]
+    fn budgets_follow_the_connections() {
+        let parts = plan(3, Stop::Requests(300)).split(2);
+        assert_eq!(parts.iter().map(|s| s.connections).collect::<Vec<_>>(), vec![2, 1]);
+        assert_eq!(budgets(&parts), vec![200, 100]);
+    }
+
+    #[test]
+    fn fewer_requests_than_parts_leaves_the_last_parts_without_any() {
+        let parts = plan(4, Stop::Requests(2)).split(4);
+        assert_eq!(budgets(&parts), vec![1, 1, 0, 0]);
+    }
+
+    #[test]
+    fn timed_runs_keep_their_duration() {
+        let parts = plan(4, Stop::Duration(Duration::from_secs(3))).split(2);
+        assert!(parts.iter().all(|s| s.stop == Stop::Duration(Duration::from_secs(3))));
+    }
+}

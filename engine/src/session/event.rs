@@ -1,0 +1,29 @@
+//! What a session tells the loop: protocol-neutral events, each counted the same way whatever
+//! protocol produced it.
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use crate::stats::ErrorKind;
+
+/// Why requests failed, as the report shows it: most reasons are fixed text, so only those
+/// naming a code or a number are formatted (and only the first of each kind is kept).
+pub(crate) type Why = Cow<'static, str>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// The first byte of a response: `at - sent_at` is its time to first byte.
+    FirstByte { sent_at: Instant, at: Instant },
+    /// A complete response (any status): `at - sent_at` is its latency.
+    Response { status: u16, sent_at: Instant, at: Instant },
+    /// `n` requests the server declined without processing them: they go back into the budget to
+    /// be sent again.
+    Refused(u64),
+    /// `n` requests failed, all for one reason.
+    Failed { kind: ErrorKind, n: u64, why: Why },
+    /// The connection could not be set up: a failed connect, and the request claimed for it
+    /// fails as `kind`.
+    SetupFailed { kind: ErrorKind, why: Why },
+    /// The server allows at most this many requests in flight on a connection, fewer than asked.
+    Limited(u32),
+}

@@ -1,0 +1,634 @@
+//! `TestServer`: an in-test hyper server (HTTP/1.1 and h2c, optionally TLS) with configurable
+//! behaviour, and a hand-written raw HTTP/1.1 server for what hyper will not do.
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderName, HeaderValue};
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::sync::oneshot;
+
+use super::certs::TestCert;
+use super::client::{header_lookup, invalid};
+
+/// What a hyper [`TestServer`] answers to every request.
+#[derive(Clone, Debug)]
+pub struct Behavior {
+    /// Status of every response. Default 200.
+    pub status: u16,
+    /// Body length; the bytes are [`body_bytes`]`(body_len)`. Default 14.
+    pub body_len: usize,
+    /// `Some(n)`: send the body with `Transfer-Encoding: chunked` in chunks of `n` bytes (HTTP/1.1)
+    /// rather than with `Content-Length`. Default `None`.
+    pub chunk_size: Option<usize>,
+    /// Wait this long after reading the request before answering. Default zero.
+    pub delay: Duration,
+    /// `Some(k)`: the k-th, 2k-th, ... response on each connection carries `Connection: close`
+    /// and the server then closes that connection (HTTP/1.1 only). Default `None`.
+    pub close_every: Option<u64>,
+    /// Extra response headers.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Default for Behavior {
+    fn default() -> Self {
+        Behavior::ok(14)
+    }
+}
+
+impl Behavior {
+    /// 200 with a `body_len`-byte body and Content-Length.
+    pub fn ok(body_len: usize) -> Behavior {
+        Behavior {
+            status: 200,
+            body_len,
+            chunk_size: None,
+            delay: Duration::ZERO,
+            close_every: None,
+            headers: Vec::new(),
+        }
+    }
+    pub fn status(mut self, status: u16) -> Self {
+        self.status = status;
+        self
+    }
+    pub fn chunked(mut self, chunk_size: usize) -> Self {
+        self.chunk_size = Some(chunk_size.max(1));
+        self
+    }
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+    pub fn close_every(mut self, k: u64) -> Self {
+        self.close_every = Some(k.max(1));
+        self
+    }
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+}
+
+/// The body content a [`Behavior`] with `body_len` sends: `abc...z` repeated.
+pub fn body_bytes(len: usize) -> Vec<u8> {
+    (0..len).map(|i| b'a' + (i % 26) as u8).collect()
+}
+
+/// Misbehaviours that need a hand-written HTTP/1.1 server ([`TestServer::start_raw`]).
+///
+/// The raw server reads each request head (and a Content-Length or chunked body) itself, so the
+/// counters and [`TestServer::last_request`] work as for the hyper server.
+#[derive(Clone, Debug)]
+pub enum RawMode {
+    /// Answers with bytes that are not HTTP, then closes. Not counted as a response.
+    Garbage,
+    /// Sends a head declaring `Content-Length: content_length`, then only `sent` body bytes, then
+    /// closes the connection (FIN). Not counted as a response.
+    Truncated { content_length: usize, sent: usize },
+    /// A 200 whose header section is at least `size` bytes (many `x-padding-N` headers) and a
+    /// 2-byte body `ok`; keeps the connection open. Counted as a response.
+    HugeHeaders { size: usize },
+    /// Reads requests and never answers; keeps the connection open until the client closes it.
+    Silent,
+    /// `103 Early Hints` (with a Link header), then a 200 with a `body_len`-byte body
+    /// ([`body_bytes`]); keep-alive. Only the 200 is counted.
+    EarlyHints { body_len: usize },
+    /// Answers every request with these exact bytes; closes after each if `close`. Counted.
+    Verbatim { response: Vec<u8>, close: bool },
+    /// Answers `200 ok` (keep-alive) as soon as a request head is in, *before* reading its
+    /// body, then reads and discards the body. Request lines that do not look like one (bytes
+    /// of one request inside another's body) are counted by [`TestServer::bad_heads`].
+    AnswerBeforeBody,
+}
+
+/// What the server saw of a request. Header names as received (hyper lowercases them).
+#[derive(Clone, Debug, Default)]
+pub struct SeenRequest {
+    pub method: String,
+    /// Path and query, e.g. `/a?b=c`.
+    pub path: String,
+    /// `HTTP/1.1`, `HTTP/2.0`, ...
+    pub version: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl SeenRequest {
+    /// First value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        header_lookup(&self.headers, name)
+    }
+}
+
+#[derive(Default)]
+struct Stats {
+    requests: AtomicU64,
+    responses: AtomicU64,
+    connections: AtomicU64,
+    bad_heads: AtomicU64,
+    request_body_bytes: AtomicU64,
+    methods: Mutex<BTreeMap<String, u64>>,
+    last: Mutex<Option<SeenRequest>>,
+}
+
+impl Stats {
+    /// A request head arrived.
+    fn head(&self, method: &str) {
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        *self.methods.lock().unwrap().entry(method.to_string()).or_default() += 1;
+    }
+
+    /// The request body was read too.
+    fn complete(&self, seen: SeenRequest) {
+        self.request_body_bytes.fetch_add(seen.body.len() as u64, Ordering::SeqCst);
+        *self.last.lock().unwrap() = Some(seen);
+    }
+
+    fn responded(&self) {
+        self.responses.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A server on 127.0.0.1 (random port) running on its own 2-thread tokio runtime; stopped on
+/// drop. Counters:
+/// - [`requests`](Self::requests): request heads received;
+/// - [`responses`](Self::responses): complete final responses, counted when the last body byte
+///   is handed to the connection (so a client that read a response finds it counted);
+/// - [`connections`](Self::connections): TCP connections accepted.
+pub struct TestServer {
+    addr: SocketAddr,
+    scheme: &'static str,
+    cert: Option<TestCert>,
+    stats: Arc<Stats>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Clone)]
+enum Kind {
+    Hyper { behavior: Arc<Behavior>, body: Bytes, tls: Option<tokio_rustls::TlsAcceptor> },
+    Raw(Arc<RawMode>),
+}
+
+impl TestServer {
+    /// A hyper server (HTTP/1.1 and h2c) answering as `behavior` says.
+    pub fn start(behavior: Behavior) -> TestServer {
+        let body = Bytes::from(body_bytes(behavior.body_len));
+        TestServer::launch(Kind::Hyper { behavior: Arc::new(behavior), body, tls: None }, None)
+    }
+
+    /// The same over TLS (ALPN h2, http/1.1) with a fresh [`TestCert`]; see [`TestServer::cert`].
+    pub fn start_tls(behavior: Behavior) -> TestServer {
+        let cert = TestCert::generate();
+        let tls = Some(tokio_rustls::TlsAcceptor::from(cert.server_config()));
+        let body = Bytes::from(body_bytes(behavior.body_len));
+        TestServer::launch(Kind::Hyper { behavior: Arc::new(behavior), body, tls }, Some(cert))
+    }
+
+    /// A hand-written HTTP/1.1 server misbehaving as `mode` says.
+    pub fn start_raw(mode: RawMode) -> TestServer {
+        TestServer::launch(Kind::Raw(Arc::new(mode)), None)
+    }
+
+    fn launch(kind: Kind, cert: Option<TestCert>) -> TestServer {
+        let stats = Arc::new(Stats::default());
+        let (stop, mut stopped) = oneshot::channel::<()>();
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let thread_stats = stats.clone();
+        let thread = std::thread::Builder::new()
+            .name("test-server".into())
+            .spawn(move || {
+                let runtime =
+                    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+                runtime.block_on(async move {
+                    let socket = TcpSocket::new_v4().unwrap();
+                    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+                    // A big backlog: tests open many connections at once.
+                    let listener: TcpListener = socket.listen(1024).unwrap();
+                    addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                    loop {
+                        let (stream, _) = tokio::select! {
+                            _ = &mut stopped => break,
+                            accepted = listener.accept() => match accepted {
+                                Ok(accepted) => accepted,
+                                Err(_) => continue,
+                            },
+                        };
+                        thread_stats.connections.fetch_add(1, Ordering::SeqCst);
+                        let _ = stream.set_nodelay(true);
+                        let stats = thread_stats.clone();
+                        match kind.clone() {
+                            Kind::Hyper { behavior, body, tls } => {
+                                tokio::spawn(hyper_connection(stream, tls, behavior, body, stats));
+                            }
+                            Kind::Raw(mode) => {
+                                tokio::spawn(raw_connection(stream, mode, stats));
+                            }
+                        }
+                    }
+                });
+                // Dropping the runtime cancels every connection task and closes their sockets.
+                runtime.shutdown_timeout(Duration::from_millis(100));
+            })
+            .unwrap();
+        let addr = addr_rx.recv().expect("test server failed to start");
+        let scheme = if cert.is_some() { "https" } else { "http" };
+        TestServer { addr, scheme, cert, stats, stop: Some(stop), thread: Some(thread) }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT/` (`https://` for [`TestServer::start_tls`]).
+    pub fn url(&self) -> String {
+        format!("{}://{}/", self.scheme, self.addr)
+    }
+
+    /// The certificate of a TLS server ([`TestCert::write_ca`] gives the file for `--cacert`).
+    pub fn cert(&self) -> Option<&TestCert> {
+        self.cert.as_ref()
+    }
+
+    /// Request heads received.
+    pub fn requests(&self) -> u64 {
+        self.stats.requests.load(Ordering::SeqCst)
+    }
+
+    /// Complete final responses sent.
+    pub fn responses(&self) -> u64 {
+        self.stats.responses.load(Ordering::SeqCst)
+    }
+
+    /// Request lines that were not `METHOD /path HTTP/1.x` (a raw server's count).
+    pub fn bad_heads(&self) -> u64 {
+        self.stats.bad_heads.load(Ordering::SeqCst)
+    }
+
+    /// TCP connections accepted.
+    pub fn connections(&self) -> u64 {
+        self.stats.connections.load(Ordering::SeqCst)
+    }
+
+    /// Request body bytes received, over all requests.
+    pub fn request_body_bytes(&self) -> u64 {
+        self.stats.request_body_bytes.load(Ordering::SeqCst)
+    }
+
+    /// Requests received per method.
+    pub fn methods(&self) -> BTreeMap<String, u64> {
+        self.stats.methods.lock().unwrap().clone()
+    }
+
+    /// The most recent request whose body was read completely.
+    pub fn last_request(&self) -> Option<SeenRequest> {
+        self.stats.last.lock().unwrap().clone()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn hyper_connection(
+    stream: tokio::net::TcpStream,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    behavior: Arc<Behavior>,
+    body: Bytes,
+    stats: Arc<Stats>,
+) {
+    // Responses on this connection so far, for close_every.
+    let served = Arc::new(AtomicU64::new(0));
+    let service = service_fn(move |req| handle(req, behavior.clone(), body.clone(), stats.clone(), served.clone()));
+    let builder = auto::Builder::new(TokioExecutor::new());
+    match tls {
+        None => {
+            let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+        }
+        Some(acceptor) => {
+            if let Ok(stream) = acceptor.accept(stream).await {
+                let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+            }
+        }
+    }
+}
+
+async fn handle(
+    req: Request<Incoming>,
+    behavior: Arc<Behavior>,
+    body: Bytes,
+    stats: Arc<Stats>,
+    served: Arc<AtomicU64>,
+) -> Result<Response<TestBody>, hyper::Error> {
+    stats.head(req.method().as_str());
+    // hyper never polls the body of an answer to HEAD, so such an answer is counted up front.
+    let head = req.method() == hyper::Method::HEAD;
+    let (parts, incoming) = req.into_parts();
+    let request_body = incoming.collect().await?.to_bytes();
+    stats.complete(SeenRequest {
+        method: parts.method.to_string(),
+        path: parts.uri.path_and_query().map_or("/".to_string(), |p| p.to_string()),
+        version: format!("{:?}", parts.version),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .collect(),
+        body: request_body.to_vec(),
+    });
+    if !behavior.delay.is_zero() {
+        tokio::time::sleep(behavior.delay).await;
+    }
+    let nth = served.fetch_add(1, Ordering::SeqCst) + 1;
+    let chunks = match behavior.chunk_size {
+        Some(size) => (0..body.len()).step_by(size).map(|at| body.slice(at..(at + size).min(body.len()))).collect(),
+        None if body.is_empty() => Vec::new(),
+        None => vec![body],
+    };
+    let mut response = Response::new(TestBody::new(chunks, behavior.chunk_size.is_none(), head, stats));
+    *response.status_mut() = StatusCode::from_u16(behavior.status).unwrap();
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    for (name, value) in &behavior.headers {
+        headers.append(HeaderName::try_from(name.as_str()).unwrap(), HeaderValue::try_from(value.as_str()).unwrap());
+    }
+    if behavior.close_every.is_some_and(|k| nth.is_multiple_of(k)) {
+        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    Ok(response)
+}
+
+/// A response body of ready chunks that counts the response when its last chunk is handed over.
+struct TestBody {
+    chunks: std::collections::VecDeque<Bytes>,
+    /// Known length (Content-Length) rather than chunked.
+    exact: bool,
+    /// Already counted (answers to HEAD, empty bodies): hyper may never poll those.
+    counted: bool,
+    stats: Arc<Stats>,
+}
+
+impl TestBody {
+    fn new(chunks: Vec<Bytes>, exact: bool, count_now: bool, stats: Arc<Stats>) -> TestBody {
+        let counted = count_now || chunks.is_empty();
+        if counted {
+            stats.responded();
+        }
+        TestBody { chunks: chunks.into(), exact, counted, stats }
+    }
+}
+
+impl Body for TestBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let Some(chunk) = self.chunks.pop_front() else { return Poll::Ready(None) };
+        if self.chunks.is_empty() && !self.counted {
+            self.counted = true;
+            self.stats.responded();
+        }
+        Poll::Ready(Some(Ok(Frame::data(chunk))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        if self.exact {
+            SizeHint::with_exact(self.chunks.iter().map(|c| c.len() as u64).sum())
+        } else {
+            SizeHint::default()
+        }
+    }
+}
+
+/// Largest request head the raw server accepts before giving up on the connection.
+const RAW_MAX_HEAD: usize = 1 << 20;
+
+async fn raw_connection(mut stream: tokio::net::TcpStream, mode: Arc<RawMode>, stats: Arc<Stats>) {
+    let mut buf = Vec::with_capacity(4096);
+    if let RawMode::AnswerBeforeBody = &*mode {
+        answer_before_body(&mut stream, &mut buf, &stats).await;
+        return;
+    }
+    loop {
+        if read_raw_request(&mut stream, &mut buf, &stats).await.is_err() {
+            return;
+        }
+        match &*mode {
+            RawMode::Garbage => {
+                let _ = stream.write_all(b"this is not HTTP\r\n\x00\x01\x02\xfe\xff\r\n\r\n").await;
+                close_gracefully(stream).await;
+                return;
+            }
+            RawMode::Truncated { content_length, sent } => {
+                let mut out =
+                    format!("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {content_length}\r\n\r\n")
+                        .into_bytes();
+                out.extend_from_slice(&body_bytes(*sent.min(content_length)));
+                let _ = stream.write_all(&out).await;
+                close_gracefully(stream).await;
+                return;
+            }
+            RawMode::HugeHeaders { size } => {
+                let mut out = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n".to_vec();
+                let padding = "p".repeat(1000);
+                let mut n = 0;
+                while out.len() < *size {
+                    out.extend_from_slice(format!("x-padding-{n}: {padding}\r\n").as_bytes());
+                    n += 1;
+                }
+                out.extend_from_slice(b"Content-Length: 2\r\n\r\nok");
+                stats.responded();
+                if stream.write_all(&out).await.is_err() {
+                    return;
+                }
+            }
+            RawMode::Silent => {
+                // Hold the connection until the client gives up; what it sends is ignored.
+                let mut sink = [0u8; 4096];
+                while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+                return;
+            }
+            RawMode::EarlyHints { body_len } => {
+                let hints = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n";
+                if stream.write_all(hints).await.is_err() || stream.flush().await.is_err() {
+                    return;
+                }
+                let mut out =
+                    format!("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {body_len}\r\n\r\n")
+                        .into_bytes();
+                out.extend_from_slice(&body_bytes(*body_len));
+                stats.responded();
+                if stream.write_all(&out).await.is_err() {
+                    return;
+                }
+            }
+            RawMode::Verbatim { response, close } => {
+                stats.responded();
+                if stream.write_all(response).await.is_err() {
+                    return;
+                }
+                if *close {
+                    close_gracefully(stream).await;
+                    return;
+                }
+            }
+            RawMode::AnswerBeforeBody => unreachable!("handled above"),
+        }
+    }
+}
+
+async fn answer_before_body(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>, stats: &Stats) {
+    loop {
+        let Ok(head) = read_raw_head(stream, buf, stats).await else { return };
+        stats.responded();
+        if stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await.is_err() {
+            return;
+        }
+        if read_raw_body(stream, buf, head, stats).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Sends FIN and waits (briefly) for the client to close, so the client sees an orderly close
+/// after our last byte rather than a reset caused by unread data.
+async fn close_gracefully(mut stream: tokio::net::TcpStream) {
+    let _ = stream.shutdown().await;
+    let mut sink = [0u8; 4096];
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+}
+
+/// Reads one request (head, then a Content-Length or chunked body) and records it.
+async fn read_raw_request<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut Vec<u8>, stats: &Stats) -> io::Result<()> {
+    let head = read_raw_head(stream, buf, stats).await?;
+    read_raw_body(stream, buf, head, stats).await
+}
+
+/// Reads and counts one request head.
+async fn read_raw_head<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+    stats: &Stats,
+) -> io::Result<SeenRequest> {
+    let head_end = loop {
+        if let Some(at) = find(buf, b"\r\n\r\n") {
+            break at + 4;
+        }
+        if buf.len() > RAW_MAX_HEAD {
+            return Err(invalid("request head too large".into()));
+        }
+        fill(stream, buf).await?;
+    };
+    let head: Vec<u8> = buf.drain(..head_end).collect();
+    let head = String::from_utf8_lossy(&head[..head.len() - 4]).into_owned();
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or("");
+    let mut parts = request_line.split(' ');
+    let method = parts.next().unwrap_or("").to_string();
+    let path = parts.next().unwrap_or("").to_string();
+    let version = parts.next().unwrap_or("").to_string();
+    stats.head(&method);
+    let well_formed = !method.is_empty()
+        && method.bytes().all(|b| b.is_ascii_uppercase())
+        && path.starts_with('/')
+        && version.starts_with("HTTP/1.")
+        && parts.next().is_none();
+    if !well_formed {
+        stats.bad_heads.fetch_add(1, Ordering::SeqCst);
+    }
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
+    Ok(SeenRequest { method, path, version, headers, body: Vec::new() })
+}
+
+/// Reads the body `head` announces (Content-Length or chunked) and records the request.
+async fn read_raw_body<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+    head: SeenRequest,
+    stats: &Stats,
+) -> io::Result<()> {
+    let SeenRequest { method, path, version, headers, .. } = head;
+    let mut body = Vec::new();
+    if header_lookup(&headers, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        loop {
+            let line = take_line(stream, buf).await?;
+            let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
+                .map_err(|_| invalid("bad chunk size".into()))?;
+            if size == 0 {
+                while !take_line(stream, buf).await?.is_empty() {}
+                break;
+            }
+            while buf.len() < size + 2 {
+                fill(stream, buf).await?;
+            }
+            body.extend(buf.drain(..size));
+            buf.drain(..2);
+        }
+    } else if let Some(len) = header_lookup(&headers, "content-length") {
+        let len: usize = len.parse().map_err(|_| invalid("bad content-length".into()))?;
+        while buf.len() < len {
+            fill(stream, buf).await?;
+        }
+        body.extend(buf.drain(..len));
+    }
+    stats.complete(SeenRequest { method, path, version, headers, body });
+    Ok(())
+}
+
+async fn take_line<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut Vec<u8>) -> io::Result<String> {
+    loop {
+        if let Some(at) = find(buf, b"\r\n") {
+            let line: Vec<u8> = buf.drain(..at + 2).collect();
+            return Ok(String::from_utf8_lossy(&line[..at]).into_owned());
+        }
+        fill(stream, buf).await?;
+    }
+}
+
+/// Appends what the socket has to `buf`; EOF is an error (the client went away mid-request).
+async fn fill<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut Vec<u8>) -> io::Result<()> {
+    let mut chunk = [0u8; 8192];
+    let n = stream.read(&mut chunk).await?;
+    if n == 0 {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "closed"));
+    }
+    buf.extend_from_slice(&chunk[..n]);
+    Ok(())
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}

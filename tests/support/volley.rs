@@ -1,0 +1,128 @@
+//! Running the built `volley` binary with a timeout, and reading what it printed.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long [`run_volley`] lets the binary run before killing it and failing the test.
+pub const VOLLEY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Path of the `volley` binary cargo built for these tests.
+pub fn volley_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_volley"))
+}
+
+/// A `Command` for the volley binary with `args`, for tests that need to set env or cwd before
+/// passing it to [`run_with_timeout`].
+pub fn volley_command<I, S>(args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut cmd = Command::new(volley_bin());
+    cmd.args(args);
+    cmd
+}
+
+/// Runs `volley ARGS` to completion and returns its output; panics (with what it printed) if it
+/// runs longer than [`VOLLEY_TIMEOUT`].
+pub fn run_volley<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    run_volley_timeout(args, VOLLEY_TIMEOUT)
+}
+
+/// [`run_volley`] with another timeout.
+pub fn run_volley_timeout<I, S>(args: I, timeout: Duration) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let cmd = volley_command(args);
+    let shown = format!("{cmd:?}");
+    match run_with_timeout(cmd, timeout) {
+        Ok(output) => output,
+        Err(output) => panic!("{shown} still running after {timeout:?}; killed it.\n{}", describe_output(&output)),
+    }
+}
+
+/// Runs `cmd` (stdin closed, stdout and stderr captured) for at most `timeout`.
+///
+/// `Ok` with the output if it exited by itself; `Err` with what it printed so far if it had to be
+/// killed. The child gets its own process group and the whole group is killed, so grandchildren
+/// holding the output pipes cannot keep this waiting.
+pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Result<Output, Output> {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let stdout = drain(child.stdout.take().expect("piped stdout"));
+    let stderr = drain(child.stderr.take().expect("piped stderr"));
+    let deadline = Instant::now() + timeout;
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for child") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            timed_out = true;
+            // SAFETY: kill(2) on the process group we created; no memory is involved.
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+            break child.wait().expect("waiting for killed child");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let output =
+        Output { status, stdout: stdout.join().expect("stdout reader"), stderr: stderr.join().expect("stderr reader") };
+    if timed_out { Err(output) } else { Ok(output) }
+}
+
+pub(super) fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = pipe.read_to_end(&mut out);
+        out
+    })
+}
+
+/// Exit status, stdout and stderr as text, for assertion messages.
+pub fn describe_output(output: &Output) -> String {
+    format!(
+        "status: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Panics with the full output unless the process exited with status 0.
+pub fn assert_success(output: &Output) {
+    assert!(output.status.success(), "command failed\n{}", describe_output(output));
+}
+
+/// Parses stdout as one JSON document (the `-j` report); panics with the output if it is not.
+pub fn json_report(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not a JSON report ({e})\n{}", describe_output(output)))
+}
+
+/// The number at JSON pointer `pointer` (`"/requests/ok"`) of a `-j` report; panics naming the
+/// pointer and the report when it is missing or not a number.
+pub fn number(report: &serde_json::Value, pointer: &str) -> u64 {
+    report.pointer(pointer).and_then(|v| v.as_u64()).unwrap_or_else(|| panic!("{pointer} is not a number in {report}"))
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (for processes that must be told a port).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local_addr").port()
+}
+
+/// True when running under CI (`CI` set to anything but empty, `0` or `false`).
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
+}
