@@ -7,20 +7,19 @@ mod support;
 
 use std::net::SocketAddr;
 use std::process::{Command, Output};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use hdrhistogram::Histogram;
 use serde_json::Value;
+use support::fake_worker::{self, FakeWorker, Script};
 use support::{
     BackgroundProcess, Behavior, TestCert, TestServer, WorkerProcess, assert_success, describe_output, free_port,
     in_netns, json_report, run_with_timeout, volley_bin, volley_command, wait_until,
 };
-use tonic::{Code, Request, Response, Status};
+use tonic::Code;
 use volley_proto::PROTOCOL_VERSION;
-use volley_proto::v1::{self, run_command::Command as RunCmd, worker_client::WorkerClient, worker_server};
+use volley_proto::v1::{self, run_command::Command as RunCmd, worker_client::WorkerClient};
 
 /// How long any controller run of these tests may take before it counts as hung.
 const RUN_TIMEOUT: Duration = Duration::from_secs(40);
@@ -349,11 +348,16 @@ fn a_worker_killed_mid_run_is_named_and_the_rest_reported() {
     assert!(alive["failure"].is_null(), "{alive}");
     let alive_ok = n(alive, &["requests", "ok"]);
     assert!(alive_ok > 0, "{alive}");
-    assert_eq!(n(&r, &["requests", "ok"]), alive_ok, "the report is the survivor's");
+    // The dead one counts with what its intervals said before it was killed (a second or so).
+    assert_eq!(dead["partial"], true, "{dead}");
+    assert_eq!(r["totalsAreLowerBounds"], true, "{r}");
+    let dead_ok = n(dead, &["requests", "ok"]);
+    assert!(dead_ok > 0, "the killed worker's intervals are missing: {dead}");
+    assert_eq!(n(&r, &["requests", "ok"]), alive_ok + dead_ok, "the survivor's and what the dead one reported");
     let err = stderr(&out);
     assert!(err.contains("incomplete run") && err.contains(&b.address()), "{}", describe_output(&out));
     assert!(!err.contains("panicked"), "{err}");
-    assert!(settled_requests(&server) >= alive_ok);
+    assert!(settled_requests(&server) >= alive_ok + dead_ok);
     assert_no_more_load(&server, Duration::from_millis(500), "after the run");
 }
 
@@ -533,37 +537,6 @@ fn a_worker_that_is_busy_refuses_a_second_run() {
     assert_eq!(server.connections(), 2, "the refused run opened connections");
 }
 
-/// A worker from the future: it answers Hello with protocol 999.
-struct FutureWorker {
-    runs: Arc<AtomicU64>,
-}
-
-#[tonic::async_trait]
-impl worker_server::Worker for FutureWorker {
-    async fn hello(&self, _: Request<v1::HelloRequest>) -> Result<Response<v1::HelloReply>, Status> {
-        Ok(Response::new(v1::HelloReply {
-            protocol: 999,
-            version: "99.0.0".into(),
-            name: "future".into(),
-            cores: 1,
-            kernel: "9.9".into(),
-            protocols: vec!["http/1.1".into()],
-            ..Default::default()
-        }))
-    }
-
-    async fn clock(&self, _: Request<v1::ClockRequest>) -> Result<Response<v1::ClockReply>, Status> {
-        Err(Status::unimplemented("a worker from the future"))
-    }
-
-    type RunStream = tokio_stream::wrappers::ReceiverStream<Result<v1::RunEvent, Status>>;
-
-    async fn run(&self, _: Request<tonic::Streaming<v1::RunCommand>>) -> Result<Response<Self::RunStream>, Status> {
-        self.runs.fetch_add(1, Ordering::SeqCst);
-        Err(Status::unimplemented("a worker from the future"))
-    }
-}
-
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
 }
@@ -573,26 +546,20 @@ fn an_incompatible_protocol_version_is_refused_both_ways() {
     let server = TestServer::start(Behavior::ok(14));
     let rt = runtime();
 
-    // (a) A controller meets a worker of another protocol.
-    let runs = Arc::new(AtomicU64::new(0));
-    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
-    let fake_addr = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = rt.spawn(tonic::transport::Server::builder().serve_with_incoming_shutdown(
-        worker_server::WorkerServer::new(FutureWorker { runs: runs.clone() }),
-        tokio_stream::wrappers::TcpListenerStream::new(listener),
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    let out = run_controller(&["--workers", &fake_addr.to_string(), "-n", "10", "-c", "1", &server.url()]);
+    // (a) A controller meets a worker of another protocol: a worker from the future.
+    let future = FakeWorker::start(Script {
+        hello: v1::HelloReply { protocol: 999, version: "99.0.0".into(), ..fake_worker::hello("future") },
+        clock: false,
+        run: None,
+    });
+    let fake_addr = future.address();
+    let out = run_controller(&["--workers", &fake_addr, "-n", "10", "-c", "1", &server.url()]);
     assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
     let line = one_error_line(&out);
-    assert!(line.contains("incompatible") && line.contains(&fake_addr.to_string()), "{line}");
+    assert!(line.contains("incompatible") && line.contains(&fake_addr), "{line}");
     assert!(line.contains("999"), "the refusal does not say which protocol the worker speaks: {line}");
-    assert_eq!(runs.load(Ordering::SeqCst), 0, "the controller tried a run after an incompatible Hello");
-    let _ = stop.send(());
-    rt.block_on(serving).unwrap().unwrap();
+    assert_eq!(future.seen().runs(), 0, "the controller tried a run after an incompatible Hello");
+    drop(future);
 
     // (b) A worker meets a controller of another protocol, in Hello and in a Run's shard.
     let worker = WorkerProcess::start(&[]);

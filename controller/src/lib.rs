@@ -6,6 +6,7 @@ mod demo;
 mod error;
 mod fleet;
 mod options;
+mod printable;
 mod report;
 mod signals;
 

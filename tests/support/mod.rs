@@ -11,6 +11,8 @@
 //!   [`TestServer::start_raw`] speaks HTTP/1.1 by hand over TCP for what hyper will not do
 //!   ([`RawMode`]: garbage, truncated bodies, huge headers, silence, 103 Early Hints).
 //! - [`Nginx`]: a real nginx in a temp dir, counting requests through its access log.
+//! - [`fake_worker`]: a fake `volley worker` speaking the real gRPC protocol, scripted per test,
+//!   to play hostile and broken workers against the real controller.
 //! - [`h2_servers`]: real lighttpd and h2o HTTP/2 servers in the same manner, and nginx started
 //!   from the same [`h2_servers::H2Options`] (GOAWAY after N requests, CONTINUATION-sized headers).
 //! - [`volley_bin`], [`run_volley`]: run the built binary with a timeout, so a hang fails the
@@ -52,6 +54,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 
+pub mod fake_worker;
 pub mod h2_servers;
 
 // ---------------------------------------------------------------------------------------------
@@ -129,6 +132,46 @@ pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Result<Output, O
     let output =
         Output { status, stdout: stdout.join().expect("stdout reader"), stderr: stderr.join().expect("stderr reader") };
     if timed_out { Err(output) } else { Ok(output) }
+}
+
+/// [`run_with_timeout`] that also returns the peak resident memory of `cmd`'s process, in KiB
+/// (its `ru_maxrss`, from wait4(2)); panics with what it printed if it runs over `timeout`.
+pub fn run_with_peak_rss(mut cmd: Command, timeout: Duration) -> (Output, u64) {
+    use std::os::unix::process::ExitStatusExt;
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let shown = format!("{cmd:?}");
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot run {shown}: {e}"));
+    let stdout = drain(child.stdout.take().expect("piped stdout"));
+    let stderr = drain(child.stderr.take().expect("piped stderr"));
+    let pid = child.id() as libc::pid_t;
+    let deadline = Instant::now() + timeout;
+    let (status, usage) = loop {
+        let mut status = 0;
+        // SAFETY: rusage is plain data, valid when zeroed.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4(2) on our own child, writing into these two locals.
+        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        assert!(reaped >= 0, "wait4: {}", io::Error::last_os_error());
+        if reaped == pid {
+            break (status, usage);
+        }
+        if Instant::now() >= deadline {
+            // SAFETY: kill(2) on the process group we created.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            let status = child.wait().expect("waiting for the killed child");
+            let output = Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() };
+            panic!("{shown} still running after {timeout:?}; killed it.\n{}", describe_output(&output));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // Reaped by wait4 above: `child` must not be waited for again (dropping it does not wait).
+    drop(child);
+    let output = Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    };
+    (output, usage.ru_maxrss as u64)
 }
 
 fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
