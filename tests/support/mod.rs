@@ -6,7 +6,8 @@
 //!
 //! - [`TestServer`]: an in-test server on its own tokio runtime. [`TestServer::start`] is hyper
 //!   (HTTP/1.1, and h2c by prior knowledge on the same port) with configurable [`Behavior`]:
-//!   body size, chunked bodies, a delay, `Connection: close` every K responses.
+//!   body size, chunked bodies, a delay, `Connection: close` every K responses, and a status or
+//!   a delay for every K-th request it receives (a controlled error rate and latency tail).
 //!   [`TestServer::start_tls`] is the same over TLS with a fresh test CA ([`TestCert`]).
 //!   [`TestServer::start_raw`] speaks HTTP/1.1 by hand over TCP for what hyper will not do
 //!   ([`RawMode`]: garbage, truncated bodies, huge headers, silence, 103 Early Hints).
@@ -19,6 +20,8 @@
 //!   test instead of hanging CI.
 //! - [`TestCert`]: a CA and a `localhost`/`127.0.0.1` certificate made with rcgen at test time,
 //!   or a self-signed one made by the `openssl` command ([`TestCert::openssl_self_signed`]).
+//! - [`json_report`], [`assert_valid_report`]: every JSON report a test reads is checked against
+//!   the published schema/report.schema.json.
 //! - [`send_request`], [`read_response`]: a tiny blocking HTTP/1.1 client to poke servers with.
 //!
 //! Each test binary uses only part of this module, hence the `allow(dead_code)`.
@@ -197,10 +200,30 @@ pub fn assert_success(output: &Output) {
     assert!(output.status.success(), "command failed\n{}", describe_output(output));
 }
 
-/// Parses stdout as one JSON document (the `-j` report); panics with the output if it is not.
+/// Parses stdout as one JSON document (the `-j` report) and checks it against the published
+/// schema; panics with the output if it is not a valid report.
 pub fn json_report(output: &Output) -> serde_json::Value {
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not a JSON report ({e})\n{}", describe_output(output)))
+    let report = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not a JSON report ({e})\n{}", describe_output(output)));
+    assert_valid_report(&report);
+    report
+}
+
+/// Panics, listing every violation, unless `report` satisfies schema/report.schema.json.
+pub fn assert_valid_report(report: &serde_json::Value) {
+    static SCHEMA: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    let schema = SCHEMA.get_or_init(|| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/report.schema.json");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let schema = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    });
+    let errors: Vec<String> = schema.iter_errors(report).map(|e| format!("  {} at {}", e, e.instance_path())).collect();
+    assert!(
+        errors.is_empty(),
+        "the report does not match schema/report.schema.json:\n{}\n{report:#}",
+        errors.join("\n")
+    );
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (for processes that must be told a port).
@@ -507,6 +530,12 @@ pub struct Behavior {
     pub close_every: Option<u64>,
     /// Extra response headers.
     pub headers: Vec<(String, String)>,
+    /// `Some((k, status))`: the k-th, 2k-th, ... request the server receives (counted over all
+    /// connections, in arrival order) is answered with `status`. Default `None`.
+    pub status_every: Option<(u64, u16)>,
+    /// `Some((k, delay))`: the k-th, 2k-th, ... request the server receives waits `delay` instead
+    /// of [`delay`](Self::delay). Default `None`.
+    pub slow_every: Option<(u64, Duration)>,
 }
 
 impl Default for Behavior {
@@ -525,6 +554,8 @@ impl Behavior {
             delay: Duration::ZERO,
             close_every: None,
             headers: Vec::new(),
+            status_every: None,
+            slow_every: None,
         }
     }
     pub fn status(mut self, status: u16) -> Self {
@@ -545,6 +576,14 @@ impl Behavior {
     }
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+    pub fn status_every(mut self, k: u64, status: u16) -> Self {
+        self.status_every = Some((k.max(1), status));
+        self
+    }
+    pub fn slow_every(mut self, k: u64, delay: Duration) -> Self {
+        self.slow_every = Some((k.max(1), delay));
         self
     }
 }
@@ -612,10 +651,11 @@ struct Stats {
 }
 
 impl Stats {
-    /// A request head arrived.
-    fn head(&self, method: &str) {
-        self.requests.fetch_add(1, Ordering::SeqCst);
+    /// A request head arrived; its place among all the server received, from 1.
+    fn head(&self, method: &str) -> u64 {
+        let nth = self.requests.fetch_add(1, Ordering::SeqCst) + 1;
         *self.methods.lock().unwrap().entry(method.to_string()).or_default() += 1;
+        nth
     }
 
     /// The request body was read too.
@@ -807,7 +847,7 @@ async fn handle(
     stats: Arc<Stats>,
     served: Arc<AtomicU64>,
 ) -> Result<Response<TestBody>, hyper::Error> {
-    stats.head(req.method().as_str());
+    let arrived = stats.head(req.method().as_str());
     // hyper never polls the body of an answer to HEAD, so such an answer is counted up front.
     let head = req.method() == hyper::Method::HEAD;
     let (parts, incoming) = req.into_parts();
@@ -823,8 +863,12 @@ async fn handle(
             .collect(),
         body: request_body.to_vec(),
     });
-    if !behavior.delay.is_zero() {
-        tokio::time::sleep(behavior.delay).await;
+    let delay = match behavior.slow_every {
+        Some((k, slow)) if arrived.is_multiple_of(k) => slow,
+        _ => behavior.delay,
+    };
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
     }
     let nth = served.fetch_add(1, Ordering::SeqCst) + 1;
     let chunks = match behavior.chunk_size {
@@ -833,7 +877,11 @@ async fn handle(
         None => vec![body],
     };
     let mut response = Response::new(TestBody::new(chunks, behavior.chunk_size.is_none(), head, stats));
-    *response.status_mut() = StatusCode::from_u16(behavior.status).unwrap();
+    let status = match behavior.status_every {
+        Some((k, status)) if arrived.is_multiple_of(k) => status,
+        _ => behavior.status,
+    };
+    *response.status_mut() = StatusCode::from_u16(status).unwrap();
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     for (name, value) in &behavior.headers {
