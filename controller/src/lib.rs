@@ -8,6 +8,7 @@ mod fleet;
 mod options;
 mod report;
 mod signals;
+mod workers_file;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -86,7 +87,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let fleet = if args.workers.is_empty() {
         fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt)
     } else {
-        let places = options::worker_places(&args.workers)?;
+        let places = options::worker_places(&workers_file::expand(&args.workers)?)?;
         let access = options::worker_access(args)?;
         let shards = fleet::split(&plan, places.len())?;
         let threads = args.threads.map(|t| u32::try_from(t).unwrap_or(u32::MAX));
