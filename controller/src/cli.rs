@@ -133,8 +133,9 @@ pub(crate) struct LoadArgs {
     /// Use HTTP/3.
     #[arg(long)]
     pub http3: bool,
-    /// Run the load on these worker daemons (HOST:PORT,...) instead of this machine.
-    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...")]
+    /// Run the load on these worker daemons (HOST:PORT,...) instead of this machine; @FILE reads
+    /// them from a file: one HOST:PORT a line (# comments), or `terraform output -json workers`.
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...|@FILE")]
     pub workers: Vec<String>,
     /// File holding the workers' bearer token (or set VOLLEY_TOKEN).
     #[arg(long, value_name = "FILE")]

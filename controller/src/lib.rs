@@ -11,6 +11,7 @@ mod output;
 mod printable;
 mod report;
 mod signals;
+mod workers_file;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -115,7 +116,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let fleet = if args.workers.is_empty() {
         fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt)
     } else {
-        let places = options::worker_places(&args.workers)?;
+        let places = options::worker_places(&workers_file::expand(&args.workers)?)?;
         options::check_shard_size(&plan)?;
         let access = options::worker_access(args)?;
         let shards = fleet::split(&plan, places.len())?;
