@@ -23,10 +23,16 @@ pub(crate) fn ensure_room_for(per_thread: u64) -> Result<(), EngineError> {
     if limit.rlim_cur >= needed {
         return Ok(());
     }
-    if limit.rlim_max < needed {
+    // Only the registered slots are certain to be needed; the slack is a margin to raise the
+    // soft limit by where the hard one allows, not a reason to refuse a small run (a worker
+    // under a low limit may still run a few connections).
+    if limit.rlim_max < per_thread {
         return Err(EngineError::FileLimit { per_thread, hard: limit.rlim_max });
     }
-    let raised = libc::rlimit { rlim_cur: needed, rlim_max: limit.rlim_max };
+    if limit.rlim_cur >= per_thread && limit.rlim_max <= limit.rlim_cur {
+        return Ok(());
+    }
+    let raised = libc::rlimit { rlim_cur: needed.min(limit.rlim_max), rlim_max: limit.rlim_max };
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
         return Err(EngineError::FileLimit { per_thread, hard: limit.rlim_cur });
     }
