@@ -114,6 +114,15 @@ pub(crate) struct LoadArgs {
     /// Print the report as JSON.
     #[arg(short = 'j', long)]
     pub json: bool,
+    /// A performance gate, repeatable: p99<5ms, mean<2ms, connect_p99<10ms, rps>1000,
+    /// error_rate<0.1%, status_5xx<1%, status_200>100. Judged on all workers' merged data;
+    /// a threshold that fails makes the exit status 4.
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
+    /// Also write the report to FILE, repeatable: json, jsonl (appends one line per run), csv
+    /// (the per-second series), junit (one testcase per threshold), md (a Markdown summary).
+    #[arg(short = 'o', long = "output", value_name = "FORMAT:FILE")]
+    pub outputs: Vec<String>,
     /// Requests in flight per connection (HTTP/2 streams; default 1). A server's lower
     /// SETTINGS_MAX_CONCURRENT_STREAMS wins, and the report says so.
     #[arg(short = 'p', long)]
@@ -124,8 +133,9 @@ pub(crate) struct LoadArgs {
     /// Use HTTP/3.
     #[arg(long)]
     pub http3: bool,
-    /// Run the load on these worker daemons (HOST:PORT,...) instead of this machine.
-    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...")]
+    /// Run the load on these worker daemons (HOST:PORT,...) instead of this machine; @FILE reads
+    /// them from a file: one HOST:PORT a line (# comments), or `terraform output -json workers`.
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...|@FILE")]
     pub workers: Vec<String>,
     /// File holding the workers' bearer token (or set VOLLEY_TOKEN).
     #[arg(long, value_name = "FILE")]

@@ -43,7 +43,7 @@ pub(crate) fn run() -> Result<(), CliError> {
         args.push(&url);
         let cli = Cli::try_parse_from(args).map_err(|e| CliError::Usage(format!("demo arguments: {e}")))?;
         let before = server.requests();
-        let report = run_and_report(&cli.load, Some(runtime.handle()))?;
+        let report = run_and_report(&cli.load, Some(runtime.handle()))?.report;
         let served = server.requests() - before;
         let counted = report.stats.counters.ok;
         eprintln!("volley demo: the server counted {served} responses; the report counts {counted} ok");

@@ -24,6 +24,9 @@ pub(crate) enum CliError {
     /// Some workers failed; the report of the others was printed.
     #[error("incomplete run: {0}")]
     Incomplete(String),
+    /// The run completed, and some --threshold did not hold; the report says which.
+    #[error("thresholds failed: {0}")]
+    ThresholdsFailed(String),
     /// Ctrl-C stopped the run; its report was printed.
     #[error("interrupted: the report covers the run up to Ctrl-C")]
     Interrupted,
@@ -31,12 +34,13 @@ pub(crate) enum CliError {
 
 impl CliError {
     /// 130 for Ctrl-C, as shells do; 2 for a usage error, as for clap's own; 3 for a run some
-    /// workers did not complete; 1 for everything else.
+    /// workers did not complete; 4 for thresholds that failed; 1 for everything else.
     pub(crate) fn exit_code(&self) -> std::process::ExitCode {
         match self {
             CliError::Usage(_) => std::process::ExitCode::from(2),
             CliError::Interrupted => std::process::ExitCode::from(130),
             CliError::Incomplete(_) => std::process::ExitCode::from(3),
+            CliError::ThresholdsFailed(_) => std::process::ExitCode::from(4),
             _ => std::process::ExitCode::FAILURE,
         }
     }

@@ -5,9 +5,13 @@ mod cli;
 mod demo;
 mod error;
 mod fleet;
+mod gate;
 mod options;
+mod output;
+mod printable;
 mod report;
 mod signals;
+mod workers_file;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -19,6 +23,7 @@ use volley_engine::RunControl;
 use crate::cli::{Cli, Command, LoadArgs, WorkerArgs};
 use crate::error::CliError;
 use crate::fleet::Place;
+use crate::gate::Verdict;
 use crate::report::Report;
 
 pub fn main() -> ExitCode {
@@ -66,7 +71,7 @@ fn worker(args: &WorkerArgs) -> Result<(), CliError> {
 
 fn merge(reports: &[std::path::PathBuf], json: bool) -> Result<(), CliError> {
     let report = report::from_saved(reports)?;
-    print_report(&report, json);
+    print_report(&report, &[], json);
     report.outcome()
 }
 
@@ -75,9 +80,34 @@ fn load(args: &LoadArgs) -> Result<(), CliError> {
     run_and_report(args, None)?.outcome()
 }
 
-/// Runs the load the arguments describe (Ctrl-C stops it) and prints its report. Remote
-/// workers are driven from `runtime`, or from a runtime made for the purpose.
-pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::Handle>) -> Result<Report, CliError> {
+/// A run's report and its thresholds' verdicts.
+pub(crate) struct Finished {
+    pub report: Report,
+    pub verdicts: Vec<Verdict>,
+}
+
+impl Finished {
+    /// The exit status's reason, the most serious first: a run that could not run (1), was
+    /// interrupted (130) or lost workers (3) is a broken measurement, whose verdicts cannot be
+    /// trusted either way; only a complete run's failed thresholds (4) mean the target regressed.
+    pub(crate) fn outcome(&self) -> Result<(), CliError> {
+        self.report.outcome()?;
+        let failed: Vec<String> = self
+            .verdicts
+            .iter()
+            .filter(|v| !v.passed)
+            .map(|v| format!("{} (measured {})", v.threshold.text, v.measured_text()))
+            .collect();
+        if failed.is_empty() { Ok(()) } else { Err(CliError::ThresholdsFailed(failed.join(", "))) }
+    }
+}
+
+/// Runs the load the arguments describe (Ctrl-C stops it), prints its report and writes the
+/// `-o` files. Remote workers are driven from `runtime`, or from a runtime made for the purpose.
+pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::Handle>) -> Result<Finished, CliError> {
+    // Bad thresholds and unwritable outputs are found before any load starts.
+    let thresholds = gate::parse_all(&args.thresholds)?;
+    let outputs = output::open_all(&args.outputs)?;
     let plan = options::build_plan(args)?;
     let interrupt = RunControl::new();
     signals::stop_on_ctrl_c(&interrupt);
@@ -86,7 +116,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let fleet = if args.workers.is_empty() {
         fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt)
     } else {
-        let places = options::worker_places(&args.workers)?;
+        let places = options::worker_places(&workers_file::expand(&args.workers)?)?;
         options::check_shard_size(&plan)?;
         let access = options::worker_access(args)?;
         let shards = fleet::split(&plan, places.len())?;
@@ -106,21 +136,29 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
         fleet::run(shards, places, &access, Some(handle), threads, &interrupt)
     };
     let report = Report::from_fleet(url, protocol, fleet);
+    let verdicts = gate::judge(&thresholds, &report);
     if report.workers.iter().all(|w| w.stats.is_none()) {
-        // Nothing ran anywhere: the reason is the whole story.
+        // Nothing ran anywhere: the reason is the whole story on stderr, but a CI job still
+        // finds its files, saying so.
+        let written = output::write_all(outputs, &report, &verdicts);
         report.outcome()?;
+        written?;
+        return Ok(Finished { report, verdicts });
     }
-    print_report(&report, args.json);
-    Ok(report)
+    print_report(&report, &verdicts, args.json);
+    output::write_all(outputs, &report, &verdicts)?;
+    Ok(Finished { report, verdicts })
 }
 
-pub(crate) fn print_report(report: &Report, json: bool) {
+pub(crate) fn print_report(report: &Report, verdicts: &[Verdict], json: bool) {
     let text = if json {
-        let mut s = serde_json::to_string_pretty(&report::to_json(report)).unwrap_or_default();
+        let mut s = serde_json::to_string_pretty(&output::report_json(report, verdicts)).unwrap_or_default();
         s.push('\n');
         s
     } else {
-        report::to_text(report)
+        let mut s = report::to_text(report);
+        s.push_str(&gate::to_text(verdicts));
+        s
     };
     let mut out = std::io::stdout().lock();
     // A closed stdout (`| head`) is not worth a panic.

@@ -50,14 +50,28 @@ fn explain(e: &io::Error) -> String {
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok())
         .unwrap_or(0);
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    explain_with(e, disabled, under_seccomp_filter(&status))
+}
+
+/// The explanation, given `kernel.io_uring_disabled` and whether a seccomp filter is on us.
+fn explain_with(e: &io::Error, disabled: u32, seccomp: bool) -> String {
     match e.raw_os_error() {
-        Some(libc::ENOSYS) => "io_uring is not available: this kernel has no io_uring_setup (needs Linux 6.0+ built with CONFIG_IO_URING)".to_string(),
         Some(libc::EPERM) if disabled == 2 => "io_uring is disabled on this machine (kernel.io_uring_disabled=2): enable it with 'sysctl -w kernel.io_uring_disabled=0'".to_string(),
         Some(libc::EPERM) if disabled == 1 => "io_uring is restricted on this machine (kernel.io_uring_disabled=1): add this user to the group in kernel.io_uring_group, or set 'sysctl -w kernel.io_uring_disabled=0'".to_string(),
-        Some(libc::EPERM) => "io_uring is blocked (likely a seccomp filter, e.g. a container's default profile): allow io_uring_setup/io_uring_enter/io_uring_register, e.g. 'docker run --security-opt seccomp=unconfined'".to_string(),
+        // Container runtimes' default profiles refuse syscalls they do not list with ENOSYS
+        // (podman, containerd) or EPERM (docker), so either errno under a filter means blocked.
+        Some(libc::ENOSYS | libc::EPERM) if seccomp => "io_uring is blocked by a seccomp filter (a container runtime's default profile blocks it): run with a profile that allows io_uring_setup, io_uring_enter and io_uring_register, such as volley's deploy/seccomp/volley-worker.json (podman or docker: --security-opt seccomp=volley-worker.json; Kubernetes: seccompProfile type Localhost)".to_string(),
+        Some(libc::ENOSYS) => "io_uring is not available: this kernel has no io_uring_setup (needs Linux 6.0+ built with CONFIG_IO_URING)".to_string(),
+        Some(libc::EPERM) => "io_uring is not permitted here (no seccomp filter is on this process, so a security module or sandbox refuses it): allow io_uring_setup, io_uring_enter and io_uring_register".to_string(),
         Some(libc::ENOMEM) => "io_uring cannot lock memory for its rings: raise 'ulimit -l' (RLIMIT_MEMLOCK)".to_string(),
         _ => format!("io_uring cannot be set up: {e}"),
     }
+}
+
+/// `Seccomp: 2` in /proc/self/status: a seccomp filter (as container runtimes install) is on.
+fn under_seccomp_filter(status: &str) -> bool {
+    status.lines().any(|l| l.strip_prefix("Seccomp:").is_some_and(|mode| mode.trim() == "2"))
 }
 
 /// The kernel release, as `uname -r` prints it; empty if the system will not say.
@@ -85,6 +99,26 @@ mod tests {
             assert!(!text.contains('\n'), "{text}");
         }
         assert!(explain(&io::Error::from_raw_os_error(libc::ENOMEM)).contains("ulimit -l"));
+    }
+
+    #[test]
+    fn io_uring_refused_under_a_seccomp_filter_is_called_blocked_and_the_profile_named() {
+        for errno in [libc::ENOSYS, libc::EPERM] {
+            let text = explain_with(&io::Error::from_raw_os_error(errno), 0, true);
+            assert!(text.starts_with("io_uring is blocked by a seccomp filter"), "{text}");
+            assert!(text.contains("deploy/seccomp/volley-worker.json"), "{text}");
+        }
+        let no_filter = explain_with(&io::Error::from_raw_os_error(libc::ENOSYS), 0, false);
+        assert!(no_filter.contains("this kernel has no io_uring_setup"), "{no_filter}");
+        let sysctl = explain_with(&io::Error::from_raw_os_error(libc::EPERM), 2, true);
+        assert!(sysctl.contains("kernel.io_uring_disabled=2"), "{sysctl}");
+    }
+
+    #[test]
+    fn a_seccomp_filter_is_read_off_proc_status() {
+        assert!(under_seccomp_filter("Name:\tvolley\nSeccomp:\t2\nSeccomp_filters:\t1\n"));
+        assert!(!under_seccomp_filter("Name:\tvolley\nSeccomp:\t0\nSeccomp_filters:\t0\n"));
+        assert!(!under_seccomp_filter(""));
     }
 
     #[test]

@@ -6,15 +6,20 @@
 //!
 //! - [`TestServer`]: an in-test server on its own tokio runtime. [`TestServer::start`] is hyper
 //!   (HTTP/1.1, and h2c by prior knowledge on the same port) with configurable [`Behavior`]:
-//!   body size, chunked bodies, a delay, `Connection: close` every K responses.
+//!   body size, chunked bodies, a delay, `Connection: close` every K responses, and a status or
+//!   a delay for every K-th request it receives (a controlled error rate and latency tail).
 //!   [`TestServer::start_tls`] is the same over TLS with a fresh test CA ([`TestCert`]).
 //!   [`TestServer::start_raw`] speaks HTTP/1.1 by hand over TCP for what hyper will not do
 //!   ([`RawMode`]: garbage, truncated bodies, huge headers, silence, 103 Early Hints).
 //! - [`Nginx`]: a real nginx in a temp dir, counting requests through its access log.
+//! - [`fake_worker`]: a fake `volley worker` speaking the real gRPC protocol, scripted per test,
+//!   to play hostile and broken workers against the real controller.
 //! - [`h2_servers`]: real lighttpd and h2o HTTP/2 servers in the same manner, and nginx started
 //!   from the same [`h2_servers::H2Options`] (GOAWAY after N requests, CONTINUATION-sized headers).
 //! - [`volley_bin`], [`run_volley`]: run the built binary with a timeout, so a hang fails the
-//!   test instead of hanging CI; [`json_report`] and [`number`] read its `-j` report.
+//!   test instead of hanging CI; [`json_report`] and [`number`] read its `-j` report, and
+//!   every JSON report a test reads is checked against the published schema/report.schema.json
+//!   ([`assert_valid_report`]); [`run_with_peak_rss`] also gives a process's peak memory.
 //! - [`TestCert`]: a CA and a `localhost`/`127.0.0.1` certificate made with rcgen at test time,
 //!   or a self-signed one made by the `openssl` command ([`TestCert::openssl_self_signed`]).
 //! - [`send_request`], [`read_response`]: a tiny blocking HTTP/1.1 client to poke servers with.
@@ -23,12 +28,13 @@
 //!   daemons and controllers to signal mid-run.
 //!
 //! One file per concern: `volley.rs`, `certs.rs`, `client.rs`, `test_server.rs`, `nginx.rs`,
-//! `h2_servers.rs`, `listener.rs`, `processes.rs`. Each test binary uses only part of this
+//! `h2_servers.rs`, `fake_worker.rs`, `listener.rs`, `processes.rs`. Each test binary uses only part of this
 //! module, hence the `allow(dead_code)`.
 #![allow(dead_code)]
 
 mod certs;
 mod client;
+pub mod fake_worker;
 pub mod h2_servers;
 mod listener;
 mod nginx;

@@ -43,6 +43,12 @@ pub struct Behavior {
     pub close_every: Option<u64>,
     /// Extra response headers.
     pub headers: Vec<(String, String)>,
+    /// `Some((k, status))`: the k-th, 2k-th, ... request the server receives (counted over all
+    /// connections, in arrival order) is answered with `status`. Default `None`.
+    pub status_every: Option<(u64, u16)>,
+    /// `Some((k, delay))`: the k-th, 2k-th, ... request the server receives waits `delay` instead
+    /// of [`delay`](Self::delay). Default `None`.
+    pub slow_every: Option<(u64, Duration)>,
 }
 
 impl Default for Behavior {
@@ -61,6 +67,8 @@ impl Behavior {
             delay: Duration::ZERO,
             close_every: None,
             headers: Vec::new(),
+            status_every: None,
+            slow_every: None,
         }
     }
     pub fn status(mut self, status: u16) -> Self {
@@ -81,6 +89,14 @@ impl Behavior {
     }
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+    pub fn status_every(mut self, k: u64, status: u16) -> Self {
+        self.status_every = Some((k.max(1), status));
+        self
+    }
+    pub fn slow_every(mut self, k: u64, delay: Duration) -> Self {
+        self.slow_every = Some((k.max(1), delay));
         self
     }
 }
@@ -148,10 +164,11 @@ struct Stats {
 }
 
 impl Stats {
-    /// A request head arrived.
-    fn head(&self, method: &str) {
-        self.requests.fetch_add(1, Ordering::SeqCst);
+    /// A request head arrived; its place among all the server received, from 1.
+    fn head(&self, method: &str) -> u64 {
+        let nth = self.requests.fetch_add(1, Ordering::SeqCst) + 1;
         *self.methods.lock().unwrap().entry(method.to_string()).or_default() += 1;
+        nth
     }
 
     /// The request body was read too.
@@ -343,7 +360,7 @@ async fn handle(
     stats: Arc<Stats>,
     served: Arc<AtomicU64>,
 ) -> Result<Response<TestBody>, hyper::Error> {
-    stats.head(req.method().as_str());
+    let arrived = stats.head(req.method().as_str());
     // hyper never polls the body of an answer to HEAD, so such an answer is counted up front.
     let head = req.method() == hyper::Method::HEAD;
     let (parts, incoming) = req.into_parts();
@@ -359,8 +376,12 @@ async fn handle(
             .collect(),
         body: request_body.to_vec(),
     });
-    if !behavior.delay.is_zero() {
-        tokio::time::sleep(behavior.delay).await;
+    let delay = match behavior.slow_every {
+        Some((k, slow)) if arrived.is_multiple_of(k) => slow,
+        _ => behavior.delay,
+    };
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
     }
     let nth = served.fetch_add(1, Ordering::SeqCst) + 1;
     let chunks = match behavior.chunk_size {
@@ -369,7 +390,11 @@ async fn handle(
         None => vec![body],
     };
     let mut response = Response::new(TestBody::new(chunks, behavior.chunk_size.is_none(), head, stats));
-    *response.status_mut() = StatusCode::from_u16(behavior.status).unwrap();
+    let status = match behavior.status_every {
+        Some((k, status)) if arrived.is_multiple_of(k) => status,
+        _ => behavior.status,
+    };
+    *response.status_mut() = StatusCode::from_u16(status).unwrap();
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     for (name, value) in &behavior.headers {

@@ -81,6 +81,46 @@ pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Result<Output, O
     if timed_out { Err(output) } else { Ok(output) }
 }
 
+/// [`run_with_timeout`] that also returns the peak resident memory of `cmd`'s process, in KiB
+/// (its `ru_maxrss`, from wait4(2)); panics with what it printed if it runs over `timeout`.
+pub fn run_with_peak_rss(mut cmd: Command, timeout: Duration) -> (Output, u64) {
+    use std::os::unix::process::ExitStatusExt;
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let shown = format!("{cmd:?}");
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot run {shown}: {e}"));
+    let stdout = drain(child.stdout.take().expect("piped stdout"));
+    let stderr = drain(child.stderr.take().expect("piped stderr"));
+    let pid = child.id() as libc::pid_t;
+    let deadline = Instant::now() + timeout;
+    let (status, usage) = loop {
+        let mut status = 0;
+        // SAFETY: rusage is plain data, valid when zeroed.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4(2) on our own child, writing into these two locals.
+        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        assert!(reaped >= 0, "wait4: {}", std::io::Error::last_os_error());
+        if reaped == pid {
+            break (status, usage);
+        }
+        if Instant::now() >= deadline {
+            // SAFETY: kill(2) on the process group we created.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            let status = child.wait().expect("waiting for the killed child");
+            let output = Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() };
+            panic!("{shown} still running after {timeout:?}; killed it.\n{}", describe_output(&output));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // Reaped by wait4 above: `child` must not be waited for again (dropping it does not wait).
+    drop(child);
+    let output = Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    };
+    (output, usage.ru_maxrss as u64)
+}
+
 pub(super) fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
         let mut out = Vec::new();
@@ -104,10 +144,30 @@ pub fn assert_success(output: &Output) {
     assert!(output.status.success(), "command failed\n{}", describe_output(output));
 }
 
-/// Parses stdout as one JSON document (the `-j` report); panics with the output if it is not.
+/// Parses stdout as one JSON document (the `-j` report) and checks it against the published
+/// schema; panics with the output if it is not a valid report.
 pub fn json_report(output: &Output) -> serde_json::Value {
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not a JSON report ({e})\n{}", describe_output(output)))
+    let report = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not a JSON report ({e})\n{}", describe_output(output)));
+    assert_valid_report(&report);
+    report
+}
+
+/// Panics, listing every violation, unless `report` satisfies schema/report.schema.json.
+pub fn assert_valid_report(report: &serde_json::Value) {
+    static SCHEMA: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    let schema = SCHEMA.get_or_init(|| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/report.schema.json");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let schema = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    });
+    let errors: Vec<String> = schema.iter_errors(report).map(|e| format!("  {} at {}", e, e.instance_path())).collect();
+    assert!(
+        errors.is_empty(),
+        "the report does not match schema/report.schema.json:\n{}\n{report:#}",
+        errors.join("\n")
+    );
 }
 
 /// The number at JSON pointer `pointer` (`"/requests/ok"`) of a `-j` report; panics naming the

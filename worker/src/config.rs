@@ -54,6 +54,9 @@ pub enum WorkerError {
          give a token (--token-file or VOLLEY_TOKEN) or listen on a loopback address"
     )]
     NoToken(SocketAddr),
+    /// io_uring cannot be used here: a worker that would fail every shard says so at start-up.
+    #[error("{0}")]
+    IoUring(String),
     #[error("the worker token is empty")]
     EmptyToken,
     #[error("cannot read the {what} '{}': {source}", path.display())]

@@ -80,6 +80,9 @@ impl Drop for RunningWorker {
 /// once the socket listens, so a client may connect at once.
 pub async fn spawn(config: WorkerConfig) -> Result<RunningWorker, WorkerError> {
     let token = check_token(&config)?;
+    // Said once, at start-up, where the operator looks (journal, pod log), instead of only in
+    // the Hello reply to every controller that comes by.
+    volley_engine::probe_io_uring().map_err(|e| WorkerError::IoUring(e.to_string()))?;
     let allow = AllowList::parse(&config.allow_targets).map_err(|e| WorkerError::AllowList(e.to_string()))?;
     let server = tls_server(&config)?;
     let name = config.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(host::hostname);

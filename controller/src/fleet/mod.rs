@@ -1,8 +1,12 @@
 //! A run across workers: split the plan, reach every worker, start them all at one instant,
 //! merge their seconds into one progress line and keep their results for the report.
 //!
-//! A local run is a fleet of one in-process worker, so both take this path.
+//! A local run is a fleet of one in-process worker, so both take this path. Nothing a worker
+//! sends is taken on trust (`checks.rs`), and no worker can keep the run waiting: one that stops
+//! reporting, falls behind or does not answer a Stop is failed, and what its intervals said
+//! until then is kept for the report.
 
+mod checks;
 mod clock_sync;
 mod link;
 mod local;
@@ -23,6 +27,7 @@ pub(crate) use link::WorkerInfo;
 pub(crate) use remote::Access;
 pub(crate) use split::split;
 
+use crate::printable::one_line;
 use clock_sync::Offset;
 use link::{Command, Link, LinkEvent};
 use progress::ProgressLine;
@@ -35,6 +40,15 @@ const START_MARGIN: Duration = Duration::from_millis(50);
 const SETUP_LIMIT: Duration = Duration::from_secs(15);
 /// How long past a timed run's end a worker may take to send its result.
 const FINISH_GRACE: Duration = Duration::from_secs(10);
+/// A started worker sends an interval every second (empty ones too); one that sends nothing
+/// for this long is not working, whatever its connection says.
+const SILENCE_LIMIT: Duration = Duration::from_secs(5);
+/// A worker whose last interval trails the run's wall time by more seconds than this is not
+/// keeping up. While it is live every later second is buffered (about 0.8 MB each, merged over
+/// the workers), so this, with the check that no second comes before its time, bounds the buffer.
+const LAG_LIMIT: u64 = 10;
+/// After a Stop (Ctrl-C), workers have this long to send what they measured.
+const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// Where a shard runs.
 #[derive(Debug, Clone)]
@@ -51,6 +65,8 @@ pub(crate) struct WorkerRun {
     pub address: String,
     pub info: Option<WorkerInfo>,
     pub connections: usize,
+    /// Engine threads, as it said when it accepted the shard.
+    pub threads: usize,
     pub ring: Option<RingSupport>,
     pub clock: Option<Offset>,
     /// Its actual start against the planned instant, in the controller's clock (ns).
@@ -58,6 +74,10 @@ pub(crate) struct WorkerRun {
     pub outcome: Option<Outcome>,
     /// Why it has no (complete) result.
     pub failure: Option<String>,
+    /// A worker lost before its result: its intervals merged, up to `reported_seconds`. None
+    /// when it sent none, or when it was failed for reporting what cannot be true.
+    pub partial: Option<Stats>,
+    pub reported_seconds: u32,
 }
 
 /// Everything a run across workers produced.
@@ -86,8 +106,14 @@ pub(crate) fn run(
     let connect_timeout = shards[0].connect_timeout;
     let mut fleet = FleetRun { remote, ..Default::default() };
     let mut links = Vec::with_capacity(shards.len());
+    let mut state = State::default();
     for (index, (shard, place)) in shards.into_iter().zip(places).enumerate() {
         let mut worker = WorkerRun { connections: shard.connections, ..Default::default() };
+        let budget = match shard.stop {
+            Stop::Requests(n) => Some(n),
+            Stop::Duration(_) => None,
+        };
+        state.workers.push(Tracked::new(budget, matches!(place, Place::Remote(_))));
         let link = match place {
             Place::Local => {
                 worker.address = "local".into();
@@ -102,7 +128,10 @@ pub(crate) fn run(
                     Some(rt) => {
                         rt.spawn(remote::drive(index, address, access.clone(), proto, tx.clone(), cmd_rx));
                     }
-                    None => worker.failure = Some("no runtime for remote workers".into()),
+                    None => {
+                        worker.failure = Some("no runtime for remote workers".into());
+                        state.workers[index].terminal = true;
+                    }
                 }
                 Link::Remote(cmd_tx)
             }
@@ -112,54 +141,86 @@ pub(crate) fn run(
     }
     drop(tx);
 
-    let mut state = State::new(fleet.workers.len());
-    for (i, w) in fleet.workers.iter().enumerate() {
-        if w.failure.is_some() {
-            state.terminal[i] = true;
-        }
-    }
     let mut progress = ProgressLine::new();
     let setup_deadline = Instant::now() + connect_timeout + SETUP_LIMIT;
-    let mut planned: Option<u64> = None;
+    // The start instant in the controller's clock, and when it was sent.
+    let mut planned: Option<(u64, Instant)> = None;
     let mut finish_deadline: Option<Instant> = None;
-    let mut stop_sent = false;
+    let mut stop_deadline: Option<Instant> = None;
 
     while !state.all_terminal() {
         let now = Instant::now();
-        if interrupt.is_stopped() && !stop_sent {
-            stop_sent = true;
+        if interrupt.is_stopped() && stop_deadline.is_none() {
+            stop_deadline = Some(now + STOP_GRACE);
             fleet.interrupted = true;
             for (i, link) in links.iter().enumerate() {
-                if !state.terminal[i] {
+                if !state.workers[i].terminal {
                     link.send(Command::Stop);
                 }
             }
         }
+        let give_up = |fleet: &mut FleetRun, state: &mut State, i: usize, reason: String| {
+            fail(fleet, state, i, reason);
+            links[i].send(Command::Stop);
+        };
         if planned.is_none() && now >= setup_deadline {
-            for (i, link) in links.iter().enumerate() {
-                if !state.ready[i] && !state.terminal[i] {
-                    fail(&mut fleet, &mut state, i, format!("not ready within {:?}", connect_timeout + SETUP_LIMIT));
-                    link.send(Command::Stop);
+            for i in 0..links.len() {
+                if !state.workers[i].ready && !state.workers[i].terminal {
+                    give_up(&mut fleet, &mut state, i, format!("not ready within {:?}", connect_timeout + SETUP_LIMIT));
                 }
             }
         }
-        if finish_deadline.is_some_and(|d| now >= d) {
-            for (i, link) in links.iter().enumerate() {
-                if !state.terminal[i] {
-                    fail(&mut fleet, &mut state, i, "no result by the end of the run plus its grace".into());
-                    link.send(Command::Stop);
+        if stop_deadline.is_some_and(|d| now >= d) {
+            for i in 0..links.len() {
+                if !state.workers[i].terminal {
+                    // Already told to stop: only the wait ends.
+                    fail(&mut fleet, &mut state, i, format!("no result within {STOP_GRACE:?} of the stop"));
                 }
             }
             continue;
         }
+        if finish_deadline.is_some_and(|d| now >= d) {
+            for i in 0..links.len() {
+                if !state.workers[i].terminal {
+                    give_up(&mut fleet, &mut state, i, "no result by the end of the run plus its grace".into());
+                }
+            }
+            continue;
+        }
+        if let Some((at, sent)) = planned.filter(|_| stop_deadline.is_none()) {
+            let elapsed = Duration::from_nanos(now_nanos().saturating_sub(at));
+            // A timed run's workers owe no intervals past its end, only their result.
+            let (running, elapsed) = match stop {
+                Stop::Duration(d) => (elapsed < d, elapsed.min(d)),
+                Stop::Requests(_) => (true, elapsed),
+            };
+            for i in 0..links.len() {
+                let w = &state.workers[i];
+                if w.terminal {
+                    continue;
+                }
+                let behind = elapsed.as_secs().saturating_sub(u64::from(w.last_second));
+                if running && now.duration_since(w.heard_at.unwrap_or(sent)) > SILENCE_LIMIT {
+                    give_up(&mut fleet, &mut state, i, format!("sent nothing for {SILENCE_LIMIT:?}"));
+                } else if behind > LAG_LIMIT {
+                    let last = w.last_second;
+                    give_up(
+                        &mut fleet,
+                        &mut state,
+                        i,
+                        format!("fell {behind}s behind the run (its last interval was second {last})"),
+                    );
+                }
+            }
+        }
         // Every live worker is ready: pick the instant and tell each in its own clock.
-        if planned.is_none() && !stop_sent && (0..links.len()).all(|i| state.terminal[i] || state.ready[i]) {
+        if planned.is_none() && stop_deadline.is_none() && state.workers.iter().all(|w| w.terminal || w.ready) {
             let slowest = fleet.workers.iter().filter_map(|w| w.clock.map(|c| c.rtt)).max().unwrap_or(0);
             let margin = if remote { START_MARGIN + Duration::from_nanos(2 * slowest) } else { Duration::ZERO };
             let at = now_nanos() + margin.as_nanos() as u64;
-            planned = Some(at);
+            planned = Some((at, Instant::now() + margin));
             for (i, link) in links.iter().enumerate() {
-                if !state.terminal[i] {
+                if !state.workers[i].terminal {
                     link.send(Command::Start { at });
                 }
             }
@@ -172,35 +233,63 @@ pub(crate) fn run(
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => {
                 for i in 0..links.len() {
-                    if !state.terminal[i] {
+                    if !state.workers[i].terminal {
                         fail(&mut fleet, &mut state, i, "the worker's link ended without a result".into());
                     }
                 }
                 break;
             }
         };
-        if state.terminal[i] {
+        if state.workers[i].terminal {
             continue;
         }
         let worker = &mut fleet.workers[i];
         match event {
-            LinkEvent::Hello(info) => worker.info = Some(info),
+            LinkEvent::Hello(info) => {
+                worker.info = Some(WorkerInfo {
+                    name: one_line(&info.name),
+                    version: one_line(&info.version),
+                    kernel: one_line(&info.kernel),
+                    ..info
+                });
+            }
             LinkEvent::Synced(offset) => worker.clock = Some(offset),
-            LinkEvent::Worker(Event::Accepted { ring, .. }) => worker.ring = Some(ring),
-            LinkEvent::Worker(Event::Ready { .. }) => state.ready[i] = true,
+            LinkEvent::Worker(Event::Accepted { ring, threads, .. }) => {
+                worker.ring = Some(RingSupport { kernel: one_line(&ring.kernel), ..ring });
+                worker.threads = threads;
+            }
+            LinkEvent::Worker(Event::Ready { .. }) => state.workers[i].ready = true,
             LinkEvent::Worker(Event::Started { at_nanos }) => {
-                if let (Some(planned), Some(clock)) = (planned, worker.clock) {
+                if let (Some((planned, _)), Some(clock)) = (planned, worker.clock) {
                     worker.start_offset = Some(clock.to_controller(at_nanos) as i64 - planned as i64);
                 }
             }
-            LinkEvent::Worker(Event::Interval { second, delta }) => state.interval(i, second, delta),
-            LinkEvent::Worker(Event::Finished(outcome)) => {
-                worker.outcome = Some(*outcome);
-                state.terminal[i] = true;
+            LinkEvent::Worker(Event::Interval { second, delta }) => {
+                let elapsed = planned.map(|(at, _)| Duration::from_nanos(now_nanos().saturating_sub(at)));
+                let w = &state.workers[i];
+                let believable = checks::second(second, w.last_second, elapsed)
+                    .and_then(|()| checks::counts(&delta, w.said_done, w.budget));
+                match believable {
+                    Ok(()) => state.interval(i, second, delta),
+                    Err(lie) => distrust(&mut fleet, &mut state, &links[i], i, lie),
+                }
             }
-            LinkEvent::Worker(Event::Failed(reason)) => fail(&mut fleet, &mut state, i, reason),
+            LinkEvent::Worker(Event::Finished(mut outcome)) => {
+                let w = &state.workers[i];
+                match checks::finished(&outcome.stats, w.said_done, w.said_ok, w.budget) {
+                    Ok(()) => {
+                        for (_, why) in &mut outcome.error_samples {
+                            *why = one_line(why);
+                        }
+                        worker.outcome = Some(*outcome);
+                        state.workers[i].terminal = true;
+                    }
+                    Err(lie) => distrust(&mut fleet, &mut state, &links[i], i, lie),
+                }
+            }
+            LinkEvent::Worker(Event::Failed(reason)) => fail(&mut fleet, &mut state, i, one_line(&reason)),
         }
-        let live = state.terminal.iter().filter(|t| !**t).count().max(1);
+        let live = state.workers.iter().filter(|w| !w.terminal).count().max(1);
         for (second, delta) in state.flush() {
             progress.interval(second, &delta, live);
             fleet.intervals.push(Second::of(second, &delta));
@@ -208,6 +297,12 @@ pub(crate) fn run(
     }
     for (second, delta) in state.flush() {
         fleet.intervals.push(Second::of(second, &delta));
+    }
+    for (worker, tracked) in fleet.workers.iter_mut().zip(&mut state.workers) {
+        if worker.outcome.is_none() {
+            worker.partial = tracked.received.take();
+            worker.reported_seconds = tracked.last_second;
+        }
     }
     progress.clear();
     fleet
@@ -235,33 +330,79 @@ impl Second {
 
 fn fail(fleet: &mut FleetRun, state: &mut State, i: usize, reason: String) {
     fleet.workers[i].failure = Some(reason);
-    state.terminal[i] = true;
+    state.workers[i].terminal = true;
 }
 
-/// Per worker: ready, done, the last second it reported; per second, the merged delta.
+/// A worker that reported what cannot be true: failed, stopped, and nothing it said is used.
+fn distrust(fleet: &mut FleetRun, state: &mut State, link: &Link, i: usize, lie: checks::Implausible) {
+    fail(fleet, state, i, lie.to_string());
+    state.workers[i].received = None;
+    link.send(Command::Stop);
+}
+
+/// What the run loop keeps about one worker while the run goes on.
+struct Tracked {
+    ready: bool,
+    /// Finished, failed or given up on: nothing it sends from now on is taken.
+    terminal: bool,
+    /// The last second it reported; 0 before its first.
+    last_second: u32,
+    /// When its last interval arrived; None before the first.
+    heard_at: Option<Instant>,
+    /// What its intervals accounted for so far: requests done (ok, errors, aborted), and ok.
+    said_done: u64,
+    said_ok: u64,
+    /// A remote worker's intervals, merged: what it is known to have done should it be lost.
+    /// One running sum, not one per second, so it stays the size of one set of histograms.
+    /// The in-process worker keeps none: it cannot be lost without this process, and the
+    /// sum's 0.8 MB would be a twentieth of a local run's memory.
+    received: Option<Stats>,
+    keeps_sum: bool,
+    /// The requests of its shard, when the run counts requests.
+    budget: Option<u64>,
+}
+
+impl Tracked {
+    fn new(budget: Option<u64>, keeps_sum: bool) -> Self {
+        Tracked {
+            ready: false,
+            terminal: false,
+            last_second: 0,
+            heard_at: None,
+            said_done: 0,
+            said_ok: 0,
+            received: None,
+            keeps_sum,
+            budget,
+        }
+    }
+}
+
+/// Per worker, what the loop tracks; per second, the delta merged over the workers, until every
+/// live worker has reported that second.
+#[derive(Default)]
 struct State {
-    ready: Vec<bool>,
-    terminal: Vec<bool>,
-    last_second: Vec<u32>,
+    workers: Vec<Tracked>,
     pending: BTreeMap<u32, Stats>,
 }
 
 impl State {
-    fn new(workers: usize) -> Self {
-        State {
-            ready: vec![false; workers],
-            terminal: vec![false; workers],
-            last_second: vec![0; workers],
-            pending: BTreeMap::new(),
-        }
-    }
-
     fn all_terminal(&self) -> bool {
-        self.terminal.iter().all(|t| *t)
+        self.workers.iter().all(|w| w.terminal)
     }
 
+    /// Takes a checked interval: into the worker's running sum and its second's merge.
     fn interval(&mut self, worker: usize, second: u32, delta: Stats) {
-        self.last_second[worker] = second;
+        let w = &mut self.workers[worker];
+        w.last_second = second;
+        w.heard_at = Some(Instant::now());
+        w.said_done = w.said_done.saturating_add(checks::done(&delta.counters));
+        w.said_ok = w.said_ok.saturating_add(delta.counters.ok);
+        match &mut w.received {
+            Some(sum) => sum.merge(&delta),
+            None if w.keeps_sum => w.received = Some(delta.clone()),
+            None => {}
+        }
         match self.pending.entry(second) {
             std::collections::btree_map::Entry::Vacant(v) => {
                 v.insert(delta);
@@ -275,7 +416,7 @@ impl State {
         let mut out = Vec::new();
         while let Some(entry) = self.pending.first_entry() {
             let second = *entry.key();
-            if (0..self.terminal.len()).any(|w| !self.terminal[w] && self.last_second[w] < second) {
+            if self.workers.iter().any(|w| !w.terminal && w.last_second < second) {
                 break;
             }
             out.push((second, entry.remove()));
@@ -288,7 +429,7 @@ impl State {
 mod tests {
     use volley_engine::Stats;
 
-    use super::State;
+    use super::{State, Tracked};
 
     fn delta(ok: u64) -> Stats {
         let mut s = Stats::new();
@@ -298,7 +439,8 @@ mod tests {
 
     #[test]
     fn a_second_is_complete_once_every_live_worker_reported_it() {
-        let mut state = State::new(2);
+        let mut state =
+            State { workers: vec![Tracked::new(None, true), Tracked::new(None, true)], ..Default::default() };
         state.interval(0, 1, delta(10));
         assert!(state.flush().is_empty(), "worker 1 has not reported second 1");
         state.interval(1, 1, delta(5));
@@ -306,7 +448,7 @@ mod tests {
         let done = state.flush();
         assert_eq!(done.iter().map(|(s, d)| (*s, d.counters.ok)).collect::<Vec<_>>(), vec![(1, 15)]);
         // Worker 0 ends without a second 2: that second holds worker 1's part only.
-        state.terminal[0] = true;
+        state.workers[0].terminal = true;
         let done = state.flush();
         assert_eq!(done.iter().map(|(s, d)| (*s, d.counters.ok)).collect::<Vec<_>>(), vec![(2, 7)]);
     }

@@ -19,8 +19,8 @@ impl ProgressLine {
 
     /// Second `second` of the run, merged over every worker.
     pub(crate) fn interval(&mut self, second: u32, delta: &Stats, workers: usize) {
-        self.total += delta.counters.total();
-        self.errors += delta.counters.errors();
+        self.total = self.total.saturating_add(delta.counters.total());
+        self.errors = self.errors.saturating_add(delta.counters.errors());
         if !self.enabled {
             return;
         }

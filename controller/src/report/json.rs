@@ -36,6 +36,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "firstByteSeconds": summary(&h.ttfb),
         "clampedSamples": c.clamped,
         "interrupted": r.interrupted,
+        "totalsAreLowerBounds": r.totals_are_lower_bounds(),
         "clientBusy": r.client_busy,
         "clientCpuSeconds": r.client_cpu.as_secs_f64(),
         "ioUring": r.ring.as_ref().map(ring),
@@ -76,6 +77,7 @@ fn worker(w: &WorkerLine) -> Value {
         "interrupted": w.interrupted,
         "startOffsetSeconds": w.start_offset.map(|o| o as f64 / 1e9),
         "failure": w.failure,
+        "partial": w.partial,
         "ioUring": w.ring.as_ref().map(ring),
     });
     if let (Some(s), Some(obj)) = (&w.stats, v.as_object_mut()) {
@@ -98,7 +100,7 @@ fn worker(w: &WorkerLine) -> Value {
 fn interval(s: &Second) -> Value {
     json!({
         "second": s.second,
-        "requests": s.ok + s.errors,
+        "requests": s.ok.saturating_add(s.errors),
         "ok": s.ok,
         "errors": s.errors,
         "p50Seconds": s.p50.map(secs),

@@ -81,6 +81,9 @@ pub(crate) struct WorkerLine {
     pub failure: Option<String>,
     /// HTTP/2: the lowest stream limit its server connections set below the streams asked for.
     pub stream_limit: Option<u32>,
+    /// It was lost before its result: `stats` are what its intervals said until then (for
+    /// `duration`), so the run's totals are lower bounds.
+    pub partial: bool,
 }
 
 impl Report {
@@ -107,17 +110,19 @@ impl Report {
                         ring,
                         failure: w.failure,
                         stream_limit: o.stream_limit,
+                        partial: false,
                     },
                     None => WorkerLine {
                         address: w.address,
                         info: info.clone(),
                         connections: w.connections,
-                        threads: 0,
-                        duration: Duration::ZERO,
+                        threads: if w.partial.is_some() { w.threads } else { 0 },
+                        duration: Duration::from_secs(u64::from(w.reported_seconds)),
                         client_cpu: Duration::ZERO,
                         interrupted: false,
                         start_offset: w.start_offset,
-                        stats: None,
+                        partial: w.partial.is_some(),
+                        stats: w.partial,
                         error_samples: Vec::new(),
                         ring,
                         failure: w.failure,
@@ -152,8 +157,11 @@ impl Report {
             stats.merge(s);
             threads += w.threads;
             duration = duration.max(w.duration);
-            cpu += w.client_cpu;
-            wall += w.duration.as_secs_f64() * w.threads as f64;
+            // A lost worker's CPU time is unknown: it would only dilute the others'.
+            if !w.partial {
+                cpu += w.client_cpu;
+                wall += w.duration.as_secs_f64() * w.threads as f64;
+            }
             for (kind, why) in &w.error_samples {
                 if !error_samples.iter().any(|(k, _)| k == kind) {
                     error_samples.push((*kind, why.clone()));
@@ -185,6 +193,11 @@ impl Report {
         self.workers.iter().filter_map(|w| w.start_offset).map(|o| Duration::from_nanos(o.unsigned_abs())).max()
     }
 
+    /// Some workers were lost and only their intervals until then are counted.
+    pub(crate) fn totals_are_lower_bounds(&self) -> bool {
+        self.workers.iter().any(|w| w.partial)
+    }
+
     /// Workers without a complete result, as "address: why".
     pub(crate) fn failed_workers(&self) -> Vec<String> {
         self.workers.iter().filter_map(|w| w.failure.as_ref().map(|f| format!("{}: {f}", w.address))).collect()
@@ -198,8 +211,16 @@ impl Report {
     pub(crate) fn warnings(&self) -> Vec<String> {
         let c = &self.stats.counters;
         let mut w = Vec::new();
-        for failed in self.failed_workers() {
-            w.push(format!("worker {failed}; the report covers the other workers only"));
+        for worker in self.workers.iter().filter(|w| w.failure.is_some()) {
+            let failure = format!("{}: {}", worker.address, worker.failure.as_deref().unwrap_or_default());
+            w.push(if worker.partial {
+                format!(
+                    "worker {failure}; its first {} s, as its intervals reported them, are counted: the totals are lower bounds",
+                    worker.duration.as_secs()
+                )
+            } else {
+                format!("worker {failure}; the report covers the other workers only")
+            });
         }
         if let Some(skew) = self.start_skew().filter(|s| *s > LATE_START) {
             w.push(format!(
@@ -313,6 +334,7 @@ mod tests {
             ring: None,
             failure: None,
             stream_limit: None,
+            partial: false,
         }
     }
 

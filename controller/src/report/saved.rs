@@ -10,6 +10,7 @@ use volley_engine::{ErrorKind, Stats, decode_histogram};
 
 use super::{Report, WorkerLine};
 use crate::error::CliError;
+use crate::printable::one_line;
 
 /// One report merged from saved reports, as if each had been a worker of one run.
 pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliError> {
@@ -21,11 +22,11 @@ pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliErro
         let bad = |why: String| CliError::File { path: path.display().to_string(), why };
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
         let report: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not a JSON report: {e}")))?;
-        let url = report["url"].as_str().unwrap_or_default().to_string();
+        let url = one_line(report["url"].as_str().unwrap_or_default());
         if !urls.contains(&url) {
             urls.push(url);
         }
-        let protocol = report["protocol"].as_str().unwrap_or("HTTP/1.1").to_string();
+        let protocol = one_line(report["protocol"].as_str().unwrap_or("HTTP/1.1"));
         if !protocols.contains(&protocol) {
             protocols.push(protocol);
         }
@@ -80,7 +81,7 @@ fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
     }
     let error_samples = ErrorKind::ALL
         .iter()
-        .filter_map(|k| r["errorSamples"][k.name()].as_str().map(|why| (*k, why.to_string())))
+        .filter_map(|k| r["errorSamples"][k.name()].as_str().map(|why| (*k, one_line(why))))
         .collect();
     Ok(WorkerLine {
         address: path.display().to_string(),
@@ -96,6 +97,7 @@ fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
         ring: None,
         failure: None,
         stream_limit: r["streamLimit"].as_u64().and_then(|n| u32::try_from(n).ok()),
+        partial: r["totalsAreLowerBounds"].as_bool().unwrap_or(false),
     })
 }
 

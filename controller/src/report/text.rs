@@ -102,8 +102,15 @@ fn workers(out: &mut String, r: &Report) {
             ms(lat.value_at_quantile(0.5)),
             ms(lat.value_at_quantile(0.99)),
         );
-        if let Some(f) = &w.failure {
-            let _ = writeln!(out, "    incomplete: {f}");
+        match &w.failure {
+            Some(f) if w.partial => {
+                let _ =
+                    writeln!(out, "    lost: {f} (counted: its first {} s, from its intervals)", w.duration.as_secs());
+            }
+            Some(f) => {
+                let _ = writeln!(out, "    incomplete: {f}");
+            }
+            None => {}
         }
     }
     if let Some(skew) = r.start_skew() {

@@ -80,7 +80,8 @@ impl Counters {
     }
 
     pub fn add_errors(&mut self, kind: ErrorKind, n: u64) {
-        self.errors[kind.index()] += n;
+        let slot = &mut self.errors[kind.index()];
+        *slot = slot.saturating_add(n);
     }
 
     pub fn errors_of(&self, kind: ErrorKind) -> u64 {
@@ -88,12 +89,12 @@ impl Counters {
     }
 
     pub fn errors(&self) -> u64 {
-        self.errors.iter().sum()
+        self.errors.iter().fold(0, |sum, n| sum.saturating_add(*n))
     }
 
     /// Requests attempted and finished one way or the other: ok plus errors.
     pub fn total(&self) -> u64 {
-        self.ok + self.errors()
+        self.ok.saturating_add(self.errors())
     }
 
     pub fn status(&mut self, code: u16) {
@@ -104,7 +105,7 @@ impl Counters {
 
     pub fn add_status(&mut self, code: u16, n: u64) {
         if let Some(slot) = self.status.get_mut(code as usize) {
-            *slot += n;
+            *slot = slot.saturating_add(n);
         }
     }
 
@@ -113,19 +114,22 @@ impl Counters {
         self.status.iter().enumerate().filter(|(_, n)| **n > 0).map(|(code, n)| (code as u16, *n))
     }
 
+    /// Adds `other`, saturating: counts from other machines or files may be absurd, and a
+    /// total that wrapped around would look plausible.
     pub fn merge(&mut self, other: &Counters) {
-        self.ok += other.ok;
+        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        add(&mut self.ok, other.ok);
         for (a, b) in self.errors.iter_mut().zip(other.errors.iter()) {
-            *a += b;
+            add(a, *b);
         }
         for (a, b) in self.status.iter_mut().zip(other.status.iter()) {
-            *a += b;
+            add(a, *b);
         }
-        self.bytes_sent += other.bytes_sent;
-        self.bytes_received += other.bytes_received;
-        self.connects += other.connects;
-        self.aborted += other.aborted;
-        self.clamped += other.clamped;
-        self.refused += other.refused;
+        add(&mut self.bytes_sent, other.bytes_sent);
+        add(&mut self.bytes_received, other.bytes_received);
+        add(&mut self.connects, other.connects);
+        add(&mut self.aborted, other.aborted);
+        add(&mut self.clamped, other.clamped);
+        add(&mut self.refused, other.refused);
     }
 }

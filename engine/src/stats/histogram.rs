@@ -1,6 +1,17 @@
 //! The one histogram shape every part of volley uses, and its wire form: HdrHistogram V2
 //! with DEFLATE, so that reports from any worker merge exactly.
+//!
+//! Decoding takes bytes from other machines and from files, so it never allocates more than the
+//! histogram's own header says it can need: a V2 header states the payload's length and the
+//! bounds from which the counts array, and so the payload's largest honest size, follow. The
+//! hdrhistogram crate allocates whatever length is declared before reading it (a 60-byte
+//! V2+DEFLATE input could make it allocate 4 GiB), so the header is checked here first and the
+//! payload inflated through a bounded reader.
 
+use std::borrow::Cow;
+use std::io::Read;
+
+use flate2::read::ZlibDecoder;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 
@@ -8,6 +19,18 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 const LOWEST: u64 = 1;
 const HIGHEST: u64 = 3_600_000_000_000;
 const SIGFIG: u8 = 3;
+
+/// The V2 encodings' first four bytes (HdrHistogram's cookies, 0x10 being the word size).
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_DEFLATE_COOKIE: u32 = 0x1c84_9314;
+/// Cookie, payload length, normalizing offset, digits, lowest, highest, integer-to-double ratio.
+const V2_HEADER_LEN: usize = 40;
+/// V2 writes each count (or run of zeros) as a zig-zag LEB128 number of at most 9 bytes.
+const MAX_BYTES_PER_COUNT: u64 = 9;
+/// No histogram volley takes may hold more counts than one of 3 digits over the whole u64 range
+/// (56,320 counts, 440 KiB; volley's own have 33,792): enough for any histogram it writes, or
+/// one of other bounds whose samples fit in volley's, and small enough to decode anything.
+const MAX_COUNTS: u64 = 56_320;
 
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(LOWEST, HIGHEST, SIGFIG).expect("constant bounds are valid")
@@ -19,6 +42,12 @@ pub enum HistogramError {
     Decode(String),
     #[error("histogram has other bounds than volley's (1 ns to 1 h, 3 digits)")]
     Bounds,
+    #[error(
+        "histogram bounds ({lowest} to {highest}, {digits} digits) need {counts} counts, more than the {MAX_COUNTS} accepted"
+    )]
+    TooManyCounts { lowest: u64, highest: u64, digits: u32, counts: u64 },
+    #[error("histogram declares a payload of {declared} bytes, more than the {most} its bounds can need")]
+    PayloadTooLarge { declared: u64, most: u64 },
 }
 
 /// Encodes as HdrHistogram V2 + DEFLATE.
@@ -30,29 +59,108 @@ pub fn encode_histogram(h: &Histogram<u64>) -> Vec<u8> {
 
 /// Decodes V2 or V2 + DEFLATE, and copies it into volley's bounds so it merges with the rest.
 pub fn decode_histogram(bytes: &[u8]) -> Result<Histogram<u64>, HistogramError> {
+    let plain = plain_v2(bytes)?;
     let decoded: Histogram<u64> =
-        Deserializer::new().deserialize(&mut &bytes[..]).map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
+        Deserializer::new().deserialize(&mut &plain[..]).map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
     let mut h = new_histogram();
     h.add(&decoded).map_err(|_| HistogramError::Bounds)?;
     Ok(h)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_histogram_survives_encode_and_decode() {
-        let mut h = new_histogram();
-        for v in [1u64, 999, 1_000_000, 77_777_777, HIGHEST] {
-            h.record_n(v, v % 7 + 1).unwrap();
+/// The plain V2 form of `bytes` (inflated when it is V2 + DEFLATE), header checked and payload
+/// complete, so that the deserializer allocates nothing beyond what the bounds can fill.
+fn plain_v2(bytes: &[u8]) -> Result<Cow<'_, [u8]>, HistogramError> {
+    let short = || HistogramError::Decode("shorter than its header says".into());
+    match be_u32(bytes, 0) {
+        Some(V2_COOKIE) => {
+            let payload = checked_payload_len(bytes)?;
+            if ((bytes.len() - V2_HEADER_LEN) as u64) < payload {
+                return Err(short());
+            }
+            Ok(Cow::Borrowed(bytes))
         }
-        let back = decode_histogram(&encode_histogram(&h)).unwrap();
-        assert_eq!(back, h);
-    }
-
-    #[test]
-    fn garbage_does_not_decode() {
-        assert!(decode_histogram(b"not a histogram").is_err());
+        Some(V2_DEFLATE_COOKIE) => {
+            let deflated_len = be_u32(bytes, 4).ok_or_else(short)? as usize;
+            let deflated = bytes.get(8..8 + deflated_len).ok_or_else(short)?;
+            let mut inflater = ZlibDecoder::new(deflated);
+            let mut plain = vec![0; V2_HEADER_LEN];
+            inflater
+                .read_exact(&mut plain)
+                .map_err(|e| HistogramError::Decode(format!("inflating its header: {e}")))?;
+            let payload = checked_payload_len(&plain)?;
+            // The check above caps this at MAX_COUNTS * 9 bytes.
+            plain.reserve_exact(payload as usize);
+            inflater
+                .take(payload)
+                .read_to_end(&mut plain)
+                .map_err(|e| HistogramError::Decode(format!("inflating its payload: {e}")))?;
+            if ((plain.len() - V2_HEADER_LEN) as u64) < payload {
+                return Err(short());
+            }
+            Ok(Cow::Owned(plain))
+        }
+        _ => Err(HistogramError::Decode("not an HdrHistogram V2 encoding".into())),
     }
 }
+
+/// The payload length a plain V2 header declares, once it is known to be no more than its
+/// bounds can need and the bounds no wider than [`MAX_COUNTS`] allows.
+fn checked_payload_len(header: &[u8]) -> Result<u64, HistogramError> {
+    if header.len() < V2_HEADER_LEN {
+        return Err(HistogramError::Decode("shorter than a V2 header".into()));
+    }
+    if be_u32(header, 0) != Some(V2_COOKIE) {
+        return Err(HistogramError::Decode("not an HdrHistogram V2 encoding inside the DEFLATE".into()));
+    }
+    let field = |at| be_u32(header, at).map(u64::from).unwrap_or_default();
+    let wide = |at| be_u64(header, at).unwrap_or_default();
+    let (declared, digits, lowest, highest) = (field(4), field(12) as u32, wide(16), wide(24));
+    let counts = counts_len(lowest, highest, digits)
+        .ok_or_else(|| HistogramError::Decode(format!("impossible bounds ({lowest} to {highest}, {digits} digits)")))?;
+    if counts > MAX_COUNTS {
+        return Err(HistogramError::TooManyCounts { lowest, highest, digits, counts });
+    }
+    let most = counts * MAX_BYTES_PER_COUNT;
+    if declared > most {
+        return Err(HistogramError::PayloadTooLarge { declared, most });
+    }
+    Ok(declared)
+}
+
+/// How many counts HdrHistogram keeps for these bounds (its own layout: buckets of
+/// sub-buckets, half of each bucket shared with the one below), or None for bounds it refuses.
+fn counts_len(lowest: u64, highest: u64, digits: u32) -> Option<u64> {
+    if !(1..=u64::MAX / 2).contains(&lowest) || highest < 2 * lowest || digits > 5 {
+        return None;
+    }
+    // Single-unit resolution up to 2 * 10^digits, rounded up to a power of two.
+    let largest_exact = 2 * 10u64.pow(digits);
+    let sub_bucket_magnitude = 64 - (largest_exact - 1).leading_zeros();
+    let unit_magnitude = 63 - lowest.leading_zeros();
+    if unit_magnitude + sub_bucket_magnitude > 63 {
+        return None;
+    }
+    let sub_buckets = 1u64 << sub_bucket_magnitude;
+    let mut smallest_untrackable = sub_buckets << unit_magnitude;
+    let mut buckets = 1;
+    while smallest_untrackable <= highest {
+        if smallest_untrackable > u64::MAX / 2 {
+            buckets += 1;
+            break;
+        }
+        smallest_untrackable <<= 1;
+        buckets += 1;
+    }
+    Some((buckets + 1) * (sub_buckets / 2))
+}
+
+fn be_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn be_u64(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,9 @@
+//! Performance gates: `--threshold EXPR` parsed once into a [`Threshold`], judged by the
+//! controller on the merged statistics of every worker (never one worker's part: a rate or a
+//! count only means something for the whole run).
+
+mod parse;
+mod verdict;
+
+pub(crate) use parse::parse_all;
+pub(crate) use verdict::{Verdict, judge, to_text};

@@ -1,0 +1,121 @@
+//! Judging thresholds on a report's merged statistics, and saying what was measured in the
+//! threshold's own unit.
+
+use hdrhistogram::Histogram;
+
+use super::parse::{Metric, Stat, Statuses, Threshold, Timing};
+use crate::report::Report;
+
+/// One threshold judged: what was measured (None when there was nothing to measure, which
+/// fails: a gate with no samples proves nothing) and whether it held.
+#[derive(Debug, Clone)]
+pub(crate) struct Verdict {
+    pub threshold: Threshold,
+    pub measured: Option<f64>,
+    pub passed: bool,
+}
+
+impl Verdict {
+    /// The measured value for people: `3.214 ms`, `0.120%`, `1520.3`.
+    pub(crate) fn measured_text(&self) -> String {
+        match self.measured {
+            Some(v) => show(self.threshold.metric, v),
+            None => "no data".into(),
+        }
+    }
+
+    /// The limit the same way, with its operator: `< 5.000 ms`.
+    pub(crate) fn limit_text(&self) -> String {
+        format!("{} {}", self.threshold.op, show(self.threshold.metric, self.threshold.limit))
+    }
+
+    /// The unit of `measured` and of the limit in the JSON report.
+    pub(crate) fn unit(&self) -> &'static str {
+        match self.threshold.metric {
+            Metric::Time(..) => "seconds",
+            Metric::Rps => "requests/second",
+            Metric::ErrorRate | Metric::Status { rate: true, .. } => "fraction",
+            Metric::Errors | Metric::Status { rate: false, .. } => "count",
+        }
+    }
+}
+
+/// Judges each threshold on the report's merged statistics.
+pub(crate) fn judge(thresholds: &[Threshold], report: &Report) -> Vec<Verdict> {
+    thresholds
+        .iter()
+        .map(|t| {
+            let measured = measure(t.metric, report);
+            let passed = measured.is_some_and(|m| t.op.holds(m, t.limit));
+            Verdict { threshold: t.clone(), measured, passed }
+        })
+        .collect()
+}
+
+fn measure(metric: Metric, report: &Report) -> Option<f64> {
+    let c = &report.stats.counters;
+    let h = &report.stats.histograms;
+    let share = |n: u64| (c.total() > 0).then(|| n as f64 / c.total() as f64);
+    match metric {
+        Metric::Time(timing, stat) => {
+            let histogram = match timing {
+                Timing::Latency => &h.latency,
+                Timing::Connect => &h.connect,
+                Timing::FirstByte => &h.ttfb,
+            };
+            time(histogram, stat)
+        }
+        // A run that did nothing has no rate, rather than a rate of zero that `rps<X` passes.
+        Metric::Rps => (c.total() > 0).then(|| report.requests_per_sec()),
+        Metric::ErrorRate => share(c.errors()),
+        Metric::Errors => Some(c.errors() as f64),
+        Metric::Status { statuses, rate } => {
+            let n: u64 = c
+                .statuses()
+                .filter(|(code, _)| match statuses {
+                    Statuses::Code(want) => *code == want,
+                    Statuses::Class(class) => *code / 100 == class,
+                })
+                .map(|(_, n)| n)
+                .sum();
+            if rate { share(n) } else { Some(n as f64) }
+        }
+    }
+}
+
+fn time(h: &Histogram<u64>, stat: Stat) -> Option<f64> {
+    if h.is_empty() {
+        return None;
+    }
+    let nanos = match stat {
+        Stat::Quantile(q) => h.value_at_quantile(q) as f64,
+        Stat::Mean => h.mean(),
+        Stat::Min => h.min() as f64,
+        Stat::Max => h.max() as f64,
+    };
+    Some(nanos / 1e9)
+}
+
+fn show(metric: Metric, v: f64) -> String {
+    match metric {
+        Metric::Time(..) => format!("{:.3} ms", v * 1e3),
+        Metric::ErrorRate | Metric::Status { rate: true, .. } => format!("{:.3}%", v * 100.0),
+        Metric::Rps => format!("{v:.1}"),
+        Metric::Errors | Metric::Status { rate: false, .. } => format!("{v:.0}"),
+    }
+}
+
+/// The text report's closing section: each threshold with its measured value and verdict.
+pub(crate) fn to_text(verdicts: &[Verdict]) -> String {
+    let mut out = String::new();
+    if verdicts.is_empty() {
+        return out;
+    }
+    out.push_str("Thresholds:\n");
+    let width = verdicts.iter().map(|v| v.threshold.text.chars().count()).max().unwrap_or(0);
+    for v in verdicts {
+        let mark = if v.passed { "pass" } else { "FAIL" };
+        out.push_str(&format!("  {mark}  {:<width$}  measured {}\n", v.threshold.text, v.measured_text()));
+    }
+    out
+}

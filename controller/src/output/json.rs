@@ -1,0 +1,31 @@
+//! The JSON report with the thresholds' verdicts: what `-j`, `-o json` and `-o jsonl` write.
+//! schema/report.schema.json describes it.
+
+use serde_json::{Value, json};
+
+use crate::gate::Verdict;
+use crate::report::{Report, to_json};
+
+pub(crate) fn report_json(report: &Report, verdicts: &[Verdict]) -> Value {
+    let mut value = to_json(report);
+    if let Some(object) = value.as_object_mut() {
+        object.insert("thresholds".into(), Value::Array(verdicts.iter().map(verdict).collect()));
+        object.insert(
+            "thresholdsPassed".into(),
+            json!((!verdicts.is_empty()).then(|| verdicts.iter().all(|v| v.passed))),
+        );
+    }
+    value
+}
+
+fn verdict(v: &Verdict) -> Value {
+    json!({
+        "threshold": v.threshold.text,
+        "metric": v.threshold.name,
+        "op": v.threshold.op.to_string(),
+        "limit": v.threshold.limit,
+        "measured": v.measured,
+        "unit": v.unit(),
+        "passed": v.passed,
+    })
+}

@@ -1,0 +1,72 @@
+//! A Markdown summary for CI step summaries ($GITHUB_STEP_SUMMARY and the like): the verdict,
+//! the thresholds, the headline numbers and the warnings.
+
+use std::fmt::Write;
+
+use crate::gate::Verdict;
+use crate::report::{PERCENTILES, Report};
+
+pub(crate) fn summary(report: &Report, verdicts: &[Verdict]) -> String {
+    let c = &report.stats.counters;
+    let mut out = String::new();
+    let verdict = match (report.outcome(), verdicts.iter().all(|v| v.passed)) {
+        (Err(e), _) => format!("run failed: {e}"),
+        (Ok(()), false) => "thresholds failed".to_string(),
+        (Ok(()), true) if verdicts.is_empty() => "completed".to_string(),
+        (Ok(()), true) => "thresholds passed".to_string(),
+    };
+    let _ = writeln!(out, "### volley: {}\n", cell(&verdict));
+    let _ = writeln!(
+        out,
+        "Target `{}`, {}, {} connections\n",
+        report.url.replace('`', "'"),
+        report.protocol,
+        report.connections
+    );
+    if !verdicts.is_empty() {
+        out.push_str("| Threshold | Measured | Verdict |\n| --- | --: | --- |\n");
+        for v in verdicts {
+            let mark = if v.passed { "pass" } else { "**FAIL**" };
+            let _ = writeln!(out, "| `{}` | {} | {mark} |", cell(&v.threshold.text), v.measured_text());
+        }
+        out.push('\n');
+    }
+    out.push_str("| Requests | OK | Errors | Requests/s | Duration |\n| --: | --: | --: | --: | --: |\n");
+    let _ = writeln!(
+        out,
+        "| {} | {} | {} | {:.1} | {:.3} s |\n",
+        c.total(),
+        c.ok,
+        c.errors(),
+        report.requests_per_sec(),
+        report.duration.as_secs_f64()
+    );
+    let lat = &report.stats.histograms.latency;
+    if !lat.is_empty() {
+        let shown: Vec<_> = PERCENTILES.iter().filter(|(l, _)| ["50", "90", "99", "99.9"].contains(l)).collect();
+        out.push_str("| Latency (ms) | mean |");
+        for (label, _) in &shown {
+            let _ = write!(out, " p{label} |");
+        }
+        out.push_str(" max |\n| --- |");
+        out.push_str(&" --: |".repeat(shown.len() + 2));
+        let _ = write!(out, "\n| | {:.3} |", lat.mean() / 1e6);
+        for (_, q) in &shown {
+            let _ = write!(out, " {:.3} |", lat.value_at_quantile(*q) as f64 / 1e6);
+        }
+        let _ = writeln!(out, " {:.3} |\n", lat.max() as f64 / 1e6);
+    }
+    let statuses: Vec<String> = c.statuses().map(|(code, n)| format!("{code}: {n}")).collect();
+    if !statuses.is_empty() {
+        let _ = writeln!(out, "Status codes: {}\n", statuses.join(", "));
+    }
+    for w in report.warnings() {
+        let _ = writeln!(out, "> **Warning:** {}\n", cell(&w));
+    }
+    out
+}
+
+/// Text safe inside a table cell or a heading: no pipes, no line breaks.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
