@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# bench/h1.sh — HTTP/1.1 client comparison on this machine: volley vs wrk vs h2load.
+# bench/h1.sh — HTTP/1.1 client comparison on this machine: volley vs shb vs wrk vs h2load,
+# over plain TCP (h1) and TLS (h1tls).
 #
 # One local nginx (1 worker, pinned to BENCH_SERVER_CPU) answers "hello, world!\n" on
-# 127.0.0.1; each client runs pinned to BENCH_CLIENT_CPU with 1 thread for a fixed duration,
+# 127.0.0.1, one port per protocol; each client runs pinned to BENCH_CLIENT_CPU with 1 thread for a fixed duration,
 # wrapped in GNU time for CPU time and peak RSS. Medians over the runs are printed as a
 # markdown table and saved, with the raw rows as CSV, under bench/results/.
 # See bench/README.md.
@@ -10,12 +11,14 @@
 # Environment:
 #   BENCH_SECONDS=5         duration of each client run
 #   BENCH_CONNS="50 256"    connection counts
+#   BENCH_PROTOS="h1 h1tls" protocols: h1 (plain TCP), h1tls (TLS)
 #   BENCH_RUNS=5            repetitions (tools are interleaved within each repetition)
 #   BENCH_CLIENT_CPU=0      CPU the clients are pinned to
 #   BENCH_SERVER_CPU=1      CPU nginx is pinned to
 #   VOLLEY=./target/release/volley
 #   BENCH_NO_BUILD=1        do not run `cargo build --release` for the default VOLLEY
-#   BENCH_NO_INSTALL=1      do not apt-get install missing tools
+#   BENCH_NO_INSTALL=1      do not apt-get install missing tools (nor cargo install shb)
+#   SHB=PATH                the shb to measure (default: on PATH, else installed into bench/tools)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,14 +40,29 @@ POINTS_DESC="connections ${POINTS[*]}"
 # Each tool's output is parsed by bench/lib/benchlib.py (PARSERS, keyed by tool name),
 # independently of the protocol. bench/h2.sh does this for HTTP/2 (h2c and TLS), with
 # connections × streams points; bench/lib/clients.sh lists the hooks.
-PROTOS=(h1)
+read -r -a PROTOS <<<"${BENCH_PROTOS:-h1 h1tls}"
+for p in "${PROTOS[@]}"; do
+  [[ $p == h1 || $p == h1tls ]] || { echo "h1.sh: BENCH_PROTOS: '$p' is not h1 or h1tls" >&2; exit 2; }
+done
 # shellcheck disable=SC2034 # read through a nameref, TOOLS_$proto
-TOOLS_h1=(volley wrk h2load)
+TOOLS_h1=(volley shb wrk h2load)
+# shellcheck disable=SC2034
+TOOLS_h1tls=(volley shb wrk h2load)
 
 listen_h1() { echo "listen 127.0.0.1:$1;"; }
+listen_h1tls() { echo "listen 127.0.0.1:$1 ssl;"; }
+url_h1tls() { echo "https://127.0.0.1:$1/"; }
+setup_server() { setup_tls_server; }
+header_notes() { echo "- h1tls: $TLS_NOTE"; }
 
+# Over TLS, volley gets -k; wrk, h2load and shb do not verify certificates.
 cmd_h1_volley() { CMD=("$VOLLEY" -z "${2}s" -c "$1" -t 1 -j "$3"); }
+cmd_h1_shb() { CMD=("$SHB" -z "${2}s" -c "$1" -t 1 -j "$3"); }
 cmd_h1_wrk() { CMD=(wrk -t1 -c "$1" -d "${2}s" "$3"); }
 cmd_h1_h2load() { CMD=(h2load --h1 -t1 -c "$1" -D "$2" "$3"); }
+cmd_h1tls_volley() { CMD=("$VOLLEY" -z "${2}s" -c "$1" -t 1 -k -j "$3"); }
+cmd_h1tls_shb() { cmd_h1_shb "$@"; }
+cmd_h1tls_wrk() { cmd_h1_wrk "$@"; }
+cmd_h1tls_h2load() { cmd_h1_h2load "$@"; }
 
-clients_main wrk h2load:nghttp2-client /usr/bin/time:time
+clients_main wrk h2load:nghttp2-client /usr/bin/time:time openssl

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/h2.sh — HTTP/2 client comparison on this machine: volley vs h2load, over h2c (prior
+# bench/h2.sh — HTTP/2 client comparison on this machine: volley vs shb vs h2load, over h2c (prior
 # knowledge, plain TCP) and over TLS (ALPN h2), at connections × streams-per-connection points.
 #
 # The same setup as bench/h1.sh (bench/lib/clients.sh): one local nginx (1 worker, pinned to
@@ -18,7 +18,8 @@
 #   BENCH_SERVER_CPU=1             CPU nginx is pinned to
 #   VOLLEY=./target/release/volley
 #   BENCH_NO_BUILD=1               do not run `cargo build --release` for the default VOLLEY
-#   BENCH_NO_INSTALL=1             do not apt-get install missing tools
+#   BENCH_NO_INSTALL=1             do not apt-get install missing tools (nor cargo install shb)
+#   SHB=PATH                       the shb to measure (default: on PATH, else installed into bench/tools)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,9 +45,9 @@ POINTS_DESC="connections × streams per connection ${POINTS[*]}"
 # Protocols and tools (hooks described in bench/lib/clients.sh). Commands get
 # CONNS SECONDS URL STREAMS.
 # shellcheck disable=SC2034 # read through a nameref, TOOLS_$proto
-TOOLS_h2c=(volley h2load)
+TOOLS_h2c=(volley shb h2load)
 # shellcheck disable=SC2034
-TOOLS_h2tls=(volley h2load)
+TOOLS_h2tls=(volley shb h2load)
 
 listen_h2c() { echo "listen 127.0.0.1:$1 http2;"; } # nginx 1.22: h2c with prior knowledge only
 listen_h2tls() { echo "listen 127.0.0.1:$1 ssl http2;"; }
@@ -58,27 +59,18 @@ cmd_h2c_volley() { CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3
 cmd_h2c_h2load() { CMD=(h2load -t1 -c "$1" -m "$4" -D "$2" "$3"); }
 cmd_h2tls_volley() { CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -k -j "$3"); }
 cmd_h2tls_h2load() { cmd_h2c_h2load "$@"; }
+# shb trusts every certificate on https:// and keeps its default batching (--batch-*).
+cmd_h2c_shb() { CMD=("$SHB" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
+cmd_h2tls_shb() { cmd_h2c_shb "$@"; }
 
-# The TLS port's certificate and settings, and the HTTP/2 limits (stated even where they are
-# nginx's defaults, since the points depend on them): up to 128 streams per connection, and
-# no connection closed mid-run (keepalive_requests 100000000 in common.sh's config counts
-# HTTP/2 requests too since nginx 1.19.7). TLS 1.3 with one cipher suite, so that every
-# client pays for the same cipher.
-TLS_SUITE=TLS_AES_128_GCM_SHA256
+# The HTTP/2 limits (stated even where they are nginx's defaults, since the points depend on
+# them): up to 128 streams per connection, and no connection closed mid-run
+# (keepalive_requests 100000000 in common.sh's config counts HTTP/2 requests too since nginx
+# 1.19.7). The TLS port's certificate and settings come from clients.sh (setup_tls_server).
 setup_server() {
-  local tls=$TMP/tls
-  mkdir -p "$tls"
-  if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
-    -keyout "$tls/key.pem" -out "$tls/cert.pem" </dev/null >"$tls/openssl.log" 2>&1; then
-    cat "$tls/openssl.log" >&2
-    die "openssl could not make the self-signed certificate"
-  fi
+  setup_tls_server
   NGINX_SERVER_EXTRA="http2_max_concurrent_streams 128;
-ssl_certificate $tls/cert.pem;
-ssl_certificate_key $tls/key.pem;
-ssl_protocols TLSv1.3;
-ssl_conf_command Ciphersuites $TLS_SUITE;"
+$NGINX_SERVER_EXTRA"
 }
 
 # What h2load's probe negotiated, from its own output: "h2c", or e.g. "h2 (TLSv1.3,
@@ -93,7 +85,7 @@ negotiated() { # proto
 }
 
 header_notes() {
-  echo "- nginx HTTP/2: http2_max_concurrent_streams 128, keepalive_requests 100000000; h2c: \`listen … http2\` (prior knowledge); h2tls: \`listen … ssl http2\`, self-signed ECDSA P-256 certificate, TLS 1.3 with $TLS_SUITE only"
+  echo "- nginx HTTP/2: http2_max_concurrent_streams 128, keepalive_requests 100000000; h2c: \`listen … http2\` (prior knowledge); h2tls: \`listen … ssl http2\`, $TLS_NOTE"
   local proto n
   for proto in "${PROTOS[@]}"; do
     n=$(negotiated "$proto")

@@ -57,6 +57,48 @@ prepare_volley() {
   fi
 }
 
+# shb, the io_uring benchmarker volley is measured against: the one on PATH, else the one
+# `cargo install` puts into bench/tools (git-ignored) on first use. SHB overrides both.
+SHB_VERSION=${BENCH_SHB_VERSION:-0.6.0}
+SHB_ROOT=$ROOT/bench/tools
+prepare_shb() {
+  if [[ -z ${SHB:-} ]]; then
+    SHB=$(command -v shb || echo "$SHB_ROOT/bin/shb")
+  fi
+  if [[ ! -x $SHB && ${BENCH_NO_INSTALL:-0} != 1 ]] && command -v cargo >/dev/null; then
+    log "installing shb $SHB_VERSION: cargo install shb --root $SHB_ROOT (log: $RAW/shb-install.log)"
+    if ! run_child timeout 1800 cargo install --locked --version "$SHB_VERSION" --root "$SHB_ROOT" shb \
+      >"$RAW/shb-install.log" 2>&1; then
+      UNAVAILABLE_REASON="cargo install shb failed, see $RAW/shb-install.log"
+      return 1
+    fi
+    SHB=$SHB_ROOT/bin/shb
+  fi
+  if [[ ! -x $SHB ]]; then
+    UNAVAILABLE_REASON="shb not found (cargo install shb, or set SHB=PATH)"
+    return 1
+  fi
+}
+
+# TLS ports (h1tls, h2tls): a self-signed ECDSA certificate made in the temp dir, TLS 1.3
+# with one cipher suite, so that every client pays for the same cipher.
+TLS_SUITE=TLS_AES_128_GCM_SHA256
+TLS_NOTE="self-signed ECDSA P-256 certificate, TLS 1.3 with $TLS_SUITE only"
+setup_tls_server() {
+  local tls=$TMP/tls
+  mkdir -p "$tls"
+  if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+    -keyout "$tls/key.pem" -out "$tls/cert.pem" </dev/null >"$tls/openssl.log" 2>&1; then
+    cat "$tls/openssl.log" >&2
+    die "openssl could not make the self-signed certificate"
+  fi
+  NGINX_SERVER_EXTRA="ssl_certificate $tls/cert.pem;
+ssl_certificate_key $tls/key.pem;
+ssl_protocols TLSv1.3;
+ssl_conf_command Ciphersuites $TLS_SUITE;"
+}
+
 # ---------------------------------------------------------------------------------------
 declare -A PORTS URLS
 
@@ -180,6 +222,11 @@ version_of() { # tool
     ;;
   wrk) wrk --version 2>&1 </dev/null | head -n1 || true ;;
   h2load) h2load --version 2>&1 </dev/null | head -n1 || true ;;
+  shb) # shb has no --version; cargo's install records have it
+    local v
+    v=$(grep -ho '"shb [0-9][^ ]*' "$(dirname "$(dirname "$SHB")")/.crates.toml" ~/.cargo/.crates.toml 2>/dev/null | head -n1)
+    echo "$SHB: ${v:+${v#\"}}"
+    ;;
   *) echo "?" ;;
   esac
 }
