@@ -68,6 +68,9 @@ pub(crate) struct WorkerArgs {
     /// The name this worker reports [default: the host name].
     #[arg(long)]
     pub name: Option<String>,
+    /// Serve this worker's runs as OpenMetrics at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub prometheus: Option<SocketAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -149,4 +152,11 @@ pub(crate) struct LoadArgs {
     /// The private key of --worker-cert (PEM).
     #[arg(long, value_name = "FILE", requires = "worker_cert")]
     pub worker_key: Option<PathBuf>,
+    /// Serve the run's live numbers, merged over all workers, as OpenMetrics at
+    /// http://ADDR/metrics until the report is printed.
+    #[arg(long, value_name = "ADDR")]
+    pub prometheus: Option<SocketAddr>,
+    /// Keep serving --prometheus this long after the report, for a last scrape of the totals.
+    #[arg(long, value_name = "DURATION", requires = "prometheus")]
+    pub prometheus_linger: Option<String>,
 }

@@ -9,6 +9,7 @@ mod gate;
 mod options;
 mod output;
 mod printable;
+mod prometheus;
 mod report;
 mod signals;
 mod workers_file;
@@ -109,12 +110,14 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let thresholds = gate::parse_all(&args.thresholds)?;
     let outputs = output::open_all(&args.outputs)?;
     let plan = options::build_plan(args)?;
+    let endpoint = prometheus::start(args)?;
+    let live = endpoint.as_ref().map(|e| &e.exporter);
     let interrupt = RunControl::new();
     signals::stop_on_ctrl_c(&interrupt);
     let url = plan.target.to_string();
     let protocol = plan.protocol;
     let fleet = if args.workers.is_empty() {
-        fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt)
+        fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt, live)
     } else {
         let places = options::worker_places(&workers_file::expand(&args.workers)?)?;
         options::check_shard_size(&plan)?;
@@ -133,10 +136,13 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
                 own.handle()
             }
         };
-        fleet::run(shards, places, &access, Some(handle), threads, &interrupt)
+        fleet::run(shards, places, &access, Some(handle), threads, &interrupt, live)
     };
     let report = Report::from_fleet(url, protocol, fleet);
     let verdicts = gate::judge(&thresholds, &report);
+    if let Some(live) = live {
+        live.run_finished(&report.stats);
+    }
     if report.workers.iter().all(|w| w.stats.is_none()) {
         // Nothing ran anywhere: the reason is the whole story on stderr, but a CI job still
         // finds its files, saying so.
@@ -146,7 +152,11 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
         return Ok(Finished { report, verdicts });
     }
     print_report(&report, &verdicts, args.json);
-    output::write_all(outputs, &report, &verdicts)?;
+    let written = output::write_all(outputs, &report, &verdicts);
+    if let Some(endpoint) = endpoint {
+        endpoint.linger(&interrupt);
+    }
+    written?;
     Ok(Finished { report, verdicts })
 }
 

@@ -102,6 +102,10 @@ pub(crate) fn worker_config(args: &WorkerArgs) -> Result<volley_worker::WorkerCo
     config.client_ca = args.client_ca.clone();
     config.allow_targets = args.allow_target.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
     config.name = args.name.clone();
+    if let Some(addr) = args.prometheus {
+        let exporter = volley_worker::metrics::Exporter::start(addr).map_err(|e| CliError::Usage(e.to_string()))?;
+        config.metrics = Some(std::sync::Arc::new(exporter));
+    }
     Ok(config)
 }
 

@@ -3,7 +3,10 @@
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::metrics::Exporter;
 
 /// Everything the daemon needs; the command line (in the controller crate) fills it in.
 #[derive(Debug, Clone)]
@@ -22,6 +25,8 @@ pub struct WorkerConfig {
     pub name: Option<String>,
     /// A connection whose peer sends nothing for this long is closed ([`crate::IDLE_TIMEOUT`]).
     pub idle_timeout: Duration,
+    /// `--prometheus`: the endpoint (already listening) that shows this worker's runs.
+    pub metrics: Option<Arc<Exporter>>,
 }
 
 impl WorkerConfig {
@@ -35,6 +40,7 @@ impl WorkerConfig {
             allow_targets: Vec::new(),
             name: None,
             idle_timeout: crate::IDLE_TIMEOUT,
+            metrics: None,
         }
     }
 }

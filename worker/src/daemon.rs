@@ -86,7 +86,9 @@ pub async fn spawn(config: WorkerConfig) -> Result<RunningWorker, WorkerError> {
     let allow = AllowList::parse(&config.allow_targets).map_err(|e| WorkerError::AllowList(e.to_string()))?;
     let server = tls_server(&config)?;
     let name = config.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(host::hostname);
-    let state = Arc::new(State::new(name, host::physical_cores(), volley_engine::kernel_release(), allow));
+    let mut state = State::new(name, host::physical_cores(), volley_engine::kernel_release(), allow);
+    state.metrics = config.metrics.clone();
+    let state = Arc::new(state);
 
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -111,6 +113,7 @@ pub async fn spawn(config: WorkerConfig) -> Result<RunningWorker, WorkerError> {
         client_certificates = config.client_ca.is_some(),
         token = token.is_some(),
         idle_timeout = ?config.idle_timeout,
+        metrics = %config.metrics.as_ref().map_or("off".to_string(), |m| format!("http://{}/metrics", m.addr())),
         allowed_targets = %if state.allow.allows_everything() { "any".to_string() } else { state.allow.to_string() },
         "volley worker listening"
     );

@@ -18,6 +18,7 @@ mod config;
 mod daemon;
 mod host;
 mod incoming;
+pub mod metrics;
 mod service;
 mod session;
 pub mod shard;

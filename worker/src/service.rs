@@ -151,7 +151,7 @@ impl Worker for WorkerService {
             stop = ?plan.stop,
             "run accepted"
         );
-        let events = session::start(plan, control, commands, busy)?;
+        let events = session::start(plan, control, commands, busy, self.state.metrics.clone())?;
         Ok(Response::new(events))
     }
 }

@@ -7,6 +7,7 @@
 //! [`GRACE`] whatever else happens.
 
 use std::future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
@@ -16,6 +17,7 @@ use tracing::{info, warn};
 use volley_engine::{Plan, RunControl, Stop};
 use volley_proto::v1::{self, run_command::Command};
 
+use crate::metrics::Exporter;
 use crate::shard::{self, Event};
 use crate::state::Busy;
 use crate::{clock, wire};
@@ -35,6 +37,7 @@ pub(crate) fn start(
     control: RunControl,
     commands: Streaming<v1::RunCommand>,
     busy: Busy,
+    metrics: Option<Arc<Exporter>>,
 ) -> Result<UnboundedReceiverStream<Result<v1::RunEvent, Status>>, Status> {
     // Unbounded: the engine thread must never wait on the network, and it sends a handful of
     // events per second at most.
@@ -53,6 +56,9 @@ pub(crate) fn start(
             let _done = done_tx;
             let mut busy = Some(busy);
             shard::run_shard(&plan, &engine_control, &mut |event| {
+                if let Some(metrics) = &metrics {
+                    observe(metrics, &event);
+                }
                 if matches!(event, Event::Finished(_) | Event::Failed(_)) {
                     log_end(&event);
                     // Free the worker before the controller hears the end, so that a run it
@@ -68,6 +74,17 @@ pub(crate) fn start(
         .map_err(|e| Status::internal(format!("volley worker: cannot start the engine thread: {e}")))?;
     tokio::spawn(follow_commands(commands, control, timed, tx, done_rx));
     Ok(UnboundedReceiverStream::new(rx))
+}
+
+/// `--prometheus`: the worker's own view of its runs.
+fn observe(metrics: &Exporter, event: &Event) {
+    match event {
+        Event::Started { .. } => metrics.run_started(),
+        Event::Interval { delta, .. } => metrics.second(delta),
+        Event::Finished(outcome) => metrics.run_finished(&outcome.stats),
+        Event::Failed(_) => metrics.run_failed(),
+        Event::Accepted { .. } | Event::Ready { .. } => {}
+    }
 }
 
 fn log_end(event: &Event) {

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use volley_engine::RunControl;
 
 use crate::allow::AllowList;
+use crate::metrics::Exporter;
 
 pub(crate) struct State {
     pub(crate) name: String,
@@ -14,6 +15,8 @@ pub(crate) struct State {
     pub(crate) cores: usize,
     pub(crate) kernel: String,
     pub(crate) allow: AllowList,
+    /// `--prometheus`: every run's seconds and totals go here too.
+    pub(crate) metrics: Option<Arc<Exporter>>,
     busy: AtomicBool,
     /// The run in progress, so that shutting down can stop it.
     current: Mutex<Option<RunControl>>,
@@ -21,7 +24,7 @@ pub(crate) struct State {
 
 impl State {
     pub(crate) fn new(name: String, cores: usize, kernel: String, allow: AllowList) -> State {
-        State { name, cores, kernel, allow, busy: AtomicBool::new(false), current: Mutex::new(None) }
+        State { name, cores, kernel, allow, metrics: None, busy: AtomicBool::new(false), current: Mutex::new(None) }
     }
 
     pub(crate) fn is_busy(&self) -> bool {

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use volley_engine::{Plan, RingSupport, RunControl, Stats, Stop};
 use volley_worker::clock::now_nanos;
+use volley_worker::metrics::Exporter;
 use volley_worker::shard::{Event, Outcome};
 use volley_worker::wire;
 
@@ -91,7 +92,8 @@ pub(crate) struct FleetRun {
     pub remote: bool,
 }
 
-/// Runs `shards[i]` on `places[i]`, all starting together.
+/// Runs `shards[i]` on `places[i]`, all starting together. `live` (`--prometheus`) is told of
+/// the start and gets each second merged over the workers as soon as every live one sent it.
 pub(crate) fn run(
     shards: Vec<Plan>,
     places: Vec<Place>,
@@ -99,6 +101,7 @@ pub(crate) fn run(
     runtime: Option<&tokio::runtime::Handle>,
     worker_threads: Option<u32>,
     interrupt: &RunControl,
+    live: Option<&Exporter>,
 ) -> FleetRun {
     let (tx, rx) = mpsc::channel::<(usize, LinkEvent)>();
     let remote = places.iter().any(|p| matches!(p, Place::Remote(_)));
@@ -227,6 +230,9 @@ pub(crate) fn run(
             if let Stop::Duration(d) = stop {
                 finish_deadline = Some(Instant::now() + margin + d + FINISH_GRACE);
             }
+            if let Some(live) = live {
+                live.run_started();
+            }
         }
         let (i, event) = match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(message) => message,
@@ -289,13 +295,19 @@ pub(crate) fn run(
             }
             LinkEvent::Worker(Event::Failed(reason)) => fail(&mut fleet, &mut state, i, one_line(&reason)),
         }
-        let live = state.workers.iter().filter(|w| !w.terminal).count().max(1);
+        let workers = state.workers.iter().filter(|w| !w.terminal).count().max(1);
         for (second, delta) in state.flush() {
-            progress.interval(second, &delta, live);
+            progress.interval(second, &delta, workers);
+            if let Some(live) = live {
+                live.second(&delta);
+            }
             fleet.intervals.push(Second::of(second, &delta));
         }
     }
     for (second, delta) in state.flush() {
+        if let Some(live) = live {
+            live.second(&delta);
+        }
         fleet.intervals.push(Second::of(second, &delta));
     }
     for (worker, tracked) in fleet.workers.iter_mut().zip(&mut state.workers) {

@@ -1,0 +1,121 @@
+//! Cumulative counts as the exposition shows them: requests, responses by status, errors by
+//! kind, bytes, connections, and the latency histogram in the fixed buckets.
+
+use std::collections::BTreeMap;
+
+use volley_engine::{ErrorKind, Stats};
+
+use super::buckets::{BOUNDS_NS, bucket_of};
+
+/// What some seconds or some runs added up to. Every field only grows under [`Tally::add`],
+/// [`Tally::plus`] and [`Tally::at_least`], so counters built from it never go down.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Tally {
+    /// Finished requests: ok plus errors.
+    pub requests: u64,
+    pub status: BTreeMap<u16, u64>,
+    pub errors: [u64; ErrorKind::ALL.len()],
+    pub aborted: u64,
+    pub connects: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Responses per latency bucket (not cumulative); the last is above every bound (+Inf).
+    pub buckets: [u64; BOUNDS_NS.len() + 1],
+    /// The responses' latencies summed, in seconds.
+    pub latency_sum: f64,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            requests: 0,
+            status: BTreeMap::new(),
+            errors: [0; ErrorKind::ALL.len()],
+            aborted: 0,
+            connects: 0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            buckets: [0; BOUNDS_NS.len() + 1],
+            latency_sum: 0.0,
+        }
+    }
+}
+
+impl Tally {
+    pub(crate) fn of(stats: &Stats) -> Tally {
+        let mut tally = Tally::default();
+        tally.add(stats);
+        tally
+    }
+
+    /// Adds what `stats` counted.
+    pub(crate) fn add(&mut self, stats: &Stats) {
+        let c = &stats.counters;
+        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        add(&mut self.requests, c.total());
+        for (code, n) in c.statuses() {
+            add(self.status.entry(code).or_default(), n);
+        }
+        for (slot, kind) in self.errors.iter_mut().zip(ErrorKind::ALL) {
+            add(slot, c.errors_of(kind));
+        }
+        add(&mut self.aborted, c.aborted);
+        add(&mut self.connects, c.connects);
+        add(&mut self.bytes_sent, c.bytes_sent);
+        add(&mut self.bytes_received, c.bytes_received);
+        let latency = &stats.histograms.latency;
+        // Each recorded value at the top of its HdrHistogram bucket, as the report's percentiles
+        // give it, so a percentile of the report falls in the bucket counted here.
+        for v in latency.iter_recorded() {
+            add(&mut self.buckets[bucket_of(v.value_iterated_to())], v.count_at_value());
+        }
+        if !latency.is_empty() {
+            self.latency_sum += latency.mean() * latency.len() as f64 / 1e9;
+        }
+    }
+
+    /// The sum of two tallies.
+    pub(crate) fn plus(&self, other: &Tally) -> Tally {
+        self.combine(other, u64::saturating_add, |a, b| a + b)
+    }
+
+    /// Each count the larger of the two. A run's result covers what its seconds said, so for
+    /// an honest run this is the result; a worker failed for reporting what cannot be true has
+    /// its numbers left out of the result, and this keeps the counters from going back down.
+    pub(crate) fn at_least(&self, other: &Tally) -> Tally {
+        self.combine(other, u64::max, f64::max)
+    }
+
+    fn combine(&self, other: &Tally, count: impl Fn(u64, u64) -> u64, sum: impl Fn(f64, f64) -> f64) -> Tally {
+        let mut status = self.status.clone();
+        for (code, n) in &other.status {
+            let slot = status.entry(*code).or_default();
+            *slot = count(*slot, *n);
+        }
+        let pairwise = |a: &[u64], b: &[u64], out: &mut [u64]| {
+            for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
+                *o = count(*a, *b);
+            }
+        };
+        let mut errors = [0; ErrorKind::ALL.len()];
+        pairwise(&self.errors, &other.errors, &mut errors);
+        let mut buckets = [0; BOUNDS_NS.len() + 1];
+        pairwise(&self.buckets, &other.buckets, &mut buckets);
+        Tally {
+            requests: count(self.requests, other.requests),
+            status,
+            errors,
+            aborted: count(self.aborted, other.aborted),
+            connects: count(self.connects, other.connects),
+            bytes_sent: count(self.bytes_sent, other.bytes_sent),
+            bytes_received: count(self.bytes_received, other.bytes_received),
+            buckets,
+            latency_sum: sum(self.latency_sum, other.latency_sum),
+        }
+    }
+
+    /// Responses with a latency: the histogram's `_count`.
+    pub(crate) fn responses(&self) -> u64 {
+        self.buckets.iter().fold(0, |sum, n| sum.saturating_add(*n))
+    }
+}
