@@ -24,11 +24,13 @@
 //!   or a self-signed one made by the `openssl` command ([`TestCert::openssl_self_signed`]).
 //! - [`send_request`], [`read_response`]: a tiny blocking HTTP/1.1 client to poke servers with.
 //!
+//! - [`Prometheus`]: a real Prometheus server scraping the targets a test names, queried over
+//!   its HTTP API.
 //! - [`unaccepting_listener`]: connects that hang; [`WorkerProcess`] and [`BackgroundProcess`]:
 //!   daemons and controllers to signal mid-run.
 //!
 //! One file per concern: `volley.rs`, `certs.rs`, `client.rs`, `test_server.rs`, `nginx.rs`,
-//! `h2_servers.rs`, `fake_worker.rs`, `listener.rs`, `processes.rs`. Each test binary uses only part of this
+//! `h2_servers.rs`, `fake_worker.rs`, `listener.rs`, `processes.rs`, `prometheus.rs`. Each test binary uses only part of this
 //! module, hence the `allow(dead_code)`.
 #![allow(dead_code)]
 
@@ -39,9 +41,10 @@ pub mod h2_servers;
 mod listener;
 mod nginx;
 mod processes;
+mod prometheus;
 mod test_server;
 mod volley;
 
 // Each test binary uses only some of these.
 #[allow(unused_imports)]
-pub use {certs::*, client::*, listener::*, nginx::*, processes::*, test_server::*, volley::*};
+pub use {certs::*, client::*, listener::*, nginx::*, processes::*, prometheus::*, test_server::*, volley::*};
