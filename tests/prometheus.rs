@@ -9,7 +9,6 @@ mod support;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use serde_json::Value;
 use support::{
     Behavior, Prometheus, TestServer, WorkerProcess, describe_output, free_port, json_report, number, run_volley,
     sample_value,
