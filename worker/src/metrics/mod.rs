@@ -114,7 +114,8 @@ impl Exporter {
     }
 
     /// The page a scrape gets now.
-    pub fn page(&self) -> Arc<str> {
+    #[cfg(test)]
+    pub(crate) fn page(&self) -> Arc<str> {
         self.shared.page()
     }
 }
