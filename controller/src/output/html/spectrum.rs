@@ -36,12 +36,15 @@ pub(super) fn axis(samples: u64, exact: &[f64]) -> Vec<Point> {
     // Past 1/samples every quantile reads the maximum: the curve is flat there.
     let top = (samples.max(10) as f64).log10().min(MAX_NINES);
     let steps = (top * f64::from(STEPS_PER_NINE)).ceil() as u32;
+    let exact: Vec<Point> = exact.iter().map(|&q| Point { nines: nines(q), quantile: q.min(1.0) }).collect();
+    // A grid point where an exact one falls gives way to it (0.99 is 1.99999... nines, not 2).
     let mut points: Vec<Point> = (0..=steps)
         .map(|i| {
             let nines = (f64::from(i) / f64::from(STEPS_PER_NINE)).min(top);
             Point { nines, quantile: 1.0 - 10f64.powf(-nines) }
         })
-        .chain(exact.iter().map(|&q| Point { nines: nines(q), quantile: q.min(1.0) }))
+        .filter(|p| !exact.iter().any(|e| (e.nines - p.nines).abs() < 1e-9))
+        .chain(exact.iter().copied())
         .collect();
     points.sort_by(|a, b| a.nines.total_cmp(&b.nines));
     points.dedup_by(|a, b| (a.nines - b.nines).abs() < 1e-9);
