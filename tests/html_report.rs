@@ -343,4 +343,7 @@ fn volley_report_refuses_a_missing_file_or_one_that_is_no_volley_report_in_one_l
         assert!(line.contains(says), "expected '{says}' in: {line}");
         assert!(!page.exists(), "a page was written for {}", input.display());
     }
+    let out = run_volley(["report".as_ref(), good.as_os_str(), "-o".as_ref(), "html:".as_ref()]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe_output(&out));
+    assert_eq!(one_error_line(&out), "volley: error: -o: the file name is missing");
 }

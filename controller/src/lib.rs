@@ -78,8 +78,12 @@ fn merge(reports: &[std::path::PathBuf], json: bool) -> Result<(), CliError> {
 
 /// `volley report run.json -o report.html`: a saved report as a page with charts.
 fn html_report(report: &std::path::Path, output: Option<&str>) -> Result<(), CliError> {
+    let output = output.map(|o| o.strip_prefix("html:").unwrap_or(o));
+    if output == Some("") {
+        return Err(CliError::Usage("-o: the file name is missing".into()));
+    }
     let page = output::html::from_saved(report)?;
-    match output.map(|o| o.strip_prefix("html:").unwrap_or(o)) {
+    match output {
         Some(path) => {
             std::fs::write(path, page).map_err(|e| CliError::File { path: format!("-o {path}"), why: e.to_string() })
         }
