@@ -1,5 +1,5 @@
-//! The command line: `volley [OPTIONS] URL`, `volley worker`, `volley merge`, `volley serve`,
-//! `volley demo`.
+//! The command line: `volley [OPTIONS] URL`, `volley worker`, `volley merge`, `volley report`,
+//! `volley serve`, `volley demo`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -42,6 +42,14 @@ pub(crate) enum Command {
         /// Print the merged report as JSON.
         #[arg(short = 'j', long)]
         json: bool,
+    },
+    /// Write a saved JSON report (-j, -o json:FILE) as one self-contained HTML page with charts.
+    Report {
+        /// A JSON report written by `volley -j` or `-o json:FILE`.
+        report: PathBuf,
+        /// The HTML file to write (html:FILE works too) [default: stdout].
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<String>,
     },
 }
 
@@ -123,7 +131,8 @@ pub(crate) struct LoadArgs {
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
     /// Also write the report to FILE, repeatable: json, jsonl (appends one line per run), csv
-    /// (the per-second series), junit (one testcase per threshold), md (a Markdown summary).
+    /// (the per-second series), junit (one testcase per threshold), md (a Markdown summary),
+    /// html (a self-contained page with charts).
     #[arg(short = 'o', long = "output", value_name = "FORMAT:FILE")]
     pub outputs: Vec<String>,
     /// Requests in flight per connection (HTTP/2 streams; default 1). A server's lower

@@ -49,6 +49,7 @@ pub fn main() -> ExitCode {
         Some(Command::Demo) => demo::run(),
         Some(Command::Worker(args)) => worker(&args),
         Some(Command::Merge { reports, json }) => merge(&reports, json),
+        Some(Command::Report { report, output }) => html_report(&report, output.as_deref()),
         None => load(&cli.load),
     };
     match result {
@@ -74,6 +75,26 @@ fn merge(reports: &[std::path::PathBuf], json: bool) -> Result<(), CliError> {
     let report = report::from_saved(reports)?;
     print_report(&report, &[], json);
     report.outcome()
+}
+
+/// `volley report run.json -o report.html`: a saved report as a page with charts.
+fn html_report(report: &std::path::Path, output: Option<&str>) -> Result<(), CliError> {
+    let output = output.map(|o| o.strip_prefix("html:").unwrap_or(o));
+    if output == Some("") {
+        return Err(CliError::Usage("-o: the file name is missing".into()));
+    }
+    let page = output::html::from_saved(report)?;
+    match output {
+        Some(path) => {
+            std::fs::write(path, page).map_err(|e| CliError::File { path: format!("-o {path}"), why: e.to_string() })
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            // A closed stdout (`| head`) is not worth a panic.
+            let _ = out.write_all(page.as_bytes()).and_then(|()| out.flush());
+            Ok(())
+        }
+    }
 }
 
 /// `volley URL`: one run, on this machine or on `--workers`, reported on stdout.

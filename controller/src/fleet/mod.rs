@@ -79,6 +79,9 @@ pub(crate) struct WorkerRun {
     /// when it sent none, or when it was failed for reporting what cannot be true.
     pub partial: Option<Stats>,
     pub reported_seconds: u32,
+    /// Its own seconds, for the per-worker lines of a distributed run's report; none for a
+    /// local run, whose one worker's seconds are the run's.
+    pub seconds: Vec<Second>,
 }
 
 /// Everything a run across workers produced.
@@ -311,6 +314,7 @@ pub(crate) fn run(
         fleet.intervals.push(Second::of(second, &delta));
     }
     for (worker, tracked) in fleet.workers.iter_mut().zip(&mut state.workers) {
+        worker.seconds = std::mem::take(&mut tracked.seconds);
         if worker.outcome.is_none() {
             worker.partial = tracked.received.take();
             worker.reported_seconds = tracked.last_second;
@@ -322,21 +326,34 @@ pub(crate) fn run(
 
 /// One second of the run, summed up. Only the summary is kept: a second's full histograms take
 /// most of a megabyte, which an hour-long run must not pile up.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Second {
     pub second: u32,
     pub ok: u64,
     pub errors: u64,
     /// Latency percentiles of that second's responses (ns); None when there were none.
     pub p50: Option<u64>,
+    pub p90: Option<u64>,
     pub p99: Option<u64>,
+    pub max: Option<u64>,
+    /// The status codes of that second's responses, with their counts, in order.
+    pub statuses: Vec<(u16, u64)>,
 }
 
 impl Second {
     fn of(second: u32, delta: &Stats) -> Second {
         let lat = &delta.histograms.latency;
         let at = |q| (!lat.is_empty()).then(|| lat.value_at_quantile(q));
-        Second { second, ok: delta.counters.ok, errors: delta.counters.errors(), p50: at(0.5), p99: at(0.99) }
+        Second {
+            second,
+            ok: delta.counters.ok,
+            errors: delta.counters.errors(),
+            p50: at(0.5),
+            p90: at(0.9),
+            p99: at(0.99),
+            max: (!lat.is_empty()).then(|| lat.max()),
+            statuses: delta.counters.statuses().collect(),
+        }
     }
 }
 
@@ -349,6 +366,7 @@ fn fail(fleet: &mut FleetRun, state: &mut State, i: usize, reason: String) {
 fn distrust(fleet: &mut FleetRun, state: &mut State, link: &Link, i: usize, lie: checks::Implausible) {
     fail(fleet, state, i, lie.to_string());
     state.workers[i].received = None;
+    state.workers[i].seconds.clear();
     link.send(Command::Stop);
 }
 
@@ -370,6 +388,8 @@ struct Tracked {
     /// sum's 0.8 MB would be a twentieth of a local run's memory.
     received: Option<Stats>,
     keeps_sum: bool,
+    /// Its seconds, summed up; kept for remote workers only, like `received`.
+    seconds: Vec<Second>,
     /// The requests of its shard, when the run counts requests.
     budget: Option<u64>,
 }
@@ -385,6 +405,7 @@ impl Tracked {
             said_ok: 0,
             received: None,
             keeps_sum,
+            seconds: Vec::new(),
             budget,
         }
     }
@@ -410,6 +431,9 @@ impl State {
         w.heard_at = Some(Instant::now());
         w.said_done = w.said_done.saturating_add(checks::done(&delta.counters));
         w.said_ok = w.said_ok.saturating_add(delta.counters.ok);
+        if w.keeps_sum {
+            w.seconds.push(Second::of(second, &delta));
+        }
         match &mut w.received {
             Some(sum) => sum.merge(&delta),
             None if w.keeps_sum => w.received = Some(delta.clone()),

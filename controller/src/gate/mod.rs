@@ -5,5 +5,5 @@
 mod parse;
 mod verdict;
 
-pub(crate) use parse::parse_all;
+pub(crate) use parse::{Metric, Stat, Threshold, Timing, parse_all};
 pub(crate) use verdict::{Verdict, judge, to_text};

@@ -3,6 +3,7 @@
 //! rather than after the run.
 
 mod csv;
+pub(crate) mod html;
 mod json;
 mod junit;
 mod markdown;
@@ -30,9 +31,11 @@ enum Format {
     Junit,
     /// A Markdown summary, for CI step summaries.
     Markdown,
+    /// A self-contained page with charts.
+    Html,
 }
 
-const FORMATS: &str = "json, jsonl, csv, junit, md";
+const FORMATS: &str = "json, jsonl, csv, junit, md, html";
 
 /// One `-o`, its file already open.
 pub(crate) struct Output {
@@ -54,6 +57,7 @@ pub(crate) fn open_all(specs: &[String]) -> Result<Vec<Output>, CliError> {
             "csv" => Format::Csv,
             "junit" => Format::Junit,
             "md" | "markdown" => Format::Markdown,
+            "html" => Format::Html,
             _ => return Err(bad(&format!("unknown format '{format}' (known: {FORMATS})"))),
         };
         if path.is_empty() {
@@ -92,6 +96,8 @@ pub(crate) fn write_all(outputs: Vec<Output>, report: &Report, verdicts: &[Verdi
             Format::Csv => csv::series(report),
             Format::Junit => junit::testsuites(report, verdicts),
             Format::Markdown => markdown::summary(report, verdicts),
+            Format::Html => html::page(&report_json(report, verdicts))
+                .map_err(|e| CliError::File { path: format!("-o {}", output.path.display()), why: e.to_string() })?,
         };
         output
             .file

@@ -79,6 +79,7 @@ fn worker(w: &WorkerLine) -> Value {
         "failure": w.failure,
         "partial": w.partial,
         "ioUring": w.ring.as_ref().map(ring),
+        "intervals": w.intervals.iter().map(interval).collect::<Vec<_>>(),
     });
     if let (Some(s), Some(obj)) = (&w.stats, v.as_object_mut()) {
         let c = &s.counters;
@@ -104,7 +105,10 @@ fn interval(s: &Second) -> Value {
         "ok": s.ok,
         "errors": s.errors,
         "p50Seconds": s.p50.map(secs),
+        "p90Seconds": s.p90.map(secs),
         "p99Seconds": s.p99.map(secs),
+        "maxSeconds": s.max.map(secs),
+        "statusCodes": Value::Object(s.statuses.iter().map(|(code, n)| (code.to_string(), json!(n))).collect()),
     })
 }
 

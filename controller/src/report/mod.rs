@@ -84,6 +84,8 @@ pub(crate) struct WorkerLine {
     /// It was lost before its result: `stats` are what its intervals said until then (for
     /// `duration`), so the run's totals are lower bounds.
     pub partial: bool,
+    /// Its own seconds in a distributed run (empty otherwise).
+    pub intervals: Vec<Second>,
 }
 
 impl Report {
@@ -111,6 +113,7 @@ impl Report {
                         failure: w.failure,
                         stream_limit: o.stream_limit,
                         partial: false,
+                        intervals: w.seconds,
                     },
                     None => WorkerLine {
                         address: w.address,
@@ -127,6 +130,7 @@ impl Report {
                         ring,
                         failure: w.failure,
                         stream_limit: None,
+                        intervals: w.seconds,
                     },
                 }
             })
@@ -335,6 +339,7 @@ mod tests {
             failure: None,
             stream_limit: None,
             partial: false,
+            intervals: Vec::new(),
         }
     }
 

@@ -98,6 +98,7 @@ fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
         failure: None,
         stream_limit: r["streamLimit"].as_u64().and_then(|n| u32::try_from(n).ok()),
         partial: r["totalsAreLowerBounds"].as_bool().unwrap_or(false),
+        intervals: Vec::new(),
     })
 }
 

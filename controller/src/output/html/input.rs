@@ -1,0 +1,119 @@
+//! The JSON report as the HTML page reads it: the fields it draws, typed, so that a file that is
+//! not a volley report is refused with the field it lacks rather than drawn as empty charts.
+//! Fields added to the report after its first release are optional here, so older reports
+//! still open.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Saved {
+    pub url: String,
+    pub protocol: String,
+    pub connections: u64,
+    pub threads: u64,
+    pub duration_seconds: f64,
+    pub requests: Requests,
+    pub requests_per_sec: f64,
+    pub status_codes: BTreeMap<String, u64>,
+    pub errors: BTreeMap<String, u64>,
+    pub latency_seconds: Summary,
+    pub connect_seconds: Summary,
+    pub first_byte_seconds: Summary,
+    pub histograms: Histograms,
+    pub intervals: Vec<SavedSecond>,
+    #[serde(default)]
+    pub workers: Vec<SavedWorker>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    #[serde(default)]
+    pub thresholds: Vec<SavedVerdict>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Requests {
+    pub total: u64,
+    pub ok: u64,
+    pub errors: u64,
+    #[serde(default)]
+    pub aborted: u64,
+}
+
+/// A histogram's summary in seconds; only `count` when it is empty.
+#[derive(Debug, Deserialize)]
+pub(super) struct Summary {
+    pub count: u64,
+    pub min: Option<f64>,
+    pub mean: Option<f64>,
+    pub max: Option<f64>,
+    #[serde(default)]
+    pub percentiles: BTreeMap<String, f64>,
+}
+
+/// Base64 HdrHistogram V2+DEFLATE, in nanoseconds.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Histograms {
+    pub latency: String,
+    pub connect: String,
+    pub first_byte: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct SavedSecond {
+    pub second: u32,
+    pub requests: u64,
+    pub errors: u64,
+    pub p50_seconds: Option<f64>,
+    #[serde(default)]
+    pub p90_seconds: Option<f64>,
+    pub p99_seconds: Option<f64>,
+    #[serde(default)]
+    pub max_seconds: Option<f64>,
+    #[serde(default)]
+    pub status_codes: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct SavedWorker {
+    pub address: String,
+    pub name: Option<String>,
+    pub connections: u64,
+    pub threads: u64,
+    pub failure: Option<String>,
+    #[serde(default)]
+    pub partial: bool,
+    pub start_offset_seconds: Option<f64>,
+    pub requests: Option<Requests>,
+    pub requests_per_sec: Option<f64>,
+    pub latency_seconds: Option<Summary>,
+    pub histograms: Option<Histograms>,
+    #[serde(default)]
+    pub intervals: Vec<SavedSecond>,
+}
+
+impl SavedWorker {
+    /// The name it gave itself with the address it was reached at (workers on machines cloned
+    /// from one image often share a host name), or the address alone.
+    pub fn label(&self) -> String {
+        match self.name.as_deref().filter(|n| !n.is_empty() && *n != self.address) {
+            Some(name) => format!("{name} ({})", self.address),
+            None => self.address.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct SavedVerdict {
+    /// As given on the command line.
+    pub threshold: String,
+    pub limit: f64,
+    pub measured: Option<f64>,
+    pub unit: String,
+    pub passed: bool,
+}

@@ -1,0 +1,182 @@
+//! The page's text: the verdict, the totals, the thresholds, the workers and the warnings, as
+//! HTML with every string from the report escaped (URLs, worker names and error text come from
+//! the command line, from workers, or from a file).
+
+use std::fmt::Write;
+
+use super::input::{Saved, SavedVerdict, Summary};
+
+/// `text` safe inside HTML elements and quoted attributes.
+pub(super) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn ms(seconds: Option<f64>) -> String {
+    seconds.map(|s| format!("{:.3}", s * 1e3)).unwrap_or_else(|| "–".into())
+}
+
+/// The verdict in one line: thresholds, and whether the measurement itself is whole.
+pub(super) fn verdict(r: &Saved) -> String {
+    let failed = r.thresholds.iter().filter(|t| !t.passed).count();
+    let broken = r.workers.iter().any(|w| w.failure.is_some());
+    let (class, text) = match (r.thresholds.len(), failed) {
+        (0, _) => ("none", "No thresholds were set.".to_string()),
+        (n, 0) => ("pass", format!("All {n} thresholds passed.")),
+        (n, f) => ("fail", format!("{f} of {n} thresholds FAILED.")),
+    };
+    let mut out = format!("<p class=\"verdict {class}\">{}", escape(&text));
+    if broken {
+        out.push_str(" Some workers failed: the run is incomplete (see the warnings).");
+    }
+    out.push_str("</p>\n");
+    out
+}
+
+pub(super) fn summary(r: &Saved) -> String {
+    let q = &r.requests;
+    let mut out = String::from("<table class=\"summary\">\n");
+    let mut row = |name: &str, value: String| {
+        let _ = writeln!(out, "<tr><th>{name}</th><td>{value}</td></tr>");
+    };
+    row(
+        "Requests",
+        format!(
+            "{} ({} ok, {} errors{}) in {:.3} s",
+            q.total,
+            q.ok,
+            q.errors,
+            if q.aborted > 0 { format!(", {} aborted at the end", q.aborted) } else { String::new() },
+            r.duration_seconds
+        ),
+    );
+    row("Requests/sec", format!("{:.1}", r.requests_per_sec));
+    row("Connections", format!("{} on {} threads", r.connections, r.threads));
+    row("Latency (ms)", latency(&r.latency_seconds));
+    row("Connect (ms)", latency(&r.connect_seconds));
+    row("First byte (ms)", latency(&r.first_byte_seconds));
+    let statuses: Vec<String> = r.status_codes.iter().map(|(code, n)| format!("[{}] {n}", escape(code))).collect();
+    row("Status codes", if statuses.is_empty() { "none".into() } else { statuses.join(", ") });
+    let errors: Vec<String> =
+        r.errors.iter().filter(|(_, n)| **n > 0).map(|(kind, n)| format!("{} {n}", escape(kind))).collect();
+    row("Errors", if errors.is_empty() { "none".into() } else { errors.join(", ") });
+    out.push_str("</table>\n");
+    out
+}
+
+fn latency(s: &Summary) -> String {
+    if s.count == 0 {
+        return "no samples".into();
+    }
+    let p = |name: &str| ms(s.percentiles.get(name).copied());
+    format!(
+        "min {}  mean {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  ({} samples)",
+        ms(s.min),
+        ms(s.mean),
+        p("p50"),
+        p("p90"),
+        p("p99"),
+        p("p99.9"),
+        ms(s.max),
+        s.count
+    )
+}
+
+/// A measured value or limit in the threshold's unit, for people.
+fn in_unit(unit: &str, v: f64) -> String {
+    match unit {
+        "seconds" => format!("{:.3} ms", v * 1e3),
+        "fraction" => format!("{:.3}%", v * 100.0),
+        "requests/second" => format!("{v:.1}"),
+        _ => format!("{v:.0}"),
+    }
+}
+
+pub(super) fn thresholds(verdicts: &[SavedVerdict]) -> String {
+    if verdicts.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h2>Thresholds</h2>\n<table class=\"thresholds\">\n<tr><th>threshold</th><th>limit</th><th>measured</th><th>verdict</th></tr>\n",
+    );
+    for v in verdicts {
+        let measured = v.measured.map(|m| in_unit(&v.unit, m)).unwrap_or_else(|| "no data".into());
+        let (class, word) = if v.passed { ("pass", "pass") } else { ("fail", "FAIL") };
+        let _ = writeln!(
+            out,
+            "<tr class=\"{class}\"><td><code>{}</code></td><td>{}</td><td>{}</td><td>{word}</td></tr>",
+            escape(&v.threshold),
+            in_unit(&v.unit, v.limit),
+            measured
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+pub(super) fn workers(r: &Saved) -> String {
+    if r.workers.len() < 2 {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h2>Workers</h2>\n<table class=\"workers\">\n<tr><th>worker</th><th>connections</th><th>requests</th>\
+         <th>req/s</th><th>p50 (ms)</th><th>p99 (ms)</th><th>start offset (ms)</th><th>state</th></tr>\n",
+    );
+    for w in &r.workers {
+        let requests = w.requests.as_ref().map(|q| q.total.to_string()).unwrap_or_else(|| "–".into());
+        let rps = w.requests_per_sec.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into());
+        let p = |name: &str| ms(w.latency_seconds.as_ref().and_then(|s| s.percentiles.get(name).copied()));
+        let state = match (&w.failure, w.partial) {
+            (Some(why), true) => format!("lost, counted until then: {}", escape(why)),
+            (Some(why), false) => format!("failed: {}", escape(why)),
+            (None, _) => "ok".into(),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{} ({} threads)</td><td>{requests}</td><td>{rps}</td><td>{}</td><td>{}</td><td>{}</td><td>{state}</td></tr>",
+            escape(&w.label()),
+            w.connections,
+            w.threads,
+            p("p50"),
+            p("p99"),
+            ms(w.start_offset_seconds),
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+pub(super) fn warnings(r: &Saved) -> String {
+    if r.warnings.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<h2>Warnings</h2>\n<ul class=\"warnings\">\n");
+    for w in &r.warnings {
+        let _ = writeln!(out, "<li>{}</li>", escape(w));
+    }
+    out.push_str("</ul>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn text_from_the_report_cannot_open_a_tag_or_leave_an_attribute() {
+        assert_eq!(
+            escape("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+    }
+}
