@@ -133,7 +133,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             return Err(EngineError::Plan("HTTP/2 needs keep-alive: its connections carry many requests"));
         }
         Protocol::Http2 { streams } => SessionConfig::H2(Arc::new(h2::Config {
-            request_block: h2::encode_request(&plan.target, &plan.request).into(),
+            request: h2::encode_request(&plan.target, &plan.request).into(),
             body: plan.request.body.clone().into(),
             streams,
             connect_timeout: plan.connect_timeout,
