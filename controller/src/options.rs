@@ -4,7 +4,7 @@ use std::io::Read;
 use std::time::Duration;
 
 use volley_engine::{
-    MAX_CONNECTIONS, MAX_DURATION, MAX_THREADS, Plan, Protocol, RequestSpec, Stop, Target, TlsOptions,
+    MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_THREADS, Plan, Protocol, RequestSpec, Stop, Target, TlsOptions,
 };
 use volley_proto::MAX_MESSAGE_BYTES;
 
@@ -77,7 +77,20 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     plan.request_timeout = Some(parse_duration(&args.timeout, "--timeout")?);
     plan.keepalive = !args.disable_keepalive;
     plan.tls = tls;
+    plan.max_hold = parse_hold(&args.max_hold)?;
     Ok(plan)
+}
+
+/// `--max-hold`: 0, or a duration up to the engine's limit.
+fn parse_hold(text: &str) -> Result<Duration, CliError> {
+    if text.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let hold = parse_duration(text, "--max-hold")?;
+    if hold > MAX_HOLD {
+        return Err(CliError::Usage(format!("--max-hold: '{text}' is longer than the longest allowed, 100ms")));
+    }
+    Ok(hold)
 }
 
 /// `-p`: HTTP/2 stream ids allow about a billion, but no server allows more than a few thousand
@@ -162,7 +175,7 @@ fn token(file: Option<&std::path::Path>) -> Result<Option<String>, CliError> {
 /// `10s`, `1m30s`, `500ms`, `2h`, or a bare number of seconds. Zero is refused, and so is
 /// anything longer than the engine takes (a year).
 pub(crate) fn parse_duration(text: &str, flag: &str) -> Result<Duration, CliError> {
-    let bad = || CliError::Usage(format!("{flag}: invalid duration '{text}' (use e.g. 10s, 1m30s, 500ms)"));
+    let bad = || CliError::Usage(format!("{flag}: invalid duration '{text}' (use e.g. 10s, 1m30s, 500ms, 250us)"));
     let too_long = || CliError::Usage(format!("{flag}: '{text}' is longer than the longest allowed, 365 days (8760h)"));
     let s = text.trim();
     if s.is_empty() {
@@ -187,6 +200,7 @@ pub(crate) fn parse_duration(text: &str, flag: &str) -> Result<Duration, CliErro
             rest = &rest[digits..];
             let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
             let unit = match &rest[..unit_len] {
+                "us" | "µs" => 0.000_001,
                 "ms" => 0.001,
                 "s" => 1.0,
                 "m" => 60.0,

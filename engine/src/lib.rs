@@ -23,7 +23,10 @@ mod test_rng;
 mod tls;
 
 pub use error::EngineError;
-pub use plan::{MAX_CONNECTIONS, MAX_DURATION, MAX_THREADS, Plan, Protocol, RequestSpec, Stop, TlsOptions};
+pub use plan::{
+    DEFAULT_MAX_HOLD, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_THREADS, Plan, Protocol, RequestSpec, Stop,
+    TlsOptions,
+};
 pub use ring::{RingSupport, kernel_release, probe_io_uring};
 pub use run::{Progress, RunControl, RunResult, run};
 pub use stats::{

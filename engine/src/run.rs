@@ -10,7 +10,7 @@ use crate::driver::{self, Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
-use crate::plan::{MAX_CONNECTIONS, MAX_DURATION, MAX_THREADS, Plan, Protocol, Stop};
+use crate::plan::{MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_THREADS, Plan, Protocol, Stop};
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Snapshot, Stats};
@@ -122,6 +122,9 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     if [run_length, plan.connect_timeout, plan.request_timeout.unwrap_or_default()].iter().any(|d| *d > MAX_DURATION) {
         return Err(EngineError::Plan("the run's duration and timeouts must be at most 365 days"));
     }
+    if plan.max_hold > MAX_HOLD {
+        return Err(EngineError::Plan("the client's hold must be at most 100 ms"));
+    }
     let session = match plan.protocol {
         Protocol::Http1 => SessionConfig::H1(h1::Config {
             head: plan.request.is_head(),
@@ -133,7 +136,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             return Err(EngineError::Plan("HTTP/2 needs keep-alive: its connections carry many requests"));
         }
         Protocol::Http2 { streams } => SessionConfig::H2(Arc::new(h2::Config {
-            request_block: h2::encode_request(&plan.target, &plan.request).into(),
+            request: h2::encode_request(&plan.target, &plan.request).into(),
             body: plan.request.body.clone().into(),
             streams,
             connect_timeout: plan.connect_timeout,
@@ -157,7 +160,11 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         tls,
         connect_timeout: plan.connect_timeout,
         keepalive: plan.keepalive,
-        min_wait: ring.min_wait,
+        max_hold: plan.max_hold,
+        streams: match plan.protocol {
+            Protocol::Http1 => 1,
+            Protocol::Http2 { streams } => streams,
+        },
         session,
     });
 

@@ -139,6 +139,7 @@ pub fn stats(ok: u64, resets: u64) -> v1::Stats {
         latency: encode(&latency),
         connect: encode(&volley_histogram()),
         first_byte: encode(&volley_histogram()),
+        hold: encode(&volley_histogram()),
     }
 }
 

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use volley_engine::{
-    ErrorKind, HistogramError, MAX_CONNECTIONS, MAX_THREADS, Plan, Protocol, RequestSpec, RingSupport, Stats, Stop,
-    Target, TargetError, TlsOptions, decode_histogram, encode_histogram, new_histogram,
+    ErrorKind, HistogramError, MAX_CONNECTIONS, MAX_HOLD, MAX_THREADS, Plan, Protocol, RequestSpec, RingSupport, Stats,
+    Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -72,6 +72,7 @@ pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
             Protocol::Http1 => 1,
             Protocol::Http2 { streams } => streams,
         },
+        max_hold_nanos: Some(nanos(plan.max_hold)),
     }
 }
 
@@ -144,6 +145,15 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
         0 => None,
         n => Some(Duration::from_nanos(n)),
     };
+    if let Some(hold) = shard.max_hold_nanos {
+        plan.max_hold = Duration::from_nanos(hold);
+        if plan.max_hold > MAX_HOLD {
+            return Err(WireError::Shard(format!(
+                "a hold of {:?} is more than the {MAX_HOLD:?} a worker takes",
+                plan.max_hold
+            )));
+        }
+    }
     plan.keepalive = shard.keepalive;
     plan.tls = TlsOptions { insecure: shard.insecure, extra_ca_pem: shard.extra_ca_pem.clone() };
     Ok(plan)
@@ -176,6 +186,7 @@ pub fn stats_to_proto(stats: &Stats) -> v1::Stats {
         latency: encode_histogram(&h.latency),
         connect: encode_histogram(&h.connect),
         first_byte: encode_histogram(&h.ttfb),
+        hold: encode_histogram(&h.hold),
     }
 }
 
@@ -209,9 +220,12 @@ pub fn stats_from_proto(stats: &v1::Stats) -> Result<Stats, WireError> {
         into.refused = c.refused;
     }
     let h = &mut out.histograms;
-    for (into, bytes) in
-        [(&mut h.latency, &stats.latency), (&mut h.connect, &stats.connect), (&mut h.ttfb, &stats.first_byte)]
-    {
+    for (into, bytes) in [
+        (&mut h.latency, &stats.latency),
+        (&mut h.connect, &stats.connect),
+        (&mut h.ttfb, &stats.first_byte),
+        (&mut h.hold, &stats.hold),
+    ] {
         *into = if bytes.is_empty() { new_histogram() } else { decode_histogram(bytes)? };
     }
     Ok(out)
@@ -337,6 +351,7 @@ mod tests {
         plan.request_timeout = Some(Duration::from_millis(2500));
         plan.keepalive = false;
         plan.tls = TlsOptions { insecure: true, extra_ca_pem: b"-----BEGIN CERTIFICATE-----".to_vec() };
+        plan.max_hold = Duration::from_micros(70);
         plan
     }
 
@@ -348,6 +363,7 @@ mod tests {
         assert_eq!(a.threads, b.threads);
         assert_eq!(a.stop, b.stop);
         assert_eq!(a.connect_timeout, b.connect_timeout);
+        assert_eq!(a.max_hold, b.max_hold);
         assert_eq!(a.request_timeout, b.request_timeout);
         assert_eq!(a.keepalive, b.keepalive);
         assert_eq!(a.tls, b.tls);
@@ -449,6 +465,8 @@ mod tests {
             h.ttfb.record(v * 1_111).expect("in range");
         }
         h.connect.record_n(150_000, 17).expect("in range");
+        h.hold.record_n(0, 1000).expect("in range");
+        h.hold.record_n(180_000, 234).expect("in range");
         s
     }
 
@@ -458,6 +476,7 @@ mod tests {
             (&a.histograms.latency, &b.histograms.latency),
             (&a.histograms.connect, &b.histograms.connect),
             (&a.histograms.ttfb, &b.histograms.ttfb),
+            (&a.histograms.hold, &b.histograms.hold),
         ] {
             assert_eq!(x.len(), y.len());
             assert_eq!(x.min(), y.min());

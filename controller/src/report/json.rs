@@ -34,6 +34,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "latencySeconds": summary(&h.latency),
         "connectSeconds": summary(&h.connect),
         "firstByteSeconds": summary(&h.ttfb),
+        "clientHoldSeconds": summary(&h.hold),
         "clampedSamples": c.clamped,
         "interrupted": r.interrupted,
         "totalsAreLowerBounds": r.totals_are_lower_bounds(),
@@ -59,6 +60,7 @@ fn histograms(s: &Stats) -> Value {
         "latency": encode(&h.latency),
         "connect": encode(&h.connect),
         "firstByte": encode(&h.ttfb),
+        "clientHold": encode(&h.hold),
     })
 }
 

@@ -29,6 +29,9 @@ pub(crate) const PERCENTILES: [(&str, f64); 9] = [
 
 /// Engine threads busier than this were probably the bottleneck, not the server.
 const SATURATED: f64 = 0.90;
+/// A median hold above this share of the median latency is worth a warning: the client's own
+/// batching is then a visible part of what it measured.
+const HELD_SHARE: f64 = 0.05;
 /// A worker that started further than this from the planned instant is worth a warning.
 const LATE_START: Duration = Duration::from_millis(10);
 
@@ -255,6 +258,16 @@ impl Report {
         }
         if c.clamped > 0 {
             w.push(format!("{} samples were beyond the histogram's 1 h range and were recorded as 1 h", c.clamped));
+        }
+        let (hold, latency) = (&self.stats.histograms.hold, &self.stats.histograms.latency);
+        let (hold_p50, latency_p50) = (hold.value_at_quantile(0.5), latency.value_at_quantile(0.5));
+        if hold_p50 > 0 && hold_p50 as f64 > HELD_SHARE * latency_p50 as f64 {
+            w.push(format!(
+                "the client held half the responses {:.3} ms or more to batch them, over {:.0}% of the median latency ({:.3} ms): --max-hold 0 measures without holding, for more CPU per request",
+                hold_p50 as f64 / 1e6,
+                HELD_SHARE * 100.0,
+                latency_p50 as f64 / 1e6
+            ));
         }
         if let Some(busy) = self.client_busy.filter(|b| *b >= SATURATED) {
             w.push(format!(

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine;
+use hdrhistogram::Histogram;
 use serde_json::Value;
 use volley_engine::{ErrorKind, Stats, decode_histogram};
 
@@ -66,11 +67,11 @@ fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
     }
     let h = &mut stats.histograms;
     for (field, into) in [("latency", &mut h.latency), ("connect", &mut h.connect), ("firstByte", &mut h.ttfb)] {
-        let text = r["histograms"][field].as_str().ok_or(format!("no histograms.{field}"))?;
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text)
-            .map_err(|e| format!("histograms.{field} is not base64: {e}"))?;
-        *into = decode_histogram(&bytes).map_err(|e| format!("histograms.{field}: {e}"))?;
+        *into = histogram(r, field)?.ok_or(format!("no histograms.{field}"))?;
+    }
+    // Reports from before the client's hold was measured have none.
+    if let Some(hold) = histogram(r, "clientHold")? {
+        h.hold = hold;
     }
     if stats.histograms.latency.len() != stats.counters.ok {
         return Err(format!(
@@ -112,4 +113,13 @@ fn seconds(r: &Value, pointer: &str) -> Result<Duration, String> {
         .filter(|s| s.is_finite() && *s >= 0.0)
         .map(Duration::from_secs_f64)
         .ok_or_else(|| format!("no duration at {pointer}"))
+}
+
+/// `histograms.FIELD` of a saved report, if it has one.
+fn histogram(r: &Value, field: &str) -> Result<Option<Histogram<u64>>, String> {
+    let Some(text) = r["histograms"][field].as_str() else { return Ok(None) };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("histograms.{field} is not base64: {e}"))?;
+    decode_histogram(&bytes).map(Some).map_err(|e| format!("histograms.{field}: {e}"))
 }

@@ -69,6 +69,11 @@ pub(crate) fn to_text(r: &Report) -> String {
     }
     summary_line(&mut out, "Connect (ms):", &r.stats.histograms.connect);
     summary_line(&mut out, "First byte (ms):", &r.stats.histograms.ttfb);
+    // Part of every latency above; printed once some response was held at all.
+    let hold = &r.stats.histograms.hold;
+    if hold.max() > 0 {
+        summary_line(&mut out, "Client hold (ms):", hold);
+    }
     if r.distributed {
         workers(&mut out, r);
     }

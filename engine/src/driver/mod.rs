@@ -34,7 +34,10 @@ pub(crate) struct Shared {
     pub connect_timeout: Duration,
     /// With false, nothing is opened before the start: every request gets its own connection.
     pub keepalive: bool,
-    pub min_wait: bool,
+    /// How long the loop may hold completions to collect a larger batch.
+    pub max_hold: Duration,
+    /// Requests a connection carries at once, as planned (1 for HTTP/1.1).
+    pub streams: u32,
     /// How every connection's session starts.
     pub session: SessionConfig,
 }

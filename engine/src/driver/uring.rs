@@ -11,9 +11,6 @@ use io_uring::{CompletionQueue, IoUring, SubmissionQueue, Submitter, opcode, squ
 
 use crate::ring::build_ring;
 
-/// How long the kernel may hold out for a full batch of completions (Linux 6.12+).
-const MIN_WAIT_USEC: u32 = 50;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Op {
     Connect = 1,
@@ -55,8 +52,6 @@ pub(super) struct Uring<'r> {
     submitter: Submitter<'r>,
     sq: SubmissionQueue<'r>,
     cq: CompletionQueue<'r>,
-    /// Batched waits bounded by `min_wait_usec` are available.
-    min_wait: bool,
     connect_timespec: Timespec,
 }
 
@@ -81,17 +76,12 @@ impl<'r> Uring<'r> {
     }
 
     /// Takes `ring` apart for the run, with `slots` fixed-file slots for sockets.
-    pub(super) fn new(
-        ring: &'r mut IoUring,
-        slots: u32,
-        min_wait: bool,
-        connect_timeout: Duration,
-    ) -> io::Result<Self> {
+    pub(super) fn new(ring: &'r mut IoUring, slots: u32, connect_timeout: Duration) -> io::Result<Self> {
         let (mut submitter, sq, cq) = ring.split();
         // Not fatal: without it each enter looks the ring fd up, which only costs a little.
         let _ = submitter.register_ring_fd();
         submitter.register_files_sparse(slots)?;
-        Ok(Uring { submitter, sq, cq, min_wait, connect_timespec: Timespec::from(connect_timeout) })
+        Ok(Uring { submitter, sq, cq, connect_timespec: Timespec::from(connect_timeout) })
     }
 
     pub(super) fn submitter(&self) -> &Submitter<'r> {
@@ -108,17 +98,22 @@ impl<'r> Uring<'r> {
         self.submitter.register_files_update(slot as u32, &[fd]).map(|_| ())
     }
 
-    /// Submits what is queued and waits until `until` for a batch of completions: one, or with
-    /// `min_wait_usec` up to `batch` of them, held out for briefly.
-    pub(super) fn wait(&mut self, now: Instant, until: Instant, batch: usize) -> io::Result<()> {
+    /// Submits what is queued and waits until `until` for the first completion.
+    pub(super) fn wait(&mut self, now: Instant, until: Instant) -> io::Result<()> {
         let ts = Timespec::from(until.saturating_duration_since(now).max(Duration::from_micros(1)));
-        let mut want = 1;
-        let mut args = SubmitArgs::new().timespec(&ts);
-        if self.min_wait {
-            want = batch.max(1);
-            args = args.min_wait_usec(MIN_WAIT_USEC);
-        }
-        self.enter(want, &args)
+        self.enter(1, &SubmitArgs::new().timespec(&ts))
+    }
+
+    /// Completions ready to be collected.
+    pub(super) fn ready(&mut self) -> usize {
+        self.cq.sync();
+        self.cq.len()
+    }
+
+    /// Holds out up to `limit` until `batch` completions are ready, counting those ready now.
+    pub(super) fn hold(&mut self, batch: usize, limit: Duration) -> io::Result<()> {
+        let ts = Timespec::from(limit);
+        self.enter(batch, &SubmitArgs::new().timespec(&ts))
     }
 
     /// Submits what is queued and waits up to `limit` for one completion.

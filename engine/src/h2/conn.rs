@@ -107,8 +107,25 @@ struct Pending {
     end_stream: bool,
 }
 
+/// Which of the request's header blocks the next request sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Indexing {
+    /// No request yet: the first one adds its fields to the server's table, if there is room.
+    NotYet,
+    /// The fields are in the server's table: requests name them by index.
+    Indexed,
+    /// The plain block on every request: the server's table has no room, or no longer has.
+    Plain,
+}
+
 pub(crate) struct Connection {
-    request_block: Arc<[u8]>,
+    request: Arc<hpack::RequestBlocks>,
+    indexing: Indexing,
+    /// SETTINGS_HEADER_TABLE_SIZE: the room the server's decoder gives our encoder.
+    peer_header_table: u32,
+    /// The server lowered its table below what our fields need: the next block must open with
+    /// a dynamic table size update (RFC 7541 §4.2) to this size.
+    table_size_update: Option<u32>,
     body: Arc<[u8]>,
     want_streams: u32,
     /// Open streams, in no particular order: few enough that a scan beats a map.
@@ -142,15 +159,18 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// `request_block`: `hpack::encode_request` output, encoded once per run and shared;
-    /// `body`: the request body (may be empty); `want_streams`: streams to keep in flight (-p).
+    /// `request`: the request's header blocks, encoded once per run and shared; `body`: the
+    /// request body (may be empty); `want_streams`: streams to keep in flight (-p).
     /// Queues the preface, our SETTINGS and a WINDOW_UPDATE raising the connection window.
-    pub(crate) fn new(request_block: Arc<[u8]>, body: Arc<[u8]>, want_streams: u32) -> Self {
+    pub(crate) fn new(request: Arc<hpack::RequestBlocks>, body: Arc<[u8]>, want_streams: u32) -> Self {
         let mut out = Vec::with_capacity(4096);
         frame::encode_preface(&mut out, &OUR_SETTINGS);
         frame::encode_window_update(&mut out, 0, RECV_WINDOW - frame::DEFAULT_WINDOW);
         Connection {
-            request_block,
+            request,
+            indexing: Indexing::NotYet,
+            peer_header_table: DEFAULT_HEADER_TABLE as u32,
+            table_size_update: None,
             body,
             want_streams: want_streams.max(1),
             streams: Vec::with_capacity(want_streams.clamp(1, 1024) as usize),
@@ -195,7 +215,7 @@ impl Connection {
         let id = self.next_stream_id;
         self.next_stream_id += 2;
         let has_body = !self.body.is_empty();
-        frame::encode_headers(&mut self.out, id, &self.request_block, !has_body, self.peer_max_frame);
+        self.encode_request_headers(id, !has_body);
         self.streams.push(Stream {
             id,
             sent_at: now,
@@ -212,6 +232,30 @@ impl Connection {
             self.send_bodies();
         }
         Some(id)
+    }
+
+    /// The request's HEADERS on stream `id`: the block that adds its fields to the server's
+    /// table on the first request, the indexed block after, the plain one where the server's
+    /// table has no room for them.
+    fn encode_request_headers(&mut self, id: u32, end_stream: bool) {
+        let blocks = &self.request;
+        if self.indexing == Indexing::NotYet {
+            let room = blocks.table_size > 0 && blocks.table_size <= self.peer_header_table as usize;
+            self.indexing = if room { Indexing::Indexed } else { Indexing::Plain };
+            if room {
+                frame::encode_headers(&mut self.out, id, &blocks.first, end_stream, self.peer_max_frame);
+                return;
+            }
+        }
+        if let Some(size) = self.table_size_update.take() {
+            let mut block = Vec::with_capacity(blocks.plain.len() + 6);
+            hpack::size_update(&mut block, size as usize);
+            block.extend_from_slice(&blocks.plain);
+            frame::encode_headers(&mut self.out, id, &block, end_stream, self.peer_max_frame);
+            return;
+        }
+        let block = if self.indexing == Indexing::Indexed { &blocks.indexed } else { &blocks.plain };
+        frame::encode_headers(&mut self.out, id, block, end_stream, self.peer_max_frame);
     }
 
     /// Feeds received plaintext; pushes what happened onto `events` (the caller's reused Vec).
@@ -601,8 +645,17 @@ impl Connection {
                 self.peer_max_frame = value;
                 Ok(())
             }
-            // HEADER_TABLE_SIZE only bounds an encoder's dynamic table and we never index;
-            // unknown settings must be ignored.
+            setting::HEADER_TABLE_SIZE => {
+                self.peer_header_table = value;
+                if self.indexing == Indexing::Indexed && (value as usize) < self.request.table_size {
+                    // The server's table evicts what our indexed block names: plain from now on,
+                    // after telling it our table shrank.
+                    self.indexing = Indexing::Plain;
+                    self.table_size_update = Some(value);
+                }
+                Ok(())
+            }
+            // Unknown settings must be ignored.
             _ => Ok(()),
         }
     }
@@ -660,7 +713,11 @@ mod tests {
     }
 
     fn conn(streams: u32, body: &[u8]) -> Connection {
-        Connection::new(Arc::from(&b"\x82\x86\x84\x41\x01a"[..]), Arc::from(body), streams)
+        Connection::new(
+            Arc::new(hpack::RequestBlocks::plain(b"\x82\x86\x84\x41\x01a".to_vec())),
+            Arc::from(body),
+            streams,
+        )
     }
 
     /// A connection with one request (stream 1) started at `now`.
@@ -724,6 +781,83 @@ mod tests {
         let mut ev = Vec::new();
         c.receive(bytes, now, &mut ev)?;
         Ok(ev)
+    }
+
+    /// A connection sending a request with two fields the static table lacks, after the
+    /// server's SETTINGS (`params`) came in.
+    fn indexing_conn(streams: u32, params: &[(u16, u32)]) -> Connection {
+        let ua = [("user-agent".to_string(), "volley/1".to_string())];
+        let blocks = hpack::encode_request_blocks("GET", "http", "127.0.0.1:8080", "/", &ua);
+        let mut c = Connection::new(Arc::new(blocks), Arc::from(&b""[..]), streams);
+        let mut s = Vec::new();
+        settings(&mut s, params);
+        feed(&mut c, &s, t0()).expect("settings");
+        output(&mut c);
+        c
+    }
+
+    /// The header blocks of the HEADERS frames queued, in order.
+    fn sent_blocks(c: &mut Connection) -> Vec<Vec<u8>> {
+        let mut buf = Vec::new();
+        c.take_output(&mut buf);
+        let mut at = 0;
+        let mut blocks = Vec::new();
+        while let Some((f, n)) = frame::decode(&buf[at..], frame::MAX_FRAME_SIZE_LIMIT).unwrap() {
+            at += n;
+            if let Frame::Headers { block, .. } = f {
+                blocks.push(block.to_vec());
+            }
+        }
+        blocks
+    }
+
+    #[test]
+    fn the_first_request_indexes_its_fields_and_later_ones_name_them_in_a_byte_each() {
+        let mut c = indexing_conn(3, &[]);
+        for _ in 0..3 {
+            c.start_request(t0());
+        }
+        let blocks = sent_blocks(&mut c);
+        let request = &c.request;
+        assert_eq!(blocks, [request.first.clone(), request.indexed.clone(), request.indexed.clone()]);
+        assert_eq!(request.indexed.len(), 5); // :method, :scheme, :authority, :path, user-agent
+        // The server's decoder reads the same request every time.
+        let mut server = hpack::Decoder::new(DEFAULT_HEADER_TABLE);
+        let first = server.decode(&blocks[0]).expect("first block");
+        for block in &blocks[1..] {
+            assert_eq!(server.decode(block).expect("indexed block"), first);
+        }
+    }
+
+    #[test]
+    fn a_server_table_too_small_for_the_fields_gets_the_plain_block() {
+        let mut c = indexing_conn(2, &[(setting::HEADER_TABLE_SIZE, 64)]);
+        c.start_request(t0());
+        c.start_request(t0());
+        let plain = c.request.plain.clone();
+        assert_eq!(sent_blocks(&mut c), [plain.clone(), plain]);
+    }
+
+    #[test]
+    fn a_server_that_shrinks_its_table_gets_a_size_update_then_plain_blocks() {
+        let mut c = indexing_conn(3, &[]);
+        c.start_request(t0());
+        let mut server = hpack::Decoder::new(DEFAULT_HEADER_TABLE);
+        let first = server.decode(&sent_blocks(&mut c)[0]).expect("first block");
+        let mut s = Vec::new();
+        settings(&mut s, &[(setting::HEADER_TABLE_SIZE, 0)]);
+        feed(&mut c, &s, t0()).expect("settings");
+        server.set_max_table_size(0);
+        c.start_request(t0());
+        c.start_request(t0());
+        let blocks = sent_blocks(&mut c);
+        let mut update = Vec::new();
+        hpack::size_update(&mut update, 0);
+        assert!(blocks[0].starts_with(&update) && blocks[0].ends_with(&c.request.plain));
+        assert_eq!(blocks[1], c.request.plain);
+        for block in &blocks {
+            assert_eq!(server.decode(block).expect("a block the shrunk table reads"), first);
+        }
     }
 
     /// Feeds `bytes` whole, then split in two at every byte boundary, then one byte at a time,

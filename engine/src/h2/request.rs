@@ -1,4 +1,4 @@
-//! The one HTTP/2 request header block a run sends, encoded once before any load starts.
+//! The HTTP/2 request header blocks a run sends, encoded once before any load starts.
 
 use super::hpack;
 use crate::plan::RequestSpec;
@@ -8,10 +8,10 @@ use crate::target::Target;
 const CONNECTION_SPECIFIC: [&str; 6] =
     ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"];
 
-/// The request's header block, as `h1::encode_request` would write the same request: the same
+/// The request's header blocks, as `h1::encode_request` would write the same request: the same
 /// defaults (user-agent, accept; content-length ours), names lowercased as HTTP/2 requires, and
 /// a user's `Host` as the `:authority`.
-pub(crate) fn encode_request(target: &Target, spec: &RequestSpec) -> Vec<u8> {
+pub(crate) fn encode_request(target: &Target, spec: &RequestSpec) -> hpack::RequestBlocks {
     let has = |name: &str| spec.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
     let authority = spec
         .headers
@@ -36,21 +36,29 @@ pub(crate) fn encode_request(target: &Target, spec: &RequestSpec) -> Vec<u8> {
         headers.push(("content-length".into(), spec.body.len().to_string()));
     }
     let scheme = if target.is_tls() { "https" } else { "http" };
-    hpack::encode_request(&spec.method, scheme, &authority, &target.path_and_query, &headers)
+    hpack::encode_request_blocks(&spec.method, scheme, &authority, &target.path_and_query, &headers)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The block as a second HPACK implementation reads it.
-    fn decoded(block: &[u8]) -> Vec<(String, String)> {
-        let mut theirs = httlib_hpack::Decoder::with_dynamic_size(4096);
-        let mut buf = block.to_vec();
-        let mut fields = Vec::new();
-        theirs.decode(&mut buf, &mut fields).expect("a valid header block");
-        let text = |b: Vec<u8>| String::from_utf8(b).expect("ASCII");
-        fields.into_iter().map(|(n, v, _)| (text(n), text(v))).collect()
+    /// The blocks as a second HPACK implementation reads them: the plain block on its own, and
+    /// the first and indexed blocks in turn on one connection. All three must say the same.
+    fn decoded(blocks: &hpack::RequestBlocks) -> Vec<(String, String)> {
+        let read = |theirs: &mut httlib_hpack::Decoder<'_>, block: &[u8]| {
+            let mut buf = block.to_vec();
+            let mut fields = Vec::new();
+            theirs.decode(&mut buf, &mut fields).expect("a valid header block");
+            let text = |b: Vec<u8>| String::from_utf8(b).expect("ASCII");
+            fields.into_iter().map(|(n, v, _)| (text(n), text(v))).collect::<Vec<_>>()
+        };
+        let plain = read(&mut httlib_hpack::Decoder::with_dynamic_size(4096), &blocks.plain);
+        let mut connection = httlib_hpack::Decoder::with_dynamic_size(4096);
+        assert_eq!(read(&mut connection, &blocks.first), plain);
+        assert_eq!(read(&mut connection, &blocks.indexed), plain);
+        assert_eq!(read(&mut connection, &blocks.indexed), plain);
+        plain
     }
 
     #[test]

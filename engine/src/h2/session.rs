@@ -23,13 +23,15 @@ use std::time::{Duration, Instant};
 
 use super::conn::{Connection, Event as H2Event};
 use super::frame::code;
+use super::hpack;
 use crate::session::{Event, Negotiated, Transmit, Units, Why};
 use crate::stats::ErrorKind;
 
 /// What every HTTP/2 session of a run shares: encoded once, shared by reference.
 #[derive(Debug)]
 pub(crate) struct Config {
-    pub request_block: Arc<[u8]>,
+    /// The request's header blocks (`hpack::RequestBlocks`).
+    pub request: Arc<hpack::RequestBlocks>,
     pub body: Arc<[u8]>,
     /// Streams to keep in flight on each connection (-p).
     pub streams: u32,
@@ -68,7 +70,7 @@ impl Session {
             };
             return Err(format!("the server does not offer HTTP/2 over TLS (ALPN: we offered h2, {chose})").into());
         }
-        let conn = Connection::new(config.request_block.clone(), config.body.clone(), config.streams);
+        let conn = Connection::new(config.request.clone(), config.body.clone(), config.streams);
         Ok(Session {
             setup_by: Some(connect_started.checked_add(config.connect_timeout).unwrap_or(connect_started)),
             config,

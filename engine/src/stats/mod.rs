@@ -18,18 +18,24 @@ pub struct Histograms {
     pub connect: Histogram<u64>,
     /// Time to the first byte of the response.
     pub ttfb: Histogram<u64>,
+    /// The client's hold: for each response, how long its completion was held to collect a
+    /// larger batch before it was seen (part of its latency). Zero for most at light loads.
+    pub hold: Histogram<u64>,
 }
 
 impl Histograms {
     pub fn new() -> Self {
-        Histograms { latency: new_histogram(), connect: new_histogram(), ttfb: new_histogram() }
+        Histograms { latency: new_histogram(), connect: new_histogram(), ttfb: new_histogram(), hold: new_histogram() }
     }
 
     /// Adds every sample of `other`. Both sides share the same bounds, so this cannot fail.
     pub fn merge(&mut self, other: &Histograms) {
-        for (into, from) in
-            [(&mut self.latency, &other.latency), (&mut self.connect, &other.connect), (&mut self.ttfb, &other.ttfb)]
-        {
+        for (into, from) in [
+            (&mut self.latency, &other.latency),
+            (&mut self.connect, &other.connect),
+            (&mut self.ttfb, &other.ttfb),
+            (&mut self.hold, &other.hold),
+        ] {
             into.add(from).expect("volley histograms share one range");
         }
     }

@@ -1,11 +1,13 @@
 //! The request header block encoder, run once per run at start-up.
 //!
-//! It uses the static table only, with literals "without indexing" (§6.2.2) for everything
-//! else: the block then means the same whatever the server's dynamic table holds, so the same
-//! bytes go out on every stream of every connection. No Huffman coding: it would save a few
-//! bytes once, at the cost of a code path to test.
+//! `encode_request` uses the static table only, with literals "without indexing" (§6.2.2) for
+//! everything else: the block then means the same whatever the server's dynamic table holds.
+//! `RequestBlocks` adds the pair a connection sends when the server's table has room: its first
+//! request adds each of those literals to the server's dynamic table (§6.2.1), and every later
+//! request names them by index (§6.1), one byte a field. No Huffman coding: it would save a
+//! few bytes once, at the cost of a code path to test.
 
-use super::table::STATIC_TABLE;
+use super::table::{ENTRY_OVERHEAD, STATIC_TABLE};
 
 /// Encodes a request header block: `:method`, `:scheme`, `:authority`, `:path`, then the
 /// regular headers (names already lowercased by the caller), in that order, as HTTP/2 wants
@@ -30,24 +32,103 @@ pub(crate) fn encode_request(
     out
 }
 
-fn field(out: &mut Vec<u8>, name: &str, value: &str) {
+/// How the static table knows a field.
+enum Known {
+    /// Name and value: the field is one index.
+    Field(usize),
+    /// The name only.
+    Name(usize),
+    Neither,
+}
+
+fn known(name: &str, value: &str) -> Known {
     let mut name_index = None;
     for (i, &(n, v)) in STATIC_TABLE.iter().enumerate() {
         if n == name {
             if v == value {
-                integer(out, 0x80, 7, i + 1); // §6.1 indexed field
-                return;
+                return Known::Field(i + 1);
             }
             name_index.get_or_insert(i + 1);
         }
     }
-    match name_index {
-        Some(index) => {
+    name_index.map_or(Known::Neither, Known::Name)
+}
+
+fn field(out: &mut Vec<u8>, name: &str, value: &str) {
+    match known(name, value) {
+        Known::Field(index) => integer(out, 0x80, 7, index), // §6.1 indexed field
+        Known::Name(index) => {
             integer(out, 0x00, 4, index);
             string(out, value);
         }
-        None => literal(out, name, value),
+        Known::Neither => literal(out, name, value),
     }
+}
+
+/// The request's header blocks, for a server whose dynamic table takes `table_size` bytes more
+/// and for one whose does not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RequestBlocks {
+    /// Static indices and literals without indexing: right whatever the server's table holds.
+    pub plain: Vec<u8>,
+    /// A connection's first request: what `plain` has as literals, added to the server's table.
+    pub first: Vec<u8>,
+    /// Every later request on that connection: those fields by their dynamic index.
+    pub indexed: Vec<u8>,
+    /// The room `first`'s entries take in the server's table (§4.1); 0 when every field is in
+    /// the static table, and then the three blocks are the same.
+    pub table_size: usize,
+}
+
+impl RequestBlocks {
+    /// Blocks that never index: `block` on every request. Tests build these around a block of
+    /// their own.
+    #[cfg(test)]
+    pub(crate) fn plain(block: Vec<u8>) -> Self {
+        RequestBlocks { first: block.clone(), indexed: block.clone(), plain: block, table_size: 0 }
+    }
+}
+
+/// The request's blocks: `encode_request`'s plain block and the indexing pair (see the module
+/// documentation), fields in the same order.
+pub(crate) fn encode_request_blocks(
+    method: &str,
+    scheme: &str,
+    authority: &str,
+    path: &str,
+    headers: &[(String, String)],
+) -> RequestBlocks {
+    let plain = encode_request(method, scheme, authority, path, headers);
+    let fields: Vec<(&str, &str)> =
+        [(":method", method), (":scheme", scheme), (":authority", authority), (":path", path)]
+            .into_iter()
+            .chain(headers.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+            .collect();
+    let added = fields.iter().filter(|(n, v)| !matches!(known(n, v), Known::Field(_))).count();
+    let (mut first, mut indexed) = (Vec::with_capacity(plain.len()), Vec::with_capacity(fields.len()));
+    let mut table_size = 0;
+    let mut inserted = 0;
+    for (name, value) in fields {
+        match known(name, value) {
+            Known::Field(index) => {
+                integer(&mut first, 0x80, 7, index);
+                integer(&mut indexed, 0x80, 7, index);
+                continue;
+            }
+            // §6.2.1: literal with incremental indexing, the name by index where it can be.
+            Known::Name(index) => integer(&mut first, 0x40, 6, index),
+            Known::Neither => {
+                first.push(0x40);
+                string(&mut first, name);
+            }
+        }
+        string(&mut first, value);
+        table_size += name.len() + value.len() + ENTRY_OVERHEAD;
+        inserted += 1;
+        // Once all are in, the newest is the first dynamic index (§2.3.3).
+        integer(&mut indexed, 0x80, 7, STATIC_TABLE.len() + 1 + added - inserted);
+    }
+    RequestBlocks { plain, first, indexed, table_size }
 }
 
 /// §6.2.2: a literal field without indexing, with a new (literal) name.
@@ -55,6 +136,11 @@ pub(crate) fn literal(out: &mut Vec<u8>, name: &str, value: &str) {
     out.push(0x00);
     string(out, name);
     string(out, value);
+}
+
+/// §6.3: a dynamic table size update, which must open a header block.
+pub(crate) fn size_update(out: &mut Vec<u8>, size: usize) {
+    integer(out, 0x20, 5, size);
 }
 
 /// §5.1: `value` with an N-bit prefix, `flags` in the bits above it.
@@ -93,6 +179,50 @@ mod tests {
         want.extend_from_slice(&[0x0f, 0x04, 3]); // accept is 19 = 15 + 4
         want.extend_from_slice(b"*/*");
         assert_eq!(block, want);
+    }
+
+    #[test]
+    fn the_first_request_indexes_what_the_static_table_lacks_and_later_ones_name_it() {
+        let headers = [
+            ("user-agent".into(), "volley/1".into()),
+            ("x-custom".into(), "v".into()),
+            ("accept".into(), "*/*".into()),
+        ];
+        let blocks = encode_request_blocks("GET", "http", "127.0.0.1:8080", "/", &headers);
+        assert_eq!(blocks.plain, encode_request("GET", "http", "127.0.0.1:8080", "/", &headers));
+        // :authority, user-agent, x-custom and accept are added, oldest first.
+        let sizes = [10 + 14, 10 + 8, 8 + 1, 6 + 3].iter().map(|n| n + 32).sum::<usize>();
+        assert_eq!(blocks.table_size, sizes);
+        // 2: GET, 6: http, 4: "/" are static; the four added are 65 (oldest) to 62 (newest).
+        assert_eq!(blocks.indexed, vec![0x82, 0x86, 0x80 | 65, 0x84, 0x80 | 64, 0x80 | 63, 0x80 | 62]);
+        let mut want = vec![0x82, 0x86, 0x41, 14];
+        want.extend_from_slice(b"127.0.0.1:8080");
+        want.push(0x84);
+        want.extend_from_slice(&[0x40 | 58, 8]);
+        want.extend_from_slice(b"volley/1");
+        want.extend_from_slice(&[0x40, 8]);
+        want.extend_from_slice(b"x-custom");
+        want.extend_from_slice(&[1, b'v', 0x40 | 19, 3]);
+        want.extend_from_slice(b"*/*");
+        assert_eq!(blocks.first, want);
+        // A decoder that reads the first block reads the indexed one as the same fields.
+        let mut d = Decoder::new(4096);
+        let first = d.decode(&blocks.first).unwrap();
+        assert_eq!(d.table_size(), sizes);
+        assert_eq!(d.decode(&blocks.indexed).unwrap(), first);
+        assert_eq!(d.decode(&blocks.indexed).unwrap(), first);
+        assert_eq!(d.table_size(), sizes);
+    }
+
+    #[test]
+    fn a_request_of_static_fields_only_adds_nothing() {
+        for (method, path) in [("POST", "/index.html"), ("GET", "/")] {
+            let gzip = [("accept-encoding".into(), "gzip, deflate".into())];
+            let blocks = encode_request_blocks(method, "https", "", path, &gzip);
+            assert_eq!(blocks.first, blocks.plain);
+            assert_eq!(blocks.first, blocks.indexed);
+            assert_eq!(blocks.table_size, 0);
+        }
     }
 
     #[test]

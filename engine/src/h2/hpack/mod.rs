@@ -3,6 +3,8 @@
 //! - `encode_request` builds the one request header block of a run, once, at start-up, from
 //!   static-table indices and literals without indexing, so it never depends on (or changes)
 //!   the server's view of a dynamic table and can be resent verbatim on every stream.
+//!   `encode_request_blocks` adds the pair that puts those literals into the server's dynamic
+//!   table with a connection's first request and names them by index on every later one.
 //! - `Decoder` reads response header blocks. We advertise SETTINGS_HEADER_TABLE_SIZE 0, but a
 //!   peer may use its default 4096-byte dynamic table and Huffman coding until it has seen our
 //!   SETTINGS, so the decoder keeps a full dynamic table; it parses only `:status` and steps over
@@ -18,9 +20,11 @@ mod table;
 #[cfg(test)]
 pub(crate) use decoder::Decoded;
 pub(crate) use decoder::Decoder;
+#[cfg(test)]
 pub(crate) use encoder::encode_request;
 #[cfg(test)]
 pub(crate) use encoder::literal;
+pub(crate) use encoder::{RequestBlocks, encode_request_blocks, size_update};
 
 /// Why a header block could not be decoded. Every one is a connection error of type
 /// COMPRESSION_ERROR (RFC 7540 §4.3): the dynamic table can no longer be trusted.

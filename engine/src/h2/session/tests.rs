@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::h2::frame::{self, setting};
+use crate::h2::hpack::RequestBlocks;
 use crate::session::Budget;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -11,7 +12,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 
 fn config(streams: u32) -> Arc<Config> {
     Arc::new(Config {
-        request_block: Arc::from(&b"\x82\x86\x84\x41\x01a"[..]),
+        request: Arc::new(RequestBlocks::plain(b"\x82\x86\x84\x41\x01a".to_vec())),
         body: Arc::from(&b""[..]),
         streams,
         connect_timeout: CONNECT_TIMEOUT,

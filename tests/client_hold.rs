@@ -1,0 +1,97 @@
+//! End to end: the client's hold (completions held briefly to handle them in larger batches)
+//! is measured and reported beside the latency it is part of, bounded by --max-hold, and never
+//! applied to a light load.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{Behavior, TestServer, json_report, number, run_volley};
+use volley_serve::{ServeConfig, Server};
+
+/// The server's delays: most requests wait `DELAY`, every `SLOW_EVERY`-th one it receives waits
+/// `SLOW`, which spreads the responses out, a few milliseconds apart, so that batches often come
+/// up short and are held.
+const DELAY: Duration = Duration::from_millis(150);
+const SLOW: Duration = Duration::from_millis(230);
+const SLOW_EVERY: u64 = 3;
+const REQUESTS: u64 = 640;
+/// Loopback, both sides' scheduling and the server's timer slack (about 1.5 ms here without
+/// any hold): what the mean latency may exceed the mean server delay by beyond the client's
+/// mean hold. The holds in this run average 6-7 ms: hidden, they would show beyond it.
+const SLACK: f64 = 0.0025;
+
+fn seconds(r: &serde_json::Value, pointer: &str) -> f64 {
+    r.pointer(pointer).and_then(|v| v.as_f64()).unwrap_or_else(|| panic!("no {pointer} in {r}"))
+}
+
+/// The mean delay the server added: exactly one request in `SLOW_EVERY` was slow.
+fn mean_server_delay() -> f64 {
+    let slow = REQUESTS / SLOW_EVERY;
+    ((REQUESTS - slow) as f64 * DELAY.as_secs_f64() + slow as f64 * SLOW.as_secs_f64()) / REQUESTS as f64
+}
+
+/// `-n REQUESTS` over 2 connections of 16 streams against the delaying server: the client holds
+/// out for 2 completions at a time.
+fn delayed_run(max_hold: &str) -> serde_json::Value {
+    let server = TestServer::start(Behavior::ok(10).delay(DELAY).slow_every(SLOW_EVERY, SLOW));
+    let n = REQUESTS.to_string();
+    let args = ["--http2", "-p", "16", "-c", "2", "-t", "1", "-n", &n, "--max-hold", max_hold, "-j"];
+    let out = run_volley(args.iter().copied().chain([server.url().as_str()]));
+    let r = json_report(&out);
+    assert_eq!(number(&r, "/requests/ok"), REQUESTS, "{r}");
+    assert_eq!(server.requests(), REQUESTS);
+    assert_eq!(number(&r, "/clientHoldSeconds/count"), REQUESTS, "every response has its hold: {r}");
+    r
+}
+
+#[test]
+fn latency_beyond_the_server_delay_is_the_hold_the_client_reports() {
+    let r = delayed_run("40ms");
+    let (latency, hold) = (seconds(&r, "/latencySeconds/mean"), seconds(&r, "/clientHoldSeconds/mean"));
+    let beyond = latency - mean_server_delay();
+    // What the latencies have on top of the server's delays is within the client's hold: none
+    // is hidden. (The hold is an upper bound: a response that came in while its batch was held
+    // waited less than the whole hold it is recorded with.)
+    assert!(beyond >= 0.0, "mean latency {latency} under the server's mean delay");
+    assert!(beyond <= hold + SLACK, "mean latency {latency} exceeds the delay by more than the mean hold {hold}");
+    assert!(hold >= 0.002, "the run held too little ({hold} s on average) to show anything");
+    let max_hold = seconds(&r, "/clientHoldSeconds/max");
+    assert!(max_hold <= 0.040 + SLACK, "a hold of {max_hold} s is beyond --max-hold 40ms");
+}
+
+#[test]
+fn with_max_hold_zero_no_response_is_held() {
+    let r = delayed_run("0");
+    assert_eq!(seconds(&r, "/clientHoldSeconds/max"), 0.0, "{r}");
+    let latency = seconds(&r, "/latencySeconds/mean");
+    let beyond = latency - mean_server_delay();
+    assert!((0.0..SLACK).contains(&beyond), "mean latency {latency} with nothing held");
+}
+
+#[test]
+fn a_light_load_is_never_held() {
+    let server = Server::start(ServeConfig { addr: "127.0.0.1:0".parse().unwrap(), ..ServeConfig::default() }).unwrap();
+    let url = format!("http://{}/", server.local_addr());
+    for args in [&["-c", "4"][..], &["-c", "1", "--http2", "-p", "16"][..]] {
+        let mut all = args.to_vec();
+        all.extend(["-t", "1", "-n", "20000", "-j", &url]);
+        let r = json_report(&run_volley(&all));
+        assert_eq!(number(&r, "/requests/ok"), 20000, "{args:?}: {r}");
+        assert_eq!(seconds(&r, "/clientHoldSeconds/max"), 0.0, "{args:?}: {r}");
+    }
+}
+
+#[test]
+fn a_hold_beyond_the_limit_or_not_a_duration_is_a_usage_error() {
+    for (hold, expect) in [
+        ("1s", "--max-hold: '1s' is longer than the longest allowed, 100ms"),
+        ("soon", "--max-hold: invalid duration 'soon'"),
+    ] {
+        let out = run_volley(["--max-hold", hold, "-n", "1", "http://127.0.0.1:9/"]);
+        assert_eq!(out.status.code(), Some(2), "{hold}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expect), "{hold}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+}
