@@ -48,6 +48,7 @@ pub fn main() -> ExitCode {
         Some(Command::Demo) => demo::run(),
         Some(Command::Worker(args)) => worker(&args),
         Some(Command::Merge { reports, json }) => merge(&reports, json),
+        Some(Command::Compare { .. }) => Err(CliError::NotSupported("volley compare is not built yet")),
         None => load(&cli.load),
     };
     match result {
@@ -96,7 +97,7 @@ impl Finished {
             .verdicts
             .iter()
             .filter(|v| !v.passed)
-            .map(|v| format!("{} (measured {})", v.threshold.text, v.measured_text()))
+            .map(|v| format!("{} (measured {}{})", v.threshold.text, v.measured_text(), v.aborted_text()))
             .collect();
         if failed.is_empty() { Ok(()) } else { Err(CliError::ThresholdsFailed(failed.join(", "))) }
     }
@@ -107,6 +108,14 @@ impl Finished {
 pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::Handle>) -> Result<Finished, CliError> {
     // Bad thresholds and unwritable outputs are found before any load starts.
     let thresholds = gate::parse_all(&args.thresholds)?;
+    if !args.gates.baselines.is_empty() {
+        return Err(CliError::NotSupported("--baseline is not built yet"));
+    }
+    let mut watch = match &args.gates.abort_grace {
+        Some(grace) => Some(options::parse_duration(grace, "--abort-grace")?),
+        None => args.gates.abort_on_fail.then_some(std::time::Duration::ZERO),
+    }
+    .map(|grace| gate::Watch::new(&thresholds, grace));
     let outputs = output::open_all(&args.outputs)?;
     let plan = options::build_plan(args)?;
     let interrupt = RunControl::new();
@@ -114,7 +123,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let url = plan.target.to_string();
     let protocol = plan.protocol;
     let fleet = if args.workers.is_empty() {
-        fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt)
+        fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt, watch.as_mut())
     } else {
         let places = options::worker_places(&workers_file::expand(&args.workers)?)?;
         options::check_shard_size(&plan)?;
@@ -133,10 +142,17 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
                 own.handle()
             }
         };
-        fleet::run(shards, places, &access, Some(handle), threads, &interrupt)
+        fleet::run(shards, places, &access, Some(handle), threads, &interrupt, watch.as_mut())
     };
-    let report = Report::from_fleet(url, protocol, fleet);
-    let verdicts = gate::judge(&thresholds, &report);
+    let stopped_by_user = fleet.interrupted;
+    let mut report = Report::from_fleet(url, protocol, fleet);
+    let mut verdicts = gate::judge(&thresholds, &report);
+    if let Some(breach) = watch.and_then(gate::Watch::breach) {
+        // Stopped for a threshold, not interrupted: the run's verdict is that threshold's (4).
+        report.interrupted = stopped_by_user;
+        gate::mark_aborted(&mut verdicts, &breach);
+        report.aborted = Some(breach);
+    }
     if report.workers.iter().all(|w| w.stats.is_none()) {
         // Nothing ran anywhere: the reason is the whole story on stderr, but a CI job still
         // finds its files, saying so.

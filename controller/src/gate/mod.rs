@@ -4,6 +4,8 @@
 
 mod parse;
 mod verdict;
+mod watch;
 
 pub(crate) use parse::parse_all;
-pub(crate) use verdict::{Verdict, judge, to_text};
+pub(crate) use verdict::{Verdict, judge, mark_aborted, to_text};
+pub(crate) use watch::{Breach, Watch};

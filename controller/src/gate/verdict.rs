@@ -1,6 +1,8 @@
 //! Judging thresholds on a report's merged statistics, and saying what was measured in the
 //! threshold's own unit.
 
+use std::time::Duration;
+
 use hdrhistogram::Histogram;
 
 use super::parse::{Metric, Stat, Statuses, Threshold, Timing};
@@ -13,6 +15,8 @@ pub(crate) struct Verdict {
     pub threshold: Threshold,
     pub measured: Option<f64>,
     pub passed: bool,
+    /// With `--abort-on-fail`: this threshold stopped the run, this long into the load.
+    pub aborted_after: Option<Duration>,
 }
 
 impl Verdict {
@@ -27,6 +31,11 @@ impl Verdict {
     /// The limit the same way, with its operator: `< 5.000 ms`.
     pub(crate) fn limit_text(&self) -> String {
         format!("{} {}", self.threshold.op, show(self.threshold.metric, self.threshold.limit))
+    }
+
+    /// ", aborted the run after 2.1 s" for the threshold that stopped the run, else nothing.
+    pub(crate) fn aborted_text(&self) -> String {
+        self.aborted_after.map(|d| format!(", aborted the run after {:.1} s", d.as_secs_f64())).unwrap_or_default()
     }
 
     /// The unit of `measured` and of the limit in the JSON report.
@@ -47,9 +56,19 @@ pub(crate) fn judge(thresholds: &[Threshold], report: &Report) -> Vec<Verdict> {
         .map(|t| {
             let measured = measure(t.metric, report);
             let passed = measured.is_some_and(|m| t.op.holds(m, t.limit));
-            Verdict { threshold: t.clone(), measured, passed }
+            Verdict { threshold: t.clone(), measured, passed, aborted_after: None }
         })
         .collect()
+}
+
+/// Marks the verdict of the threshold that aborted the run: failed, whatever the data of the
+/// stopped run would say, since the run it was meant for did not happen.
+pub(crate) fn mark_aborted(verdicts: &mut [Verdict], breach: &super::Breach) {
+    if let Some(v) = verdicts.iter_mut().find(|v| v.threshold.text == breach.threshold) {
+        v.passed = false;
+        v.aborted_after = Some(breach.after);
+        v.measured = v.measured.or(Some(breach.measured));
+    }
 }
 
 fn measure(metric: Metric, report: &Report) -> Option<f64> {
@@ -115,7 +134,8 @@ pub(crate) fn to_text(verdicts: &[Verdict]) -> String {
     let width = verdicts.iter().map(|v| v.threshold.text.chars().count()).max().unwrap_or(0);
     for v in verdicts {
         let mark = if v.passed { "pass" } else { "FAIL" };
-        out.push_str(&format!("  {mark}  {:<width$}  measured {}\n", v.threshold.text, v.measured_text()));
+        let text = &v.threshold.text;
+        out.push_str(&format!("  {mark}  {text:<width$}  measured {}{}\n", v.measured_text(), v.aborted_text()));
     }
     out
 }

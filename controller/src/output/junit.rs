@@ -40,7 +40,13 @@ pub(crate) fn testsuites(report: &Report, verdicts: &[Verdict]) -> String {
         if v.passed {
             let _ = writeln!(out, ">\n      <system-out>{}</system-out>\n    </testcase>", escape(&v.measured_text()));
         } else {
-            let message = format!("{} was {}, expected {}", v.threshold.name, v.measured_text(), v.limit_text());
+            let message = format!(
+                "{} was {}, expected {}{}",
+                v.threshold.name,
+                v.measured_text(),
+                v.limit_text(),
+                v.aborted_text()
+            );
             let _ = writeln!(
                 out,
                 ">\n      <failure message=\"{}\" type=\"threshold\"/>\n    </testcase>",
