@@ -48,7 +48,9 @@ pub fn main() -> ExitCode {
         Some(Command::Demo) => demo::run(),
         Some(Command::Worker(args)) => worker(&args),
         Some(Command::Merge { reports, json }) => merge(&reports, json),
-        Some(Command::Compare { .. }) => Err(CliError::NotSupported("volley compare is not built yet")),
+        Some(Command::Compare { old, new, max_regression, json }) => {
+            gate::compare(&old, &new, max_regression.as_deref(), json)
+        }
         None => load(&cli.load),
     };
     match result {
@@ -93,12 +95,7 @@ impl Finished {
     /// trusted either way; only a complete run's failed thresholds (4) mean the target regressed.
     pub(crate) fn outcome(&self) -> Result<(), CliError> {
         self.report.outcome()?;
-        let failed: Vec<String> = self
-            .verdicts
-            .iter()
-            .filter(|v| !v.passed)
-            .map(|v| format!("{} (measured {}{})", v.threshold.text, v.measured_text(), v.aborted_text()))
-            .collect();
+        let failed: Vec<String> = self.verdicts.iter().filter(|v| !v.passed).map(|v| v.failure_text()).collect();
         if failed.is_empty() { Ok(()) } else { Err(CliError::ThresholdsFailed(failed.join(", "))) }
     }
 }
@@ -108,9 +105,15 @@ impl Finished {
 pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::Handle>) -> Result<Finished, CliError> {
     // Bad thresholds and unwritable outputs are found before any load starts.
     let thresholds = gate::parse_all(&args.thresholds)?;
-    if !args.gates.baselines.is_empty() {
-        return Err(CliError::NotSupported("--baseline is not built yet"));
-    }
+    let baseline = match args.gates.baselines.as_slice() {
+        [] => None,
+        paths => {
+            let reports = gate::baseline::load(paths, "--baseline")?;
+            let regression = gate::baseline::parse_regression(args.gates.max_regression.as_deref())?;
+            let metrics = gate::baseline::metrics(&thresholds);
+            Some(gate::baseline::thresholds(&reports, paths, &metrics, regression, "--baseline")?)
+        }
+    };
     let mut watch = match &args.gates.abort_grace {
         Some(grace) => Some(options::parse_duration(grace, "--abort-grace")?),
         None => args.gates.abort_on_fail.then_some(std::time::Duration::ZERO),
@@ -147,6 +150,9 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let stopped_by_user = fleet.interrupted;
     let mut report = Report::from_fleet(url, protocol, fleet);
     let mut verdicts = gate::judge(&thresholds, &report);
+    if let Some(baseline) = &baseline {
+        verdicts.extend(gate::baseline::judge(baseline, std::slice::from_ref(&report)));
+    }
     if let Some(breach) = watch.and_then(gate::Watch::breach) {
         // Stopped for a threshold, not interrupted: the run's verdict is that threshold's (4).
         report.interrupted = stopped_by_user;

@@ -38,6 +38,30 @@ impl Verdict {
         self.aborted_after.map(|d| format!(", aborted the run after {:.1} s", d.as_secs_f64())).unwrap_or_default()
     }
 
+    /// " (baseline 1.200 ms, +2.8%)" for a comparison with a baseline, else nothing.
+    pub(crate) fn baseline_text(&self) -> String {
+        self.comparison().map(|c| format!(" ({c})")).unwrap_or_default()
+    }
+
+    /// What a failed threshold says on stderr: `p99<5ms (measured 6.1 ms)`, with `; baseline ...`
+    /// or `, aborted the run ...` when they apply.
+    pub(crate) fn failure_text(&self) -> String {
+        let baseline = self.comparison().map(|c| format!("; {c}")).unwrap_or_default();
+        format!("{} (measured {}{baseline}{})", self.threshold.text, self.measured_text(), self.aborted_text())
+    }
+
+    fn comparison(&self) -> Option<String> {
+        let old = self.threshold.baseline?;
+        let delta = self.delta().map(|d| format!(", {:+.1}%", d * 100.0)).unwrap_or_default();
+        Some(format!("baseline {}{delta}", show(self.threshold.metric, old)))
+    }
+
+    /// (measured - baseline) / baseline; None without both or with a baseline of 0.
+    pub(crate) fn delta(&self) -> Option<f64> {
+        let (old, new) = (self.threshold.baseline?, self.measured?);
+        (old > 0.0).then(|| (new - old) / old)
+    }
+
     /// The unit of `measured` and of the limit in the JSON report.
     pub(crate) fn unit(&self) -> &'static str {
         match self.threshold.metric {
@@ -71,7 +95,7 @@ pub(crate) fn mark_aborted(verdicts: &mut [Verdict], breach: &super::Breach) {
     }
 }
 
-fn measure(metric: Metric, report: &Report) -> Option<f64> {
+pub(crate) fn measure(metric: Metric, report: &Report) -> Option<f64> {
     let c = &report.stats.counters;
     let h = &report.stats.histograms;
     let share = |n: u64| (c.total() > 0).then(|| n as f64 / c.total() as f64);
@@ -115,7 +139,7 @@ fn time(h: &Histogram<u64>, stat: Stat) -> Option<f64> {
     Some(nanos / 1e9)
 }
 
-fn show(metric: Metric, v: f64) -> String {
+pub(crate) fn show(metric: Metric, v: f64) -> String {
     match metric {
         Metric::Time(..) => format!("{:.3} ms", v * 1e3),
         Metric::ErrorRate | Metric::Status { rate: true, .. } => format!("{:.3}%", v * 100.0),
@@ -135,7 +159,8 @@ pub(crate) fn to_text(verdicts: &[Verdict]) -> String {
     for v in verdicts {
         let mark = if v.passed { "pass" } else { "FAIL" };
         let text = &v.threshold.text;
-        out.push_str(&format!("  {mark}  {text:<width$}  measured {}{}\n", v.measured_text(), v.aborted_text()));
+        let (measured, baseline, aborted) = (v.measured_text(), v.baseline_text(), v.aborted_text());
+        out.push_str(&format!("  {mark}  {text:<width$}  measured {measured}{baseline}{aborted}\n"));
     }
     out
 }

@@ -32,8 +32,14 @@ fn verdict(v: &Verdict) -> Value {
         "unit": v.unit(),
         "passed": v.passed,
     });
-    if let (Some(object), Some(after)) = (value.as_object_mut(), v.aborted_after) {
-        object.insert("abortedAfterSeconds".into(), json!(after.as_secs_f64()));
+    if let Some(object) = value.as_object_mut() {
+        if let Some(after) = v.aborted_after {
+            object.insert("abortedAfterSeconds".into(), json!(after.as_secs_f64()));
+        }
+        if let Some(old) = v.threshold.baseline {
+            object.insert("baseline".into(), json!(old));
+            object.insert("delta".into(), json!(v.delta()));
+        }
     }
     value
 }
