@@ -34,6 +34,22 @@ pub(crate) enum Command {
     Demo,
     /// Run the worker daemon: a controller (`volley --workers`) sends it its share of the load.
     Worker(WorkerArgs),
+    /// Compare saved JSON reports: OLD against NEW, each one report or several separated by
+    /// commas (compared by their medians).
+    Compare {
+        /// The baseline: a.json, or a1.json,a2.json,a3.json.
+        #[arg(value_delimiter = ',', num_args = 1)]
+        old: Vec<PathBuf>,
+        /// The run to judge, likewise.
+        #[arg(value_delimiter = ',', num_args = 1)]
+        new: Vec<PathBuf>,
+        /// Exit 4 when a metric regressed by more than this percent.
+        #[arg(long, value_name = "PERCENT")]
+        max_regression: Option<String>,
+        /// Print the comparison as JSON.
+        #[arg(short = 'j', long)]
+        json: bool,
+    },
     /// Merge saved JSON reports (-j) into one report, using their histograms.
     Merge {
         /// JSON reports written by `volley -j`.
@@ -173,4 +189,24 @@ pub(crate) struct LoadArgs {
     /// Keep serving --prometheus this long after the report, for a last scrape of the totals.
     #[arg(long, value_name = "DURATION", requires = "prometheus")]
     pub prometheus_linger: Option<String>,
+    #[command(flatten)]
+    pub gates: GateArgs,
+}
+
+/// What judges a run beyond `--threshold`: stopping early, and the comparison with a baseline.
+#[derive(Debug, Args)]
+pub(crate) struct GateArgs {
+    /// Stop every worker as soon as a --threshold can no longer pass (exit 4).
+    #[arg(long, requires = "thresholds")]
+    pub abort_on_fail: bool,
+    /// With --abort-on-fail, judge nothing during the first D of the load (e.g. 5s).
+    #[arg(long, value_name = "D", requires = "abort_on_fail")]
+    pub abort_grace: Option<String>,
+    /// A saved JSON report (-j or -o json) to compare this run with, repeatable: several are
+    /// compared by their medians. Requests/s, p50, p99 and the --threshold latencies.
+    #[arg(long = "baseline", value_name = "FILE")]
+    pub baselines: Vec<PathBuf>,
+    /// The regression allowed against --baseline, as a percent (default 5%).
+    #[arg(long, value_name = "PERCENT", requires = "baselines")]
+    pub max_regression: Option<String>,
 }

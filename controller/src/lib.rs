@@ -50,6 +50,9 @@ pub fn main() -> ExitCode {
         Some(Command::Worker(args)) => worker(&args),
         Some(Command::Merge { reports, json }) => merge(&reports, json),
         Some(Command::Report { report, output }) => html_report(&report, output.as_deref()),
+        Some(Command::Compare { old, new, max_regression, json }) => {
+            gate::compare(&old, &new, max_regression.as_deref(), json)
+        }
         None => load(&cli.load),
     };
     match result {
@@ -114,12 +117,7 @@ impl Finished {
     /// trusted either way; only a complete run's failed thresholds (4) mean the target regressed.
     pub(crate) fn outcome(&self) -> Result<(), CliError> {
         self.report.outcome()?;
-        let failed: Vec<String> = self
-            .verdicts
-            .iter()
-            .filter(|v| !v.passed)
-            .map(|v| format!("{} (measured {})", v.threshold.text, v.measured_text()))
-            .collect();
+        let failed: Vec<String> = self.verdicts.iter().filter(|v| !v.passed).map(|v| v.failure_text()).collect();
         if failed.is_empty() { Ok(()) } else { Err(CliError::ThresholdsFailed(failed.join(", "))) }
     }
 }
@@ -129,6 +127,20 @@ impl Finished {
 pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::Handle>) -> Result<Finished, CliError> {
     // Bad thresholds and unwritable outputs are found before any load starts.
     let thresholds = gate::parse_all(&args.thresholds)?;
+    let baseline = match args.gates.baselines.as_slice() {
+        [] => None,
+        paths => {
+            let reports = gate::baseline::load(paths, "--baseline")?;
+            let regression = gate::baseline::parse_regression(args.gates.max_regression.as_deref())?;
+            let metrics = gate::baseline::metrics(&thresholds);
+            Some(gate::baseline::thresholds(&reports, paths, &metrics, regression, "--baseline")?)
+        }
+    };
+    let mut watch = match &args.gates.abort_grace {
+        Some(grace) => Some(options::parse_duration(grace, "--abort-grace")?),
+        None => args.gates.abort_on_fail.then_some(std::time::Duration::ZERO),
+    }
+    .map(|grace| gate::Watch::new(&thresholds, grace));
     let outputs = output::open_all(&args.outputs)?;
     let plan = options::build_plan(args)?;
     let endpoint = prometheus::start(args)?;
@@ -138,7 +150,8 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let url = plan.target.to_string();
     let protocol = plan.protocol;
     let fleet = if args.workers.is_empty() {
-        fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt, live)
+        let followers = fleet::Followers { live, watch: watch.as_mut() };
+        fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt, followers)
     } else {
         let places = options::worker_places(&workers_file::expand(&args.workers)?)?;
         options::check_shard_size(&plan)?;
@@ -157,13 +170,23 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
                 own.handle()
             }
         };
-        fleet::run(shards, places, &access, Some(handle), threads, &interrupt, live)
+        let followers = fleet::Followers { live, watch: watch.as_mut() };
+        fleet::run(shards, places, &access, Some(handle), threads, &interrupt, followers)
     };
-    let report = Report::from_fleet(url, protocol, fleet);
-    let verdicts = gate::judge(&thresholds, &report);
+    let stopped_by_user = fleet.interrupted;
+    let mut report = Report::from_fleet(url, protocol, fleet);
+    let mut verdicts = gate::judge(&thresholds, &report);
+    if let Some(baseline) = &baseline {
+        verdicts.extend(gate::baseline::judge(baseline, std::slice::from_ref(&report)));
+    }
+    if let Some(breach) = watch.and_then(gate::Watch::breach) {
+        // Stopped for a threshold, not interrupted: the run's verdict is that threshold's (4).
+        report.interrupted = stopped_by_user;
+        gate::mark_aborted(&mut verdicts, &breach);
+        report.aborted = Some(breach);
+    }
     if let Some(live) = live {
         live.run_finished(&report.stats);
-    }
     if report.workers.iter().all(|w| w.stats.is_none()) {
         // Nothing ran anywhere: the reason is the whole story on stderr, but a CI job still
         // finds its files, saying so.

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
@@ -49,6 +49,10 @@ pub struct Behavior {
     /// `Some((k, delay))`: the k-th, 2k-th, ... request the server receives waits `delay` instead
     /// of [`delay`](Self::delay). Default `None`.
     pub slow_every: Option<(u64, Duration)>,
+    /// `Some((after, status))`: every request arriving `after` or later since the first request
+    /// the server received is answered with `status` (a build that breaks mid-run). See
+    /// [`TestServer::breach`]. Default `None`.
+    pub fail_after: Option<(Duration, u16)>,
 }
 
 impl Default for Behavior {
@@ -69,7 +73,12 @@ impl Behavior {
             headers: Vec::new(),
             status_every: None,
             slow_every: None,
+            fail_after: None,
         }
+    }
+    pub fn fail_after(mut self, after: Duration, status: u16) -> Self {
+        self.fail_after = Some((after, status));
+        self
     }
     pub fn status(mut self, status: u16) -> Self {
         self.status = status;
@@ -161,12 +170,20 @@ struct Stats {
     request_body_bytes: AtomicU64,
     methods: Mutex<BTreeMap<String, u64>>,
     last: Mutex<Option<SeenRequest>>,
+    /// When the first and the latest request heads arrived.
+    first_at: std::sync::OnceLock<Instant>,
+    latest_at: Mutex<Option<Instant>>,
+    /// Requests that arrived after a `fail_after` breach.
+    after_breach: AtomicU64,
 }
 
 impl Stats {
     /// A request head arrived; its place among all the server received, from 1.
     fn head(&self, method: &str) -> u64 {
         let nth = self.requests.fetch_add(1, Ordering::SeqCst) + 1;
+        let now = Instant::now();
+        self.first_at.get_or_init(|| now);
+        *self.latest_at.lock().unwrap() = Some(now);
         *self.methods.lock().unwrap().entry(method.to_string()).or_default() += 1;
         nth
     }
@@ -313,6 +330,27 @@ impl TestServer {
         self.stats.methods.lock().unwrap().clone()
     }
 
+    /// When the first request head arrived (None before any).
+    pub fn first_request_at(&self) -> Option<Instant> {
+        self.stats.first_at.get().copied()
+    }
+
+    /// When the latest request head arrived (None before any).
+    pub fn latest_request_at(&self) -> Option<Instant> {
+        *self.stats.latest_at.lock().unwrap()
+    }
+
+    /// With [`Behavior::fail_after`]: the instant the server began failing every request.
+    pub fn breach(&self, after: Duration) -> Option<Instant> {
+        self.first_request_at().map(|first| first + after)
+    }
+
+    /// With [`Behavior::fail_after`]: requests that arrived after the breach (all answered with
+    /// its status).
+    pub fn requests_after_breach(&self) -> u64 {
+        self.stats.after_breach.load(Ordering::SeqCst)
+    }
+
     /// The most recent request whose body was read completely.
     pub fn last_request(&self) -> Option<SeenRequest> {
         self.stats.last.lock().unwrap().clone()
@@ -361,6 +399,12 @@ async fn handle(
     served: Arc<AtomicU64>,
 ) -> Result<Response<TestBody>, hyper::Error> {
     let arrived = stats.head(req.method().as_str());
+    // Judged on arrival, as the breach is: the requests counted after it are those it answers.
+    let failing =
+        behavior.fail_after.filter(|(after, _)| stats.first_at.get().is_some_and(|first| first.elapsed() >= *after));
+    if failing.is_some() {
+        stats.after_breach.fetch_add(1, Ordering::SeqCst);
+    }
     // hyper never polls the body of an answer to HEAD, so such an answer is counted up front.
     let head = req.method() == hyper::Method::HEAD;
     let (parts, incoming) = req.into_parts();
@@ -390,8 +434,9 @@ async fn handle(
         None => vec![body],
     };
     let mut response = Response::new(TestBody::new(chunks, behavior.chunk_size.is_none(), head, stats));
-    let status = match behavior.status_every {
-        Some((k, status)) if arrived.is_multiple_of(k) => status,
+    let status = match (failing, behavior.status_every) {
+        (Some((_, status)), _) => status,
+        (None, Some((k, status))) if arrived.is_multiple_of(k) => status,
         _ => behavior.status,
     };
     *response.status_mut() = StatusCode::from_u16(status).unwrap();

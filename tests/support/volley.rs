@@ -156,18 +156,24 @@ pub fn json_report(output: &Output) -> serde_json::Value {
 /// Panics, listing every violation, unless `report` satisfies schema/report.schema.json.
 pub fn assert_valid_report(report: &serde_json::Value) {
     static SCHEMA: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
-    let schema = SCHEMA.get_or_init(|| {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/report.schema.json");
+    assert_valid(&SCHEMA, "report.schema.json", report);
+}
+
+/// Panics, listing every violation, unless `doc` satisfies schema/compare.schema.json.
+pub fn assert_valid_comparison(doc: &serde_json::Value) {
+    static SCHEMA: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    assert_valid(&SCHEMA, "compare.schema.json", doc);
+}
+
+fn assert_valid(cache: &std::sync::OnceLock<jsonschema::Validator>, name: &str, report: &serde_json::Value) {
+    let schema = cache.get_or_init(|| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema").join(name);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let schema = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     });
     let errors: Vec<String> = schema.iter_errors(report).map(|e| format!("  {} at {}", e, e.instance_path())).collect();
-    assert!(
-        errors.is_empty(),
-        "the report does not match schema/report.schema.json:\n{}\n{report:#}",
-        errors.join("\n")
-    );
+    assert!(errors.is_empty(), "the document does not match schema/{name}:\n{}\n{report:#}", errors.join("\n"));
 }
 
 /// The number at JSON pointer `pointer` (`"/requests/ok"`) of a `-j` report; panics naming the

@@ -28,6 +28,7 @@ pub(crate) use link::WorkerInfo;
 pub(crate) use remote::Access;
 pub(crate) use split::split;
 
+use crate::gate::Watch;
 use crate::printable::one_line;
 use clock_sync::Offset;
 use link::{Command, Link, LinkEvent};
@@ -95,8 +96,18 @@ pub(crate) struct FleetRun {
     pub remote: bool,
 }
 
-/// Runs `shards[i]` on `places[i]`, all starting together. `live` (`--prometheus`) is told of
-/// the start and gets each second merged over the workers as soon as every live one sent it.
+/// Who follows a run as it goes, besides the progress line.
+#[derive(Default)]
+pub(crate) struct Followers<'a> {
+    /// `--prometheus`: told of the start, and given each second merged over the workers as soon
+    /// as every live one sent it.
+    pub live: Option<&'a Exporter>,
+    /// `--abort-on-fail`: every interval goes to it as it arrives, and when it says a threshold
+    /// can no longer pass every worker is stopped.
+    pub watch: Option<&'a mut Watch>,
+}
+
+/// Runs `shards[i]` on `places[i]`, all starting together, told to `followers` as it goes.
 pub(crate) fn run(
     shards: Vec<Plan>,
     places: Vec<Place>,
@@ -104,8 +115,9 @@ pub(crate) fn run(
     runtime: Option<&tokio::runtime::Handle>,
     worker_threads: Option<u32>,
     interrupt: &RunControl,
-    live: Option<&Exporter>,
+    followers: Followers<'_>,
 ) -> FleetRun {
+    let Followers { live, mut watch } = followers;
     let (tx, rx) = mpsc::channel::<(usize, LinkEvent)>();
     let remote = places.iter().any(|p| matches!(p, Place::Remote(_)));
     let stop = shards[0].stop;
@@ -279,7 +291,23 @@ pub(crate) fn run(
                 let believable = checks::second(second, w.last_second, elapsed)
                     .and_then(|()| checks::counts(&delta, w.said_done, w.budget));
                 match believable {
-                    Ok(()) => state.interval(i, second, delta),
+                    Ok(()) => {
+                        // Judged as each worker's second arrives, not once every worker sent
+                        // it: what one worker proves lost is lost, and waiting costs time.
+                        let breached = match (watch.as_deref_mut(), elapsed) {
+                            (Some(watch), Some(elapsed)) if stop_deadline.is_none() => watch.interval(&delta, elapsed),
+                            _ => false,
+                        };
+                        state.interval(i, second, delta);
+                        if breached {
+                            stop_deadline = Some(Instant::now() + STOP_GRACE);
+                            for (j, link) in links.iter().enumerate() {
+                                if !state.workers[j].terminal {
+                                    link.send(Command::Stop);
+                                }
+                            }
+                        }
+                    }
                     Err(lie) => distrust(&mut fleet, &mut state, &links[i], i, lie),
                 }
             }

@@ -92,6 +92,9 @@ pub(crate) struct Threshold {
     pub metric: Metric,
     pub op: Op,
     pub limit: f64,
+    /// A comparison with `--baseline`: the baseline's value, which `limit` allows a regression
+    /// from.
+    pub baseline: Option<f64>,
 }
 
 /// Parses every `--threshold`; the first bad one is a usage error naming it.
@@ -116,7 +119,7 @@ impl Threshold {
         let value = value.trim();
         let metric = metric(&name).ok_or_else(|| bad(format!("unknown metric '{name}' (known: {METRICS})")))?;
         let (metric, limit) = limit(metric, value).map_err(bad)?;
-        Ok(Threshold { text: text.trim().to_string(), name, metric, op, limit })
+        Ok(Threshold { text: text.trim().to_string(), name, metric, op, limit, baseline: None })
     }
 }
 

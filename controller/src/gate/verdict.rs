@@ -1,6 +1,8 @@
 //! Judging thresholds on a report's merged statistics, and saying what was measured in the
 //! threshold's own unit.
 
+use std::time::Duration;
+
 use hdrhistogram::Histogram;
 
 use super::parse::{Metric, Stat, Statuses, Threshold, Timing};
@@ -13,6 +15,8 @@ pub(crate) struct Verdict {
     pub threshold: Threshold,
     pub measured: Option<f64>,
     pub passed: bool,
+    /// With `--abort-on-fail`: this threshold stopped the run, this long into the load.
+    pub aborted_after: Option<Duration>,
 }
 
 impl Verdict {
@@ -27,6 +31,35 @@ impl Verdict {
     /// The limit the same way, with its operator: `< 5.000 ms`.
     pub(crate) fn limit_text(&self) -> String {
         format!("{} {}", self.threshold.op, show(self.threshold.metric, self.threshold.limit))
+    }
+
+    /// ", aborted the run after 2.1 s" for the threshold that stopped the run, else nothing.
+    pub(crate) fn aborted_text(&self) -> String {
+        self.aborted_after.map(|d| format!(", aborted the run after {:.1} s", d.as_secs_f64())).unwrap_or_default()
+    }
+
+    /// " (baseline 1.200 ms, +2.8%)" for a comparison with a baseline, else nothing.
+    pub(crate) fn baseline_text(&self) -> String {
+        self.comparison().map(|c| format!(" ({c})")).unwrap_or_default()
+    }
+
+    /// What a failed threshold says on stderr: `p99<5ms (measured 6.1 ms)`, with `; baseline ...`
+    /// or `, aborted the run ...` when they apply.
+    pub(crate) fn failure_text(&self) -> String {
+        let baseline = self.comparison().map(|c| format!("; {c}")).unwrap_or_default();
+        format!("{} (measured {}{baseline}{})", self.threshold.text, self.measured_text(), self.aborted_text())
+    }
+
+    fn comparison(&self) -> Option<String> {
+        let old = self.threshold.baseline?;
+        let delta = self.delta().map(|d| format!(", {:+.1}%", d * 100.0)).unwrap_or_default();
+        Some(format!("baseline {}{delta}", show(self.threshold.metric, old)))
+    }
+
+    /// (measured - baseline) / baseline; None without both or with a baseline of 0.
+    pub(crate) fn delta(&self) -> Option<f64> {
+        let (old, new) = (self.threshold.baseline?, self.measured?);
+        (old > 0.0).then(|| (new - old) / old)
     }
 
     /// The unit of `measured` and of the limit in the JSON report.
@@ -47,12 +80,22 @@ pub(crate) fn judge(thresholds: &[Threshold], report: &Report) -> Vec<Verdict> {
         .map(|t| {
             let measured = measure(t.metric, report);
             let passed = measured.is_some_and(|m| t.op.holds(m, t.limit));
-            Verdict { threshold: t.clone(), measured, passed }
+            Verdict { threshold: t.clone(), measured, passed, aborted_after: None }
         })
         .collect()
 }
 
-fn measure(metric: Metric, report: &Report) -> Option<f64> {
+/// Marks the verdict of the threshold that aborted the run: failed, whatever the data of the
+/// stopped run would say, since the run it was meant for did not happen.
+pub(crate) fn mark_aborted(verdicts: &mut [Verdict], breach: &super::Breach) {
+    if let Some(v) = verdicts.iter_mut().find(|v| v.threshold.text == breach.threshold) {
+        v.passed = false;
+        v.aborted_after = Some(breach.after);
+        v.measured = v.measured.or(Some(breach.measured));
+    }
+}
+
+pub(crate) fn measure(metric: Metric, report: &Report) -> Option<f64> {
     let c = &report.stats.counters;
     let h = &report.stats.histograms;
     let share = |n: u64| (c.total() > 0).then(|| n as f64 / c.total() as f64);
@@ -96,7 +139,7 @@ fn time(h: &Histogram<u64>, stat: Stat) -> Option<f64> {
     Some(nanos / 1e9)
 }
 
-fn show(metric: Metric, v: f64) -> String {
+pub(crate) fn show(metric: Metric, v: f64) -> String {
     match metric {
         Metric::Time(..) => format!("{:.3} ms", v * 1e3),
         Metric::ErrorRate | Metric::Status { rate: true, .. } => format!("{:.3}%", v * 100.0),
@@ -115,7 +158,9 @@ pub(crate) fn to_text(verdicts: &[Verdict]) -> String {
     let width = verdicts.iter().map(|v| v.threshold.text.chars().count()).max().unwrap_or(0);
     for v in verdicts {
         let mark = if v.passed { "pass" } else { "FAIL" };
-        out.push_str(&format!("  {mark}  {:<width$}  measured {}\n", v.threshold.text, v.measured_text()));
+        let text = &v.threshold.text;
+        let (measured, baseline, aborted) = (v.measured_text(), v.baseline_text(), v.aborted_text());
+        out.push_str(&format!("  {mark}  {text:<width$}  measured {measured}{baseline}{aborted}\n"));
     }
     out
 }

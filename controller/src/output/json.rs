@@ -14,12 +14,16 @@ pub(crate) fn report_json(report: &Report, verdicts: &[Verdict]) -> Value {
             "thresholdsPassed".into(),
             json!((!verdicts.is_empty()).then(|| verdicts.iter().all(|v| v.passed))),
         );
+        let aborted = report.aborted.as_ref().map(
+            |b| json!({ "threshold": b.threshold, "afterSeconds": b.after.as_secs_f64(), "measured": b.measured }),
+        );
+        object.insert("abortedBy".into(), json!(aborted));
     }
     value
 }
 
 fn verdict(v: &Verdict) -> Value {
-    json!({
+    let mut value = json!({
         "threshold": v.threshold.text,
         "metric": v.threshold.name,
         "op": v.threshold.op.to_string(),
@@ -27,5 +31,15 @@ fn verdict(v: &Verdict) -> Value {
         "measured": v.measured,
         "unit": v.unit(),
         "passed": v.passed,
-    })
+    });
+    if let Some(object) = value.as_object_mut() {
+        if let Some(after) = v.aborted_after {
+            object.insert("abortedAfterSeconds".into(), json!(after.as_secs_f64()));
+        }
+        if let Some(old) = v.threshold.baseline {
+            object.insert("baseline".into(), json!(old));
+            object.insert("delta".into(), json!(v.delta()));
+        }
+    }
+    value
 }

@@ -38,9 +38,17 @@ pub(crate) fn testsuites(report: &Report, verdicts: &[Verdict]) -> String {
             escape(&v.threshold.text)
         );
         if v.passed {
-            let _ = writeln!(out, ">\n      <system-out>{}</system-out>\n    </testcase>", escape(&v.measured_text()));
+            let measured = format!("{}{}", v.measured_text(), v.baseline_text());
+            let _ = writeln!(out, ">\n      <system-out>{}</system-out>\n    </testcase>", escape(&measured));
         } else {
-            let message = format!("{} was {}, expected {}", v.threshold.name, v.measured_text(), v.limit_text());
+            let message = format!(
+                "{} was {}{}, expected {}{}",
+                v.threshold.name,
+                v.measured_text(),
+                v.baseline_text(),
+                v.limit_text(),
+                v.aborted_text()
+            );
             let _ = writeln!(
                 out,
                 ">\n      <failure message=\"{}\" type=\"threshold\"/>\n    </testcase>",

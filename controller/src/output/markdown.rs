@@ -27,7 +27,8 @@ pub(crate) fn summary(report: &Report, verdicts: &[Verdict]) -> String {
         out.push_str("| Threshold | Measured | Verdict |\n| --- | --: | --- |\n");
         for v in verdicts {
             let mark = if v.passed { "pass" } else { "**FAIL**" };
-            let _ = writeln!(out, "| `{}` | {} | {mark} |", cell(&v.threshold.text), v.measured_text());
+            let (text, measured) = (cell(&v.threshold.text), format!("{}{}", v.measured_text(), v.baseline_text()));
+            let _ = writeln!(out, "| `{text}` | {measured} | {mark}{} |", v.aborted_text());
         }
         out.push('\n');
     }

@@ -60,6 +60,8 @@ pub(crate) struct Report {
     pub distributed: bool,
     /// One summary per second, merged over the workers.
     pub intervals: Vec<Second>,
+    /// `--abort-on-fail` stopped the run: which threshold could no longer pass, and when.
+    pub aborted: Option<crate::gate::Breach>,
 }
 
 /// One worker's part of the report.
@@ -192,6 +194,7 @@ impl Report {
             workers,
             distributed,
             intervals,
+            aborted: None,
         }
     }
 
@@ -233,6 +236,13 @@ impl Report {
             w.push(format!(
                 "workers started up to {:.1} ms away from the planned instant: their measurement windows overlap that much less",
                 skew.as_secs_f64() * 1e3
+            ));
+        }
+        if let Some(b) = &self.aborted {
+            w.push(format!(
+                "aborted after {:.1} s: {} could no longer pass (--abort-on-fail); the numbers cover what was done until then",
+                b.after.as_secs_f64(),
+                b.threshold
             ));
         }
         if self.interrupted {

@@ -1,0 +1,74 @@
+//! `volley compare OLD NEW`: the deltas between saved reports, each side one report or the
+//! medians of several, and with `--max-regression` a verdict on each (exit 4 on a regression).
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::baseline;
+use super::verdict::show;
+use crate::error::CliError;
+
+pub(crate) fn compare(
+    old: &[PathBuf],
+    new: &[PathBuf],
+    max_regression: Option<&str>,
+    json: bool,
+) -> Result<(), CliError> {
+    let regression = baseline::parse_regression(max_regression)?;
+    let (old_reports, new_reports) = (baseline::load(old, "compare")?, baseline::load(new, "compare")?);
+    let metrics = baseline::metrics(&[]);
+    let thresholds = baseline::thresholds(&old_reports, old, &metrics, regression, "compare")?;
+    let verdicts = baseline::judge(&thresholds, &new_reports);
+    // Without --max-regression this only shows the deltas: no verdict, exit 0.
+    let judged = max_regression.is_some();
+    let text = if json {
+        let metrics: Vec<_> = verdicts
+            .iter()
+            .map(|v| {
+                json!({
+                    "metric": v.threshold.name,
+                    "unit": v.unit(),
+                    "old": v.threshold.baseline,
+                    "new": v.measured,
+                    "delta": v.delta(),
+                    "limit": judged.then_some(v.threshold.limit),
+                    "passed": judged.then_some(v.passed),
+                })
+            })
+            .collect();
+        let files = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+        let value = json!({
+            "old": files(old),
+            "new": files(new),
+            "maxRegression": judged.then_some(regression),
+            "metrics": metrics,
+            "passed": judged.then(|| verdicts.iter().all(|v| v.passed)),
+        });
+        let mut s = serde_json::to_string_pretty(&value).unwrap_or_default();
+        s.push('\n');
+        s
+    } else {
+        let mut out = String::new();
+        let side = |n: usize| if n == 1 { "1 report".to_string() } else { format!("the medians of {n} reports") };
+        let _ = writeln!(out, "Old: {}; new: {}", side(old.len()), side(new.len()));
+        let _ = write!(out, "  {:<8} {:>14} {:>14} {:>9}", "metric", "old", "new", "delta");
+        out.push_str(if judged { "  verdict\n" } else { "\n" });
+        for v in &verdicts {
+            let old = v.threshold.baseline.map(|o| show(v.threshold.metric, o)).unwrap_or_default();
+            let delta = v.delta().map(|d| format!("{:+.1}%", d * 100.0)).unwrap_or_else(|| "-".into());
+            let _ = write!(out, "  {:<8} {old:>14} {:>14} {delta:>9}", v.threshold.name, v.measured_text());
+            if judged {
+                let mark = if v.passed { "pass" } else { "FAIL" };
+                let _ = write!(out, "  {mark} ({})", v.limit_text());
+            }
+            out.push('\n');
+        }
+        out
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = std::io::Write::write_all(&mut stdout, text.as_bytes());
+    let failed: Vec<String> = verdicts.iter().filter(|v| judged && !v.passed).map(|v| v.failure_text()).collect();
+    if failed.is_empty() { Ok(()) } else { Err(CliError::ThresholdsFailed(failed.join(", "))) }
+}
