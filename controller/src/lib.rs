@@ -187,6 +187,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     }
     if let Some(live) = live {
         live.run_finished(&report.stats);
+    }
     if report.workers.iter().all(|w| w.stats.is_none()) {
         // Nothing ran anywhere: the reason is the whole story on stderr, but a CI job still
         // finds its files, saying so.
