@@ -132,7 +132,7 @@ pub(crate) struct LoadArgs {
     /// How long a thread may hold completions to handle them in larger batches (less CPU per
     /// request); each response's hold is part of its latency and is reported. 0 handles every
     /// completion at once. Loads under 32 requests in flight are never held.
-    #[arg(long, value_name = "DURATION", default_value = "250us")]
+    #[arg(long, value_name = "DURATION", default_value = "500us")]
     pub max_hold: String,
     /// A fresh connection for every request.
     #[arg(long)]

@@ -30,8 +30,8 @@ pub(crate) const PERCENTILES: [(&str, f64); 9] = [
 /// Engine threads busier than this were probably the bottleneck, not the server.
 const SATURATED: f64 = 0.90;
 /// A median hold above this share of the median latency is worth a warning: the client's own
-/// batching is then a visible part of what it measured.
-const HELD_SHARE: f64 = 0.05;
+/// batching is then a large part of what it measured.
+const HELD_SHARE: f64 = 0.20;
 /// A worker that started further than this from the planned instant is worth a warning.
 const LATE_START: Duration = Duration::from_millis(10);
 
