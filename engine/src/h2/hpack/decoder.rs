@@ -305,6 +305,31 @@ pub(crate) mod tests {
         list.iter().map(|(n, v)| n.len() + v.len()).sum()
     }
 
+    /// nginx 1.22's first two response blocks on a connection whose SETTINGS said
+    /// HEADER_TABLE_SIZE 0: a size update to 0, then `server`, `date`, `content-type` and
+    /// `content-length` as literals with incremental indexing, every time.
+    const NGINX_FIRST: &str =
+        "20887689aa6355e580ae212e1f6196df697e940054be52282009c5022b8dbf704da98b46ff5f87497ca58ae819aa5c023134";
+    const NGINX_NEXT: &str =
+        "887689aa6355e580ae212e1f6196df697e940054be52282009c5022b8dbf704e298b46ff5f87497ca58ae819aa5c023134";
+
+    #[test]
+    fn literals_with_indexing_into_a_table_of_no_room_read_the_same_and_keep_nothing() {
+        let mut none = Decoder::new(4096);
+        none.set_max_table_size(0);
+        let mut room = Decoder::new(4096);
+        // The same fields into a table with room: what the decoder must read either way.
+        let with_room = room.decode(&hex(NGINX_NEXT)).unwrap();
+        assert_eq!(room.table_entries().len(), 4);
+        for block in [NGINX_FIRST, NGINX_NEXT, NGINX_NEXT] {
+            let got = none.decode(&hex(block)).unwrap();
+            assert_eq!(got.status, Some(200));
+            assert_eq!(got.header_bytes, with_room.header_bytes);
+            assert!(none.table_entries().is_empty());
+            assert_eq!(none.table_size(), 0);
+        }
+    }
+
     #[test]
     fn c2_1_literal_with_indexing() {
         let mut d = Decoder::new(4096);
