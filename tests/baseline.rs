@@ -10,7 +10,9 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Behavior, TestServer, assert_valid_comparison, describe_output, json_report, run_volley};
+use support::{
+    Behavior, TestServer, assert_valid_comparison, describe_output, json_report, one_error_line, run_volley,
+};
 
 fn code(out: &Output) -> Option<i32> {
     out.status.code()
@@ -38,14 +40,6 @@ fn compared<'a>(r: &'a Value, metric: &str) -> &'a Value {
         .iter()
         .find(|v| v["metric"] == metric && v.get("baseline").is_some())
         .unwrap_or_else(|| panic!("{metric} was not compared: {}", r["thresholds"]))
-}
-
-fn one_error_line(out: &Output) -> String {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("panicked"), "{}", describe_output(out));
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "expected one line on stderr\n{}", describe_output(out));
-    lines[0].to_string()
 }
 
 #[test]

@@ -15,7 +15,7 @@ use serde_json::Value;
 use support::fake_worker::{self, FakeWorker, Script};
 use support::{
     BackgroundProcess, Behavior, TestCert, TestServer, WorkerProcess, assert_success, describe_output, free_port,
-    in_netns, json_report, number, run_with_timeout, volley_bin, volley_command, wait_until,
+    in_netns, json_report, number, one_error_line, run_with_timeout, volley_bin, volley_command, wait_until,
 };
 use tonic::Code;
 use volley_proto::PROTOCOL_VERSION;
@@ -55,13 +55,10 @@ fn exit_code(out: &Output) -> Option<i32> {
 }
 
 /// The one error line a failed command prints; panics unless there is exactly one.
-fn one_error_line(out: &Output) -> String {
-    let err = stderr(out);
-    assert!(!err.contains("panicked"), "panic:\n{}", describe_output(out));
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "expected one line on stderr\n{}", describe_output(out));
-    assert!(lines[0].starts_with("volley: error: "), "{}", describe_output(out));
-    lines[0].to_string()
+fn volley_error_line(out: &Output) -> String {
+    let line = one_error_line(out);
+    assert!(line.starts_with("volley: error: "), "{}", describe_output(out));
+    line
 }
 
 fn worker_list(workers: &[&WorkerProcess]) -> String {
@@ -254,7 +251,7 @@ fn a_body_or_shard_larger_than_a_worker_takes_is_refused_before_connecting_with_
     for (args, expect) in cases {
         // One small request, so that a controller that did not refuse costs little.
         let out = run_controller(&[&["-n", "1", "-c", "1"], args].concat());
-        let line = one_error_line(&out);
+        let line = volley_error_line(&out);
         assert_eq!(exit_code(&out), Some(2), "{line}");
         assert!(line.contains(expect), "expected '{expect}': {line}");
     }
@@ -298,7 +295,7 @@ fn merge_of_saved_reports_equals_the_run_they_came_from() {
         let bad = bad.display().to_string();
         let out = run_controller(&["merge", &paths[0], &bad, "-j"]);
         assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
-        let line = one_error_line(&out);
+        let line = volley_error_line(&out);
         assert!(line.contains(&bad), "the error does not name {bad}: {line}");
         assert!(out.stdout.is_empty(), "a report was printed anyway\n{}", describe_output(&out));
     }
@@ -433,7 +430,7 @@ fn an_unreachable_worker_is_named() {
     assert_eq!(number(&workers[1], "/requests/ok"), 100, "the real worker's share");
     assert_eq!(number(&r, "/requests/ok"), 100);
     assert_eq!(server.requests(), 100);
-    let line = one_error_line(&out);
+    let line = volley_error_line(&out);
     assert!(line.contains("incomplete run") && line.contains(&nobody), "{line}");
 }
 
@@ -457,7 +454,7 @@ fn a_wrong_token_is_refused_and_sends_no_load() {
         }
         let out = run(cmd);
         assert_eq!(exit_code(&out), Some(1), "token {token:?}\n{}", describe_output(&out));
-        let line = one_error_line(&out);
+        let line = volley_error_line(&out);
         assert!(line.contains("token") && line.contains(&worker.address()), "token {token:?}: {line}");
         assert!(!line.contains("s3cret"), "the refusal leaks the token: {line}");
     }
@@ -483,7 +480,7 @@ fn a_target_outside_the_allow_list_is_refused_and_sends_no_load() {
     let elsewhere = WorkerProcess::start(&["--allow-target", "10.0.0.0/8"]);
     let out = run_controller(&["--workers", &elsewhere.address(), "-n", "100", "-c", "2", "-j", &server.url()]);
     assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
-    let line = one_error_line(&out);
+    let line = volley_error_line(&out);
     assert!(line.contains("refused") && line.contains("not allowed"), "{line}");
     assert!(line.contains(&elsewhere.address()), "{line}");
     std::thread::sleep(Duration::from_millis(200));
@@ -515,7 +512,7 @@ fn a_worker_that_is_busy_refuses_a_second_run() {
 
     let out = run_controller(&["--workers", &worker.address(), "-n", "10", "-c", "1", "-j", &server.url()]);
     assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
-    let line = one_error_line(&out);
+    let line = volley_error_line(&out);
     assert!(line.contains("busy") && line.contains(&worker.address()), "{line}");
     assert!(first.is_running(), "the first run ended early");
 
@@ -547,7 +544,7 @@ fn an_incompatible_protocol_version_is_refused_both_ways() {
     let fake_addr = future.address();
     let out = run_controller(&["--workers", &fake_addr, "-n", "10", "-c", "1", &server.url()]);
     assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
-    let line = one_error_line(&out);
+    let line = volley_error_line(&out);
     assert!(line.contains("incompatible") && line.contains(&fake_addr), "{line}");
     assert!(line.contains("999"), "the refusal does not say which protocol the worker speaks: {line}");
     assert_eq!(future.seen().runs(), 0, "the controller tried a run after an incompatible Hello");
@@ -612,7 +609,7 @@ fn a_worker_refuses_to_listen_beyond_loopback_without_a_token() {
         .unwrap_or_else(|out| panic!("the worker started listening on 0.0.0.0\n{}", describe_output(&out)));
     assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
     assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
-    let line = one_error_line(&out);
+    let line = volley_error_line(&out);
     assert!(line.contains("token"), "{line}");
 }
 
@@ -745,7 +742,7 @@ fn a_run_across_network_namespaces_crosses_a_real_network_boundary() {
     let out =
         run(volley_in(&ns("ctl"), &["--workers", "198.18.0.2:7700", "-n", "10", "-c", "1", "http://198.18.0.1:8080/"]));
     assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
-    assert!(one_error_line(&out).contains("token"));
+    assert!(volley_error_line(&out).contains("token"));
     assert_eq!(target.requests(), 2000);
     drop(workers);
     drop(target);
@@ -763,7 +760,7 @@ fn bad_worker_flags_are_usage_errors_with_one_line() {
     ];
     for (args, expect) in cases {
         let out = run_controller(&args);
-        let line = one_error_line(&out);
+        let line = volley_error_line(&out);
         assert!(line.contains(expect), "{args:?}: {line}");
         assert_eq!(exit_code(&out), Some(2), "{args:?}: {line}");
         assert!(out.stdout.is_empty(), "{args:?} printed a report");
@@ -837,7 +834,7 @@ fn a_worker_over_tls_takes_only_controllers_with_a_client_certificate() {
         all.extend(args.iter().copied());
         all.push(&url);
         let out = run_controller(&all);
-        let line = one_error_line(&out);
+        let line = volley_error_line(&out);
         assert_eq!(exit_code(&out), Some(1), "{line}");
         assert!(line.contains(&address), "the worker is not named: {line}");
     }
@@ -888,7 +885,7 @@ fn a_missing_empty_or_malformed_workers_file_is_a_usage_error_with_one_line() {
     ];
     for (list, expect) in cases {
         let out = run_controller(&["--workers", &list, "-n", "10", &server.url()]);
-        let line = one_error_line(&out);
+        let line = volley_error_line(&out);
         assert!(line.contains(&expect), "{list}: {line}");
         assert_eq!(exit_code(&out), Some(2), "{list}: {line}");
         assert!(out.stdout.is_empty(), "{list} printed a report");
@@ -934,7 +931,7 @@ fn a_worker_whose_io_uring_a_seccomp_filter_blocks_says_so_at_start_up_and_how_t
     let out = run_with_timeout(cmd, Duration::from_secs(10))
         .unwrap_or_else(|out| panic!("the worker started without io_uring\n{}", describe_output(&out)));
     assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
-    let line = one_error_line(&out);
+    let line = volley_error_line(&out);
     assert!(line.contains("io_uring is blocked by a seccomp filter"), "{line}");
     assert!(line.contains("deploy/seccomp/volley-worker.json"), "no fix named: {line}");
 }

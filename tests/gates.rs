@@ -11,12 +11,8 @@ use std::time::Duration;
 use serde_json::Value;
 use support::{
     Behavior, TestServer, WorkerProcess, assert_valid_report, describe_output, free_port, json_report, number,
-    run_volley,
+    one_error_line, run_volley,
 };
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 fn code(out: &Output) -> Option<i32> {
     out.status.code()
@@ -37,15 +33,6 @@ fn verdict(report: &Value, threshold: &str) -> (bool, Option<f64>) {
         .find(|v| v["threshold"] == threshold)
         .unwrap_or_else(|| panic!("{threshold} is not among {}", report["thresholds"]));
     (v["passed"].as_bool().unwrap(), v["measured"].as_f64())
-}
-
-/// The one line a failed command prints on stderr.
-fn one_error_line(out: &Output) -> String {
-    let err = stderr(out);
-    assert!(!err.contains("panicked"), "{}", describe_output(out));
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "expected one line on stderr\n{}", describe_output(out));
-    lines[0].to_string()
 }
 
 #[test]

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::{
-    Behavior, TestServer, WorkerProcess, assert_valid_report, describe_output, in_ci, run_volley, run_with_timeout,
+    Behavior, TestServer, WorkerProcess, assert_valid_report, describe_output, in_ci, one_error_line, run_volley,
+    run_with_timeout,
 };
 
 const CHARTS: [&str; 5] = ["requests", "latency", "spectrum", "setup", "statuses"];
@@ -299,15 +300,6 @@ fn a_report_without_seconds_draws_its_distributions_and_says_why_the_time_charts
     assert!(out.status.success(), "{}", describe_output(&out));
     let (check, console) = chromium.render_check(&html);
     assert_rendered(&check, &console, &["spectrum", "setup"]);
-}
-
-/// The one line a failed command printed, checked to be one line and no panic.
-fn one_error_line(out: &Output) -> String {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("panicked"), "{}", describe_output(out));
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "expected one line on stderr\n{}", describe_output(out));
-    lines[0].to_string()
 }
 
 #[test]

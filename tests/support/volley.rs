@@ -192,3 +192,12 @@ pub fn free_port() -> u16 {
 pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
 }
+
+/// The one line a failed command printed on stderr, checked to be one line and no panic.
+pub fn one_error_line(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "panic:\n{}", describe_output(out));
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line on stderr\n{}", describe_output(out));
+    lines[0].to_string()
+}
