@@ -188,13 +188,14 @@ fn near(a: [u8; 3], b: &[u8]) -> bool {
 #[test]
 fn a_distributed_runs_html_report_draws_every_chart_per_worker_with_its_thresholds_offline() {
     let Some(chromium) = Chromium::find() else { return };
-    // Every 10th answer is a 500: the status chart has two codes, the 5xx threshold a line.
+    // Every 10th answer is a 500: the status chart has two codes, the 5xx threshold a line
+    // (20%, clear of the 10% the client sees give or take the requests in flight at the end).
     let server = TestServer::start(Behavior::ok(14).delay(Duration::from_millis(1)).status_every(10, 500));
     let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[])];
     let dir = tempfile::tempdir().unwrap();
     let (html, json, again) = (dir.path().join("run.html"), dir.path().join("run.json"), dir.path().join("again.html"));
     let addresses = format!("{},{}", workers[0].address(), workers[1].address());
-    let thresholds = ["p99<1s", "p50<1ns", "rps>1", "error_rate<50%", "status_5xx<=10%", "connect_p99<1s", "mean<1s"];
+    let thresholds = ["p99<1s", "p50<1ns", "rps>1", "error_rate<50%", "status_5xx<=20%", "connect_p99<1s", "mean<1s"];
     let mut args: Vec<String> = vec!["--workers".into(), addresses, "-z".into(), "3s".into(), "-c".into(), "4".into()];
     args.extend(["-t", "1", "-o"].map(String::from));
     args.push(format!("html:{}", html.display()));
@@ -260,7 +261,7 @@ fn a_distributed_runs_html_report_draws_every_chart_per_worker_with_its_threshol
     assert!(fives > 0.0 && fives <= number_f(&report, "/statusCodes/500"), "500s per second: {fives}");
     series(statuses, "200");
     series(statuses, "error_rate<50% (pass)");
-    series(statuses, "status_5xx<=10% (pass)");
+    series(statuses, "status_5xx<=20% (pass)");
 
     // What the browser drew.
     let (check, console) = chromium.render_check(&html);
