@@ -5,12 +5,14 @@
 #
 #   examples/ci/check.sh [path/to/volley]
 set -euo pipefail
+volley=${1:-}
+# The binary's path is the caller's, so it is made absolute before moving to this folder.
+[ -z "$volley" ] || volley=$(realpath "$volley")
 cd "$(dirname "$0")"
 
 check-jsonschema --builtin-schema vendor.github-workflows github-actions.yml
 check-jsonschema --builtin-schema vendor.gitlab-ci gitlab-ci.yml
 
-volley=${1:-}
 [ -n "$volley" ] || exit 0
 help=$("$volley" --help; "$volley" serve --help; "$volley" compare --help)
 status=0
