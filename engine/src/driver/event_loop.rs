@@ -795,7 +795,7 @@ impl<'r> Loop<'r> {
             if now >= limit {
                 return Ok(false);
             }
-            self.uring.wait_one(limit - now)?;
+            self.uring.wait(now, limit)?;
             self.drain()?;
         }
         Ok(true)

@@ -116,12 +116,6 @@ impl<'r> Uring<'r> {
         self.enter(batch, &SubmitArgs::new().timespec(&ts))
     }
 
-    /// Submits what is queued and waits up to `limit` for one completion.
-    pub(super) fn wait_one(&mut self, limit: Duration) -> io::Result<()> {
-        let ts = Timespec::from(limit);
-        self.enter(1, &SubmitArgs::new().timespec(&ts))
-    }
-
     /// Submits what is queued and waits as `args` says; a timeout or a signal is not an error.
     fn enter(&mut self, want: usize, args: &SubmitArgs<'_, '_>) -> io::Result<()> {
         self.sq.sync();
