@@ -17,8 +17,17 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 
 /// 1 ns to one hour at 3 significant digits. Values beyond an hour are clamped and counted.
 const LOWEST: u64 = 1;
-const HIGHEST: u64 = 3_600_000_000_000;
+pub(crate) const HIGHEST: u64 = 3_600_000_000_000;
 const SIGFIG: u8 = 3;
+/// The top of the bucket [`HIGHEST`] falls in (2,048 × 2³¹ ns): what a histogram of volley's
+/// range can hold, and so the largest value a decoded histogram may bring.
+const TOP: u64 = (1 << 42) - 1;
+/// Where a histogram's counts start: one bucket of single-nanosecond resolution. The counts
+/// grow (by whole buckets, never changing a value's place) to cover the largest value recorded
+/// or added, up to [`HIGHEST`]: a histogram of the whole range is 264 KiB, and most cover a
+/// few milliseconds (an empty one, such as most seconds' connect times, 16 KiB). A run keeps
+/// several of them (each thread's current second, totals, every second's merge in transit).
+const INITIAL_HIGHEST: u64 = 2_047;
 
 /// The V2 encodings' first four bytes (HdrHistogram's cookies, 0x10 being the word size).
 const V2_COOKIE: u32 = 0x1c84_9313;
@@ -32,8 +41,13 @@ const MAX_BYTES_PER_COUNT: u64 = 9;
 /// one of other bounds whose samples fit in volley's, and small enough to decode anything.
 const MAX_COUNTS: u64 = 56_320;
 
+/// An empty histogram of volley's shape: 1 ns resolution at the bottom, 3 significant digits,
+/// sized to what it holds (see [`INITIAL_HIGHEST`]); values above [`HIGHEST`] must be clamped
+/// before they are recorded ([`crate::Stats::record`] does).
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(LOWEST, HIGHEST, SIGFIG).expect("constant bounds are valid")
+    let mut h = Histogram::new_with_bounds(LOWEST, INITIAL_HIGHEST, SIGFIG).expect("constant bounds are valid");
+    h.auto(true);
+    h
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +76,9 @@ pub fn decode_histogram(bytes: &[u8]) -> Result<Histogram<u64>, HistogramError> 
     let plain = plain_v2(bytes)?;
     let decoded: Histogram<u64> =
         Deserializer::new().deserialize(&mut &plain[..]).map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
+    if decoded.max() > TOP {
+        return Err(HistogramError::Bounds);
+    }
     let mut h = new_histogram();
     h.add(&decoded).map_err(|_| HistogramError::Bounds)?;
     Ok(h)

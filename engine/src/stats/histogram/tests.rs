@@ -98,7 +98,8 @@ fn the_counts_bound_is_hdrhistograms_own_layout() {
 fn a_histogram_with_every_count_large_still_decodes() {
     // The largest payload volley's own bounds can produce: every count set, none small.
     let mut h = new_histogram();
-    let values: Vec<u64> = new_histogram().iter_all().map(|v| v.value_iterated_to()).collect();
+    h.record(HIGHEST).unwrap();
+    let values: Vec<u64> = h.iter_all().map(|v| v.value_iterated_to()).collect();
     for v in values {
         h.record_n(v, 1 << 60).unwrap();
     }
@@ -117,8 +118,41 @@ fn a_histogram_of_other_bounds_decodes_into_volleys() {
     for bytes in [plain, encode_histogram(&other)] {
         let back = decode_histogram(&bytes).unwrap();
         assert_eq!(back.len(), 4);
-        assert_eq!(back.high(), HIGHEST);
+        assert_eq!((back.low(), back.sigfig(), back.is_auto_resize()), (LOWEST, SIGFIG, true));
         // Two digits: the largest sample is known to within 1%.
         assert!(back.max().abs_diff(9_999_999) < 100_000, "max {}", back.max());
     }
+}
+
+#[test]
+fn a_histogram_grows_to_what_it_holds_and_keeps_every_value_in_place() {
+    let mut fixed = Histogram::<u64>::new_with_bounds(LOWEST, HIGHEST, SIGFIG).unwrap();
+    let mut grown = new_histogram();
+    assert!(grown.distinct_values() <= 2048, "an empty histogram holds one bucket");
+    for v in [1u64, 999, 2_048, 50_000, 1_234_567, 20_000_000] {
+        fixed.record(v).unwrap();
+        grown.record(v).unwrap();
+    }
+    // 20 ms needs 15 of the 33 buckets an hour takes.
+    assert!(grown.distinct_values() < fixed.distinct_values() / 2, "{}", grown.distinct_values());
+    for q in [0.0, 0.2, 0.5, 0.8, 1.0] {
+        assert_eq!(grown.value_at_quantile(q), fixed.value_at_quantile(q), "q={q}");
+    }
+    // Merging either way gives the same as recording everything in one.
+    let mut merged = new_histogram();
+    merged.add(&fixed).unwrap();
+    merged.add(&grown).unwrap();
+    let mut both = fixed.clone();
+    both.add(&grown).unwrap();
+    assert_eq!(merged.len(), 12);
+    for q in [0.0, 0.5, 1.0] {
+        assert_eq!(merged.value_at_quantile(q), both.value_at_quantile(q), "q={q}");
+    }
+}
+
+#[test]
+fn a_histogram_holding_values_beyond_an_hour_is_refused() {
+    let mut other = Histogram::<u64>::new_with_bounds(1, 1 << 50, 3).unwrap();
+    other.record(HIGHEST * 2).unwrap();
+    assert!(matches!(decode_histogram(&encode_histogram(&other)), Err(HistogramError::Bounds)));
 }
