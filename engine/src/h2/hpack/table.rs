@@ -125,6 +125,14 @@ impl DynamicTable {
         self.evict_to(capacity);
     }
 
+    /// Whether any entry could enter: every entry takes at least 32 bytes (§4.1), so below
+    /// that an insertion only empties the table (§4.4), which is then already empty. Clients
+    /// advertise 0, and servers such as nginx say so with a size update and go on sending
+    /// literals with incremental indexing.
+    pub(crate) fn holds_nothing(&self) -> bool {
+        self.capacity < ENTRY_OVERHEAD
+    }
+
     /// An empty buffer to build the next entry in (recycled when possible).
     pub(crate) fn take_buf(&mut self) -> Vec<u8> {
         self.spare.pop().unwrap_or_default()
