@@ -195,9 +195,15 @@ impl<'r> Loop<'r> {
     /// the client's own share of its latency, recorded beside it.
     fn note_hold(&mut self, held: Duration) {
         let n = std::mem::take(&mut self.batch_responses);
-        if n > 0 {
-            let nanos = u64::try_from(held.as_nanos()).unwrap_or(u64::MAX);
-            self.stats.histograms.hold.saturating_record_n(nanos, n);
+        if n == 0 {
+            return;
+        }
+        let hold = &mut self.stats.histograms.hold;
+        if held.is_zero() {
+            // Nothing held is recorded as 0 (a sample's floor is 1 ns): always in range.
+            hold.saturating_record_n(0, n);
+        } else {
+            Stats::record_n(&mut self.stats.counters, hold, held, n);
         }
     }
 

@@ -67,13 +67,19 @@ impl Stats {
     /// Records one sample, clamping (and counting) a value beyond the histogram's range so that
     /// no sample is ever dropped silently.
     pub(crate) fn record(counters: &mut Counters, hist: &mut Histogram<u64>, value: Duration) {
+        Stats::record_n(counters, hist, value, 1);
+    }
+
+    /// Records `n` samples of one value, as [`Stats::record`] does one.
+    pub(crate) fn record_n(counters: &mut Counters, hist: &mut Histogram<u64>, value: Duration, n: u64) {
         let mut nanos = u64::try_from(value.as_nanos()).unwrap_or(u64::MAX).max(1);
         if nanos > histogram::HIGHEST {
-            counters.clamped += 1;
+            counters.clamped += n;
             nanos = histogram::HIGHEST;
         }
-        // Grows the counts to cover the value if needed; within HIGHEST it cannot fail.
-        hist.record(nanos).expect("a value within HIGHEST fits an auto-resizing histogram");
+        // Grows the counts to cover the value if needed (never saturating_record, which would
+        // clamp to what the counts cover so far); within HIGHEST it cannot fail.
+        hist.record_n(nanos, n).expect("a value within HIGHEST fits an auto-resizing histogram");
     }
 }
 
@@ -114,6 +120,17 @@ mod tests {
         }
         assert_eq!(m.min(), a.min());
         assert_eq!(m.max(), a.max());
+    }
+
+    #[test]
+    fn a_value_beyond_what_the_counts_cover_so_far_is_recorded_where_it_belongs() {
+        let mut s = Stats::new();
+        Stats::record_n(&mut s.counters, &mut s.histograms.hold, Duration::from_millis(5), 7);
+        Stats::record(&mut s.counters, &mut s.histograms.latency, Duration::from_secs(100));
+        assert!(s.histograms.hold.equivalent(s.histograms.hold.value_at_quantile(0.5), 5_000_000));
+        assert_eq!(s.histograms.hold.len(), 7);
+        assert!(s.histograms.latency.equivalent(s.histograms.latency.max(), 100_000_000_000));
+        assert_eq!(s.counters.clamped, 0);
     }
 
     #[test]
