@@ -25,6 +25,10 @@ pub(crate) const GRO_BUF_SIZE: usize = 65_536 + 64;
 
 /// Room for one control message carrying an int (UDP_GRO's segment size).
 const CONTROL_LEN: usize = 32;
+/// The most one GSO send may carry: the kernel's UDP_MAX_SEGMENTS (before Linux 6.9) and a
+/// datagram's 16-bit length. QUIC's batches are made to stay within both (`quic::Config`).
+pub(crate) const GSO_MAX_SEGMENTS: usize = 64;
+pub(crate) const GSO_MAX_BYTES: usize = 65_000;
 
 /// A new non-blocking UDP socket connected to `addr`, with GRO asked for when `gro` (and the
 /// kernel takes it): the descriptor, and whether GRO is on. A UDP connect sends nothing (it
@@ -163,8 +167,8 @@ impl UdpSend {
     }
 
     /// Sends `bytes`, datagrams of `segment_size` bytes (the last may be shorter), on `slot`:
-    /// one SENDMSG with UDP_SEGMENT, or, once GSO is off or for a single datagram, one plain
-    /// send per datagram. Returns how many operations were queued, each an `Op::Send` with a
+    /// one SENDMSG with UDP_SEGMENT, or, once GSO is off, for a single datagram or for a batch
+    /// beyond GSO's limits, one plain send per datagram. Returns how many operations were queued, each an `Op::Send` with a
     /// completion of its own.
     ///
     /// # Safety
@@ -178,7 +182,9 @@ impl UdpSend {
         segment_size: usize,
     ) -> io::Result<u32> {
         let segment_size = segment_size.max(1);
-        if !self.gso || bytes.len() <= segment_size {
+        // A batch beyond the kernel's limits would be refused (EINVAL) as if GSO were missing.
+        let fits = bytes.len() <= GSO_MAX_BYTES && bytes.len().div_ceil(segment_size) <= GSO_MAX_SEGMENTS;
+        if !self.gso || !fits || bytes.len() <= segment_size {
             // SAFETY: passed on to the caller.
             return unsafe { uring.send_datagrams(slot, generation, bytes, segment_size) };
         }

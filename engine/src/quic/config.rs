@@ -8,6 +8,7 @@ use quinn_proto::crypto::rustls::QuicClientConfig;
 use quinn_proto::{ClientConfig, EndpointConfig, IdleTimeout, TransportConfig, VarInt};
 
 use super::congestion::FixedWindow;
+use crate::driver::{GSO_MAX_BYTES, GSO_MAX_SEGMENTS};
 use crate::error::EngineError;
 use crate::plan::TlsOptions;
 
@@ -21,10 +22,6 @@ pub(crate) const ALPN_H3: &[u8] = b"h3";
 pub(crate) const LOOPBACK_MTU: u16 = 1452;
 /// QUIC's minimum (RFC 9000 §14), which every path must carry: the standard setting's MTU.
 pub(crate) const MIN_MTU: u16 = 1200;
-/// The kernel's limit on segments in one UDP GSO send (UDP_MAX_SEGMENTS before Linux 6.9).
-const GSO_MAX_SEGMENTS: usize = 64;
-/// What one UDP send may carry in all: a datagram's length field is 16 bits.
-const GSO_MAX_BYTES: usize = 65_000;
 /// Flow-control windows: large enough that no window update needs to flow in a run of small
 /// responses (16 MiB per stream, as HTTP/2's; the connection's is QUIC's maximum).
 const STREAM_WINDOW: u32 = 16 << 20;
@@ -59,7 +56,7 @@ pub(crate) struct Config {
     pub(super) client: ClientConfig,
     pub(super) endpoint: Arc<EndpointConfig>,
     pub(super) connect_timeout: Duration,
-    /// Datagrams one GSO batch may carry.
+    /// Datagrams one GSO batch may carry: within the kernel's limits for one send.
     pub(super) max_datagrams: usize,
 }
 

@@ -135,7 +135,9 @@ impl Transport {
     pub(crate) fn receive(&mut self, now: Instant, bytes: &[u8], segment_size: Option<usize>) {
         let segment = segment_size.filter(|&s| s > 0).unwrap_or(bytes.len()).max(1);
         for datagram in bytes.chunks(segment) {
-            self.rx.reserve(datagram.len().max(RX_CHUNK));
+            // Takes the allocation back once quinn-proto let go of every earlier datagram in it,
+            // else starts another of RX_CHUNK: an allocation per buffer, not per datagram.
+            self.rx.reserve(datagram.len());
             self.rx.extend_from_slice(datagram);
             let data = self.rx.split();
             match self.endpoint.handle(now, self.remote, None, None, data, &mut self.scratch) {

@@ -287,3 +287,24 @@ fn recv_payload(recv: &mut RecvMsg, bufs: &BufRing, bid: u16, res: i32) -> u8 {
     assert_eq!(got.payload.len(), 100);
     got.payload[0]
 }
+
+#[test]
+fn a_batch_beyond_gsos_limits_goes_out_datagram_by_datagram_and_gso_stays_on() {
+    let receiver = peer();
+    let mut ring = Uring::ring(4).unwrap();
+    let mut uring = Uring::new(&mut ring, SLOTS, Duration::from_secs(1)).unwrap();
+    open_connected(&mut uring, 0, &receiver.local_addr().unwrap(), false).unwrap();
+    let bytes = segments(70, 100, 0);
+    let mut send = UdpSend::new();
+    // SAFETY: `bytes` and `send` live until the completions are collected below.
+    let ops = unsafe { send.send(&mut uring, 0, 0, &bytes, 100) }.unwrap();
+    assert_eq!(ops, 70, "more segments than one GSO send may carry");
+    assert!(wait_for(&mut uring, Op::Send, 0, 70).iter().all(|c| c.1 == 100));
+    let mut buf = [0u8; 2048];
+    for i in 0..70u8 {
+        assert_eq!(receiver.recv(&mut buf).unwrap(), 100);
+        assert_eq!(buf[0], i);
+    }
+    assert!(send.gso());
+    close_all(&mut uring, &[0]);
+}
