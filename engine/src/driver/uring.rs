@@ -1,7 +1,7 @@
 //! Ring plumbing for one thread: operation tokens, submitting, the one wait with its deadline,
 //! collecting completions, and building the operations the loop submits (connect with its
-//! timeout, multishot receive, sends, cancel-and-close). Sockets are fixed-file slots here; no
-//! protocol is known.
+//! timeout, multishot receive, sends, cancel-and-close; for UDP, multishot RECVMSG and SENDMSG,
+//! see `udp.rs`). Sockets are fixed-file slots here; no protocol is known.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -199,6 +199,64 @@ impl<'r> Uring<'r> {
             opcode::RecvMulti::new(Fixed(slot as u32), group).build().user_data(token(Op::Recv, slot, generation));
         // SAFETY: the kernel picks the memory from the provided-buffer ring, which outlives it.
         unsafe { self.push(sqe) }
+    }
+
+    /// One multishot RECVMSG on UDP socket `slot` into buffer group `group`: each completion
+    /// is one datagram (or GRO batch) in a buffer laid out as `msg` says (see `udp::RecvMsg`).
+    /// It completes as a multishot receive does, so it carries `Op::Recv`'s token.
+    ///
+    /// # Safety
+    /// `msg` must stay valid until the receive has ended (a completion without MORE).
+    // Not used by the loop until HTTP/3 joins it.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) unsafe fn recvmsg_multishot(
+        &mut self,
+        slot: usize,
+        generation: u16,
+        group: u16,
+        msg: *const libc::msghdr,
+    ) -> io::Result<()> {
+        let sqe = opcode::RecvMsgMulti::new(Fixed(slot as u32), msg, group).build().user_data(token(
+            Op::Recv,
+            slot,
+            generation,
+        ));
+        // SAFETY: passed on to the caller; the payload goes into the provided-buffer ring.
+        unsafe { self.push(sqe) }
+    }
+
+    /// SENDMSG on `slot` (UDP with GSO); completes as a send, with `Op::Send`'s token.
+    ///
+    /// # Safety
+    /// `msg`, and everything it points at, must stay valid and unchanged until it completes.
+    pub(super) unsafe fn sendmsg(&mut self, slot: usize, generation: u16, msg: *const libc::msghdr) -> io::Result<()> {
+        let sqe = opcode::SendMsg::new(Fixed(slot as u32), msg)
+            .flags(libc::MSG_NOSIGNAL as u32)
+            .build()
+            .user_data(token(Op::Send, slot, generation));
+        // SAFETY: passed on to the caller.
+        unsafe { self.push(sqe) }
+    }
+
+    /// Sends `bytes` on UDP socket `slot` as datagrams of `segment_size` bytes (the last may be
+    /// shorter), one plain send each; returns how many, each completing as an `Op::Send`.
+    ///
+    /// # Safety
+    /// `bytes` must stay valid and unchanged until every one of them completes.
+    pub(super) unsafe fn send_datagrams(
+        &mut self,
+        slot: usize,
+        generation: u16,
+        bytes: &[u8],
+        segment_size: usize,
+    ) -> io::Result<u32> {
+        let mut queued = 0;
+        for datagram in bytes.chunks(segment_size.max(1)) {
+            // SAFETY: passed on to the caller.
+            unsafe { self.send(slot, generation, datagram)? };
+            queued += 1;
+        }
+        Ok(queued)
     }
 
     /// Sends `bytes` on `slot`; completes with how many were written.

@@ -1,0 +1,236 @@
+//! UDP on the ring, for QUIC: one connected socket per connection in a fixed-file slot, one
+//! multishot RECVMSG into the provided-buffer ring (UDP GRO where the kernel has it: several
+//! datagrams in one buffer, with their size in a control message), and SENDMSG with a
+//! UDP_SEGMENT control message (GSO: one send, many datagrams), falling back to one plain send
+//! per datagram on a socket whose kernel refuses GSO.
+//!
+//! The operations complete as their TCP counterparts do and carry the same tokens: a multishot
+//! RECVMSG is an `Op::Recv` (a buffer per completion, re-armed when a completion comes without
+//! the MORE flag) and each send an `Op::Send`, so the loop's bookkeeping holds for both. A
+//! connected UDP socket also reports the peer's ICMP errors: a port where nothing listens ends
+//! the receive with ECONNREFUSED, well before any connect timeout.
+
+use std::io;
+use std::net::SocketAddr;
+
+use io_uring::types::RecvMsgOut;
+
+use super::socket::encode_sockaddr;
+use super::uring::Uring;
+
+/// A provided buffer for UDP must hold the kernel's header, our control message and a whole GRO
+/// batch (up to 64 KiB): a batch that does not fit is cut short (MSG_TRUNC), and the datagrams
+/// past the cut are lost, so GRO is only for buffers of this size.
+pub(crate) const GRO_BUF_SIZE: usize = 65_536 + 64;
+
+/// Room for one control message carrying an int (UDP_GRO's segment size).
+const CONTROL_LEN: usize = 32;
+/// The most one GSO send may carry: the kernel's UDP_MAX_SEGMENTS (before Linux 6.9) and a
+/// datagram's 16-bit length. QUIC's batches are made to stay within both (`quic::Config`).
+pub(crate) const GSO_MAX_SEGMENTS: usize = 64;
+pub(crate) const GSO_MAX_BYTES: usize = 65_000;
+
+/// A new non-blocking UDP socket connected to `addr`, with GRO asked for when `gro` (and the
+/// kernel takes it): the descriptor, and whether GRO is on. A UDP connect sends nothing (it
+/// only fixes the peer), so it is a plain system call rather than a ring operation.
+pub(super) fn new_connected_socket(addr: &SocketAddr, gro: bool) -> io::Result<(i32, bool)> {
+    let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    let (sockaddr, len) = encode_sockaddr(addr);
+    // SAFETY: plain syscalls on a descriptor we own; the address outlives the call.
+    unsafe {
+        let fd = libc::socket(domain, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::connect(fd, (&raw const sockaddr).cast(), len) != 0 {
+            let e = io::Error::last_os_error();
+            libc::close(fd);
+            return Err(e);
+        }
+        let gro = gro && set_int(fd, libc::SOL_UDP, libc::UDP_GRO, 1);
+        Ok((fd, gro))
+    }
+}
+
+/// Opens a UDP socket connected to `addr` into fixed-file `slot`; says whether GRO is on.
+pub(super) fn open_connected(uring: &mut Uring<'_>, slot: usize, addr: &SocketAddr, gro: bool) -> io::Result<bool> {
+    let (fd, gro) = new_connected_socket(addr, gro)?;
+    let registered = uring.register_socket(slot, fd);
+    // SAFETY: fd came from socket() above; the registered table keeps its own reference.
+    unsafe { libc::close(fd) };
+    registered.map(|()| gro)
+}
+
+fn set_int(fd: i32, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> bool {
+    // SAFETY: setsockopt reads one int from a live local.
+    unsafe {
+        libc::setsockopt(fd, level, name, (&raw const value).cast(), size_of::<libc::c_int>() as libc::socklen_t) == 0
+    }
+}
+
+/// What one RECVMSG completion's buffer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Received<'a> {
+    /// One datagram, or several of `segment_size` bytes (the last may be shorter) under GRO.
+    pub payload: &'a [u8],
+    pub segment_size: Option<usize>,
+    /// The datagram (or GRO batch) did not fit the buffer: `payload` is its start only.
+    pub truncated: bool,
+}
+
+/// A thread's multishot RECVMSG: the message header every receive is armed with (no name, the
+/// socket being connected; room for the GRO control message), kept at one address for as
+/// long as receives may use it, and the count of datagrams cut short.
+pub(crate) struct RecvMsg {
+    msg: Box<libc::msghdr>,
+    /// Receives whose datagram did not fit a buffer (MSG_TRUNC): counted, never silent.
+    pub truncated: u64,
+}
+
+impl RecvMsg {
+    pub(crate) fn new() -> Self {
+        // SAFETY: msghdr is plain old data; all-zero is a valid value.
+        let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+        // With buffer selection the kernel only reads the lengths: where name and control go
+        // is decided in the provided buffer.
+        msg.msg_controllen = CONTROL_LEN as _;
+        RecvMsg { msg, truncated: 0 }
+    }
+
+    pub(super) fn header(&self) -> *const libc::msghdr {
+        &raw const *self.msg
+    }
+
+    /// Reads a completion's buffer (the first `res` bytes of it); None if the kernel's layout
+    /// is not there.
+    pub(crate) fn parse<'a>(&mut self, buf: &'a [u8]) -> Option<Received<'a>> {
+        let out = RecvMsgOut::parse(buf, &self.msg).ok()?;
+        let truncated = out.is_payload_truncated();
+        if truncated {
+            self.truncated += 1;
+        }
+        // RecvMsgOut lends the payload for its own lifetime only; it is a part of `buf`.
+        let payload = out.payload_data();
+        let start = (payload.as_ptr() as usize).checked_sub(buf.as_ptr() as usize)?;
+        let payload = buf.get(start..start + payload.len())?;
+        Some(Received { payload, segment_size: gro_segment(out.control_data()), truncated })
+    }
+}
+
+/// The segment size from a UDP_GRO control message, if one is among `control`.
+fn gro_segment(mut control: &[u8]) -> Option<usize> {
+    // struct cmsghdr: a size_t length, then level and type (ints); the data follows, aligned
+    // to size_t, and the next header after the data, aligned the same way.
+    const WORD: usize = size_of::<usize>();
+    const HEADER: usize = WORD + 8;
+    while control.len() >= HEADER {
+        let len = usize::from_ne_bytes(control[..WORD].try_into().ok()?);
+        let level = i32::from_ne_bytes(control[WORD..WORD + 4].try_into().ok()?);
+        let kind = i32::from_ne_bytes(control[WORD + 4..HEADER].try_into().ok()?);
+        if len < HEADER || len > control.len() {
+            return None;
+        }
+        if level == libc::SOL_UDP && kind == libc::UDP_GRO && len >= HEADER + 4 {
+            let size = i32::from_ne_bytes(control[HEADER..HEADER + 4].try_into().ok()?);
+            return usize::try_from(size).ok().filter(|&s| s > 0);
+        }
+        control = control.get(len.next_multiple_of(WORD)..)?;
+    }
+    None
+}
+
+/// One connection's UDP sends: the SENDMSG header, its iovec and its UDP_SEGMENT control
+/// message, boxed so they stay where the kernel reads them until the send completes, and
+/// whether this socket still takes GSO.
+pub(crate) struct UdpSend {
+    parts: Box<SendParts>,
+    gso: bool,
+}
+
+#[repr(C)]
+struct SendParts {
+    msg: libc::msghdr,
+    iov: libc::iovec,
+    /// u64s, for the alignment control messages need.
+    control: [u64; 4],
+}
+
+impl UdpSend {
+    pub(crate) fn new() -> Self {
+        // SAFETY: plain old data; all-zero is a valid value (null pointers, zero lengths).
+        UdpSend { parts: Box::new(unsafe { std::mem::zeroed() }), gso: true }
+    }
+
+    /// Whether sends still go out as GSO batches.
+    pub(crate) fn gso(&self) -> bool {
+        self.gso
+    }
+
+    /// Sends `bytes`, datagrams of `segment_size` bytes (the last may be shorter), on `slot`:
+    /// one SENDMSG with UDP_SEGMENT, or, once GSO is off, for a single datagram or for a batch
+    /// beyond GSO's limits, one plain send per datagram. Returns how many operations were queued, each an `Op::Send` with a
+    /// completion of its own.
+    ///
+    /// # Safety
+    /// `bytes` must stay valid and unchanged, and `self` in place, until those complete.
+    pub(crate) unsafe fn send(
+        &mut self,
+        uring: &mut Uring<'_>,
+        slot: usize,
+        generation: u16,
+        bytes: &[u8],
+        segment_size: usize,
+    ) -> io::Result<u32> {
+        let segment_size = segment_size.max(1);
+        // A batch beyond the kernel's limits would be refused (EINVAL) as if GSO were missing.
+        let fits = bytes.len() <= GSO_MAX_BYTES && bytes.len().div_ceil(segment_size) <= GSO_MAX_SEGMENTS;
+        if !self.gso || !fits || bytes.len() <= segment_size {
+            // SAFETY: passed on to the caller.
+            return unsafe { uring.send_datagrams(slot, generation, bytes, segment_size) };
+        }
+        let msg = self.prepare(bytes, segment_size);
+        // SAFETY: `msg` points into `self.parts`, which the caller keeps in place, and at
+        // `bytes`, which the caller keeps valid.
+        unsafe { uring.sendmsg(slot, generation, msg)? };
+        Ok(1)
+    }
+
+    /// A GSO send completed with `res`: whether the kernel refused GSO itself (EIO from a
+    /// device without checksum offload, EINVAL from a socket or kernel that cannot segment),
+    /// in which case GSO is turned off for this socket and the caller sends the same bytes
+    /// again, datagram by datagram.
+    pub(crate) fn refused(&mut self, res: i32) -> bool {
+        let refused = self.gso && (res == -libc::EIO || res == -libc::EINVAL);
+        if refused {
+            self.gso = false;
+        }
+        refused
+    }
+
+    fn prepare(&mut self, bytes: &[u8], segment_size: usize) -> *const libc::msghdr {
+        let p = &mut *self.parts;
+        p.iov = libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() };
+        p.control = [0; 4];
+        // SAFETY: msghdr is plain old data.
+        p.msg = unsafe { std::mem::zeroed() };
+        p.msg.msg_iov = &raw mut p.iov;
+        p.msg.msg_iovlen = 1;
+        p.msg.msg_control = p.control.as_mut_ptr().cast();
+        // SAFETY: CMSG_SPACE is arithmetic.
+        p.msg.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as _;
+        // SAFETY: the control buffer is 32 bytes, aligned, and room for CMSG_SPACE(2) (24 on
+        // 64-bit); CMSG_FIRSTHDR points into it.
+        unsafe {
+            let cmsg = libc::CMSG_FIRSTHDR(&raw const p.msg);
+            (*cmsg).cmsg_level = libc::SOL_UDP;
+            (*cmsg).cmsg_type = libc::UDP_SEGMENT;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+            // A datagram is at most 64 KiB, so its size fits UDP_SEGMENT's u16.
+            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment_size.min(65_535) as u16);
+        }
+        &raw const p.msg
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,124 @@
+//! How every QUIC connection of a run is set up, decided once per run: TLS (the same `-k` and
+//! `--cacert` meaning as TCP's, ALPN h3), and transport parameters for loopback-class paths.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quinn_proto::crypto::rustls::QuicClientConfig;
+use quinn_proto::{ClientConfig, EndpointConfig, IdleTimeout, TransportConfig, VarInt};
+
+use super::congestion::FixedWindow;
+use crate::driver::{GSO_MAX_BYTES, GSO_MAX_SEGMENTS};
+use crate::error::EngineError;
+use crate::plan::TlsOptions;
+
+/// HTTP/3's ALPN token.
+pub(crate) const ALPN_H3: &[u8] = b"h3";
+
+/// The UDP payload size on loopback-class paths: what a 1500-byte Ethernet MTU carries under
+/// IPv6 and UDP headers, so a LAN takes it too; loopback would take more, but responses are
+/// small and one size everywhere keeps the path simple. Fixed, without MTU discovery, whose
+/// probes would only cost packets in a short run.
+pub(crate) const LOOPBACK_MTU: u16 = 1452;
+/// QUIC's minimum (RFC 9000 §14), which every path must carry: the standard setting's MTU.
+pub(crate) const MIN_MTU: u16 = 1200;
+/// Flow-control windows: large enough that no window update needs to flow in a run of small
+/// responses (16 MiB per stream, as HTTP/2's; the connection's is QUIC's maximum).
+const STREAM_WINDOW: u32 = 16 << 20;
+/// How much of our own stream data may be in flight unacknowledged.
+const SEND_WINDOW: u64 = 16 << 20;
+/// Uni streams the server may open at once: HTTP/3's control and two QPACK streams, with room
+/// for reserved (grease) stream types a server may add.
+const PEER_UNI_STREAMS: u32 = 16;
+/// With no packet for this long the connection is over (the server's own limit may be lower).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// A PING this often keeps a quiet connection (parked before the start, or waiting for a slow
+/// response) inside both sides' idle timeouts; under load other packets do it for free.
+const KEEP_ALIVE: Duration = Duration::from_secs(10);
+/// The RTT assumed before the first sample on loopback-class paths. RFC 9002's 333 ms is for
+/// unknown paths: here it would make a lost handshake packet cost a second.
+const LOOPBACK_INITIAL_RTT: Duration = Duration::from_millis(10);
+
+/// How QUIC reacts to the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Congestion {
+    /// Loopback-class paths: a fixed window above quinn-proto's pacing limit (no pacing, no
+    /// slow start, no backing off on loss), a fixed MTU of [`LOOPBACK_MTU`] and a short
+    /// initial RTT.
+    Loopback,
+    /// A real WAN: quinn-proto's standard controller (CUBIC, with pacing), its initial RTT,
+    /// and QUIC's minimum MTU.
+    Standard,
+}
+
+/// Everything a run's QUIC connections share.
+pub(crate) struct Config {
+    pub(super) client: ClientConfig,
+    pub(super) endpoint: Arc<EndpointConfig>,
+    pub(super) connect_timeout: Duration,
+    /// Datagrams one GSO batch may carry: within the kernel's limits for one send.
+    pub(super) max_datagrams: usize,
+}
+
+impl Config {
+    /// The run's QUIC configuration from its TLS options.
+    pub(crate) fn new(
+        tls: &TlsOptions,
+        congestion: Congestion,
+        connect_timeout: Duration,
+    ) -> Result<Self, EngineError> {
+        let rustls = crate::tls::client_config(tls, &[ALPN_H3])?;
+        Self::with_rustls(rustls, congestion, connect_timeout)
+    }
+
+    /// The same from a rustls configuration made elsewhere (tests trust their own CA).
+    pub(crate) fn with_rustls(
+        rustls: Arc<rustls::ClientConfig>,
+        congestion: Congestion,
+        connect_timeout: Duration,
+    ) -> Result<Self, EngineError> {
+        let crypto = QuicClientConfig::try_from(rustls).map_err(|e| EngineError::TlsSetup(format!("QUIC: {e}")))?;
+        let mut client = ClientConfig::new(Arc::new(crypto));
+        let transport = transport(congestion);
+        let mtu = transport_mtu(congestion);
+        client.transport_config(Arc::new(transport));
+        Ok(Config {
+            client,
+            endpoint: Arc::new(EndpointConfig::default()),
+            connect_timeout,
+            max_datagrams: (GSO_MAX_BYTES / usize::from(mtu)).min(GSO_MAX_SEGMENTS),
+        })
+    }
+}
+
+fn transport_mtu(congestion: Congestion) -> u16 {
+    match congestion {
+        Congestion::Loopback => LOOPBACK_MTU,
+        Congestion::Standard => MIN_MTU,
+    }
+}
+
+fn transport(congestion: Congestion) -> TransportConfig {
+    let mut t = TransportConfig::default();
+    // HTTP/3 servers open no bidirectional streams (RFC 9114 §6.1): quinn-proto then treats
+    // one as the peer's protocol error.
+    t.max_concurrent_bidi_streams(VarInt::from_u32(0))
+        .max_concurrent_uni_streams(VarInt::from_u32(PEER_UNI_STREAMS))
+        .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
+        .receive_window(VarInt::MAX)
+        .send_window(SEND_WINDOW)
+        .keep_alive_interval(Some(KEEP_ALIVE))
+        .datagram_receive_buffer_size(None)
+        .mtu_discovery_config(None)
+        .initial_mtu(transport_mtu(congestion))
+        .min_mtu(transport_mtu(congestion))
+        .enable_segmentation_offload(true);
+    // 30 s is far below IdleTimeout's bound (2^62 ms), so this cannot fail.
+    if let Ok(idle) = IdleTimeout::try_from(IDLE_TIMEOUT) {
+        t.max_idle_timeout(Some(idle));
+    }
+    if congestion == Congestion::Loopback {
+        t.congestion_controller_factory(Arc::new(FixedWindow)).initial_rtt(LOOPBACK_INITIAL_RTT);
+    }
+    t
+}

@@ -1,0 +1,93 @@
+//! Why a QUIC connection ended, in the engine's error kinds and in words.
+
+use quinn_proto::{ConnectionError, TransportErrorCode};
+
+use crate::stats::ErrorKind;
+
+/// A connection that ended: every request still on it failed of `kind`, for the reason `why`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Lost {
+    pub kind: ErrorKind,
+    pub why: String,
+    /// The peer closed the connection with this application error code (for HTTP/3, one of
+    /// its H3_* codes), which only the session above knows how to read.
+    pub application_code: Option<u64>,
+}
+
+impl Lost {
+    fn new(kind: ErrorKind, why: String) -> Self {
+        Lost { kind, why, application_code: None }
+    }
+
+    /// No handshake within the connect timeout: nothing answers QUIC on that port.
+    pub(crate) fn connect_timeout() -> Self {
+        Lost::new(
+            ErrorKind::Connect,
+            "no QUIC handshake within the connect timeout (is a QUIC server on that UDP port?)".into(),
+        )
+    }
+
+    /// Why quinn-proto gave up on the connection; `connected` says whether the handshake was done.
+    pub(crate) fn from_quinn(reason: ConnectionError, connected: bool) -> Self {
+        match reason {
+            ConnectionError::TimedOut if connected => {
+                Lost::new(ErrorKind::Reset, "the QUIC connection went silent for its idle timeout".into())
+            }
+            ConnectionError::TimedOut => Lost::connect_timeout(),
+            ConnectionError::VersionMismatch => {
+                Lost::new(ErrorKind::Connect, "the server speaks no QUIC version volley does (version 1)".into())
+            }
+            ConnectionError::CidsExhausted => Lost::new(ErrorKind::Connect, "out of QUIC connection IDs".into()),
+            ConnectionError::TransportError(e) => match tls_alert(e.code) {
+                Some(alert) => Lost::new(ErrorKind::Tls, local_tls(alert, &e.reason)),
+                None => Lost::new(ErrorKind::Protocol, format!("the server broke QUIC: {e}")),
+            },
+            ConnectionError::ConnectionClosed(close) => match tls_alert(close.error_code) {
+                Some(alert) => {
+                    Lost::new(ErrorKind::Tls, format!("the server ended the TLS handshake with alert {alert}"))
+                }
+                None if close.error_code == TransportErrorCode::NO_ERROR => {
+                    let kind = if connected { ErrorKind::Reset } else { ErrorKind::Connect };
+                    Lost::new(kind, "the server closed the QUIC connection".into())
+                }
+                None if !connected => {
+                    Lost::new(ErrorKind::Connect, format!("the server refused the QUIC connection: {close}"))
+                }
+                None => Lost::new(
+                    ErrorKind::Protocol,
+                    format!("the server closed the QUIC connection with an error: {close}"),
+                ),
+            },
+            ConnectionError::ApplicationClosed(close) => Lost {
+                kind: if connected { ErrorKind::Reset } else { ErrorKind::Connect },
+                why: format!("the server closed the connection: {close}"),
+                application_code: Some(close.error_code.into_inner()),
+            },
+            ConnectionError::Reset => {
+                Lost::new(ErrorKind::Reset, "the server reset the QUIC connection (stateless reset)".into())
+            }
+            ConnectionError::LocallyClosed => Lost::new(ErrorKind::Reset, "closed by volley".into()),
+        }
+    }
+}
+
+/// The TLS alert a QUIC CRYPTO_ERROR carries (RFC 9001 §4.8: 0x100 + alert).
+fn tls_alert(code: TransportErrorCode) -> Option<u8> {
+    let code = u64::from(code);
+    (0x100..=0x1ff).contains(&code).then(|| (code - 0x100) as u8)
+}
+
+/// A TLS failure found on our side. quinn-proto hands rustls' error over as text only, so the
+/// advice (`--cacert`, `-k`) comes from the alert rustls chose for it.
+fn local_tls(alert: u8, reason: &str) -> String {
+    // bad_certificate, unsupported_certificate, certificate_revoked, certificate_expired,
+    // certificate_unknown, unknown_ca (RFC 8446 §6.2).
+    let certificate = matches!(alert, 42..=46 | 48);
+    if certificate {
+        format!(
+            "{reason}: give the CA that signed the server's certificate with --cacert FILE, or skip verification with -k"
+        )
+    } else {
+        format!("TLS: {reason}")
+    }
+}

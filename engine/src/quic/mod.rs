@@ -1,0 +1,22 @@
+//! QUIC for HTTP/3: quinn-proto's Sans-I/O state machine behind a narrow seam, driven only by
+//! the engine's loop (no async runtime, no quinn endpoint driver).
+//!
+//! [`Transport`] is one client connection: `receive` datagrams (several at once from UDP GRO),
+//! `poll_transmit` batches for one GSO send, `poll_timeout`/`handle_timeout`, streams
+//! (`open_bi`, `write`, `finish`, `read`, our and the peer's uni streams) and [`Event`]s out.
+//! Nothing of quinn-proto shows through it, so an own QUIC could take its place if a profile
+//! says quinn-proto costs too much. [`Config`] is decided once per run: ALPN h3, rustls with
+//! ring and the same `-k`/`--cacert` meaning as TCP's TLS, and, on loopback-class paths, no
+//! pacing, a fixed window, a fixed MTU and large flow-control windows.
+
+mod config;
+mod congestion;
+mod lost;
+mod transport;
+
+#[cfg(test)]
+mod tests;
+
+pub(crate) use config::{ALPN_H3, Config, Congestion};
+pub(crate) use lost::Lost;
+pub(crate) use transport::{Datagrams, Event, ReadEnd, StreamError, StreamId, Transport};
