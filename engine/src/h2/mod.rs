@@ -9,5 +9,5 @@ pub(crate) mod hpack;
 mod request;
 mod session;
 
-pub(crate) use request::encode_request;
+pub(crate) use request::{encode_request, request_fields};
 pub(crate) use session::{Config, Session};

@@ -1,17 +1,26 @@
-//! The HTTP/2 request header blocks a run sends, encoded once before any load starts.
+//! The HTTP/2 request header blocks a run sends, encoded once before any load starts, and the
+//! request fields they carry, which HTTP/3 sends too.
 
 use super::hpack;
 use crate::plan::RequestSpec;
 use crate::target::Target;
 
-/// Header fields HTTP/2 forbids (RFC 9113 §8.2.2); `host` becomes `:authority`.
+/// Header fields HTTP/2 and HTTP/3 forbid (RFC 9113 §8.2.2, RFC 9114 §4.2); `host` becomes
+/// `:authority`.
 const CONNECTION_SPECIFIC: [&str; 6] =
     ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"];
 
-/// The request's header blocks, as `h1::encode_request` would write the same request: the same
-/// defaults (user-agent, accept; content-length ours), names lowercased as HTTP/2 requires, and
-/// a user's `Host` as the `:authority`.
-pub(crate) fn encode_request(target: &Target, spec: &RequestSpec) -> hpack::RequestBlocks {
+/// The request's fields as HTTP/2 and HTTP/3 send them, the same request `h1::encode_request`
+/// writes: the same defaults (user-agent, accept; content-length ours), names lowercased as
+/// both require, connection-specific fields dropped, and a user's `Host` as the authority.
+pub(crate) struct RequestFields {
+    pub scheme: &'static str,
+    pub authority: String,
+    /// Every field but the pseudo-header fields, in order.
+    pub headers: Vec<(String, String)>,
+}
+
+pub(crate) fn request_fields(target: &Target, spec: &RequestSpec) -> RequestFields {
     let has = |name: &str| spec.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
     let authority = spec
         .headers
@@ -36,7 +45,19 @@ pub(crate) fn encode_request(target: &Target, spec: &RequestSpec) -> hpack::Requ
         headers.push(("content-length".into(), spec.body.len().to_string()));
     }
     let scheme = if target.is_tls() { "https" } else { "http" };
-    hpack::encode_request_blocks(&spec.method, scheme, &authority, &target.path_and_query, &headers)
+    RequestFields { scheme, authority, headers }
+}
+
+/// The request's header blocks (see `request_fields`).
+pub(crate) fn encode_request(target: &Target, spec: &RequestSpec) -> hpack::RequestBlocks {
+    let fields = request_fields(target, spec);
+    hpack::encode_request_blocks(
+        &spec.method,
+        fields.scheme,
+        &fields.authority,
+        &target.path_and_query,
+        &fields.headers,
+    )
 }
 
 #[cfg(test)]

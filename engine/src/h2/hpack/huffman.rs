@@ -1,5 +1,5 @@
-//! The HPACK Huffman code (RFC 7541 §5.2, Appendix B): decoding, which servers use for most
-//! literals, and an encoder for tests.
+//! The HPACK Huffman code (RFC 7541 §5.2, Appendix B), which QPACK uses too: decoding, which
+//! servers use for most literals, and the encoder of HTTP/3's request literals.
 //!
 //! Decoding walks a 4-bit-at-a-time state machine built at compile time from the code table,
 //! so a string costs two table look-ups per byte and no allocation. States are the 256
@@ -176,9 +176,13 @@ pub(crate) fn decoded_len(src: &[u8]) -> Result<usize, HpackError> {
     Ok(n)
 }
 
-/// Encodes `src`, padding with the EOS prefix. Only tests need it: the request is sent as
-/// plain literals.
-#[cfg(test)]
+/// The length of `src` Huffman-coded, padding included.
+pub(crate) fn encoded_len(src: &[u8]) -> usize {
+    src.iter().map(|&b| usize::from(LENGTHS[b as usize])).sum::<usize>().div_ceil(8)
+}
+
+/// Encodes `src`, padding with the EOS prefix. HTTP/2's request is sent as plain literals;
+/// HTTP/3's literals are Huffman-coded where that is shorter (`h3::qpack::encoder`).
 pub(crate) fn encode(src: &[u8], out: &mut Vec<u8>) {
     let mut acc: u64 = 0;
     let mut bits = 0u32;
@@ -224,6 +228,7 @@ mod tests {
             encode(&all[..n], &mut enc);
             assert_eq!(dec(&enc).unwrap(), &all[..n]);
             assert_eq!(decoded_len(&enc).unwrap(), n);
+            assert_eq!(encoded_len(&all[..n]), enc.len());
         }
     }
 

@@ -14,7 +14,7 @@
 
 mod decoder;
 mod encoder;
-mod huffman;
+pub(crate) mod huffman;
 mod table;
 
 #[cfg(test)]

@@ -1,0 +1,159 @@
+//! What every HTTP/3 connection of a run sends, encoded once before any load starts: our
+//! control stream's opening and the request stream's frames.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::frame;
+use super::qpack;
+use crate::h2::request_fields;
+use crate::plan::RequestSpec;
+use crate::target::Target;
+
+/// What every HTTP/3 session of a run shares: encoded once, shared by reference.
+#[derive(Debug)]
+pub(crate) struct Config {
+    /// Our control stream's bytes: its type and our SETTINGS (`frame::encode_control_stream`).
+    pub control: Arc<[u8]>,
+    /// A request stream's bytes before the body: HEADERS, then the header of the DATA frame
+    /// that carries the body when there is one. The body follows, then the stream's end.
+    pub request_head: Arc<[u8]>,
+    pub body: Arc<[u8]>,
+    /// The request's field section alone, whose size a server's SETTINGS_MAX_FIELD_SECTION_SIZE
+    /// limits (RFC 9114 §4.2.2 counts it decoded: names, values and 32 bytes a field).
+    pub field_section_size: u64,
+    /// Requests to keep in flight on each connection (-p): the streams a session opens.
+    pub streams: u32,
+    pub connect_timeout: Duration,
+    pub request_timeout: Option<Duration>,
+}
+
+impl Config {
+    pub(crate) fn new(
+        target: &Target,
+        spec: &RequestSpec,
+        streams: u32,
+        connect_timeout: Duration,
+        request_timeout: Option<Duration>,
+    ) -> Config {
+        let fields = request_fields(target, spec);
+        let section = qpack::encode_field_section(
+            &spec.method,
+            "https",
+            &fields.authority,
+            &target.path_and_query,
+            &fields.headers,
+        );
+        let mut request_head = Vec::with_capacity(section.len() + 16);
+        frame::encode_request_head(&section, spec.body.len(), &mut request_head);
+        let mut control = Vec::with_capacity(8);
+        frame::encode_control_stream(&mut control);
+        let pseudo = [(":method", spec.method.as_str()), (":scheme", "https"), (":authority", &fields.authority)];
+        let field_section_size = pseudo
+            .iter()
+            .map(|(n, v)| n.len() + v.len())
+            .chain([":path".len() + target.path_and_query.len()])
+            .chain(fields.headers.iter().map(|(n, v)| n.len() + v.len()))
+            .map(|n| n as u64 + 32)
+            .sum();
+        Config {
+            control: control.into(),
+            request_head: request_head.into(),
+            body: spec.body.clone().into(),
+            field_section_size,
+            streams,
+            connect_timeout,
+            request_timeout,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::h3::frame::{Frame, FrameDecoder};
+    use crate::h3::qpack::field_lines;
+
+    /// Decodes a request stream's bytes (head, body) as a server would: its fields and body.
+    fn read_request(config: &Config) -> (Vec<(String, String)>, Vec<u8>) {
+        let mut stream = config.request_head.to_vec();
+        stream.extend_from_slice(&config.body);
+        let mut input = stream.as_slice();
+        let mut frames = FrameDecoder::default();
+        let (mut fields, mut body) = (Vec::new(), Vec::new());
+        while let Some(frame) = frames.next(&mut input).expect("valid frames") {
+            match frame {
+                Frame::Headers(section) => {
+                    for line in field_lines(section).expect("static-only section") {
+                        let line = line.expect("valid field line");
+                        let text = |s: crate::h3::qpack::Str<'_>| {
+                            String::from_utf8(s.to_vec().expect("valid string")).expect("ASCII")
+                        };
+                        fields.push((text(line.name), text(line.value)));
+                    }
+                }
+                Frame::Data(piece) => body.extend_from_slice(piece),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        frames.finish().expect("ends between frames");
+        (fields, body)
+    }
+
+    #[test]
+    fn a_get_carries_the_pseudo_headers_then_the_defaults_and_no_data_frame() {
+        let target = Target::parse("https://example.test:8443/a?b=c").expect("valid url");
+        let config = Config::new(&target, &RequestSpec::new("GET", vec![], vec![]), 1, Duration::from_secs(1), None);
+        let (fields, body) = read_request(&config);
+        let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, [":method", ":scheme", ":authority", ":path", "user-agent", "accept"]);
+        assert_eq!(fields[0].1, "GET");
+        assert_eq!(fields[1].1, "https");
+        assert_eq!(fields[2].1, "example.test:8443");
+        assert_eq!(fields[3].1, "/a?b=c");
+        assert!(body.is_empty());
+        // HEADERS only: its type, its length, the section.
+        assert_eq!(config.request_head[0], 0x01);
+        assert_eq!(config.request_head[1] as usize, config.request_head.len() - 2);
+    }
+
+    #[test]
+    fn a_post_carries_host_as_authority_its_content_length_and_its_body_in_one_data_frame() {
+        let target = Target::parse("https://127.0.0.1:8443/").expect("valid url");
+        let spec = RequestSpec::new(
+            "POST",
+            vec![
+                ("Host".into(), "vhost.test".into()),
+                ("Connection".into(), "close".into()),
+                ("Content-Length".into(), "999".into()),
+                ("X-Trace".into(), "1".into()),
+            ],
+            b"hello".to_vec(),
+        );
+        let config = Config::new(&target, &spec, 4, Duration::from_secs(2), Some(Duration::from_secs(3)));
+        assert_eq!(
+            (config.streams, config.connect_timeout, config.request_timeout),
+            (4, Duration::from_secs(2), Some(Duration::from_secs(3)))
+        );
+        let (fields, body) = read_request(&config);
+        assert!(fields.contains(&(":authority".into(), "vhost.test".into())));
+        assert!(fields.contains(&(":method".into(), "POST".into())));
+        assert!(fields.contains(&("x-trace".into(), "1".into())));
+        assert!(fields.contains(&("content-length".into(), "5".into())));
+        assert!(!fields.iter().any(|(n, _)| n == "connection" || n == "host"));
+        assert_eq!(body, b"hello");
+        // The DATA frame's header ends the head: type 0, length 5.
+        assert_eq!(config.request_head[config.request_head.len() - 2..], [0x00, 0x05]);
+        let decoded: u64 = fields.iter().map(|(n, v)| (n.len() + v.len() + 32) as u64).sum();
+        assert_eq!(config.field_section_size, decoded);
+    }
+
+    #[test]
+    fn the_control_stream_is_its_type_and_settings_with_no_dynamic_table() {
+        let target = Target::parse("https://127.0.0.1:8443/").expect("valid url");
+        let config = Config::new(&target, &RequestSpec::new("GET", vec![], vec![]), 1, Duration::from_secs(1), None);
+        // Type 0x00; SETTINGS (0x04) of 4 bytes: QPACK_MAX_TABLE_CAPACITY (0x01) 0,
+        // QPACK_BLOCKED_STREAMS (0x07) 0.
+        assert_eq!(&config.control[..], [0x00, 0x04, 0x04, 0x01, 0x00, 0x07, 0x00]);
+    }
+}

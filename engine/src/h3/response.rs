@@ -1,0 +1,99 @@
+//! One request stream's response (RFC 9114 §4.1): fed the stream's bytes as they arrive, it
+//! gives the final status, counts the body, and at the stream's end says whether the response
+//! was whole.
+//!
+//! A response is zero or more informational (1xx) HEADERS, the final HEADERS, any number of
+//! DATA frames, and optionally trailers (one more HEADERS); unknown frames may come anywhere
+//! and are skipped. DATA before the final HEADERS, or anything but unknown frames after the
+//! trailers, is H3_FRAME_UNEXPECTED; control-stream frames here are too; PUSH_PROMISE is
+//! H3_ID_ERROR, since we never send MAX_PUSH_ID.
+
+use super::H3Error;
+use super::frame::{Frame, FrameDecoder};
+use super::qpack;
+
+/// A response read to its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Response {
+    pub status: u16,
+    /// DATA payload bytes.
+    pub body_bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Before the final HEADERS (informational responses may come).
+    Head,
+    /// After the final HEADERS: DATA or trailers may come.
+    Body,
+    /// After the trailers: only the end may come.
+    Trailers,
+}
+
+/// The reader of one response stream.
+#[derive(Debug)]
+pub(crate) struct ResponseStream {
+    frames: FrameDecoder,
+    phase: Phase,
+    status: Option<u16>,
+    body_bytes: u64,
+}
+
+impl Default for ResponseStream {
+    fn default() -> Self {
+        ResponseStream { frames: FrameDecoder::default(), phase: Phase::Head, status: None, body_bytes: 0 }
+    }
+}
+
+impl ResponseStream {
+    /// Reads the next bytes of the stream, in whatever pieces they come. After an error the
+    /// stream is done: a connection error (see [`H3Error::is_connection_error`]) ends the
+    /// connection, another this stream only.
+    pub(crate) fn receive(&mut self, mut input: &[u8]) -> Result<(), H3Error> {
+        let ResponseStream { frames, phase, status, body_bytes } = self;
+        while let Some(frame) = frames.next(&mut input)? {
+            match (frame, *phase) {
+                (Frame::Headers(section), Phase::Head) => match qpack::decode_status(section)? {
+                    None => return Err(H3Error::MissingStatus),
+                    Some(101) => return Err(H3Error::SwitchingProtocols),
+                    // Informational: the final response is still to come.
+                    Some(100..=199) => {}
+                    Some(code) => {
+                        *status = Some(code);
+                        *phase = Phase::Body;
+                    }
+                },
+                (Frame::Headers(section), Phase::Body) => {
+                    if qpack::decode_status(section)?.is_some() {
+                        return Err(H3Error::StatusInTrailers);
+                    }
+                    *phase = Phase::Trailers;
+                }
+                (Frame::Data(piece), Phase::Body) => *body_bytes += piece.len() as u64,
+                (Frame::Unknown(_), _) => {}
+                (Frame::PushPromise, _) => return Err(H3Error::Push { frame: "PUSH_PROMISE" }),
+                (frame, _) => return Err(H3Error::FrameUnexpected { frame: frame.name(), stream: "request" }),
+            }
+        }
+        Ok(())
+    }
+
+    /// The final status, once its HEADERS are in.
+    pub(crate) fn status(&self) -> Option<u16> {
+        self.status
+    }
+
+    /// DATA payload bytes so far.
+    pub(crate) fn body_bytes(&self) -> u64 {
+        self.body_bytes
+    }
+
+    /// At the stream's end (QUIC's FIN): the response, if it was whole.
+    pub(crate) fn finish(&self) -> Result<Response, H3Error> {
+        self.frames.finish()?;
+        match self.status {
+            Some(status) => Ok(Response { status, body_bytes: self.body_bytes }),
+            None => Err(H3Error::IncompleteResponse),
+        }
+    }
+}
