@@ -1,6 +1,6 @@
 //! End-to-end tests of the built-in target server (`volley_serve`) and of the test support code
 //! in `tests/support` (TestServer, nginx, the timeout runner), with small hand-written clients
-//! over real loopback sockets. The `volley` CLI itself is tested elsewhere.
+//! over real loopback sockets, and quinn + h3 for HTTP/3. The `volley` CLI itself is tested elsewhere.
 
 mod support;
 
@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::{
-    Behavior, Nginx, NginxOptions, RawMode, TestCert, TestServer, body_bytes, http_get, read_response,
+    Behavior, H3Client, Nginx, NginxOptions, RawMode, TestCert, TestServer, body_bytes, http_get, read_response,
     run_with_timeout, send_request,
 };
 use volley_serve::{DEFAULT_BODY, ServeConfig, ServeError, Server};
@@ -446,4 +446,72 @@ fn run_with_timeout_returns_output_and_kills_hangs() {
     let output = run_with_timeout(cmd, Duration::from_millis(300)).expect_err("should time out");
     assert_eq!(output.stdout, b"started\n");
     assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP/3: quinn + h3 on UDP at the TLS listener's port
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn serve_answers_http3_on_the_tls_port_and_counts_it_with_the_others() {
+    let cert = TestCert::generate();
+    let config = ServeConfig { tls: Some(cert.serve_tls()), http3: true, ..serve_on_port_0() };
+    let server = Server::start(config).unwrap();
+    let mut client = H3Client::connect(server.local_addr(), Some(&cert.ca_pem)).expect("an HTTP/3 connection");
+    for _ in 0..5 {
+        let reply = client.get("/any/path?x=1").expect("an HTTP/3 response");
+        assert_eq!((reply.status, reply.body.as_slice()), (200, DEFAULT_BODY));
+        assert_eq!(reply.headers.get("content-type").map(|v| v.as_bytes()), Some(b"text/plain".as_slice()));
+    }
+    let replies = client.get_concurrently("/", 40);
+    assert!(replies.iter().all(|r| matches!(r, Ok(reply) if reply.status == 200 && reply.body == DEFAULT_BODY)));
+    assert_eq!(server.requests(), 45);
+    assert_eq!(server.connections(), 1);
+    // HTTP/1.1 over TLS on the same port number still answers, and counts with the rest.
+    let mut tls = cert.connect(server.local_addr(), "localhost", &[b"http/1.1"]);
+    send_request(&mut tls, "GET", "/", &[], b"").unwrap();
+    assert_eq!(read_response(&mut BufReader::new(&mut tls), false).unwrap().status, 200);
+    assert_eq!(server.requests(), 46);
+}
+
+#[test]
+fn serve_refuses_http3_without_tls() {
+    let err =
+        Server::start(ServeConfig { http3: true, ..serve_on_port_0() }).err().expect("HTTP/3 without TLS started");
+    assert!(matches!(err, ServeError::Http3WithoutTls), "{err}");
+}
+
+#[test]
+fn volley_serve_http3_answers_with_a_self_signed_certificate() {
+    // A free port for both TCP and UDP, probed then released.
+    let port = loop {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            break port;
+        }
+    };
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let mut cmd = Command::new(support::volley_bin());
+    cmd.args(["serve", "--http3", "--listen", &addr.to_string()]);
+    let mut serve = support::BackgroundProcess::spawn(cmd);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut client = loop {
+        match H3Client::connect(addr, None) {
+            Ok(client) => break client,
+            Err(e) if Instant::now() > deadline => panic!("no HTTP/3 on {addr}: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    let reply = client.get("/").expect("an HTTP/3 response");
+    assert_eq!((reply.status, reply.body.as_slice()), (200, DEFAULT_BODY));
+    drop(client);
+    serve.signal(libc::SIGINT);
+    let output = serve.wait(Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("listening on https://{addr}/ (HTTP/1.1 and HTTP/2 on TCP, HTTP/3 on UDP)")),
+        "{stderr}"
+    );
 }

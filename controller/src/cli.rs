@@ -28,6 +28,10 @@ pub(crate) enum Command {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
+        /// Serve HTTPS (HTTP/1.1 and HTTP/2) on TCP and HTTP/3 on UDP at the same port, with a
+        /// self-signed certificate made at start (clients need -k).
+        #[arg(long)]
+        http3: bool,
     },
     /// Start the built-in server and two workers on loopback ports and run a short distributed
     /// load test against it.

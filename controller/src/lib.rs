@@ -45,7 +45,7 @@ pub fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Some(Command::Serve { listen }) => serve(listen),
+        Some(Command::Serve { listen, http3 }) => serve(listen, http3),
         Some(Command::Demo) => demo::run(),
         Some(Command::Worker(args)) => worker(&args),
         Some(Command::Merge { reports, json }) => merge(&reports, json),
@@ -64,8 +64,16 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn serve(listen: std::net::SocketAddr) -> Result<(), CliError> {
-    let config = volley_serve::ServeConfig { addr: listen, ..Default::default() };
+fn serve(listen: std::net::SocketAddr, http3: bool) -> Result<(), CliError> {
+    let mut config = volley_serve::ServeConfig { addr: listen, http3, ..Default::default() };
+    if http3 {
+        // Names a client on this machine would use, and the address it was told to listen on.
+        let mut names = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+        if !names.contains(&listen.ip().to_string()) {
+            names.push(listen.ip().to_string());
+        }
+        config.tls = Some(volley_serve::TlsPem::self_signed(&names).map_err(|e| CliError::Serve(e.to_string()))?);
+    }
     volley_serve::serve_forever(config).map_err(|e| CliError::Serve(e.to_string()))
 }
 

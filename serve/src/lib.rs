@@ -4,7 +4,8 @@
 //! `200 OK`, `content-type: text/plain` and the configured body (by default `hello, world!\n`).
 //! A request body is read to its end before the answer goes out. HTTP/1.1 and HTTP/2 share one
 //! port: plain-text connections are told apart by the HTTP/2 prior-knowledge preface (h2c), and
-//! with TLS the client picks by ALPN (`h2`, `http/1.1`).
+//! with TLS the client picks by ALPN (`h2`, `http/1.1`). With TLS, [`ServeConfig::http3`] also
+//! answers HTTP/3 (quinn and h3) on UDP at the same port number, with the same certificate.
 //!
 //! The server runs on its own multi-threaded tokio runtime, owned by a background thread, so it
 //! can be started from synchronous code (the CLI, `#[test]` functions) and from inside another
@@ -45,6 +46,8 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::oneshot;
 use tokio_rustls::TlsAcceptor;
 
+mod http3;
+
 /// The body served when none is configured.
 pub const DEFAULT_BODY: &[u8] = b"hello, world!\n";
 
@@ -71,6 +74,8 @@ pub struct ServeConfig {
     /// Worker threads of the server's runtime. Default: 2, few enough to leave the cores of a
     /// small machine to the load generator; 0 is taken as 1.
     pub workers: usize,
+    /// Also answer HTTP/3 on UDP at the TCP listener's port (needs `tls`). Default: `false`.
+    pub http3: bool,
 }
 
 impl Default for ServeConfig {
@@ -80,6 +85,7 @@ impl Default for ServeConfig {
             body: Bytes::from_static(DEFAULT_BODY),
             tls: None,
             workers: 2,
+            http3: false,
         }
     }
 }
@@ -91,6 +97,18 @@ pub struct TlsPem {
     pub cert_chain_pem: Vec<u8>,
     /// One private key block (PKCS#8, PKCS#1 or SEC1).
     pub key_pem: Vec<u8>,
+}
+
+impl TlsPem {
+    /// A fresh self-signed certificate for these names (DNS names or IP addresses), for a
+    /// server that has none of its own: clients must skip verification (`-k`) or trust it.
+    pub fn self_signed(names: &[String]) -> Result<TlsPem, ServeError> {
+        let made = rcgen::generate_simple_self_signed(names.to_vec()).map_err(|e| ServeError::Tls(e.to_string()))?;
+        Ok(TlsPem {
+            cert_chain_pem: made.cert.pem().into_bytes(),
+            key_pem: made.signing_key.serialize_pem().into_bytes(),
+        })
+    }
 }
 
 impl std::fmt::Debug for TlsPem {
@@ -115,6 +133,9 @@ pub enum ServeError {
     /// Waiting for Ctrl-C failed.
     #[error("cannot wait for Ctrl-C: {0}")]
     Signal(io::Error),
+    /// HTTP/3 was asked for without TLS: QUIC always encrypts.
+    #[error("HTTP/3 needs a TLS certificate")]
+    Http3WithoutTls,
 }
 
 /// Counters shared by every connection task.
@@ -139,6 +160,9 @@ impl Server {
     ///
     /// Returns once the socket is listening, so connections made right after succeed.
     pub fn start(config: ServeConfig) -> Result<Server, ServeError> {
+        if config.http3 && config.tls.is_none() {
+            return Err(ServeError::Http3WithoutTls);
+        }
         let tls = config.tls.as_ref().map(tls_acceptor).transpose()?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.workers.max(1))
@@ -153,6 +177,15 @@ impl Server {
         };
         let local_addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: config.addr, source })?;
         let counters = Arc::new(Counters::default());
+        let quic = match (&config.tls, config.http3) {
+            (Some(pem), true) => {
+                let _guard = runtime.enter();
+                let endpoint = http3::endpoint(local_addr, pem)?;
+                runtime.spawn(http3::accept_loop(endpoint.clone(), config.body.clone(), counters.clone()));
+                Some(endpoint)
+            }
+            _ => None,
+        };
         let handle = runtime.handle().clone();
         let (stop, stopped) = oneshot::channel();
         let scheme = if tls.is_some() { "https" } else { "http" };
@@ -163,6 +196,10 @@ impl Server {
             .name("volley-serve-main".into())
             .spawn(move || {
                 runtime.block_on(accept);
+                if let Some(endpoint) = quic {
+                    // Tells every HTTP/3 client at once, rather than leaving it to its idle timeout.
+                    endpoint.close(0u32.into(), b"server shutting down");
+                }
                 runtime.shutdown_timeout(Duration::from_millis(100));
             })
             .map_err(ServeError::Runtime)?;
@@ -179,13 +216,15 @@ impl Server {
         format!("{}://{}/", self.scheme, self.local_addr)
     }
 
-    /// Requests answered so far: counted when the last byte of a response's body is handed to
-    /// the connection, so a client that has read a response always finds it counted.
+    /// Requests answered so far, over every protocol: counted when the last byte of a response's
+    /// body is handed to the connection (for HTTP/3, before the stream is finished), so a client
+    /// that has read a response always finds it counted.
     pub fn requests(&self) -> u64 {
         self.counters.requests.load(Ordering::Relaxed)
     }
 
-    /// Connections accepted so far (TCP accepts, whether or not a TLS handshake followed).
+    /// Connections accepted so far (TCP accepts, whether or not a TLS handshake followed, and
+    /// QUIC connections whose handshake completed).
     pub fn connections(&self) -> u64 {
         self.counters.connections.load(Ordering::Relaxed)
     }
@@ -215,8 +254,13 @@ impl Drop for Server {
 ///
 /// Prints `volley serve: listening on http://ADDR/` to stderr once the socket is listening.
 pub fn serve_forever(config: ServeConfig) -> Result<(), ServeError> {
+    let http3 = config.http3;
     let server = Server::start(config)?;
-    eprintln!("volley serve: listening on {}", server.url());
+    if http3 {
+        eprintln!("volley serve: listening on {} (HTTP/1.1 and HTTP/2 on TCP, HTTP/3 on UDP)", server.url());
+    } else {
+        eprintln!("volley serve: listening on {}", server.url());
+    }
     // The server's own runtime drives the signal listener; this thread only waits.
     let handle = server.handle.clone();
     handle.block_on(tokio::signal::ctrl_c()).map_err(ServeError::Signal)?;
@@ -233,6 +277,16 @@ fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
 }
 
 fn tls_acceptor(pem: &TlsPem) -> Result<TlsAcceptor, ServeError> {
+    let mut config = server_config(pem, &[&rustls::version::TLS13, &rustls::version::TLS12])?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// A rustls server configuration with this certificate, for these TLS versions.
+fn server_config(
+    pem: &TlsPem,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> Result<rustls::ServerConfig, ServeError> {
     let certs = CertificateDer::pem_slice_iter(&pem.cert_chain_pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ServeError::Tls(format!("certificate chain: {e}")))?;
@@ -242,14 +296,12 @@ fn tls_acceptor(pem: &TlsPem) -> Result<TlsAcceptor, ServeError> {
     let key = PrivateKeyDer::from_pem_slice(&pem.key_pem).map_err(|e| ServeError::Tls(format!("private key: {e}")))?;
     // The same provider as the engine's client (ring), so the workspace builds one crypto library.
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
+    rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
         .map_err(|e| ServeError::Tls(e.to_string()))?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(|e| ServeError::Tls(e.to_string()))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(TlsAcceptor::from(Arc::new(config)))
+        .map_err(|e| ServeError::Tls(e.to_string()))
 }
 
 async fn accept_loop(

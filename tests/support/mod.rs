@@ -16,6 +16,10 @@
 //!   to play hostile and broken workers against the real controller.
 //! - [`h2_servers`]: real lighttpd and h2o HTTP/2 servers in the same manner, and nginx started
 //!   from the same [`h2_servers::H2Options`] (GOAWAY after N requests, CONTINUATION-sized headers).
+//! - [`h3_server::H3TestServer`]: quinn + h3 on loopback UDP with [`h3_server::H3Options`]
+//!   (GOAWAY after N requests, large response headers, a low stream limit, a delay), counting
+//!   what it answered and the most requests it had in flight; [`H3Client`]: a blocking quinn +
+//!   h3 client to check HTTP/3 servers with.
 //! - [`volley_bin`], [`run_volley`]: run the built binary with a timeout, so a hang fails the
 //!   test instead of hanging CI; [`json_report`] and [`number`] read its `-j` report, and
 //!   every JSON report a test reads is checked against the published schema/report.schema.json
@@ -30,7 +34,7 @@
 //!   daemons and controllers to signal mid-run.
 //!
 //! One file per concern: `volley.rs`, `certs.rs`, `client.rs`, `test_server.rs`, `nginx.rs`,
-//! `h2_servers.rs`, `fake_worker.rs`, `listener.rs`, `processes.rs`, `prometheus.rs`. Each test binary uses only part of this
+//! `h2_servers.rs`, `h3_server.rs`, `h3_client.rs`, `fake_worker.rs`, `listener.rs`, `processes.rs`, `prometheus.rs`. Each test binary uses only part of this
 //! module, hence the `allow(dead_code)`.
 #![allow(dead_code)]
 
@@ -38,6 +42,8 @@ mod certs;
 mod client;
 pub mod fake_worker;
 pub mod h2_servers;
+mod h3_client;
+pub mod h3_server;
 mod listener;
 mod nginx;
 mod processes;
@@ -47,4 +53,6 @@ mod volley;
 
 // Each test binary uses only some of these.
 #[allow(unused_imports)]
-pub use {certs::*, client::*, listener::*, nginx::*, processes::*, prometheus::*, test_server::*, volley::*};
+pub use {
+    certs::*, client::*, h3_client::*, listener::*, nginx::*, processes::*, prometheus::*, test_server::*, volley::*,
+};
