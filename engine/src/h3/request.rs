@@ -149,6 +149,14 @@ mod tests {
     }
 
     #[test]
+    fn huffman_literals_make_a_default_get_a_32_byte_headers_frame() {
+        // ARCHITECTURE.md quotes this size.
+        let target = Target::parse("https://127.0.0.1:8443/").expect("valid url");
+        let config = Config::new(&target, &RequestSpec::new("GET", vec![], vec![]), 1, Duration::from_secs(1), None);
+        assert_eq!(config.request_head.len(), 32);
+    }
+
+    #[test]
     fn the_control_stream_is_its_type_and_settings_with_no_dynamic_table() {
         let target = Target::parse("https://127.0.0.1:8443/").expect("valid url");
         let config = Config::new(&target, &RequestSpec::new("GET", vec![], vec![]), 1, Duration::from_secs(1), None);
