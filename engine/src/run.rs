@@ -10,7 +10,7 @@ use crate::driver::{self, Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
-use crate::plan::{MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_THREADS, Plan, Protocol, Stop};
+use crate::plan::{MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_THREADS, Plan, Protocol, Stop};
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Snapshot, Stats};
@@ -122,6 +122,17 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     if [run_length, plan.connect_timeout, plan.request_timeout.unwrap_or_default()].iter().any(|d| *d > MAX_DURATION) {
         return Err(EngineError::Plan("the run's duration and timeouts must be at most 365 days"));
     }
+    if let Some(rate) = plan.rate {
+        if rate.per_second == 0 {
+            return Err(EngineError::Plan("the rate must be at least 1 request per second"));
+        }
+        if rate.per_second > MAX_RATE {
+            return Err(EngineError::Plan("the rate must be at most 1000000000 requests per second"));
+        }
+        if rate.offset > MAX_DURATION {
+            return Err(EngineError::Plan("the rate's offset must be at most 365 days"));
+        }
+    }
     if plan.max_hold > MAX_HOLD {
         return Err(EngineError::Plan("the client's hold must be at most 100 ms"));
     }
@@ -150,7 +161,9 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     } else {
         None
     };
-    let threads = plan.threads.min(plan.connections);
+    // Each thread of an open-model run keeps at least one request per second.
+    let most_threads = plan.rate.map_or(usize::MAX, |r| usize::try_from(r.per_second).unwrap_or(usize::MAX));
+    let threads = plan.threads.min(plan.connections).min(most_threads);
     // The first thread takes the largest share of the connections.
     fd_limit::ensure_room_for(plan.connections.div_ceil(threads) as u64)?;
     let shared = Arc::new(Shared {
@@ -182,6 +195,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
                 Stop::Duration(d) => Some(d),
                 Stop::Requests(_) => None,
             },
+            rate: part.rate,
             gate: control.gate.clone(),
             stop_flag: control.stop_flag.clone(),
             tx: tx.clone(),

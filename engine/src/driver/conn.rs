@@ -53,6 +53,9 @@ pub(crate) struct Conn {
     pub send_off: usize,
     /// On the loop's list of connections to write at the end of this batch.
     pub dirty: bool,
+    /// Open model: the session has room for a request and waits for the next one due (it is on
+    /// the loop's `waiting` list).
+    pub waiting: bool,
 }
 
 impl Conn {
@@ -73,6 +76,7 @@ impl Conn {
             send_buf: Vec::new(),
             send_off: 0,
             dirty: false,
+            waiting: false,
         }
     }
 }

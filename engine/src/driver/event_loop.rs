@@ -10,7 +10,14 @@
 //!
 //! The loop knows no protocol: it matches on what a `Session` reports (events, output, its
 //! next deadline) and keeps the run's accounting.
+//!
+//! Requests come from the thread's `Schedule`. In the closed model a connection (or stream)
+//! takes the next one as soon as it is free. In the open model one is due at a time: a
+//! connection with room and nothing due goes on the `waiting` list, the loop wakes at the next
+//! due instant and hands it to the connection that has waited longest; a request found due
+//! with nobody waiting is counted as blocked, and the next connection freed takes it.
 
+use std::collections::VecDeque;
 use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,7 +30,7 @@ use super::lifecycle::Lifecycle;
 use super::socket::new_socket;
 use super::uring::{Completion, Op, Uring, untoken};
 use super::{Shared, ThreadDone, ThreadPlan};
-use crate::session::{Budget, Event, Negotiated, Session, Transmit, Units, Why};
+use crate::session::{Event, Negotiated, Schedule, Session, Transmit, Units, Why};
 use crate::stats::{ErrorKind, Stats};
 use crate::tls::{self, TlsSession};
 
@@ -45,7 +52,14 @@ pub(super) struct Loop<'r> {
     lifecycle: Lifecycle,
     /// Everything measured since the last interval was handed out.
     stats: Stats,
-    budget: Budget,
+    schedule: Schedule,
+    /// The open model: service time is recorded beside the latency from due.
+    open_model: bool,
+    /// Open model: connections with room for a request, waiting for the next one due, oldest
+    /// first. An entry whose connection's `waiting` is false is stale and skipped.
+    waiting: VecDeque<usize>,
+    /// Connections whose `waiting` is true.
+    waiting_count: usize,
     /// Decrypted bytes of the receive being handled (reused).
     plain: Vec<u8>,
     /// Session output on its way into TLS (reused).
@@ -91,7 +105,13 @@ impl<'r> Loop<'r> {
             conns: (0..n).map(|_| Conn::new(now)).collect(),
             lifecycle: Lifecycle::new(&plan, now),
             stats: Stats::new(),
-            budget: Budget::new(plan.budget),
+            schedule: match plan.rate {
+                Some(rate) => Schedule::open(plan.budget, rate),
+                None => Schedule::closed(plan.budget),
+            },
+            open_model: plan.rate.is_some(),
+            waiting: VecDeque::new(),
+            waiting_count: 0,
             plain: Vec::with_capacity(16 * 1024),
             plain_out: Vec::new(),
             events: Vec::new(),
@@ -147,6 +167,9 @@ impl<'r> Loop<'r> {
             if self.lifecycle.check_due(now) {
                 self.retry_idle(now)?;
             }
+            if self.open_model && self.lifecycle.released() {
+                self.dispatch_due(now)?;
+            }
             if !self.lifecycle.ready_sent() {
                 self.check_ready();
             }
@@ -157,7 +180,19 @@ impl<'r> Loop<'r> {
             if let Some(d) = self.next_deadline {
                 until = until.min(d);
             }
+            // Only a connection waiting can take the next request due: with none, the next
+            // completion frees one.
+            if self.waiting_count > 0
+                && let Some(due) = self.schedule.next_due()
+            {
+                until = until.min(due);
+            }
             self.uring.wait(now, until)?;
+            if self.open_model && self.waiting_count == 0 && self.lifecycle.released() {
+                // Nothing was free while the thread slept: whatever came due meanwhile waited
+                // for a connection. Counted now, before the completions free some.
+                self.stats.counters.blocked += self.schedule.mark_blocked(Instant::now());
+            }
             let held = self.hold(until)?;
             self.drain()?;
             self.note_hold(held);
@@ -208,11 +243,10 @@ impl<'r> Loop<'r> {
     }
 
     /// Starts the load once the gate's instant has come: parked connections send their first
-    /// requests, the others connect.
+    /// requests (in the open model, those due), the others connect.
     fn try_release(&mut self, now: Instant) -> io::Result<()> {
-        if !self.lifecycle.try_release(now) {
-            return Ok(());
-        }
+        let Some(now) = self.lifecycle.try_release(now) else { return Ok(()) };
+        self.schedule.start(now);
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             if c.phase == Phase::Open {
@@ -239,7 +273,50 @@ impl<'r> Loop<'r> {
     }
 
     fn finished(&self) -> bool {
-        self.budget.is_spent() && self.conns.iter().all(|c| c.phase == Phase::Idle)
+        self.schedule.is_spent() && self.conns.iter().all(|c| c.phase == Phase::Idle)
+    }
+
+    /// Open model: the requests due by `now` go to the connections waiting, longest first; a
+    /// request due with none waiting is counted as blocked (the next connection freed takes it).
+    /// Once no request will ever be due again, the waiting connections are closed.
+    fn dispatch_due(&mut self, now: Instant) -> io::Result<()> {
+        let exhausted = self.schedule.next_due().is_none();
+        while self.waiting_count > 0 && (exhausted || self.schedule.next_due().is_some_and(|d| d <= now)) {
+            let Some(i) = self.waiting.pop_front() else { break };
+            if !self.conns[i].waiting {
+                continue;
+            }
+            self.conns[i].waiting = false;
+            self.waiting_count -= 1;
+            self.advance(i, now)?;
+        }
+        if self.waiting_count == 0 && self.schedule.next_due().is_some_and(|d| d <= now) {
+            self.stats.counters.blocked += self.schedule.mark_blocked(now);
+        }
+        self.flush_dirty()
+    }
+
+    /// Connection `i` has room and waits for the next request due (`room`), or no longer does.
+    fn set_waiting(&mut self, i: usize, room: bool) {
+        let c = &mut self.conns[i];
+        if c.waiting == room {
+            return;
+        }
+        c.waiting = room;
+        if !room {
+            // Its entry stays on the list, stale, until popped or swept.
+            self.waiting_count -= 1;
+            return;
+        }
+        self.waiting_count += 1;
+        self.waiting.push_back(i);
+        if self.waiting.len() > 2 * self.conns.len() + 16 {
+            // Stale entries pile up when connections fill and free between dispatches: sweep
+            // them, keeping one entry per waiting connection.
+            self.waiting.clear();
+            let conns = &self.conns;
+            self.waiting.extend((0..conns.len()).filter(|&j| conns[j].waiting));
+        }
     }
 
     /// Handles a batch of completions, then writes what it left to send.
@@ -316,7 +393,7 @@ impl<'r> Loop<'r> {
     }
 
     fn start_conn(&mut self, i: usize, now: Instant) -> io::Result<()> {
-        if !self.budget.claim() {
+        if !self.schedule.claim() {
             return Ok(());
         }
         let c = &mut self.conns[i];
@@ -458,16 +535,20 @@ impl<'r> Loop<'r> {
         let released = self.lifecycle.released();
         let c = &mut self.conns[i];
         let Some(session) = &mut c.session else { return Ok(()) };
+        // Open model: the session has room and the next request is not due yet.
+        let mut room = false;
         if released && !c.peer_closed {
-            let mut units = Units::new(&mut c.claimed, &mut self.budget);
+            let mut units = Units::new(&mut c.claimed, &mut self.schedule, &mut self.stats);
             session.start_requests(now, &mut units, &mut self.events);
+            room = units.found_none_due();
             if !self.events.is_empty() {
                 self.count_events(i);
             }
         }
+        self.set_waiting(i, room);
         let c = &self.conns[i];
         let Some(session) = &c.session else { return Ok(()) };
-        if session.must_close() || (released && session.is_idle()) {
+        if session.must_close() || (released && session.is_idle() && !room) {
             return self.begin_close(i);
         }
         self.queue_output(i)
@@ -510,13 +591,17 @@ impl<'r> Loop<'r> {
                     let ttfb = at.saturating_duration_since(sent_at);
                     Stats::record(&mut self.stats.counters, &mut self.stats.histograms.ttfb, ttfb);
                 }
-                Event::Response { status, sent_at, at } => {
+                Event::Response { status, due, sent_at, at } => {
                     self.refused_in_a_row = 0;
                     self.batch_responses += 1;
                     let counters = &mut self.stats.counters;
                     counters.ok += 1;
                     counters.status(status);
-                    Stats::record(counters, &mut self.stats.histograms.latency, at.saturating_duration_since(sent_at));
+                    let h = &mut self.stats.histograms;
+                    Stats::record(counters, &mut h.latency, at.saturating_duration_since(due));
+                    if self.open_model {
+                        Stats::record(counters, &mut h.service, at.saturating_duration_since(sent_at));
+                    }
                 }
                 Event::Refused(n) => self.refused(n),
                 Event::Failed { kind, n, why } => self.count_errors(kind, n, why),
@@ -542,7 +627,7 @@ impl<'r> Loop<'r> {
             return;
         }
         self.stats.counters.refused += n;
-        self.budget.give_back(n);
+        self.schedule.give_back(n);
     }
 
     /// `n` requests failed for one reason.
@@ -561,6 +646,7 @@ impl<'r> Loop<'r> {
     fn setup_failed(&mut self, i: usize, kind: ErrorKind, why: Why) {
         self.connect_failures += 1;
         if std::mem::take(&mut self.conns[i].claimed) {
+            self.schedule.drop_claim();
             self.count_errors(kind, 1, why);
         }
     }
@@ -770,7 +856,11 @@ impl<'r> Loop<'r> {
             self.open -= 1;
         }
         if std::mem::take(&mut c.claimed) {
-            self.budget.give_back(1);
+            self.schedule.return_claim();
+        }
+        if c.waiting {
+            c.waiting = false;
+            self.waiting_count -= 1;
         }
         c.phase = Phase::Closing;
         c.handshake_by = None;
@@ -784,7 +874,14 @@ impl<'r> Loop<'r> {
     /// the loop waits (briefly) until the kernel is done with every buffer.
     /// Returns false when the kernel did not let go of everything in time.
     fn drain_and_close(&mut self) -> io::Result<bool> {
-        self.budget.stop();
+        if self.lifecycle.released() {
+            // Requests due before the load ended and never sent: none, unless the server (or
+            // the client) fell behind the rate at the end.
+            let now = Instant::now();
+            let end = self.lifecycle.end().map_or(now, |e| e.min(now));
+            self.stats.counters.unsent += self.schedule.overdue(end);
+        }
+        self.schedule.stop();
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
             // A request whose send was queued goes out (the final submit carries it before the

@@ -66,14 +66,14 @@ impl Lifecycle {
     }
 
     /// Opens the load once the gate's instant has come, spinning through the last stretch so
-    /// the start is on time. True when it opened just now.
-    pub(super) fn try_release(&mut self, mut now: Instant) -> bool {
+    /// the start is on time. The instant it opened, when that was just now.
+    pub(super) fn try_release(&mut self, mut now: Instant) -> Option<Instant> {
         if self.released {
-            return false;
+            return None;
         }
-        let Some(at) = self.gate.at() else { return false };
+        let at = self.gate.at()?;
         if now + SPIN_BEFORE_START < at {
-            return false;
+            return None;
         }
         while now < at {
             std::hint::spin_loop();
@@ -83,7 +83,12 @@ impl Lifecycle {
         self.end = self.duration.map(|d| now + d);
         self.next_tick = now + Duration::from_secs(1);
         let _ = self.tx.send(ThreadMsg::Started { thread: self.thread, at: now });
-        true
+        Some(now)
+    }
+
+    /// When a timed run's load ends (None for a request budget, or before the start).
+    pub(super) fn end(&self) -> Option<Instant> {
+        self.end
     }
 
     /// Hands the second just completed to the collector, if one has.

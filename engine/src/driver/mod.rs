@@ -53,6 +53,8 @@ pub(crate) struct ThreadPlan {
     pub budget: Option<u64>,
     /// How long the load runs once started; None for a request budget.
     pub duration: Option<Duration>,
+    /// Open model: this thread's share of the rate; None for the closed model.
+    pub rate: Option<crate::plan::Rate>,
     pub gate: Arc<StartGate>,
     pub stop_flag: Arc<AtomicBool>,
     pub tx: Sender<ThreadMsg>,

@@ -33,6 +33,8 @@ pub(crate) struct Session {
     /// Taken but not yet all written: a response now means the server answered early.
     unwritten: bool,
     first_byte_seen: bool,
+    /// When the request in flight was due (when it was sent, in the closed model).
+    due: Instant,
     sent_at: Instant,
     deadline: Option<Instant>,
     must_close: bool,
@@ -48,6 +50,7 @@ impl Session {
             taken: false,
             unwritten: false,
             first_byte_seen: false,
+            due: now,
             sent_at: now,
             deadline: None,
             must_close: false,
@@ -56,9 +59,11 @@ impl Session {
 
     /// Starts the next request if none is in flight and `units` has one.
     pub(crate) fn start_requests(&mut self, now: Instant, units: &mut Units<'_>) {
-        if self.in_flight || self.must_close || !units.take() {
+        if self.in_flight || self.must_close {
             return;
         }
+        let Some(due) = units.take(now) else { return };
+        self.due = due;
         self.scanner.start(self.config.head);
         self.in_flight = true;
         self.taken = false;
@@ -100,7 +105,7 @@ impl Session {
             Ok((_, None)) => {}
             Ok((used, Some(response))) => {
                 self.end();
-                events.push(Event::Response { status: response.status, sent_at: self.sent_at, at: now });
+                events.push(Event::Response { status: response.status, due: self.due, sent_at: self.sent_at, at: now });
                 // Extra bytes after a response we did not pipeline are not ours to count; a
                 // request still being written (the server answered early) means no further
                 // request may share this connection.
@@ -124,7 +129,7 @@ impl Session {
         match self.scanner.eof() {
             Ok(Some(response)) => {
                 self.end();
-                events.push(Event::Response { status: response.status, sent_at: self.sent_at, at: now });
+                events.push(Event::Response { status: response.status, due: self.due, sent_at: self.sent_at, at: now });
             }
             Ok(None) => self.end(),
             Err(e) => self.fail(ErrorKind::Reset, e.to_string().into(), events),

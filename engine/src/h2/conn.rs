@@ -42,9 +42,9 @@ const OUR_SETTINGS: [(u16, u32); 4] = [
 /// Something the caller must count or act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Event {
-    /// A complete response (END_STREAM seen, after HEADERS [+ DATA] [+ trailers]); `sent_at`
-    /// is when its request was started; `first_byte_at` when its first HEADERS frame arrived.
-    Response { stream: u32, status: u16, sent_at: Instant, first_byte_at: Instant, body_bytes: u64 },
+    /// A complete response (END_STREAM seen, after HEADERS [+ DATA] [+ trailers]); `due` is
+    /// when its request was due, `sent_at` when it was started; `first_byte_at` when its first HEADERS frame arrived.
+    Response { stream: u32, status: u16, due: Instant, sent_at: Instant, first_byte_at: Instant, body_bytes: u64 },
     /// The peer reset one stream (RST_STREAM): a stream error; the connection goes on.
     StreamReset { stream: u32, code: u32, sent_at: Instant },
     /// GOAWAY: the streams in `unanswered` (above `last_stream_id`) will not be answered and are
@@ -86,6 +86,8 @@ impl ConnError {
 #[derive(Debug)]
 struct Stream {
     id: u32,
+    /// When the request was due (when it started, in the closed model).
+    due: Instant,
     sent_at: Instant,
     first_byte_at: Option<Instant>,
     /// The final (non-1xx) status, once its HEADERS arrived.
@@ -206,9 +208,9 @@ impl Connection {
         self.want_streams.min(peer).saturating_sub(self.streams.len() as u32)
     }
 
-    /// Starts one request: a new stream id, HEADERS (+CONTINUATION) and as much of the body as
+    /// Starts one request, due at `due`: a new stream id, HEADERS (+CONTINUATION) and as much of the body as
     /// the windows allow queued; the rest follows WINDOW_UPDATEs. Returns the stream id.
-    pub(crate) fn start_request(&mut self, now: Instant) -> Option<u32> {
+    pub(crate) fn start_request(&mut self, now: Instant, due: Instant) -> Option<u32> {
         if self.can_start() == 0 {
             return None;
         }
@@ -218,6 +220,7 @@ impl Connection {
         self.encode_request_headers(id, !has_body);
         self.streams.push(Stream {
             id,
+            due,
             sent_at: now,
             first_byte_at: None,
             status: None,
@@ -586,6 +589,7 @@ impl Connection {
         events.push(Event::Response {
             stream: s.id,
             status,
+            due: s.due,
             sent_at: s.sent_at,
             first_byte_at,
             body_bytes: s.body_bytes,
@@ -723,7 +727,7 @@ mod tests {
     /// A connection with one request (stream 1) started at `now`.
     fn one_request(now: Instant) -> Connection {
         let mut c = conn(1, b"");
-        assert_eq!(c.start_request(now), Some(1));
+        assert_eq!(c.start_request(now, now), Some(1));
         c
     }
 
@@ -815,7 +819,7 @@ mod tests {
     fn the_first_request_indexes_its_fields_and_later_ones_name_them_in_a_byte_each() {
         let mut c = indexing_conn(3, &[]);
         for _ in 0..3 {
-            c.start_request(t0());
+            c.start_request(t0(), t0());
         }
         let blocks = sent_blocks(&mut c);
         let request = &c.request;
@@ -832,8 +836,8 @@ mod tests {
     #[test]
     fn a_server_table_too_small_for_the_fields_gets_the_plain_block() {
         let mut c = indexing_conn(2, &[(setting::HEADER_TABLE_SIZE, 64)]);
-        c.start_request(t0());
-        c.start_request(t0());
+        c.start_request(t0(), t0());
+        c.start_request(t0(), t0());
         let plain = c.request.plain.clone();
         assert_eq!(sent_blocks(&mut c), [plain.clone(), plain]);
     }
@@ -841,15 +845,15 @@ mod tests {
     #[test]
     fn a_server_that_shrinks_its_table_gets_a_size_update_then_plain_blocks() {
         let mut c = indexing_conn(3, &[]);
-        c.start_request(t0());
+        c.start_request(t0(), t0());
         let mut server = hpack::Decoder::new(DEFAULT_HEADER_TABLE);
         let first = server.decode(&sent_blocks(&mut c)[0]).expect("first block");
         let mut s = Vec::new();
         settings(&mut s, &[(setting::HEADER_TABLE_SIZE, 0)]);
         feed(&mut c, &s, t0()).expect("settings");
         server.set_max_table_size(0);
-        c.start_request(t0());
-        c.start_request(t0());
+        c.start_request(t0(), t0());
+        c.start_request(t0(), t0());
         let blocks = sent_blocks(&mut c);
         let mut update = Vec::new();
         hpack::size_update(&mut update, 0);
@@ -903,7 +907,7 @@ mod tests {
         frame::encode_data(&mut server, 1, b"hello", true, MAX);
         let ev = every_split(one_request, &server);
         let now = match ev.as_slice() {
-            [Event::Response { stream: 1, status: 200, sent_at, first_byte_at, body_bytes: 5 }] => {
+            [Event::Response { stream: 1, status: 200, sent_at, first_byte_at, body_bytes: 5, .. }] => {
                 assert_eq!(sent_at, first_byte_at);
                 *sent_at
             }
@@ -924,7 +928,7 @@ mod tests {
         let end = start + Duration::from_millis(9);
         let mut c = conn(1, b"");
         feed(&mut c, b"\0\0\0\x04\0\0\0\0\0", start).unwrap();
-        c.start_request(start).unwrap();
+        c.start_request(start, start).unwrap();
         let mut s = Vec::new();
         headers(&mut s, 1, 204, false);
         assert!(feed(&mut c, &s, later).unwrap().is_empty());
@@ -933,7 +937,14 @@ mod tests {
         let ev = feed(&mut c, &s, end).unwrap();
         assert_eq!(
             ev,
-            [Event::Response { stream: 1, status: 204, sent_at: start, first_byte_at: later, body_bytes: 0 }]
+            [Event::Response {
+                stream: 1,
+                status: 204,
+                due: start,
+                sent_at: start,
+                first_byte_at: later,
+                body_bytes: 0
+            }]
         );
     }
 
@@ -952,7 +963,7 @@ mod tests {
         let mut max_open = 0;
         while done < 100 {
             while started < 100 && c.can_start() > 0 {
-                c.start_request(now).unwrap();
+                c.start_request(now, now).unwrap();
                 started += 1;
             }
             max_open = max_open.max(c.open_streams());
@@ -1039,7 +1050,7 @@ mod tests {
         let now = t0();
         let mut c = conn(3, b"");
         for _ in 0..3 {
-            c.start_request(now);
+            c.start_request(now, now);
         }
         let mut s = Vec::new();
         settings(&mut s, &[]);
@@ -1054,7 +1065,7 @@ mod tests {
         assert!(matches!(ev[1], Event::Response { stream: 3, status: 200, .. }));
         assert!(matches!(ev[2], Event::Response { stream: 5, status: 500, .. }));
         assert_eq!(ev.len(), 3);
-        assert_eq!(c.start_request(now), Some(7));
+        assert_eq!(c.start_request(now, now), Some(7));
         let mut s = Vec::new();
         headers(&mut s, 7, 200, true);
         assert!(matches!(feed(&mut c, &s, now).unwrap()[..], [Event::Response { stream: 7, .. }]));
@@ -1064,11 +1075,11 @@ mod tests {
     fn only_streams_whose_output_was_taken_count_as_sent() {
         let now = t0();
         let mut c = conn(4, b"");
-        c.start_request(now);
-        c.start_request(now);
+        c.start_request(now, now);
+        c.start_request(now, now);
         assert_eq!(c.sent_open_streams(), 0);
         output(&mut c);
-        c.start_request(now);
+        c.start_request(now, now);
         assert_eq!((c.open_streams(), c.sent_open_streams()), (3, 2));
         let mut s = Vec::new();
         settings(&mut s, &[]);
@@ -1084,9 +1095,9 @@ mod tests {
         let early = t0();
         let late = early + Duration::from_millis(10);
         let mut c = conn(3, b"");
-        c.start_request(early);
-        c.start_request(early);
-        c.start_request(late);
+        c.start_request(early, early);
+        c.start_request(early, early);
+        c.start_request(late, late);
         output(&mut c);
         assert_eq!(c.expire(late), 2);
         assert_eq!(c.open_streams(), 1);
@@ -1104,7 +1115,7 @@ mod tests {
         let now = t0();
         let mut c = conn(3, b"");
         for _ in 0..3 {
-            c.start_request(now);
+            c.start_request(now, now);
         }
         let mut s = Vec::new();
         settings(&mut s, &[]);
@@ -1113,7 +1124,7 @@ mod tests {
         assert_eq!(ev, [Event::GoAway { last_stream_id: 3, code: 0, unanswered: vec![(5, now)] }]);
         assert!(c.is_goaway());
         assert_eq!(c.can_start(), 0);
-        assert_eq!(c.start_request(now), None);
+        assert_eq!(c.start_request(now, now), None);
         assert_eq!(c.open_streams(), 2);
         let mut s = Vec::new();
         headers(&mut s, 1, 200, true);
@@ -1122,8 +1133,8 @@ mod tests {
         assert_eq!(c.open_streams(), 0);
         // An error GOAWAY below the open streams leaves them all unanswered.
         let mut c = conn(2, b"");
-        c.start_request(now);
-        c.start_request(now);
+        c.start_request(now, now);
+        c.start_request(now, now);
         let mut s = Vec::new();
         settings(&mut s, &[]);
         frame::encode_goaway(&mut s, 0, code::ENHANCE_YOUR_CALM, b"");
@@ -1158,7 +1169,7 @@ mod tests {
         let mut c = conn(1, &body);
         feed(&mut c, b"\0\0\0\x04\0\0\0\0\0", now).unwrap();
         output(&mut c);
-        assert_eq!(c.start_request(now), Some(1));
+        assert_eq!(c.start_request(now, now), Some(1));
         let sent = |out: &[Out]| -> (usize, bool) {
             let mut n = 0;
             let mut end = false;
@@ -1200,7 +1211,7 @@ mod tests {
         let mut s = Vec::new();
         settings(&mut s, &[(setting::INITIAL_WINDOW_SIZE, 10_000)]);
         feed(&mut c, &s, now).unwrap();
-        c.start_request(now);
+        c.start_request(now, now);
         s.clear();
         // Lowering then raising: the stream's window goes negative, then back above zero.
         settings(&mut s, &[(setting::INITIAL_WINDOW_SIZE, 0)]);
@@ -1215,7 +1226,7 @@ mod tests {
         let now = t0();
         let body = vec![1u8; 100_000];
         let mut c = conn(1, &body);
-        c.start_request(now);
+        c.start_request(now, now);
         let mut s = Vec::new();
         settings(&mut s, &[]);
         headers(&mut s, 1, 413, true);
@@ -1229,7 +1240,7 @@ mod tests {
     fn large_response_body_releases_windows() {
         let now = t0();
         let mut c = conn(1, b"");
-        c.start_request(now);
+        c.start_request(now, now);
         let mut s = Vec::new();
         settings(&mut s, &[]);
         headers(&mut s, 1, 200, false);
@@ -1253,7 +1264,7 @@ mod tests {
         let now = t0();
         let mut c = conn(setup_streams, b"");
         for _ in 0..setup_streams {
-            c.start_request(now);
+            c.start_request(now, now);
         }
         output(&mut c);
         let mut ev = Vec::new();
@@ -1403,8 +1414,8 @@ mod tests {
             }
             let now = Instant::now();
             let mut c = conn(2, if round % 3 == 0 { &body } else { b"" });
-            c.start_request(now);
-            c.start_request(now);
+            c.start_request(now, now);
+            c.start_request(now, now);
             events.clear();
             let mut at = 0;
             let mut result = Ok(());
@@ -1413,7 +1424,7 @@ mod tests {
                 result = c.receive(&bytes[at..at + n], now, &mut events);
                 at += n;
                 while c.can_start() > 0 {
-                    c.start_request(now);
+                    c.start_request(now, now);
                 }
             }
             ok += usize::from(result.is_ok());

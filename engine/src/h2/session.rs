@@ -116,8 +116,10 @@ impl Session {
         }
         // can_start is asked before every take, so no request is taken for a stream that cannot
         // start (start_request succeeds whenever it is above 0).
-        while self.conn.can_start() > 0 && units.take() {
-            self.conn.start_request(now);
+        while self.conn.can_start() > 0
+            && let Some(due) = units.take(now)
+        {
+            self.conn.start_request(now, due);
             self.oldest_started.get_or_insert(now);
         }
         if self.conn.open_streams() == 0 && units.take_unused_claim() {
@@ -221,9 +223,9 @@ impl Session {
     /// What the run counts of one of the connection's events.
     fn count(&mut self, event: H2Event, now: Instant, events: &mut Vec<Event>) {
         match event {
-            H2Event::Response { status, sent_at, first_byte_at, .. } => {
+            H2Event::Response { status, due, sent_at, first_byte_at, .. } => {
                 events.push(Event::FirstByte { sent_at, at: first_byte_at });
-                events.push(Event::Response { status, sent_at, at: now });
+                events.push(Event::Response { status, due, sent_at, at: now });
             }
             H2Event::StreamReset { code: code::REFUSED_STREAM, .. } => events.push(Event::Refused(1)),
             H2Event::StreamReset { code, .. } => {

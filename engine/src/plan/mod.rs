@@ -32,6 +32,33 @@ pub const DEFAULT_MAX_HOLD: Duration = Duration::from_micros(500);
 /// latencies worth measuring.
 pub const MAX_HOLD: Duration = Duration::from_millis(100);
 
+/// The most requests per second a plan may ask for: one every nanosecond, the clock's grain.
+pub const MAX_RATE: u64 = 1_000_000_000;
+
+/// An open-model schedule: requests due at fixed, uniform spacing whatever the server does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Requests per second; at least 1, at most [`MAX_RATE`].
+    pub per_second: u64,
+    /// When the first request is due after the start. Splitting a rate over parts staggers
+    /// them by this, so that their requests interleave instead of coming in bursts of one per
+    /// part.
+    pub offset: Duration,
+}
+
+impl Rate {
+    /// `per_second` requests per second, the first due at the start.
+    pub fn per_second(per_second: u64) -> Rate {
+        Rate { per_second, offset: Duration::ZERO }
+    }
+
+    /// The time between two requests, in nanoseconds (exact: due instants are computed from
+    /// the start, so a fraction never accumulates).
+    pub(crate) fn spacing_nanos(&self) -> f64 {
+        1e9 / self.per_second.max(1) as f64
+    }
+}
+
 /// When a run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -108,13 +135,17 @@ pub struct Plan {
     /// at the price of up to this much added to a latency. Zero handles every completion as it
     /// comes. At most [`MAX_HOLD`].
     pub max_hold: Duration,
+    /// Open model: requests due at this rate, each taken by the next connection (or stream)
+    /// free; None is the closed model, each connection sending its next request as soon as
+    /// the last is answered.
+    pub rate: Option<Rate>,
 }
 
 impl Plan {
     /// A plan of `connections` connections sending `request` to `target` until `stop`, with the
     /// command line's defaults for the rest: HTTP/1.1, one thread, keep-alive, a 5 s connect
     /// timeout, a 30 s request timeout, certificates verified, completions held at most
-    /// [`DEFAULT_MAX_HOLD`].
+    /// [`DEFAULT_MAX_HOLD`], the closed model (no rate).
     pub fn new(target: Target, request: RequestSpec, connections: usize, stop: Stop) -> Self {
         Plan {
             target,
@@ -128,6 +159,7 @@ impl Plan {
             keepalive: true,
             tls: TlsOptions::default(),
             max_hold: DEFAULT_MAX_HOLD,
+            rate: None,
         }
     }
 }

@@ -1,21 +1,31 @@
 //! Splitting one plan into parts whose totals are exactly the plan's: over workers (the
 //! controller) and over one engine's threads (the engine), by the same rule.
 
-use super::{Plan, Stop};
+use std::time::Duration;
+
+use super::{Plan, Rate, Stop};
 
 impl Plan {
     /// This plan as `parts` plans (workers, or one engine's threads) that add up to exactly it:
     /// connections spread evenly (the remainder to the first parts); a request budget in
     /// proportion to each part's connections (largest remainders first, and every part at least
-    /// one when there are as many requests as parts); a duration unchanged. A part runs on at
-    /// most as many threads as it has connections.
+    /// one when there are as many requests as parts); a duration unchanged. A rate is split
+    /// like a request budget, in whole requests per second adding up to exactly the rate, and
+    /// the budget then follows the rates, so that every part ends at about the same time; part
+    /// `i` is staggered by `i` of the whole rate's spacings, so the parts' requests interleave
+    /// (split again over threads, the whole run's requests stay evenly spaced). A part runs on
+    /// at most as many threads as it has connections, or requests per second.
+    ///
+    /// With a rate below `parts`, the last parts get none (and no budget): callers split a rate
+    /// over at most as many parts as it has requests per second.
     pub fn split(&self, parts: usize) -> Vec<Plan> {
         if parts == 0 {
             return Vec::new();
         }
         let connections: Vec<u64> = (0..parts).map(|i| even_share(self.connections as u64, parts, i)).collect();
+        let rates = self.rate.map(|r| proportional(r.per_second, &connections));
         let budgets = match self.stop {
-            Stop::Requests(n) => Some(proportional(n, &connections)),
+            Stop::Requests(n) => Some(proportional(n, rates.as_deref().unwrap_or(&connections))),
             Stop::Duration(_) => None,
         };
         (0..parts)
@@ -23,6 +33,11 @@ impl Plan {
                 let mut part = self.clone();
                 part.connections = connections[i] as usize;
                 part.threads = self.threads.min(part.connections);
+                if let (Some(rate), Some(rates)) = (self.rate, &rates) {
+                    let stagger = Duration::from_nanos((rate.spacing_nanos() * i as f64) as u64);
+                    part.rate = Some(Rate { per_second: rates[i], offset: rate.offset + stagger });
+                    part.threads = part.threads.min(usize::try_from(rates[i]).unwrap_or(usize::MAX));
+                }
                 if let Some(b) = &budgets {
                     part.stop = Stop::Requests(b[i]);
                 }
@@ -143,6 +158,52 @@ mod tests {
     fn fewer_requests_than_parts_leaves_the_last_parts_without_any() {
         let parts = plan(4, Stop::Requests(2)).split(4);
         assert_eq!(budgets(&parts), vec![1, 1, 0, 0]);
+    }
+
+    #[test]
+    fn rates_split_into_whole_requests_per_second_that_add_up_and_budgets_follow_them() {
+        let mut rng = Rng(11);
+        for _ in 0..2000 {
+            let k = 1 + rng.below(16);
+            let c = k + rng.below(500);
+            let r = k as u64 + rng.below(100_000) as u64;
+            let n = rng.below(100_000) as u64;
+            let mut whole = plan(c, Stop::Requests(n));
+            whole.rate = Some(Rate::per_second(r));
+            let parts = whole.split(k);
+            let rates: Vec<u64> = parts.iter().map(|p| p.rate.expect("a rate").per_second).collect();
+            assert_eq!(rates.iter().sum::<u64>(), r, "c={c} r={r} k={k}");
+            assert!(rates.iter().all(|r| *r >= 1), "{rates:?}");
+            assert_eq!(budgets(&parts).iter().sum::<u64>(), n);
+            // A part's budget is its share of the rate's, to within one request.
+            for (b, share) in budgets(&parts).iter().zip(&rates) {
+                let exact = n as f64 * *share as f64 / r as f64;
+                assert!((*b as f64 - exact).abs() <= 1.0, "budget {b} for {share}/{r} of {n}");
+            }
+            assert!(parts.iter().all(|p| p.threads as u64 <= p.rate.unwrap().per_second));
+        }
+    }
+
+    #[test]
+    fn split_rates_are_staggered_so_that_every_request_of_the_whole_is_evenly_spaced() {
+        let mut whole = plan(12, Stop::Duration(Duration::from_secs(1)));
+        whole.rate = Some(Rate::per_second(1200));
+        // Over 3 workers, then each over 4 threads, as a distributed run splits it.
+        let mut due: Vec<u64> = Vec::new();
+        for worker in whole.split(3) {
+            for thread in worker.split(4) {
+                let rate = thread.rate.unwrap();
+                assert_eq!(rate.per_second, 100);
+                let offset = rate.offset.as_nanos() as u64;
+                due.extend((0..100).map(|k| offset + k * 10_000_000));
+            }
+        }
+        due.sort_unstable();
+        // 1200 requests a second: one every 833,333 ns, give or take the nanoseconds of rounding.
+        for pair in due.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!((833_331..=833_336).contains(&gap), "gap {gap} ns");
+        }
     }
 
     #[test]

@@ -14,8 +14,9 @@ pub(crate) type Why = Cow<'static, str>;
 pub(crate) enum Event {
     /// The first byte of a response: `at - sent_at` is its time to first byte.
     FirstByte { sent_at: Instant, at: Instant },
-    /// A complete response (any status): `at - sent_at` is its latency.
-    Response { status: u16, sent_at: Instant, at: Instant },
+    /// A complete response (any status): `at - due` is its latency, `at - sent_at` its service
+    /// time (the same in the closed model, where a request is due when it is sent).
+    Response { status: u16, due: Instant, sent_at: Instant, at: Instant },
     /// `n` requests the server declined without processing them: they go back into the budget to
     /// be sent again.
     Refused(u64),

@@ -9,13 +9,15 @@
 //! instants.
 
 mod event;
+mod schedule;
 mod units;
 
 use std::sync::Arc;
 use std::time::Instant;
 
 pub(crate) use event::{Event, Why};
-pub(crate) use units::{Budget, Units};
+pub(crate) use schedule::Schedule;
+pub(crate) use units::Units;
 
 use crate::stats::ErrorKind;
 use crate::{h1, h2};

@@ -1,76 +1,63 @@
-//! The requests a thread may still start, and how a session takes them.
+//! How a session takes requests: from its connection's claimed one first, then from the
+//! thread's schedule, each with the instant it was due.
 
-/// A thread's request budget: `-n` split over threads, or unlimited for a timed run. Once the
-/// run stops, nothing more is handed out.
-#[derive(Debug)]
-pub(crate) struct Budget {
-    /// None: no limit.
-    left: Option<u64>,
-    stopping: bool,
-}
+use std::time::{Duration, Instant};
 
-impl Budget {
-    pub(crate) fn new(left: Option<u64>) -> Self {
-        Budget { left, stopping: false }
-    }
+use super::schedule::{Schedule, Take};
+use crate::stats::Stats;
 
-    /// Takes one request. False when the budget is spent or the run stops.
-    pub(crate) fn claim(&mut self) -> bool {
-        if self.stopping {
-            return false;
-        }
-        match &mut self.left {
-            None => true,
-            Some(0) => false,
-            Some(n) => {
-                *n -= 1;
-                true
-            }
-        }
-    }
-
-    /// Requests taken but never sent (or sent and declined unprocessed) come back.
-    pub(crate) fn give_back(&mut self, n: u64) {
-        if let Some(left) = &mut self.left {
-            *left += n;
-        }
-    }
-
-    /// The run stops: no request is handed out any more.
-    pub(crate) fn stop(&mut self) {
-        self.stopping = true;
-    }
-
-    /// Every request of a `-n` budget has been taken.
-    pub(crate) fn is_spent(&self) -> bool {
-        self.left == Some(0)
-    }
-}
+/// A request sent more than this after its due instant counts as late.
+pub(crate) const LATE: Duration = Duration::from_millis(1);
 
 /// What a session may take requests from: first the one its connection claimed when it was
-/// opened (a connection is only opened for a request), then the thread's budget.
+/// opened (a connection is only opened for a request), then the thread's schedule. In the open
+/// model each request's send lateness is recorded here, where it is taken.
 pub(crate) struct Units<'a> {
     claimed: &'a mut bool,
-    budget: &'a mut Budget,
+    schedule: &'a mut Schedule,
+    stats: &'a mut Stats,
+    /// A take found the next request not yet due: the session has room and waits for it.
+    not_due: bool,
 }
 
 impl<'a> Units<'a> {
-    pub(crate) fn new(claimed: &'a mut bool, budget: &'a mut Budget) -> Self {
-        Units { claimed, budget }
+    pub(crate) fn new(claimed: &'a mut bool, schedule: &'a mut Schedule, stats: &'a mut Stats) -> Self {
+        Units { claimed, schedule, stats, not_due: false }
     }
 
-    /// One request to start; false when there is none.
-    pub(crate) fn take(&mut self) -> bool {
-        if *self.claimed {
-            *self.claimed = false;
-            return true;
+    /// One request to start at `now`, with the instant it was due (`now` in the closed model);
+    /// None when there is none, or none due yet.
+    #[inline]
+    pub(crate) fn take(&mut self, now: Instant) -> Option<Instant> {
+        match self.schedule.take(now, self.claimed) {
+            Take::Now => Some(now),
+            Take::Due(due) => {
+                let lateness = now.saturating_duration_since(due);
+                let counters = &mut self.stats.counters;
+                counters.late += u64::from(lateness > LATE);
+                Stats::record(counters, &mut self.stats.histograms.lateness, lateness);
+                Some(due)
+            }
+            Take::NotYet => {
+                self.not_due = true;
+                None
+            }
+            Take::Spent => None,
         }
-        self.budget.claim()
     }
 
     /// The connection's own request is still unused: it was opened for a request that could
     /// not start. Taking it makes the caller answer for it (as an error).
     pub(crate) fn take_unused_claim(&mut self) -> bool {
-        std::mem::take(self.claimed)
+        let unused = std::mem::take(self.claimed);
+        if unused {
+            self.schedule.drop_claim();
+        }
+        unused
+    }
+
+    /// The session asked for a request and the next was not due yet: it has room, and waits.
+    pub(crate) fn found_none_due(&self) -> bool {
+        self.not_due
     }
 }

@@ -56,6 +56,13 @@ pub struct Counters {
     /// RST_STREAM REFUSED_STREAM) and that were sent again: neither ok nor errors, since the
     /// server promised it did not act on them.
     pub refused: u64,
+    /// Open model: requests sent more than 1 ms after they were due.
+    pub late: u64,
+    /// Open model: requests that were due while no connection or stream was free to take them
+    /// (found so by the event loop; each request counted once).
+    pub blocked: u64,
+    /// Open model: requests due before the run ended that were never sent.
+    pub unsent: u64,
 }
 
 impl Default for Counters {
@@ -70,6 +77,9 @@ impl Default for Counters {
             aborted: 0,
             clamped: 0,
             refused: 0,
+            late: 0,
+            blocked: 0,
+            unsent: 0,
         }
     }
 }
@@ -131,5 +141,8 @@ impl Counters {
         add(&mut self.aborted, other.aborted);
         add(&mut self.clamped, other.clamped);
         add(&mut self.refused, other.refused);
+        add(&mut self.late, other.late);
+        add(&mut self.blocked, other.blocked);
+        add(&mut self.unsent, other.unsent);
     }
 }

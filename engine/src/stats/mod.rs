@@ -12,8 +12,15 @@ use std::time::Duration;
 /// Histograms of one run or of one interval; every value is in nanoseconds.
 #[derive(Debug, Clone)]
 pub struct Histograms {
-    /// Request latency: from when the request was sent to the last byte of its response.
+    /// Request latency: from when the request was due to the last byte of its response. In the
+    /// closed model a request is due when it is sent; in the open model (a rate) it may be
+    /// sent late, and the wait counts (corrected for coordinated omission).
     pub latency: Histogram<u64>,
+    /// Open model: service time, from when the request was sent to the last byte of its
+    /// response. Empty in the closed model, where it equals the latency.
+    pub service: Histogram<u64>,
+    /// Open model: for each request sent, how long after its due instant.
+    pub lateness: Histogram<u64>,
     /// Connection set-up: TCP connect plus, for https, the TLS handshake.
     pub connect: Histogram<u64>,
     /// Time to the first byte of the response.
@@ -25,7 +32,14 @@ pub struct Histograms {
 
 impl Histograms {
     pub fn new() -> Self {
-        Histograms { latency: new_histogram(), connect: new_histogram(), ttfb: new_histogram(), hold: new_histogram() }
+        Histograms {
+            latency: new_histogram(),
+            connect: new_histogram(),
+            ttfb: new_histogram(),
+            hold: new_histogram(),
+            service: new_histogram(),
+            lateness: new_histogram(),
+        }
     }
 
     /// Adds every sample of `other`. Both sides share the same bounds, so this cannot fail.
@@ -35,6 +49,8 @@ impl Histograms {
             (&mut self.connect, &other.connect),
             (&mut self.ttfb, &other.ttfb),
             (&mut self.hold, &other.hold),
+            (&mut self.service, &other.service),
+            (&mut self.lateness, &other.lateness),
         ] {
             into.add(from).expect("volley histograms share one range");
         }

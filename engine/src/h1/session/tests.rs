@@ -3,7 +3,8 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::session::Budget;
+use crate::session::Schedule;
+use crate::stats::Stats;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
@@ -16,7 +17,8 @@ fn config() -> Config {
 struct Harness {
     session: Session,
     claimed: bool,
-    budget: Budget,
+    budget: Schedule,
+    stats: Stats,
     events: Vec<Event>,
     t0: Instant,
 }
@@ -27,7 +29,8 @@ impl Harness {
         Harness {
             session: Session::new(config, t0),
             claimed: true,
-            budget: Budget::new(Some(budget)),
+            budget: Schedule::closed(Some(budget)),
+            stats: Stats::new(),
             events: Vec::new(),
             t0,
         }
@@ -40,7 +43,7 @@ impl Harness {
     /// Starts requests at `ms` and takes what the session has to send.
     fn start(&mut self, ms: u64) -> Transmit {
         let now = self.at(ms);
-        self.session.start_requests(now, &mut Units::new(&mut self.claimed, &mut self.budget));
+        self.session.start_requests(now, &mut Units::new(&mut self.claimed, &mut self.budget, &mut self.stats));
         let transmit = self.session.poll_transmit();
         self.session.written();
         transmit
@@ -54,7 +57,7 @@ impl Harness {
 }
 
 /// How many requests the budget still has (spending them).
-fn left(budget: &mut Budget) -> u64 {
+fn left(budget: &mut Schedule) -> u64 {
     std::iter::from_fn(|| budget.claim().then_some(())).count() as u64
 }
 
@@ -69,12 +72,12 @@ fn keep_alive_carries_one_request_after_another_until_the_budget_is_spent() {
         events,
         vec![
             Event::FirstByte { sent_at: h.at(0), at: h.at(3) },
-            Event::Response { status: 200, sent_at: h.at(0), at: h.at(3) }
+            Event::Response { status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(3) }
         ]
     );
     assert!(h.session.is_idle() && !h.session.must_close());
     assert_eq!(h.start(5), Transmit::Request, "the next request takes the budget's one");
-    assert_eq!(h.receive(OK, 9)[1], Event::Response { status: 200, sent_at: h.at(5), at: h.at(9) });
+    assert_eq!(h.receive(OK, 9)[1], Event::Response { status: 200, due: h.at(5), sent_at: h.at(5), at: h.at(9) });
     assert_eq!(h.start(10), Transmit::Nothing, "budget spent: nothing more to send");
     assert!(h.session.is_idle() && !h.session.must_close());
 }
@@ -84,7 +87,7 @@ fn connection_close_ends_the_connection_after_its_response() {
     let mut h = Harness::new(config(), 5);
     h.start(0);
     let events = h.receive(b"HTTP/1.1 503 Busy\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", 1);
-    assert_eq!(events[1], Event::Response { status: 503, sent_at: h.at(0), at: h.at(1) });
+    assert_eq!(events[1], Event::Response { status: 503, due: h.at(0), sent_at: h.at(0), at: h.at(1) });
     assert!(h.session.must_close());
     assert_eq!(h.start(2), Transmit::Nothing, "no request after Connection: close");
     assert_eq!(left(&mut h.budget), 5, "and none was taken for it");
@@ -110,7 +113,7 @@ fn a_response_split_at_every_byte_is_one_response_timed_from_its_first_piece() {
             events,
             vec![
                 Event::FirstByte { sent_at: h.at(0), at: h.at(2) },
-                Event::Response { status: 200, sent_at: h.at(0), at: h.at(7) }
+                Event::Response { status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(7) }
             ],
             "split at {split}"
         );
@@ -163,7 +166,7 @@ fn a_body_delimited_by_the_close_completes_at_the_close() {
     h.start(0);
     h.receive(b"HTTP/1.0 200 OK\r\n\r\nsome body", 1);
     h.session.peer_closed(h.at(4), &mut h.events);
-    assert_eq!(h.events.last(), Some(&Event::Response { status: 200, sent_at: h.at(0), at: h.at(4) }));
+    assert_eq!(h.events.last(), Some(&Event::Response { status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(4) }));
 }
 
 #[test]
@@ -192,7 +195,7 @@ fn bytes_after_the_response_or_an_early_answer_end_the_connection() {
     assert!(h.session.must_close(), "a second response we did not ask for");
 
     let mut h = Harness::new(config(), 5);
-    h.session.start_requests(h.at(0), &mut Units::new(&mut h.claimed, &mut h.budget));
+    h.session.start_requests(h.at(0), &mut Units::new(&mut h.claimed, &mut h.budget, &mut h.stats));
     assert_eq!(h.session.poll_transmit(), Transmit::Request);
     // Not yet all written: the server answered before reading the whole request.
     h.receive(OK, 1);
@@ -202,7 +205,7 @@ fn bytes_after_the_response_or_an_early_answer_end_the_connection() {
 #[test]
 fn a_failed_transport_fails_the_request_in_flight_once() {
     let mut h = Harness::new(config(), 5);
-    h.session.start_requests(h.at(0), &mut Units::new(&mut h.claimed, &mut h.budget));
+    h.session.start_requests(h.at(0), &mut Units::new(&mut h.claimed, &mut h.budget, &mut h.stats));
     assert_eq!(h.session.sent_in_flight(), 0, "not taken for a send yet");
     h.session.fail(ErrorKind::Reset, "gone".into(), &mut h.events);
     h.session.fail(ErrorKind::Reset, "gone".into(), &mut h.events);
@@ -214,6 +217,22 @@ fn a_head_request_expects_no_body() {
     let mut h = Harness::new(Config { head: true, ..config() }, 0);
     h.start(0);
     let events = h.receive(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", 1);
-    assert_eq!(events[1], Event::Response { status: 200, sent_at: h.at(0), at: h.at(1) });
+    assert_eq!(events[1], Event::Response { status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(1) });
     assert!(!h.session.must_close());
+}
+
+#[test]
+fn under_a_rate_the_next_request_waits_for_its_due_instant_and_keeps_it_when_late() {
+    let mut h = Harness::new(config(), 10);
+    h.budget = Schedule::open(Some(10), crate::plan::Rate::per_second(100));
+    h.budget.start(h.t0);
+    assert_eq!(h.start(0), Transmit::Request, "slot 0 is due at the start");
+    assert_eq!(h.receive(OK, 3)[1], Event::Response { status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(3) });
+    assert_eq!(h.start(5), Transmit::Nothing, "slot 1 is due at 10 ms");
+    // Free again only at 25 ms: slot 1 goes out 15 ms late and its latency counts from 10 ms.
+    assert_eq!(h.start(25), Transmit::Request);
+    let late = Event::Response { status: 200, due: h.at(10), sent_at: h.at(25), at: h.at(27) };
+    assert_eq!(h.receive(OK, 27)[1], late);
+    assert_eq!(h.stats.counters.late, 1, "one request sent over 1 ms after its due instant");
+    assert_eq!(h.stats.histograms.lateness.len(), 2, "every request sent has its lateness");
 }

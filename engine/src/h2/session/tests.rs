@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::h2::frame::{self, setting};
 use crate::h2::hpack::RequestBlocks;
-use crate::session::Budget;
+use crate::session::Schedule;
+use crate::stats::Stats;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -51,7 +52,8 @@ impl Server {
 struct Harness {
     session: Session,
     claimed: bool,
-    budget: Budget,
+    budget: Schedule,
+    stats: Stats,
     events: Vec<Event>,
     t0: Instant,
 }
@@ -60,7 +62,8 @@ impl Harness {
     fn new(streams: u32, budget: u64) -> Self {
         let t0 = Instant::now();
         let session = Session::new(config(streams), Negotiated::Tcp, t0).expect("h2c needs no ALPN");
-        Harness { session, claimed: true, budget: Budget::new(Some(budget)), events: Vec::new(), t0 }
+        Harness { session, claimed: true, budget: Schedule::closed(Some(budget)),
+            stats: Stats::new(), events: Vec::new(), t0 }
     }
 
     /// Set up with the server's SETTINGS.
@@ -85,7 +88,7 @@ impl Harness {
     /// Starts what may start at `ms` and hands it to a send; returns the streams now open.
     fn start(&mut self, ms: u64) -> usize {
         let now = self.at(ms);
-        self.session.start_requests(now, &mut Units::new(&mut self.claimed, &mut self.budget), &mut self.events);
+        self.session.start_requests(now, &mut Units::new(&mut self.claimed, &mut self.budget, &mut self.stats), &mut self.events);
         let mut out = Vec::new();
         self.session.poll_transmit(&mut out);
         self.session.sent_in_flight() as usize
@@ -152,7 +155,7 @@ fn refused_streams_are_to_be_sent_again_and_resets_are_errors() {
             Event::Refused(1),
             failed(ErrorKind::Reset, 1, "the server reset a stream (RST_STREAM INTERNAL_ERROR)"),
             Event::FirstByte { sent_at: h.at(10), at: h.at(12) },
-            Event::Response { status: 200, sent_at: h.at(10), at: h.at(12) },
+            Event::Response { status: 200, due: h.at(10), sent_at: h.at(10), at: h.at(12) },
         ]
     );
     assert!(h.session.is_idle() && !h.session.must_close());
@@ -248,7 +251,7 @@ fn a_connection_error_fails_every_open_stream() {
 #[test]
 fn only_streams_handed_to_a_send_count_as_sent() {
     let mut h = Harness::established(3, 10, &[]);
-    h.session.start_requests(h.at(0), &mut Units::new(&mut h.claimed, &mut h.budget), &mut h.events);
+    h.session.start_requests(h.at(0), &mut Units::new(&mut h.claimed, &mut h.budget, &mut h.stats), &mut h.events);
     assert_eq!(h.session.sent_in_flight(), 0);
     let mut out = Vec::new();
     assert_eq!(h.session.poll_transmit(&mut out), Transmit::Bytes);
