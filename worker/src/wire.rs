@@ -8,8 +8,9 @@
 use std::time::Duration;
 
 use volley_engine::{
-    ErrorKind, HistogramError, MAX_CONNECTIONS, MAX_HOLD, MAX_THREADS, Plan, Protocol, RequestSpec, RingSupport, Stats,
-    Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram, new_histogram,
+    ErrorKind, HistogramError, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_THREADS, Plan, Protocol, Rate,
+    RequestSpec, RingSupport, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram,
+    new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -73,6 +74,8 @@ pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
             Protocol::Http2 { streams } => streams,
         },
         max_hold_nanos: Some(nanos(plan.max_hold)),
+        rate: plan.rate.map_or(0, |r| r.per_second),
+        rate_offset_nanos: plan.rate.map_or(0, |r| nanos(r.offset)),
     }
 }
 
@@ -154,6 +157,23 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
             )));
         }
     }
+    if shard.rate > 0 {
+        if shard.rate > MAX_RATE {
+            return Err(WireError::Shard(format!(
+                "a rate of {} requests per second is more than the {MAX_RATE} a worker takes",
+                shard.rate
+            )));
+        }
+        if shard.rate < plan.threads as u64 {
+            // A thread keeps at least one request per second.
+            plan.threads = shard.rate as usize;
+        }
+        let offset = Duration::from_nanos(shard.rate_offset_nanos);
+        if offset > MAX_DURATION {
+            return Err(invalid("a rate offset beyond 365 days"));
+        }
+        plan.rate = Some(Rate { per_second: shard.rate, offset });
+    }
     plan.keepalive = shard.keepalive;
     plan.tls = TlsOptions { insecure: shard.insecure, extra_ca_pem: shard.extra_ca_pem.clone() };
     Ok(plan)
@@ -182,11 +202,17 @@ pub fn stats_to_proto(stats: &Stats) -> v1::Stats {
             aborted: c.aborted,
             clamped: c.clamped,
             refused: c.refused,
+            late: c.late,
+            blocked: c.blocked,
+            unsent: c.unsent,
         }),
         latency: encode_histogram(&h.latency),
         connect: encode_histogram(&h.connect),
         first_byte: encode_histogram(&h.ttfb),
         hold: encode_histogram(&h.hold),
+        // The closed model leaves these empty: sent as no bytes, which decode as empty.
+        service: encode_unless_empty(&h.service),
+        lateness: encode_unless_empty(&h.lateness),
     }
 }
 
@@ -218,6 +244,9 @@ pub fn stats_from_proto(stats: &v1::Stats) -> Result<Stats, WireError> {
         into.aborted = c.aborted;
         into.clamped = c.clamped;
         into.refused = c.refused;
+        into.late = c.late;
+        into.blocked = c.blocked;
+        into.unsent = c.unsent;
     }
     let h = &mut out.histograms;
     for (into, bytes) in [
@@ -225,10 +254,16 @@ pub fn stats_from_proto(stats: &v1::Stats) -> Result<Stats, WireError> {
         (&mut h.connect, &stats.connect),
         (&mut h.ttfb, &stats.first_byte),
         (&mut h.hold, &stats.hold),
+        (&mut h.service, &stats.service),
+        (&mut h.lateness, &stats.lateness),
     ] {
         *into = if bytes.is_empty() { new_histogram() } else { decode_histogram(bytes)? };
     }
     Ok(out)
+}
+
+fn encode_unless_empty(h: &hdrhistogram::Histogram<u64>) -> Vec<u8> {
+    if h.is_empty() { Vec::new() } else { encode_histogram(h) }
 }
 
 pub fn error_samples_to_proto(samples: &[(ErrorKind, String)]) -> Vec<v1::ErrorSample> {
@@ -352,6 +387,7 @@ mod tests {
         plan.keepalive = false;
         plan.tls = TlsOptions { insecure: true, extra_ca_pem: b"-----BEGIN CERTIFICATE-----".to_vec() };
         plan.max_hold = Duration::from_micros(70);
+        plan.rate = Some(Rate { per_second: 1234, offset: Duration::from_micros(271) });
         plan
     }
 
@@ -363,6 +399,7 @@ mod tests {
         assert_eq!(a.threads, b.threads);
         assert_eq!(a.stop, b.stop);
         assert_eq!(a.connect_timeout, b.connect_timeout);
+        assert_eq!(a.rate, b.rate);
         assert_eq!(a.max_hold, b.max_hold);
         assert_eq!(a.request_timeout, b.request_timeout);
         assert_eq!(a.keepalive, b.keepalive);
@@ -382,6 +419,19 @@ mod tests {
         p.tls = TlsOptions::default();
         p.protocol = Protocol::Http1;
         assert_same_plan(&shard_from_proto(&shard_to_proto(&p, Some(3)), 1).expect("valid shard"), &p);
+    }
+
+    #[test]
+    fn a_shards_rate_caps_its_threads_and_a_rate_beyond_the_engines_is_refused() {
+        let mut shard = shard_to_proto(&plan(Stop::Requests(100)), Some(3));
+        shard.rate = 2;
+        let p = shard_from_proto(&shard, 8).expect("valid");
+        assert_eq!((p.threads, p.rate.map(|r| r.per_second)), (2, Some(2)), "a thread keeps one request per second");
+        shard.rate = MAX_RATE + 1;
+        let err = shard_from_proto(&shard, 8).expect_err("refused").to_string();
+        assert!(err.contains("a worker takes"), "{err}");
+        shard.rate = 0;
+        assert_eq!(shard_from_proto(&shard, 8).expect("closed model").rate, None);
     }
 
     #[test]
@@ -453,6 +503,9 @@ mod tests {
         c.aborted = 3;
         c.clamped = 1;
         c.refused = 9;
+        c.late = 11;
+        c.blocked = 12;
+        c.unsent = 13;
         for (i, kind) in ErrorKind::ALL.into_iter().enumerate() {
             c.add_errors(kind, i as u64 * 10 + 1);
         }
@@ -467,6 +520,9 @@ mod tests {
         h.connect.record_n(150_000, 17).expect("in range");
         h.hold.record_n(0, 1000).expect("in range");
         h.hold.record_n(180_000, 234).expect("in range");
+        h.service.record_n(70_000, 1234).expect("in range");
+        h.lateness.record_n(3_000, 1200).expect("in range");
+        h.lateness.record_n(2_000_000, 11).expect("in range");
         s
     }
 
@@ -477,6 +533,8 @@ mod tests {
             (&a.histograms.connect, &b.histograms.connect),
             (&a.histograms.ttfb, &b.histograms.ttfb),
             (&a.histograms.hold, &b.histograms.hold),
+            (&a.histograms.service, &b.histograms.service),
+            (&a.histograms.lateness, &b.histograms.lateness),
         ] {
             assert_eq!(x.len(), y.len());
             assert_eq!(x.min(), y.min());

@@ -24,6 +24,8 @@ pub(crate) enum Implausible {
     OverBudget { done: u64, budget: u64 },
     #[error("its latency histogram holds {samples} samples but it counts {ok} ok requests")]
     Latency { samples: u64, ok: u64 },
+    #[error("its service-time histogram holds {samples} samples but it counts {ok} ok requests")]
+    Service { samples: u64, ok: u64 },
     #[error("its connect histogram holds {samples} samples but it counts {connects} connections")]
     Connect { samples: u64, connects: u64 },
     #[error("its final counts ({done} requests) are below what its intervals said ({said})")]
@@ -54,6 +56,10 @@ pub(crate) fn counts(stats: &Stats, already: u64, budget: Option<u64>) -> Result
     let (c, h) = (&stats.counters, &stats.histograms);
     if h.latency.len() != c.ok {
         return Err(Implausible::Latency { samples: h.latency.len(), ok: c.ok });
+    }
+    // Service time is measured in the open model only: for every ok request, or for none.
+    if !h.service.is_empty() && h.service.len() != c.ok {
+        return Err(Implausible::Service { samples: h.service.len(), ok: c.ok });
     }
     if h.connect.len() != c.connects {
         return Err(Implausible::Connect { samples: h.connect.len(), connects: c.connects });
@@ -119,6 +125,11 @@ mod tests {
         let mut lie = stats(1, 0);
         lie.counters.connects = 3;
         assert!(matches!(counts(&lie, 0, None), Err(Implausible::Connect { samples: 0, connects: 3 })));
+        let mut open = stats(4, 0);
+        open.histograms.service.record_n(500_000, 4).unwrap();
+        assert_eq!(counts(&open, 0, None), Ok(()), "service time for every ok request");
+        open.histograms.service.record(1).unwrap();
+        assert_eq!(counts(&open, 0, None), Err(Implausible::Service { samples: 5, ok: 4 }));
     }
 
     #[test]
