@@ -115,6 +115,11 @@ pub(crate) struct LoadArgs {
     /// Run for this long instead of a request count (10s, 1m30s, 500ms).
     #[arg(short = 'z', long)]
     pub duration: Option<String>,
+    /// Open model: send R requests per second in total (over all workers, threads and
+    /// connections), evenly spaced whatever the server does; each goes out on the next
+    /// connection free, and latency counts from when it was due. With -n or -z.
+    #[arg(long, value_name = "R", allow_hyphen_values = true)]
+    pub rate: Option<String>,
     /// Engine threads [default: physical cores, capped at --connections].
     #[arg(short = 't', long)]
     pub threads: Option<u64>,

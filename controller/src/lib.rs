@@ -151,6 +151,9 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     .map(|grace| gate::Watch::new(&thresholds, grace));
     let outputs = output::open_all(&args.outputs)?;
     let plan = options::build_plan(args)?;
+    if let Some(warning) = options::rate_warning(&plan) {
+        eprintln!("volley: warning: {warning}");
+    }
     let endpoint = prometheus::start(args)?;
     let live = endpoint.as_ref().map(|e| &e.exporter);
     let interrupt = RunControl::new();

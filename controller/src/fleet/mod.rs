@@ -67,6 +67,8 @@ pub(crate) struct WorkerRun {
     pub address: String,
     pub info: Option<WorkerInfo>,
     pub connections: usize,
+    /// Open model: its share of the rate, in requests per second.
+    pub rate: Option<u64>,
     /// Engine threads, as it said when it accepted the shard.
     pub threads: usize,
     pub ring: Option<RingSupport>,
@@ -126,7 +128,11 @@ pub(crate) fn run(
     let mut links = Vec::with_capacity(shards.len());
     let mut state = State::default();
     for (index, (shard, place)) in shards.into_iter().zip(places).enumerate() {
-        let mut worker = WorkerRun { connections: shard.connections, ..Default::default() };
+        let mut worker = WorkerRun {
+            connections: shard.connections,
+            rate: shard.rate.map(|r| r.per_second),
+            ..Default::default()
+        };
         let budget = match shard.stop {
             Stop::Requests(n) => Some(n),
             Stop::Duration(_) => None,
@@ -366,12 +372,21 @@ pub(crate) struct Second {
     pub max: Option<u64>,
     /// The status codes of that second's responses, with their counts, in order.
     pub statuses: Vec<(u16, u64)>,
+    /// Open model: requests sent in that second (its achieved rate), those sent late, those
+    /// due while no connection was free; service-time percentiles (ns).
+    pub sent: u64,
+    pub late: u64,
+    pub blocked: u64,
+    pub service_p50: Option<u64>,
+    pub service_p99: Option<u64>,
 }
 
 impl Second {
     fn of(second: u32, delta: &Stats) -> Second {
         let lat = &delta.histograms.latency;
         let at = |q| (!lat.is_empty()).then(|| lat.value_at_quantile(q));
+        let service_time = &delta.histograms.service;
+        let service = |q| (!service_time.is_empty()).then(|| service_time.value_at_quantile(q));
         Second {
             second,
             ok: delta.counters.ok,
@@ -381,6 +396,11 @@ impl Second {
             p99: at(0.99),
             max: (!lat.is_empty()).then(|| lat.max()),
             statuses: delta.counters.statuses().collect(),
+            sent: delta.histograms.lateness.len(),
+            late: delta.counters.late,
+            blocked: delta.counters.blocked,
+            service_p50: service(0.5),
+            service_p99: service(0.99),
         }
     }
 }

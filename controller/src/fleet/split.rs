@@ -6,7 +6,7 @@ use crate::error::CliError;
 
 /// One shard per worker, by the engine's own split (`Plan::split`, which also spreads a shard
 /// over its threads); here only what a split over workers must refuse: a worker with no
-/// connection or no request.
+/// connection, no request, or no request per second.
 pub(crate) fn split(plan: &Plan, workers: usize) -> Result<Vec<Plan>, CliError> {
     let conns = plan.connections as u64;
     if conns < workers as u64 {
@@ -18,6 +18,14 @@ pub(crate) fn split(plan: &Plan, workers: usize) -> Result<Vec<Plan>, CliError> 
         && n < workers as u64
     {
         return Err(CliError::Usage(format!("-n/--requests ({n}) must be at least the number of workers ({workers})")));
+    }
+    if let Some(rate) = plan.rate
+        && rate.per_second < workers as u64
+    {
+        return Err(CliError::Usage(format!(
+            "--rate ({}) must be at least the number of workers ({workers}): each sends whole requests per second",
+            rate.per_second
+        )));
     }
     Ok(plan.split(workers))
 }
@@ -39,6 +47,9 @@ mod tests {
     fn fewer_connections_or_requests_than_workers_is_refused() {
         assert!(split(&plan(1, Stop::Requests(10)), 2).is_err());
         assert!(split(&plan(4, Stop::Requests(1)), 2).is_err());
+        let mut slow = plan(4, Stop::Requests(10));
+        slow.rate = Some(volley_engine::Rate::per_second(1));
+        assert!(split(&slow, 2).unwrap_err().to_string().contains("--rate (1) must be at least the number of workers (2)"));
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "connectionsMade": c.connects,
         "statusCodes": statuses(c),
         "latencySeconds": summary(&h.latency),
+        "serviceTimeSeconds": summary(&h.service),
+        "schedule": schedule(r.rate, &r.stats, r.duration),
         "connectSeconds": summary(&h.connect),
         "firstByteSeconds": summary(&h.ttfb),
         "clientHoldSeconds": summary(&h.hold),
@@ -45,7 +47,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "warnings": r.warnings(),
         "histograms": histograms(&r.stats),
         "workers": r.workers.iter().map(worker).collect::<Vec<_>>(),
-        "intervals": r.intervals.iter().map(interval).collect::<Vec<_>>(),
+        "intervals": r.intervals.iter().map(|s| interval(s, r.rate.is_some())).collect::<Vec<_>>(),
     })
 }
 
@@ -61,6 +63,25 @@ fn histograms(s: &Stats) -> Value {
         "connect": encode(&h.connect),
         "firstByte": encode(&h.ttfb),
         "clientHold": encode(&h.hold),
+        "serviceTime": encode(&h.service),
+        "lateness": encode(&h.lateness),
+    })
+}
+
+/// The open model's own truth: the rate asked for and achieved (requests sent per second),
+/// the send lateness, and the requests that did not go out on time. Null in the closed model.
+fn schedule(rate: Option<u64>, s: &Stats, duration: std::time::Duration) -> Value {
+    let Some(rate) = rate else { return Value::Null };
+    let (c, lateness) = (&s.counters, &s.histograms.lateness);
+    json!({
+        "requestedPerSec": rate,
+        "achievedPerSec": per_sec(lateness.len(), duration),
+        "sent": lateness.len(),
+        "late": c.late,
+        "lateAfterSeconds": 0.001,
+        "latenessSeconds": summary(lateness),
+        "blocked": c.blocked,
+        "unsent": c.unsent,
     })
 }
 
@@ -81,7 +102,7 @@ fn worker(w: &WorkerLine) -> Value {
         "failure": w.failure,
         "partial": w.partial,
         "ioUring": w.ring.as_ref().map(ring),
-        "intervals": w.intervals.iter().map(interval).collect::<Vec<_>>(),
+        "intervals": w.intervals.iter().map(|s| interval(s, w.rate.is_some())).collect::<Vec<_>>(),
     });
     if let (Some(s), Some(obj)) = (&w.stats, v.as_object_mut()) {
         let c = &s.counters;
@@ -95,13 +116,15 @@ fn worker(w: &WorkerLine) -> Value {
         obj.insert("connectionsMade".into(), json!(c.connects));
         obj.insert("clampedSamples".into(), json!(c.clamped));
         obj.insert("latencySeconds".into(), summary(&s.histograms.latency));
+        obj.insert("serviceTimeSeconds".into(), summary(&s.histograms.service));
+        obj.insert("schedule".into(), schedule(w.rate, s, w.duration));
         obj.insert("histograms".into(), histograms(s));
     }
     v
 }
 
-fn interval(s: &Second) -> Value {
-    json!({
+fn interval(s: &Second, open_model: bool) -> Value {
+    let mut v = json!({
         "second": s.second,
         "requests": s.ok.saturating_add(s.errors),
         "ok": s.ok,
@@ -111,7 +134,16 @@ fn interval(s: &Second) -> Value {
         "p99Seconds": s.p99.map(secs),
         "maxSeconds": s.max.map(secs),
         "statusCodes": Value::Object(s.statuses.iter().map(|(code, n)| (code.to_string(), json!(n))).collect()),
-    })
+    });
+    if let (true, Some(obj)) = (open_model, v.as_object_mut()) {
+        // Requests sent in this one second: its achieved rate.
+        obj.insert("achievedRate".into(), json!(s.sent));
+        obj.insert("late".into(), json!(s.late));
+        obj.insert("blocked".into(), json!(s.blocked));
+        obj.insert("serviceP50Seconds".into(), json!(s.service_p50.map(secs)));
+        obj.insert("serviceP99Seconds".into(), json!(s.service_p99.map(secs)));
+    }
+    v
 }
 
 fn counts(c: &Counters) -> Value {

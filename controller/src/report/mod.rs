@@ -32,6 +32,9 @@ const SATURATED: f64 = 0.90;
 /// A median hold above this share of the median latency is worth a warning: the client's own
 /// batching is then a large part of what it measured.
 const HELD_SHARE: f64 = 0.20;
+/// Open model: an achieved rate below this share of the requested one did not keep the schedule
+/// (the share find-max will judge a step by).
+const KEPT_RATE: f64 = 0.99;
 /// A worker that started further than this from the planned instant is worth a warning.
 const LATE_START: Duration = Duration::from_millis(10);
 
@@ -45,6 +48,8 @@ pub(crate) struct Report {
     pub stream_limit: Option<u32>,
     pub threads: usize,
     pub connections: usize,
+    /// Open model: the requests per second asked for (over every worker); None: closed model.
+    pub rate: Option<u64>,
     pub duration: Duration,
     pub stats: Stats,
     pub interrupted: bool,
@@ -72,6 +77,8 @@ pub(crate) struct WorkerLine {
     /// What it said about itself (name, version, cores, kernel).
     pub info: Option<WorkerInfo>,
     pub connections: usize,
+    /// Open model: its share of the rate, in requests per second.
+    pub rate: Option<u64>,
     pub threads: usize,
     pub duration: Duration,
     pub client_cpu: Duration,
@@ -107,6 +114,7 @@ impl Report {
                         address: w.address,
                         info: info.clone(),
                         connections: o.connections,
+                        rate: w.rate,
                         threads: o.threads,
                         duration: o.duration,
                         client_cpu: o.client_cpu,
@@ -124,6 +132,7 @@ impl Report {
                         address: w.address,
                         info: info.clone(),
                         connections: w.connections,
+                        rate: w.rate,
                         threads: if w.partial.is_some() { w.threads } else { 0 },
                         duration: Duration::from_secs(u64::from(w.reported_seconds)),
                         client_cpu: Duration::ZERO,
@@ -177,6 +186,8 @@ impl Report {
                 }
             }
         }
+        // Every worker's share counts, a failed one's too: it is what the run asked for.
+        let rate = workers.iter().filter_map(|w| w.rate).reduce(u64::saturating_add);
         Report {
             url,
             protocol: "HTTP/1.1".into(),
@@ -184,6 +195,7 @@ impl Report {
             stream_limit: workers.iter().filter_map(|w| w.stream_limit).min(),
             threads,
             connections,
+            rate,
             duration,
             stats,
             interrupted: interrupted || workers.iter().any(|w| w.interrupted && w.failure.is_none()),
@@ -215,6 +227,44 @@ impl Report {
 
     pub(crate) fn requests_per_sec(&self) -> f64 {
         per_sec(self.stats.counters.total(), self.duration)
+    }
+
+    /// Open model: requests sent per second of the run (a request declined unprocessed and sent
+    /// again counts each time), to set against the rate asked for.
+    pub(crate) fn achieved_rate(&self) -> Option<f64> {
+        self.rate.map(|_| per_sec(self.stats.histograms.lateness.len(), self.duration))
+    }
+
+    /// Requests the run could have in flight at once: connections × HTTP/2 streams.
+    fn slots(&self) -> u64 {
+        (self.connections as u64).saturating_mul(u64::from(self.streams.unwrap_or(1)))
+    }
+
+    /// Open model: what the counts say about the schedule, when it was not kept.
+    fn schedule_warnings(&self, w: &mut Vec<String>) {
+        let (Some(rate), Some(achieved)) = (self.rate, self.achieved_rate()) else { return };
+        let c = &self.stats.counters;
+        if achieved < KEPT_RATE * rate as f64 {
+            w.push(format!(
+                "the client sent {achieved:.1} requests a second of the {rate} asked for ({:.1}%): the schedule was not kept",
+                achieved / rate as f64 * 100.0
+            ));
+        }
+        if c.blocked > 0 {
+            // Little's law: requests in flight = rate × time each one takes.
+            let service = self.stats.histograms.service.mean() / 1e9;
+            let slots = self.slots();
+            w.push(format!(
+                "{} requests were due while no connection or stream was free: they waited, and their latency counts it; at the mean service time of {:.3} ms, {rate} requests a second need about {:.0} in flight, and -c{} gives {slots}",
+                c.blocked,
+                service * 1e3,
+                (rate as f64 * service).ceil(),
+                if self.streams.is_some_and(|s| s > 1) { " × -p" } else { "" },
+            ));
+        }
+        if c.unsent > 0 {
+            w.push(format!("{} requests were due before the run ended and never sent", c.unsent));
+        }
     }
 
     /// What the numbers above cannot show on their own.
@@ -279,6 +329,7 @@ impl Report {
                 latency_p50 as f64 / 1e6
             ));
         }
+        self.schedule_warnings(&mut w);
         if let Some(busy) = self.client_busy.filter(|b| *b >= SATURATED) {
             w.push(format!(
                 "the client was saturated ({:.0}% of its threads' time on CPU): latencies include time waiting for the client; use more threads (-t) or machines",
@@ -351,6 +402,7 @@ mod tests {
             address: address.into(),
             info: None,
             connections: 1,
+            rate: None,
             threads: 1,
             duration: Duration::from_secs(1),
             client_cpu: Duration::ZERO,

@@ -73,6 +73,16 @@ fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
     if let Some(hold) = histogram(r, "clientHold")? {
         h.hold = hold;
     }
+    // The open model's (closed-model reports, and those from before, have none).
+    if let Some(service) = histogram(r, "serviceTime")? {
+        h.service = service;
+    }
+    if let Some(lateness) = histogram(r, "lateness")? {
+        h.lateness = lateness;
+    }
+    let schedule_count = |field: &str| r["schedule"][field].as_u64().unwrap_or(0);
+    let c = &mut stats.counters;
+    (c.late, c.blocked, c.unsent) = (schedule_count("late"), schedule_count("blocked"), schedule_count("unsent"));
     if stats.histograms.latency.len() != stats.counters.ok {
         return Err(format!(
             "its latency histogram holds {} samples but it counts {} ok requests",
@@ -88,6 +98,7 @@ fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
         address: path.display().to_string(),
         info: None,
         connections: count(r, "/connections")? as usize,
+        rate: r["schedule"]["requestedPerSec"].as_u64(),
         threads: count(r, "/threads")? as usize,
         duration: seconds(r, "/durationSeconds")?,
         client_cpu: seconds(r, "/clientCpuSeconds").unwrap_or_default(),

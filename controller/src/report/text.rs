@@ -41,6 +41,9 @@ pub(crate) fn to_text(r: &Report) -> String {
         per_sec(c.bytes_sent, r.duration) / 1e6,
         c.bytes_sent
     );
+    if let (Some(rate), Some(achieved)) = (r.rate, r.achieved_rate()) {
+        schedule(&mut out, r, rate, achieved);
+    }
     let statuses: Vec<_> = c.statuses().collect();
     if !statuses.is_empty() {
         let _ = writeln!(out, "Status codes:");
@@ -59,7 +62,9 @@ pub(crate) fn to_text(r: &Report) -> String {
         }
     }
     let lat = &r.stats.histograms.latency;
-    if !lat.is_empty() {
+    if r.rate.is_some() {
+        side_by_side(&mut out, lat, &r.stats.histograms.service);
+    } else if !lat.is_empty() {
         let _ = writeln!(out, "Latency (ms):");
         let _ = writeln!(out, "  min {}  mean {:.3}  max {}", ms(lat.min()), lat.mean() / 1e6, ms(lat.max()));
         let _ = writeln!(out, "Latency distribution:");
@@ -83,6 +88,46 @@ pub(crate) fn to_text(r: &Report) -> String {
     out
 }
 
+/// The open model's own truth: the rate asked for and achieved, and the requests that did not
+/// go out on time.
+fn schedule(out: &mut String, r: &Report, rate: u64, achieved: f64) {
+    let c = &r.stats.counters;
+    let lateness = &r.stats.histograms.lateness;
+    let _ = writeln!(
+        out,
+        "Rate:         {rate}/s requested, {achieved:.1}/s achieved ({} requests sent)",
+        lateness.len()
+    );
+    let _ = writeln!(
+        out,
+        "Schedule:     {} sent late (over 1 ms after due), {} due with no connection free, {} never sent",
+        c.late, c.blocked, c.unsent
+    );
+    summary_line(out, "Send lateness (ms):", lateness);
+}
+
+/// Open model: latency from when each request was due (corrected for coordinated omission)
+/// beside its service time, from when it was sent.
+fn side_by_side(out: &mut String, due: &Histogram<u64>, sent: &Histogram<u64>) {
+    if due.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "Latency (ms):   from due (corrected)   service time (from sent)");
+    let _ = writeln!(out, "  min          {:>20}   {:>24}", ms(due.min()), ms(sent.min()));
+    let _ = writeln!(out, "  mean         {:>20.3}   {:>24.3}", due.mean() / 1e6, sent.mean() / 1e6);
+    let _ = writeln!(out, "  max          {:>20}   {:>24}", ms(due.max()), ms(sent.max()));
+    let _ = writeln!(out, "Latency distribution:");
+    for (label, q) in PERCENTILES {
+        let _ = writeln!(
+            out,
+            "  {:<11}  {:>17} ms   {:>21} ms",
+            format!("{label}% in"),
+            ms(due.value_at_quantile(q)),
+            ms(sent.value_at_quantile(q))
+        );
+    }
+}
+
 /// The per-worker breakdown and the start skew.
 fn workers(out: &mut String, r: &Report) {
     let _ = writeln!(out, "Workers:");
@@ -97,9 +142,15 @@ fn workers(out: &mut String, r: &Report) {
         };
         let lat = &s.histograms.latency;
         let start = w.start_offset.map(|o| format!("  start {:+.3} ms", o as f64 / 1e6)).unwrap_or_default();
+        let rate = match w.rate {
+            Some(rate) => {
+                format!("  rate {:.1}/s of {rate}/s", per_sec(s.histograms.lateness.len(), w.duration))
+            }
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "  {name}  {} conns  {} requests  {:.1} req/s  {} errors  p50 {} ms  p99 {} ms{start}",
+            "  {name}  {} conns  {} requests  {:.1} req/s{rate}  {} errors  p50 {} ms  p99 {} ms{start}",
             w.connections,
             s.counters.total(),
             per_sec(s.counters.total(), w.duration),

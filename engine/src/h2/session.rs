@@ -122,7 +122,8 @@ impl Session {
             self.conn.start_request(now, due);
             self.oldest_started.get_or_insert(now);
         }
-        if self.conn.open_streams() == 0 && units.take_unused_claim() {
+        // The server's doing only: under a rate the claim may just wait for its due instant.
+        if self.conn.open_streams() == 0 && self.conn.can_start() == 0 && units.take_unused_claim() {
             let why = "the server allowed no stream on a fresh connection (SETTINGS_MAX_CONCURRENT_STREAMS 0, or GOAWAY first)";
             events.push(Event::Failed { kind: ErrorKind::Protocol, n: 1, why: why.into() });
         }

@@ -160,7 +160,8 @@ impl Schedule {
             return if claim_from(&mut self.left, self.stopping) { Take::Now } else { Take::Spent };
         };
         let Some(first) = pace.first else { return Take::NotYet };
-        if self.stopping {
+        if self.stopping || (!*claimed && self.left == Some(0)) {
+            // Nothing for this connection, now or later: it need not wait.
             return Take::Spent;
         }
         if now < pace.next_due {

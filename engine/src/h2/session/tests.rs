@@ -257,3 +257,18 @@ fn only_streams_handed_to_a_send_count_as_sent() {
     assert_eq!(h.session.poll_transmit(&mut out), Transmit::Bytes);
     assert_eq!(h.session.sent_in_flight(), 3);
 }
+
+#[test]
+fn under_a_rate_a_claimed_request_waits_for_its_slot_instead_of_failing() {
+    let mut h = Harness::established(4, 10, &[]);
+    h.budget = Schedule::open(Some(10), crate::plan::Rate { per_second: 100, offset: Duration::from_millis(5) });
+    h.budget.start(h.t0);
+    assert_eq!(h.start(1), 0, "nothing is due before 5 ms");
+    assert!(h.events.is_empty(), "the connection's request is not failed: {:?}", h.events);
+    assert!(h.claimed, "and it is still the connection's");
+    // At 30 ms the slots of 5, 15 and 25 ms are due: three streams, each keeping its instant.
+    assert_eq!(h.start(30), 3);
+    assert!(!h.claimed);
+    let events = h.receive(Server::default().ok(1), 31);
+    assert_eq!(events[1], Event::Response { status: 200, due: h.at(5), sent_at: h.at(30), at: h.at(31) });
+}

@@ -176,6 +176,18 @@ fn a_claimed_request_waits_for_its_slot() {
 }
 
 #[test]
+fn once_every_request_is_claimed_a_connection_without_one_is_told_so_rather_than_to_wait() {
+    let t0 = Instant::now();
+    let mut s = Schedule::open(Some(2), Rate::per_second(10));
+    let mut held = s.claim();
+    s.start(t0);
+    assert_eq!(s.take(t0, &mut false), Take::Due(t0));
+    // The last request is held by another connection, due at 100 ms: this one can close.
+    assert_eq!(s.take(ms(t0, 1), &mut false), Take::Spent);
+    assert_eq!(s.take(ms(t0, 1), &mut held), Take::NotYet);
+}
+
+#[test]
 fn requests_found_due_with_no_connection_free_are_counted_once_each() {
     let t0 = Instant::now();
     let mut s = Schedule::open(None, Rate::per_second(1000));
@@ -223,3 +235,4 @@ fn a_stopped_open_schedule_hands_out_nothing_more() {
     assert_eq!(s.take(ms(t0, 10), &mut false), Take::Spent);
     assert_eq!(s.next_due(), None);
 }
+
