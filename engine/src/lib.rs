@@ -30,8 +30,8 @@ mod tls;
 
 pub use error::EngineError;
 pub use plan::{
-    DEFAULT_MAX_HOLD, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_THREADS, Plan, Protocol, Rate, RequestSpec,
-    Stop, TlsOptions,
+    DEFAULT_MAX_HOLD, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_THREADS, Plan, Protocol, Rate,
+    RequestSpec, Stop, TlsOptions,
 };
 pub use ring::{RingSupport, kernel_release, probe_io_uring};
 pub use run::{Progress, RunControl, RunResult, run};

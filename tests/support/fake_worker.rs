@@ -140,6 +140,9 @@ pub fn stats(ok: u64, resets: u64) -> v1::Stats {
         connect: encode(&volley_histogram()),
         first_byte: encode(&volley_histogram()),
         hold: encode(&volley_histogram()),
+        // The closed model's: a real worker sends none.
+        service: Vec::new(),
+        lateness: Vec::new(),
     }
 }
 

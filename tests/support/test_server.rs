@@ -53,6 +53,10 @@ pub struct Behavior {
     /// the server received is answered with `status` (a build that breaks mid-run). See
     /// [`TestServer::breach`]. Default `None`.
     pub fail_after: Option<(Duration, u16)>,
+    /// `Some((after, length))`: the server stalls once, for `length`, starting `after` its first
+    /// request: every request arriving in that window is answered at its end (a GC pause, a
+    /// lock held too long). Default `None`.
+    pub stall: Option<(Duration, Duration)>,
 }
 
 impl Default for Behavior {
@@ -74,7 +78,12 @@ impl Behavior {
             status_every: None,
             slow_every: None,
             fail_after: None,
+            stall: None,
         }
+    }
+    pub fn stall(mut self, after: Duration, length: Duration) -> Self {
+        self.stall = Some((after, length));
+        self
     }
     pub fn fail_after(mut self, after: Duration, status: u16) -> Self {
         self.fail_after = Some((after, status));
@@ -420,10 +429,17 @@ async fn handle(
             .collect(),
         body: request_body.to_vec(),
     });
-    let delay = match behavior.slow_every {
+    let mut delay = match behavior.slow_every {
         Some((k, slow)) if arrived.is_multiple_of(k) => slow,
         _ => behavior.delay,
     };
+    if let (Some((after, length)), Some(first)) = (behavior.stall, stats.first_at.get()) {
+        let (from, until) = (*first + after, *first + after + length);
+        let now = Instant::now();
+        if (from..until).contains(&now) {
+            delay = delay.max(until - now);
+        }
+    }
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }

@@ -128,11 +128,8 @@ pub(crate) fn run(
     let mut links = Vec::with_capacity(shards.len());
     let mut state = State::default();
     for (index, (shard, place)) in shards.into_iter().zip(places).enumerate() {
-        let mut worker = WorkerRun {
-            connections: shard.connections,
-            rate: shard.rate.map(|r| r.per_second),
-            ..Default::default()
-        };
+        let mut worker =
+            WorkerRun { connections: shard.connections, rate: shard.rate.map(|r| r.per_second), ..Default::default() };
         let budget = match shard.stop {
             Stop::Requests(n) => Some(n),
             Stop::Duration(_) => None,

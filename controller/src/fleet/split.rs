@@ -49,7 +49,9 @@ mod tests {
         assert!(split(&plan(4, Stop::Requests(1)), 2).is_err());
         let mut slow = plan(4, Stop::Requests(10));
         slow.rate = Some(volley_engine::Rate::per_second(1));
-        assert!(split(&slow, 2).unwrap_err().to_string().contains("--rate (1) must be at least the number of workers (2)"));
+        assert!(
+            split(&slow, 2).unwrap_err().to_string().contains("--rate (1) must be at least the number of workers (2)")
+        );
     }
 
     #[test]

@@ -253,13 +253,22 @@ impl Report {
         if c.blocked > 0 {
             // Little's law: requests in flight = rate × time each one takes.
             let service = self.stats.histograms.service.mean() / 1e9;
-            let slots = self.slots();
+            let (slots, needed) = (self.slots(), (rate as f64 * service).ceil());
+            let gives = if self.streams.is_some_and(|s| s > 1) { "-c × -p gives" } else { "-c gives" };
+            let why = if needed > slots as f64 {
+                format!(
+                    "{rate} requests a second at the mean service time of {:.3} ms need about {needed:.0} in flight, more than the {slots} {gives}: raise -c",
+                    service * 1e3
+                )
+            } else {
+                format!(
+                    "{gives} {slots} and {rate} requests a second at the mean service time of {:.3} ms need about {needed:.0} in flight, so the server was slow at times",
+                    service * 1e3
+                )
+            };
             w.push(format!(
-                "{} requests were due while no connection or stream was free: they waited, and their latency counts it; at the mean service time of {:.3} ms, {rate} requests a second need about {:.0} in flight, and -c{} gives {slots}",
-                c.blocked,
-                service * 1e3,
-                (rate as f64 * service).ceil(),
-                if self.streams.is_some_and(|s| s > 1) { " × -p" } else { "" },
+                "{} requests were due while no connection or stream was free (they waited, and their latency counts it): {why}",
+                c.blocked
             ));
         }
         if c.unsent > 0 {

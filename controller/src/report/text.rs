@@ -93,11 +93,8 @@ pub(crate) fn to_text(r: &Report) -> String {
 fn schedule(out: &mut String, r: &Report, rate: u64, achieved: f64) {
     let c = &r.stats.counters;
     let lateness = &r.stats.histograms.lateness;
-    let _ = writeln!(
-        out,
-        "Rate:         {rate}/s requested, {achieved:.1}/s achieved ({} requests sent)",
-        lateness.len()
-    );
+    let _ =
+        writeln!(out, "Rate:         {rate}/s requested, {achieved:.1}/s achieved ({} requests sent)", lateness.len());
     let _ = writeln!(
         out,
         "Schedule:     {} sent late (over 1 ms after due), {} due with no connection free, {} never sent",

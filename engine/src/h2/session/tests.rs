@@ -62,8 +62,14 @@ impl Harness {
     fn new(streams: u32, budget: u64) -> Self {
         let t0 = Instant::now();
         let session = Session::new(config(streams), Negotiated::Tcp, t0).expect("h2c needs no ALPN");
-        Harness { session, claimed: true, budget: Schedule::closed(Some(budget)),
-            stats: Stats::new(), events: Vec::new(), t0 }
+        Harness {
+            session,
+            claimed: true,
+            budget: Schedule::closed(Some(budget)),
+            stats: Stats::new(),
+            events: Vec::new(),
+            t0,
+        }
     }
 
     /// Set up with the server's SETTINGS.
@@ -88,7 +94,11 @@ impl Harness {
     /// Starts what may start at `ms` and hands it to a send; returns the streams now open.
     fn start(&mut self, ms: u64) -> usize {
         let now = self.at(ms);
-        self.session.start_requests(now, &mut Units::new(&mut self.claimed, &mut self.budget, &mut self.stats), &mut self.events);
+        self.session.start_requests(
+            now,
+            &mut Units::new(&mut self.claimed, &mut self.budget, &mut self.stats),
+            &mut self.events,
+        );
         let mut out = Vec::new();
         self.session.poll_transmit(&mut out);
         self.session.sent_in_flight() as usize

@@ -235,4 +235,3 @@ fn a_stopped_open_schedule_hands_out_nothing_more() {
     assert_eq!(s.take(ms(t0, 10), &mut false), Take::Spent);
     assert_eq!(s.next_due(), None);
 }
-
