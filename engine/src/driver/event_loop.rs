@@ -518,6 +518,7 @@ impl<'r> Loop<'r> {
                     counters.status(status);
                     Stats::record(counters, &mut self.stats.histograms.latency, at.saturating_duration_since(sent_at));
                 }
+                Event::RetryAfter { status, value } => self.stats.counters.retry_after.record(status, value),
                 Event::Refused(n) => self.refused(n),
                 Event::Failed { kind, n, why } => self.count_errors(kind, n, why),
                 Event::SetupFailed { kind, why } => self.setup_failed(i, kind, why),

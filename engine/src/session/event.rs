@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
-use crate::stats::ErrorKind;
+use crate::stats::{ErrorKind, RetryAfter};
 
 /// Why requests failed, as the report shows it: most reasons are fixed text, so only those
 /// naming a code or a number are formatted (and only the first of each kind is kept).
@@ -16,6 +16,9 @@ pub(crate) enum Event {
     FirstByte { sent_at: Instant, at: Instant },
     /// A complete response (any status): `at - sent_at` is its latency.
     Response { status: u16, sent_at: Instant, at: Instant },
+    /// The response that follows carried `Retry-After`. An event of its own, pushed only when
+    /// the header came, so that responses without it cost nothing more.
+    RetryAfter { status: u16, value: RetryAfter },
     /// `n` requests the server declined without processing them: they go back into the budget to
     /// be sent again.
     Refused(u64),

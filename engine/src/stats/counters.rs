@@ -1,4 +1,6 @@
-//! Plain counters: outcomes, status codes, errors by kind, bytes on the wire.
+//! Plain counters: outcomes, status codes, errors by kind, bytes on the wire, Retry-After.
+
+use super::RetryAfterCounts;
 
 /// Why a request failed. Each kind has its own counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,6 +58,8 @@ pub struct Counters {
     /// RST_STREAM REFUSED_STREAM) and that were sent again: neither ok nor errors, since the
     /// server promised it did not act on them.
     pub refused: u64,
+    /// Responses that carried `Retry-After`.
+    pub retry_after: RetryAfterCounts,
 }
 
 impl Default for Counters {
@@ -70,6 +74,7 @@ impl Default for Counters {
             aborted: 0,
             clamped: 0,
             refused: 0,
+            retry_after: RetryAfterCounts::default(),
         }
     }
 }
@@ -131,5 +136,6 @@ impl Counters {
         add(&mut self.aborted, other.aborted);
         add(&mut self.clamped, other.clamped);
         add(&mut self.refused, other.refused);
+        self.retry_after.merge(&other.retry_after);
     }
 }
