@@ -165,6 +165,10 @@ pub(crate) struct LoadArgs {
     /// html (a self-contained page with charts).
     #[arg(short = 'o', long = "output", value_name = "FORMAT:FILE")]
     pub outputs: Vec<String>,
+    /// Write an HdrHistogram interval log to FILE: one line a second per latency kind (tags
+    /// latency, connect, ttfb, hold), merged over all workers, as HdrHistogram's tools read it.
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<PathBuf>,
     /// Requests in flight per connection (HTTP/2 streams; default 1). A server's lower
     /// SETTINGS_MAX_CONCURRENT_STREAMS wins, and the report says so.
     #[arg(short = 'p', long)]

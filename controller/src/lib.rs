@@ -150,6 +150,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     }
     .map(|grace| gate::Watch::new(&thresholds, grace));
     let outputs = output::open_all(&args.outputs)?;
+    let mut hlog = args.hlog.as_deref().map(output::hlog::IntervalLog::create).transpose()?;
     let plan = options::build_plan(args)?;
     if let Some(warning) = options::rate_warning(&plan) {
         eprintln!("volley: warning: {warning}");
@@ -161,7 +162,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let url = plan.target.to_string();
     let protocol = plan.protocol;
     let fleet = if args.workers.is_empty() {
-        let followers = fleet::Followers { live, watch: watch.as_mut() };
+        let followers = fleet::Followers { live, watch: watch.as_mut(), hlog: hlog.as_mut() };
         fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt, followers)
     } else {
         let places = options::worker_places(&workers_file::expand(&args.workers)?)?;
@@ -181,7 +182,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
                 own.handle()
             }
         };
-        let followers = fleet::Followers { live, watch: watch.as_mut() };
+        let followers = fleet::Followers { live, watch: watch.as_mut(), hlog: hlog.as_mut() };
         fleet::run(shards, places, &access, Some(handle), threads, &interrupt, followers)
     };
     let stopped_by_user = fleet.interrupted;
@@ -199,12 +200,15 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     if let Some(live) = live {
         live.run_finished(&report.stats);
     }
+    // Its last interval is what the report's totals hold beyond the seconds logged.
+    let logged = hlog.map_or(Ok(()), |log| log.finish(&report.stats, report.duration));
     if report.workers.iter().all(|w| w.stats.is_none()) {
         // Nothing ran anywhere: the reason is the whole story on stderr, but a CI job still
         // finds its files, saying so.
         let written = output::write_all(outputs, &report, &verdicts);
         report.outcome()?;
         written?;
+        logged?;
         return Ok(Finished { report, verdicts });
     }
     print_report(&report, &verdicts, args.json);
@@ -213,6 +217,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
         endpoint.linger(&interrupt);
     }
     written?;
+    logged?;
     Ok(Finished { report, verdicts })
 }
 

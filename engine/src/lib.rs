@@ -36,6 +36,7 @@ pub use plan::{
 pub use ring::{RingSupport, kernel_release, probe_io_uring};
 pub use run::{Progress, RunControl, RunResult, run};
 pub use stats::{
-    Counters, ErrorKind, HistogramError, Histograms, Snapshot, Stats, decode_histogram, encode_histogram, new_histogram,
+    Counters, ErrorKind, HistogramError, Histograms, RetryAfter, RetryAfterCounts, Snapshot, Stats, decode_histogram,
+    encode_histogram, new_histogram,
 };
 pub use target::{Scheme, Target, TargetError};

@@ -57,6 +57,10 @@ pub struct Behavior {
     /// request: every request arriving in that window is answered at its end (a GC pause, a
     /// lock held too long). Default `None`.
     pub stall: Option<(Duration, Duration)>,
+    /// `(k, status, value)` rules: the k-th, 2k-th, ... request the server receives (counted as
+    /// for `status_every`) is answered with `status` and `Retry-After: value`; the first rule
+    /// that matches wins, and wins over `status_every`. See [`TestServer::retry_afters_sent`].
+    pub retry_after: Vec<(u64, u16, String)>,
 }
 
 impl Default for Behavior {
@@ -79,10 +83,15 @@ impl Behavior {
             slow_every: None,
             fail_after: None,
             stall: None,
+            retry_after: Vec::new(),
         }
     }
     pub fn stall(mut self, after: Duration, length: Duration) -> Self {
         self.stall = Some((after, length));
+        self
+    }
+    pub fn retry_after_every(mut self, k: u64, status: u16, value: &str) -> Self {
+        self.retry_after.push((k.max(1), status, value.to_string()));
         self
     }
     pub fn fail_after(mut self, after: Duration, status: u16) -> Self {
@@ -184,6 +193,8 @@ struct Stats {
     latest_at: Mutex<Option<Instant>>,
     /// Requests that arrived after a `fail_after` breach.
     after_breach: AtomicU64,
+    /// Responses sent with Retry-After, by (status, value).
+    retry_afters: Mutex<BTreeMap<(u16, String), u64>>,
 }
 
 impl Stats {
@@ -360,6 +371,11 @@ impl TestServer {
         self.stats.after_breach.load(Ordering::SeqCst)
     }
 
+    /// Responses sent with Retry-After, by (status, value), counted when the answer is made.
+    pub fn retry_afters_sent(&self) -> BTreeMap<(u16, String), u64> {
+        self.stats.retry_afters.lock().unwrap().clone()
+    }
+
     /// The most recent request whose body was read completely.
     pub fn last_request(&self) -> Option<SeenRequest> {
         self.stats.last.lock().unwrap().clone()
@@ -449,10 +465,12 @@ async fn handle(
         None if body.is_empty() => Vec::new(),
         None => vec![body],
     };
-    let mut response = Response::new(TestBody::new(chunks, behavior.chunk_size.is_none(), head, stats));
-    let status = match (failing, behavior.status_every) {
-        (Some((_, status)), _) => status,
-        (None, Some((k, status))) if arrived.is_multiple_of(k) => status,
+    let mut response = Response::new(TestBody::new(chunks, behavior.chunk_size.is_none(), head, stats.clone()));
+    let retry = behavior.retry_after.iter().find(|(k, ..)| arrived.is_multiple_of(*k));
+    let status = match (failing, retry, behavior.status_every) {
+        (Some((_, status)), ..) => status,
+        (None, Some((_, status, _)), _) => *status,
+        (None, None, Some((k, status))) if arrived.is_multiple_of(k) => status,
         _ => behavior.status,
     };
     *response.status_mut() = StatusCode::from_u16(status).unwrap();
@@ -460,6 +478,10 @@ async fn handle(
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     for (name, value) in &behavior.headers {
         headers.append(HeaderName::try_from(name.as_str()).unwrap(), HeaderValue::try_from(value.as_str()).unwrap());
+    }
+    if let (None, Some((_, status, value))) = (failing, retry) {
+        headers.insert(hyper::header::RETRY_AFTER, HeaderValue::try_from(value.as_str()).unwrap());
+        *stats.retry_afters.lock().unwrap().entry((*status, value.clone())).or_default() += 1;
     }
     if behavior.close_every.is_some_and(|k| nth.is_multiple_of(k)) {
         headers.insert(CONNECTION, HeaderValue::from_static("close"));

@@ -205,6 +205,9 @@ pub fn stats_to_proto(stats: &Stats) -> v1::Stats {
             late: c.late,
             blocked: c.blocked,
             unsent: c.unsent,
+            retry_after: c.retry_after.statuses().map(|(code, n)| (u32::from(code), n)).collect(),
+            retry_after_largest_seconds: c.retry_after.largest_seconds,
+            retry_after_dates: c.retry_after.dates,
         }),
         latency: encode_histogram(&h.latency),
         connect: encode_histogram(&h.connect),
@@ -232,12 +235,13 @@ pub fn stats_from_proto(stats: &v1::Stats) -> Result<Stats, WireError> {
             into.add_errors(kind, n);
         }
         for (&code, &n) in &c.status {
-            let code = u16::try_from(code)
-                .ok()
-                .filter(|&code| code <= 999)
-                .ok_or_else(|| WireError::Stats(format!("status code {code} is not three digits")))?;
-            into.add_status(code, n);
+            into.add_status(status_code(code)?, n);
         }
+        for (&code, &n) in &c.retry_after {
+            into.retry_after.add_status(status_code(code)?, n);
+        }
+        into.retry_after.largest_seconds = c.retry_after_largest_seconds;
+        into.retry_after.dates = c.retry_after_dates;
         into.bytes_sent = c.bytes_sent;
         into.bytes_received = c.bytes_received;
         into.connects = c.connects;
@@ -264,6 +268,13 @@ pub fn stats_from_proto(stats: &v1::Stats) -> Result<Stats, WireError> {
 
 fn encode_unless_empty(h: &hdrhistogram::Histogram<u64>) -> Vec<u8> {
     if h.is_empty() { Vec::new() } else { encode_histogram(h) }
+}
+
+fn status_code(code: u32) -> Result<u16, WireError> {
+    u16::try_from(code)
+        .ok()
+        .filter(|&code| code <= 999)
+        .ok_or_else(|| WireError::Stats(format!("status code {code} is not three digits")))
 }
 
 pub fn error_samples_to_proto(samples: &[(ErrorKind, String)]) -> Vec<v1::ErrorSample> {
@@ -512,6 +523,10 @@ mod tests {
         c.add_status(200, 1200);
         c.add_status(404, 30);
         c.add_status(503, 4);
+        c.retry_after.add_status(503, 3);
+        c.retry_after.add_status(429, 1);
+        c.retry_after.largest_seconds = Some(30);
+        c.retry_after.dates = 1;
         let h = &mut s.histograms;
         for v in 1..2000u64 {
             h.latency.record(v * v * 37 + 1_000).expect("in range");
@@ -553,6 +568,8 @@ mod tests {
         assert_same_stats(&s, &back);
         assert_eq!(back.counters.statuses().collect::<Vec<_>>(), vec![(200, 1200), (404, 30), (503, 4)]);
         assert_eq!(back.counters.errors_of(ErrorKind::Tls), 41);
+        assert_eq!(back.counters.retry_after.statuses().collect::<Vec<_>>(), vec![(429, 1), (503, 3)]);
+        assert_eq!((back.counters.retry_after.largest_seconds, back.counters.retry_after.dates), (Some(30), 1));
     }
 
     #[test]
@@ -568,6 +585,9 @@ mod tests {
         assert!(matches!(stats_from_proto(&p), Err(WireError::Histogram(_))));
         let mut p = stats_to_proto(&sample_stats());
         p.counters.as_mut().expect("counters").status.insert(70_000, 1);
+        assert!(matches!(stats_from_proto(&p), Err(WireError::Stats(_))));
+        let mut p = stats_to_proto(&sample_stats());
+        p.counters.as_mut().expect("counters").retry_after.insert(1_000, 1);
         assert!(matches!(stats_from_proto(&p), Err(WireError::Stats(_))));
     }
 

@@ -29,6 +29,7 @@ pub(crate) use remote::Access;
 pub(crate) use split::split;
 
 use crate::gate::Watch;
+use crate::output::hlog::IntervalLog;
 use crate::printable::one_line;
 use clock_sync::Offset;
 use link::{Command, Link, LinkEvent};
@@ -107,6 +108,8 @@ pub(crate) struct Followers<'a> {
     /// `--abort-on-fail`: every interval goes to it as it arrives, and when it says a threshold
     /// can no longer pass every worker is stopped.
     pub watch: Option<&'a mut Watch>,
+    /// `--hlog`: told when the load starts, and given each second merged over the workers.
+    pub hlog: Option<&'a mut IntervalLog>,
 }
 
 /// Runs `shards[i]` on `places[i]`, all starting together, told to `followers` as it goes.
@@ -119,7 +122,7 @@ pub(crate) fn run(
     interrupt: &RunControl,
     followers: Followers<'_>,
 ) -> FleetRun {
-    let Followers { live, mut watch } = followers;
+    let Followers { live, mut watch, mut hlog } = followers;
     let (tx, rx) = mpsc::channel::<(usize, LinkEvent)>();
     let remote = places.iter().any(|p| matches!(p, Place::Remote(_)));
     let stop = shards[0].stop;
@@ -251,6 +254,9 @@ pub(crate) fn run(
             if let Some(live) = live {
                 live.run_started();
             }
+            if let Some(hlog) = hlog.as_deref_mut() {
+                hlog.started(std::time::SystemTime::now() + margin);
+            }
         }
         let (i, event) = match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(message) => message,
@@ -335,12 +341,18 @@ pub(crate) fn run(
             if let Some(live) = live {
                 live.second(&delta);
             }
+            if let Some(hlog) = hlog.as_deref_mut() {
+                hlog.second(second, &delta);
+            }
             fleet.intervals.push(Second::of(second, &delta));
         }
     }
     for (second, delta) in state.flush() {
         if let Some(live) = live {
             live.second(&delta);
+        }
+        if let Some(hlog) = hlog.as_deref_mut() {
+            hlog.second(second, &delta);
         }
         fleet.intervals.push(Second::of(second, &delta));
     }

@@ -8,7 +8,7 @@ use crate::error::CliError;
 
 /// What the accepted metrics are, for the usage line of a bad expression.
 const METRICS: &str = "p50..p99.99, mean, min, max (of latency, or connect_/first_byte_ before them), rps, \
-                       error_rate, errors, status_CODE or status_Nxx";
+                       error_rate, errors, status_CODE or status_Nxx, retry_after";
 
 /// Which of the three timings a latency metric reads.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,6 +49,8 @@ pub(crate) enum Metric {
     Errors,
     /// Responses with these statuses: a count, or with `rate` their share of all requests.
     Status { statuses: Statuses, rate: bool },
+    /// Responses that carried Retry-After: a count, or with `rate` their share of all requests.
+    RetryAfter { rate: bool },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -128,6 +130,7 @@ fn metric(name: &str) -> Option<Metric> {
         "rps" => return Some(Metric::Rps),
         "error_rate" => return Some(Metric::ErrorRate),
         "errors" => return Some(Metric::Errors),
+        "retry_after" => return Some(Metric::RetryAfter { rate: false }),
         _ => {}
     }
     if let Some(code) = name.strip_prefix("status_") {
@@ -199,9 +202,13 @@ fn limit(metric: Metric, value: &str) -> Result<(Metric, f64), String> {
             Some(v) => Ok((Metric::Status { statuses, rate: true }, percent(v)?)),
             None => Ok((metric, number(value)?)),
         },
+        Metric::RetryAfter { .. } => match value.strip_suffix('%') {
+            Some(v) => Ok((Metric::RetryAfter { rate: true }, percent(v)?)),
+            None => Ok((metric, number(value)?)),
+        },
         Metric::Rps | Metric::Errors => {
             if value.ends_with('%') {
-                return Err("a percent needs a rate: error_rate or status_CODE".into());
+                return Err("a percent needs a rate: error_rate, status_CODE or retry_after".into());
             }
             Ok((metric, number(value)?))
         }

@@ -67,8 +67,8 @@ impl Verdict {
         match self.threshold.metric {
             Metric::Time(..) => "seconds",
             Metric::Rps => "requests/second",
-            Metric::ErrorRate | Metric::Status { rate: true, .. } => "fraction",
-            Metric::Errors | Metric::Status { rate: false, .. } => "count",
+            Metric::ErrorRate | Metric::Status { rate: true, .. } | Metric::RetryAfter { rate: true } => "fraction",
+            Metric::Errors | Metric::Status { rate: false, .. } | Metric::RetryAfter { rate: false } => "count",
         }
     }
 }
@@ -123,6 +123,8 @@ pub(crate) fn measure(metric: Metric, report: &Report) -> Option<f64> {
                 .sum();
             if rate { share(n) } else { Some(n as f64) }
         }
+        Metric::RetryAfter { rate: true } => share(c.retry_after.total()),
+        Metric::RetryAfter { rate: false } => Some(c.retry_after.total() as f64),
     }
 }
 
@@ -142,9 +144,11 @@ fn time(h: &Histogram<u64>, stat: Stat) -> Option<f64> {
 pub(crate) fn show(metric: Metric, v: f64) -> String {
     match metric {
         Metric::Time(..) => format!("{:.3} ms", v * 1e3),
-        Metric::ErrorRate | Metric::Status { rate: true, .. } => format!("{:.3}%", v * 100.0),
+        Metric::ErrorRate | Metric::Status { rate: true, .. } | Metric::RetryAfter { rate: true } => {
+            format!("{:.3}%", v * 100.0)
+        }
         Metric::Rps => format!("{v:.1}"),
-        Metric::Errors | Metric::Status { rate: false, .. } => format!("{v:.0}"),
+        Metric::Errors | Metric::Status { rate: false, .. } | Metric::RetryAfter { rate: false } => format!("{v:.0}"),
     }
 }
 

@@ -77,7 +77,9 @@ pub(crate) fn lost(t: &Threshold, s: &Stats) -> Option<f64> {
         Metric::Rps => None,
         Metric::Errors if upper_limit => certain(c.errors() as f64),
         Metric::Status { statuses, rate: false } if upper_limit => certain(status_count(s, statuses) as f64),
-        Metric::Errors | Metric::Status { rate: false, .. } => None,
+        Metric::RetryAfter { rate: false } if upper_limit => certain(c.retry_after.total() as f64),
+        Metric::Errors | Metric::Status { rate: false, .. } | Metric::RetryAfter { rate: false } => None,
+        Metric::RetryAfter { rate: true } => share(t, c.retry_after.total(), c.total()),
         Metric::ErrorRate => share(t, c.errors(), c.total()),
         Metric::Status { statuses, rate: true } => share(t, status_count(s, statuses), c.total()),
         Metric::Time(timing, stat) => {

@@ -3,6 +3,7 @@
 //! rather than after the run.
 
 mod csv;
+pub(crate) mod hlog;
 pub(crate) mod html;
 mod json;
 mod junit;

@@ -31,6 +31,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "bytesSentPerSec": per_sec(c.bytes_sent, r.duration),
         "connectionsMade": c.connects,
         "statusCodes": statuses(c),
+        "retryAfter": retry_after(c),
         "latencySeconds": summary(&h.latency),
         "serviceTimeSeconds": summary(&h.service),
         "schedule": schedule(r.rate, &r.stats, r.duration),
@@ -111,6 +112,7 @@ fn worker(w: &WorkerLine) -> Value {
         obj.insert("errors".into(), errors(c));
         obj.insert("errorSamples".into(), samples(&w.error_samples));
         obj.insert("statusCodes".into(), statuses(c));
+        obj.insert("retryAfter".into(), retry_after(c));
         obj.insert("bytesReceived".into(), json!(c.bytes_received));
         obj.insert("bytesSent".into(), json!(c.bytes_sent));
         obj.insert("connectionsMade".into(), json!(c.connects));
@@ -167,6 +169,17 @@ fn samples(s: &[(ErrorKind, String)]) -> Value {
 
 fn statuses(c: &Counters) -> Value {
     Value::Object(c.statuses().map(|(code, n)| (code.to_string(), json!(n))).collect())
+}
+
+/// Responses that carried Retry-After: per status, the largest delay-seconds, the dates.
+fn retry_after(c: &Counters) -> Value {
+    let r = &c.retry_after;
+    json!({
+        "responses": r.total(),
+        "statusCodes": Value::Object(r.statuses().map(|(code, n)| (code.to_string(), json!(n))).collect()),
+        "largestSeconds": r.largest_seconds,
+        "dates": r.dates,
+    })
 }
 
 fn summary(h: &Histogram<u64>) -> Value {

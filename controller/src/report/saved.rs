@@ -65,6 +65,15 @@ fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
         let code: u16 = code.parse().map_err(|_| format!("status code '{code}' is not a number"))?;
         c.add_status(code, n.as_u64().ok_or("a status count is not a number")?);
     }
+    // Reports from before Retry-After was counted have none.
+    if let Some(retry) = r.get("retryAfter") {
+        for (code, n) in retry["statusCodes"].as_object().into_iter().flatten() {
+            let code: u16 = code.parse().map_err(|_| format!("retryAfter status code '{code}' is not a number"))?;
+            c.retry_after.add_status(code, n.as_u64().ok_or("a retryAfter count is not a number")?);
+        }
+        c.retry_after.largest_seconds = retry["largestSeconds"].as_u64();
+        c.retry_after.dates = retry["dates"].as_u64().unwrap_or(0);
+    }
     let h = &mut stats.histograms;
     for (field, into) in [("latency", &mut h.latency), ("connect", &mut h.connect), ("firstByte", &mut h.ttfb)] {
         *into = histogram(r, field)?.ok_or(format!("no histograms.{field}"))?;

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use hdrhistogram::Histogram;
-use volley_engine::ErrorKind;
+use volley_engine::{Counters, ErrorKind};
 
 use super::{PERCENTILES, Report, per_sec};
 
@@ -51,6 +51,7 @@ pub(crate) fn to_text(r: &Report) -> String {
             let _ = writeln!(out, "  [{code}] {n}");
         }
     }
+    retry_after(&mut out, c);
     if c.errors() > 0 {
         let _ = writeln!(out, "Errors:");
         for kind in ErrorKind::ALL {
@@ -173,6 +174,23 @@ fn workers(out: &mut String, r: &Report) {
             skew.as_secs_f64() * 1e3
         );
     }
+}
+
+/// `Retry-After: 123 responses (429: 3, 503: 120), largest 30 s`, only when some came.
+fn retry_after(out: &mut String, c: &Counters) {
+    let r = &c.retry_after;
+    if r.total() == 0 {
+        return;
+    }
+    let per_status: Vec<String> = r.statuses().map(|(code, n)| format!("{code}: {n}")).collect();
+    let _ = write!(out, "Retry-After:  {} responses ({})", r.total(), per_status.join(", "));
+    if let Some(largest) = r.largest_seconds {
+        let _ = write!(out, ", largest {largest} s");
+    }
+    if r.dates > 0 {
+        let _ = write!(out, ", {} as a date", r.dates);
+    }
+    out.push('\n');
 }
 
 fn summary_line(out: &mut String, label: &str, h: &Histogram<u64>) {

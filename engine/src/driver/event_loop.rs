@@ -603,6 +603,7 @@ impl<'r> Loop<'r> {
                         Stats::record(counters, &mut h.service, at.saturating_duration_since(sent_at));
                     }
                 }
+                Event::RetryAfter { status, value } => self.stats.counters.retry_after.record(status, value),
                 Event::Refused(n) => self.refused(n),
                 Event::Failed { kind, n, why } => self.count_errors(kind, n, why),
                 Event::SetupFailed { kind, why } => self.setup_failed(i, kind, why),

@@ -1,5 +1,6 @@
 //! The HTTP/1.1 response scanner: finds where each response ends, reads only the status line,
-//! Content-Length, Transfer-Encoding and Connection, and steps over everything else.
+//! Content-Length, Transfer-Encoding and Connection (and Retry-After, which is counted), and
+//! steps over everything else.
 //!
 //! Sans-I/O: bytes in, events out. Nothing is allocated per response: a line is read in place
 //! when it lies whole inside one `feed`, and only a line the scanner must read that straddles
@@ -7,6 +8,8 @@
 //! never looked at. Framing follows RFC 9112 §6.3.
 
 use memchr::memchr;
+
+use crate::stats::RetryAfter;
 
 /// The largest response head (status line, header lines and the blank line) accepted.
 const MAX_HEADER_BYTES: usize = 64 * 1024;
@@ -23,6 +26,8 @@ pub(crate) struct Response {
     /// The server said `Connection: close` (or spoke HTTP/1.0 without keep-alive): the
     /// connection must not be reused.
     pub close: bool,
+    /// What its `Retry-After` said (the last one, if several came).
+    pub retry_after: Option<RetryAfter>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -52,8 +57,8 @@ enum State {
     LineStart,
     /// A header line began with CR, so it must be the blank line.
     HeadCr,
-    /// In a header line starting with c or t (maybe a framing one); any part already seen is in
-    /// `buf`.
+    /// In a header line starting with c, t or r (maybe one that is read); any part already seen
+    /// is in `buf`.
     Candidate,
     /// Stepping over a header line nobody reads.
     Skip,
@@ -99,12 +104,21 @@ impl State {
     }
 }
 
-/// The header fields that decide framing.
+/// The header fields that are read: those that decide framing, and Retry-After.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Field {
     ContentLength,
     TransferEncoding,
     Connection,
+    RetryAfter,
+}
+
+impl Field {
+    /// Whether the field decides where the response ends: such a field is held to `LINE_CAP`
+    /// and may not be folded, since a misread would misframe everything after it.
+    fn frames(self) -> bool {
+        self != Field::RetryAfter
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -131,10 +145,11 @@ struct Facts {
     /// The previous header line was a framing one, so an obs-fold line would change its value.
     fold_guard: bool,
     close: bool,
+    retry_after: Option<RetryAfter>,
 }
 
 impl Facts {
-    /// A whole header line starting with c or t (without its LF).
+    /// A whole header line starting with c, t or r (without its LF).
     fn header(&mut self, raw: &[u8]) -> Result<(), ScanError> {
         if raw.len() > LINE_CAP {
             return self.overlong(raw.get(..LINE_CAP).unwrap_or(raw));
@@ -144,8 +159,9 @@ impl Facts {
             self.fold_guard = false;
             return Ok(());
         };
-        self.fold_guard = true;
+        self.fold_guard = field.frames();
         match field {
+            Field::RetryAfter => self.retry_after = Some(RetryAfter::parse(value)),
             Field::ContentLength => {
                 self.length = match (self.length, content_length(value)) {
                     (Length::Bad(why), _) | (_, Err(why)) => Length::Bad(why),
@@ -175,10 +191,13 @@ impl Facts {
         Ok(())
     }
 
-    /// A c/t header line longer than `LINE_CAP`, of which `prefix` is the first `LINE_CAP` bytes.
+    /// A c/t/r header line longer than `LINE_CAP`, of which `prefix` is the first `LINE_CAP`
+    /// bytes. A Retry-After that long is neither delay-seconds nor a date, but it came.
     fn overlong(&mut self, prefix: &[u8]) -> Result<(), ScanError> {
-        if split_field(prefix).is_some() {
-            return Err(ScanError::Malformed("framing header line too long"));
+        match split_field(prefix) {
+            Some((field, _)) if field.frames() => return Err(ScanError::Malformed("framing header line too long")),
+            Some(_) => self.retry_after = Some(RetryAfter::Date),
+            None => {}
         }
         self.fold_guard = false;
         Ok(())
@@ -266,7 +285,7 @@ impl Scanner {
     }
 
     fn response(&self) -> Response {
-        Response { status: self.facts.status, close: self.facts.close }
+        Response { status: self.facts.status, close: self.facts.close, retry_after: self.facts.retry_after }
     }
 
     fn scan(&mut self, data: &[u8]) -> Result<(usize, Option<Response>), ScanError> {
@@ -366,7 +385,9 @@ impl Scanner {
                     self.state = State::HeadCr;
                     Ok(1)
                 }
-                b'c' | b'C' | b't' | b'T' => {
+                // A byte compare that every header line gets anyway: lines starting otherwise
+                // (most of a typical response's) never reach the field names below.
+                b'c' | b'C' | b't' | b'T' | b'r' | b'R' => {
                     self.buf_len = 0;
                     self.state = State::Candidate;
                     Ok(0)
@@ -595,7 +616,8 @@ fn trim(s: &[u8]) -> &[u8] {
     s.get(..s.len() - n).unwrap_or_default()
 }
 
-/// The framing field a header line (or its first `LINE_CAP` bytes) names, and its value.
+/// The field a header line (or its first `LINE_CAP` bytes) names, if it is one that is read,
+/// and its value.
 fn split_field(line: &[u8]) -> Option<(Field, &[u8])> {
     let colon = memchr(b':', line)?;
     let name = line.get(..colon)?;
@@ -607,6 +629,8 @@ fn split_field(line: &[u8]) -> Option<(Field, &[u8])> {
         Field::TransferEncoding
     } else if name.eq_ignore_ascii_case(b"connection") {
         Field::Connection
+    } else if name.eq_ignore_ascii_case(b"retry-after") {
+        Field::RetryAfter
     } else {
         return None;
     };
@@ -686,7 +710,11 @@ mod tests {
     type Outcome = Result<(usize, Response), ScanError>;
 
     fn ok(end: usize, status: u16, close: bool) -> Outcome {
-        Ok((end, Response { status, close }))
+        Ok((end, Response { status, close, retry_after: None }))
+    }
+
+    fn asked(end: usize, status: u16, close: bool, retry_after: RetryAfter) -> Outcome {
+        Ok((end, Response { status, close, retry_after: Some(retry_after) }))
     }
 
     fn malformed(why: &'static str) -> Outcome {
@@ -799,7 +827,48 @@ mod tests {
         let long_framing = format!("HTTP/1.1 200 OK\r\nContent-Length:{}5\r\n\r\nhello", " ".repeat(300));
         let at_limit = head_of_size(MAX_HEADER_BYTES);
         let over_limit = head_of_size(MAX_HEADER_BYTES + 1);
+        let retry_503 =
+            "HTTP/1.1 503 Service Unavailable\r\nServer: x\r\nRetry-After: 120\r\nContent-Length: 2\r\n\r\nno";
+        let retry_date = "HTTP/1.1 429 Too Many Requests\r\nretry-after:Fri, 31 Dec 1999 23:59:59 GMT\r\n\
+                          Content-Length: 0\r\n\r\n";
+        let retry_folded = "HTTP/1.1 503 x\r\nRETRY-AFTER: 5 \r\n 7\r\nContent-Length: 0\r\n\r\n";
+        let retry_long = format!("HTTP/1.1 503 x\r\nRetry-After: {}\r\nContent-Length: 1\r\n\r\nx", "9".repeat(400));
+        let retry_lookalikes = "HTTP/1.1 200 OK\r\nReferrer-Policy: no-referrer\r\nRetry-After-Not: 3\r\n\
+                                Retry: 4\r\nContent-Length: 0\r\n\r\n";
+        let retry_then_none = format!("{retry_503}{CL}");
+        let retry_interim =
+            "HTTP/1.1 103 Early Hints\r\nRetry-After: 9\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
         vec![
+            case(
+                "retry_after_seconds",
+                retry_503,
+                &[false],
+                vec![asked(retry_503.len(), 503, false, RetryAfter::Seconds(120))],
+            ),
+            case("retry_after_date", retry_date, &[false], vec![asked(retry_date.len(), 429, false, RetryAfter::Date)]),
+            case(
+                "retry_after_folded_is_read_not_refused",
+                retry_folded,
+                &[false],
+                vec![asked(retry_folded.len(), 503, false, RetryAfter::Seconds(5))],
+            ),
+            case(
+                "retry_after_too_long_to_read_still_counts",
+                retry_long.clone(),
+                &[false],
+                vec![asked(retry_long.len(), 503, false, RetryAfter::Date)],
+            ),
+            whole("retry_after_lookalikes_are_stepped_over", retry_lookalikes, 200, false),
+            case(
+                "retry_after_belongs_to_its_own_response",
+                retry_then_none.clone(),
+                &[false, false],
+                vec![
+                    asked(retry_503.len(), 503, false, RetryAfter::Seconds(120)),
+                    ok(retry_then_none.len(), 200, false),
+                ],
+            ),
+            whole("retry_after_in_an_interim_head_is_not_the_final_ones", retry_interim, 200, false),
             whole("content_length_body", CL, 200, false),
             whole("chunked_with_extensions_and_trailers", CHUNKED, 200, false),
             whole(
@@ -1280,6 +1349,21 @@ mod tests {
     }
 
     #[test]
+    fn retry_after_is_read_in_every_form_and_only_for_its_own_response() {
+        for name in [
+            "retry_after_seconds",
+            "retry_after_date",
+            "retry_after_folded_is_read_not_refused",
+            "retry_after_too_long_to_read_still_counts",
+            "retry_after_lookalikes_are_stepped_over",
+            "retry_after_belongs_to_its_own_response",
+            "retry_after_in_an_interim_head_is_not_the_final_ones",
+        ] {
+            check(name);
+        }
+    }
+
+    #[test]
     fn switching_protocols_101_is_malformed() {
         check("switching_protocols_101");
     }
@@ -1330,7 +1414,7 @@ mod tests {
         assert!(sc.in_response(), "an interim response starts the exchange");
         assert_eq!(sc.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n"), Ok((38, None)));
         assert!(sc.in_response());
-        assert_eq!(sc.feed(b"xHTTP"), Ok((1, Some(Response { status: 200, close: false }))));
+        assert_eq!(sc.feed(b"xHTTP"), Ok((1, Some(Response { status: 200, close: false, retry_after: None }))));
         assert!(!sc.in_response());
         // Complete: nothing more is consumed until start, and a close now is not a truncation.
         assert_eq!(sc.feed(b"HTTP"), Ok((0, None)));
@@ -1343,7 +1427,7 @@ mod tests {
 
         sc.start(false);
         assert_eq!(sc.feed(b"HTTP/1.1 200 OK\r\n\r\nsome"), Ok((23, None)));
-        assert_eq!(sc.eof(), Ok(Some(Response { status: 200, close: true })));
+        assert_eq!(sc.eof(), Ok(Some(Response { status: 200, close: true, retry_after: None })));
         assert_eq!(sc.eof(), Ok(None));
 
         sc.start(true);
@@ -1354,7 +1438,7 @@ mod tests {
         sc.start(true);
         assert_eq!(
             sc.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n"),
-            Ok((38, Some(Response { status: 200, close: false })))
+            Ok((38, Some(Response { status: 200, close: false, retry_after: None })))
         );
     }
 

@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::scanner::Scanner;
+use super::scanner::{Response, Scanner};
 use crate::session::{Event, Transmit, Units, Why};
 use crate::stats::ErrorKind;
 
@@ -105,7 +105,7 @@ impl Session {
             Ok((_, None)) => {}
             Ok((used, Some(response))) => {
                 self.end();
-                events.push(Event::Response { status: response.status, due: self.due, sent_at: self.sent_at, at: now });
+                self.respond(response, now, events);
                 // Extra bytes after a response we did not pipeline are not ours to count; a
                 // request still being written (the server answered early) means no further
                 // request may share this connection.
@@ -129,11 +129,18 @@ impl Session {
         match self.scanner.eof() {
             Ok(Some(response)) => {
                 self.end();
-                events.push(Event::Response { status: response.status, due: self.due, sent_at: self.sent_at, at: now });
+                self.respond(response, now, events);
             }
             Ok(None) => self.end(),
             Err(e) => self.fail(ErrorKind::Reset, e.to_string().into(), events),
         }
+    }
+
+    fn respond(&self, response: Response, now: Instant, events: &mut Vec<Event>) {
+        if let Some(value) = response.retry_after {
+            events.push(Event::RetryAfter { status: response.status, value });
+        }
+        events.push(Event::Response { status: response.status, due: self.due, sent_at: self.sent_at, at: now });
     }
 
     pub(crate) fn fail(&mut self, kind: ErrorKind, why: Why, events: &mut Vec<Event>) {

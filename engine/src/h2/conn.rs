@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use super::frame::{self, Frame, FrameError, code, setting};
 use super::hpack::{self, HpackError};
+use crate::stats::RetryAfter;
 
 /// Our receive window, for every stream and for the connection.
 const RECV_WINDOW: u32 = 16 << 20;
@@ -45,6 +46,8 @@ pub(crate) enum Event {
     /// A complete response (END_STREAM seen, after HEADERS [+ DATA] [+ trailers]); `due` is
     /// when its request was due, `sent_at` when it was started; `first_byte_at` when its first HEADERS frame arrived.
     Response { stream: u32, status: u16, due: Instant, sent_at: Instant, first_byte_at: Instant, body_bytes: u64 },
+    /// The response that follows, on `stream`, carried `retry-after` in its final HEADERS.
+    RetryAfter { stream: u32, status: u16, value: RetryAfter },
     /// The peer reset one stream (RST_STREAM): a stream error; the connection goes on.
     StreamReset { stream: u32, code: u32, sent_at: Instant },
     /// GOAWAY: the streams in `unanswered` (above `last_stream_id`) will not be answered and are
@@ -92,6 +95,8 @@ struct Stream {
     first_byte_at: Option<Instant>,
     /// The final (non-1xx) status, once its HEADERS arrived.
     status: Option<u16>,
+    /// What the final HEADERS said in `retry-after`, if they had one.
+    retry_after: Option<RetryAfter>,
     body_bytes: u64,
     /// How much of the request body went out.
     body_sent: usize,
@@ -224,6 +229,7 @@ impl Connection {
             sent_at: now,
             first_byte_at: None,
             status: None,
+            retry_after: None,
             body_bytes: 0,
             body_sent: 0,
             send_window: i64::from(self.peer_initial_window),
@@ -567,6 +573,7 @@ impl Connection {
                 return Ok(());
             }
             s.status = Some(status);
+            s.retry_after = decoded.retry_after;
         } else if !end_stream {
             return Err(ConnError::Protocol("trailers without END_STREAM"));
         }
@@ -586,6 +593,9 @@ impl Connection {
         }
         let first_byte_at = s.first_byte_at.unwrap_or(s.sent_at);
         let status = s.status.unwrap_or(0);
+        if let Some(value) = s.retry_after {
+            events.push(Event::RetryAfter { stream: s.id, status, value });
+        }
         events.push(Event::Response {
             stream: s.id,
             status,
@@ -919,6 +929,35 @@ mod tests {
         feed(&mut c, &server, t0()).unwrap();
         assert_eq!(c.open_streams(), 0);
         assert_eq!(output(&mut c), [Out::SettingsAck]);
+    }
+
+    #[test]
+    fn retry_after_of_the_final_headers_comes_before_its_response_at_every_split() {
+        let with_retry = |code: u16, value: &str| {
+            let mut block = status(code);
+            hpack::literal(&mut block, "retry-after", value);
+            block
+        };
+        let mut server = Vec::new();
+        settings(&mut server, &[(setting::MAX_CONCURRENT_STREAMS, 100)]);
+        // An interim response's and the trailers' are not the final response's.
+        frame::encode_headers(&mut server, 1, &with_retry(103, "1"), false, MAX);
+        frame::encode_headers(&mut server, 1, &with_retry(503, "30"), false, MAX);
+        frame::encode_data(&mut server, 1, b"busy", false, MAX);
+        frame::encode_headers(&mut server, 1, &with_retry(200, "99")[5..], true, MAX);
+        let ev = every_split(one_request, &server);
+        match ev.as_slice() {
+            [
+                Event::RetryAfter { stream: 1, status: 503, value: RetryAfter::Seconds(30) },
+                Event::Response { stream: 1, status: 503, body_bytes: 4, .. },
+            ] => {}
+            other => panic!("{other:?}"),
+        }
+        // Without one, nothing but the response.
+        let mut plain = Vec::new();
+        settings(&mut plain, &[(setting::MAX_CONCURRENT_STREAMS, 100)]);
+        headers(&mut plain, 1, 503, true);
+        assert!(matches!(every_split(one_request, &plain).as_slice(), [Event::Response { status: 503, .. }]));
     }
 
     #[test]

@@ -228,6 +228,7 @@ impl Session {
                 events.push(Event::FirstByte { sent_at, at: first_byte_at });
                 events.push(Event::Response { status, due, sent_at, at: now });
             }
+            H2Event::RetryAfter { status, value, .. } => events.push(Event::RetryAfter { status, value }),
             H2Event::StreamReset { code: code::REFUSED_STREAM, .. } => events.push(Event::Refused(1)),
             H2Event::StreamReset { code, .. } => {
                 let why = format!("the server reset a stream (RST_STREAM {})", code::name(code));

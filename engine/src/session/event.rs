@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
-use crate::stats::ErrorKind;
+use crate::stats::{ErrorKind, RetryAfter};
 
 /// Why requests failed, as the report shows it: most reasons are fixed text, so only those
 /// naming a code or a number are formatted (and only the first of each kind is kept).
@@ -17,6 +17,9 @@ pub(crate) enum Event {
     /// A complete response (any status): `at - due` is its latency, `at - sent_at` its service
     /// time (the same in the closed model, where a request is due when it is sent).
     Response { status: u16, due: Instant, sent_at: Instant, at: Instant },
+    /// The response that follows carried `Retry-After`. An event of its own, pushed only when
+    /// the header came, so that responses without it cost nothing more.
+    RetryAfter { status: u16, value: RetryAfter },
     /// `n` requests the server declined without processing them: they go back into the budget to
     /// be sent again.
     Refused(u64),

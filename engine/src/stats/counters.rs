@@ -1,4 +1,6 @@
-//! Plain counters: outcomes, status codes, errors by kind, bytes on the wire.
+//! Plain counters: outcomes, status codes, errors by kind, bytes on the wire, Retry-After.
+
+use super::RetryAfterCounts;
 
 /// Why a request failed. Each kind has its own counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,6 +65,8 @@ pub struct Counters {
     pub blocked: u64,
     /// Open model: requests due before the run ended that were never sent.
     pub unsent: u64,
+    /// Responses that carried `Retry-After`.
+    pub retry_after: RetryAfterCounts,
 }
 
 impl Default for Counters {
@@ -80,6 +84,7 @@ impl Default for Counters {
             late: 0,
             blocked: 0,
             unsent: 0,
+            retry_after: RetryAfterCounts::default(),
         }
     }
 }
@@ -144,5 +149,6 @@ impl Counters {
         add(&mut self.late, other.late);
         add(&mut self.blocked, other.blocked);
         add(&mut self.unsent, other.unsent);
+        self.retry_after.merge(&other.retry_after);
     }
 }

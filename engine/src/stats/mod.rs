@@ -2,9 +2,11 @@
 
 mod counters;
 mod histogram;
+mod retry_after;
 
 pub use counters::{Counters, ErrorKind};
 pub use histogram::{HistogramError, decode_histogram, encode_histogram, new_histogram};
+pub use retry_after::{RetryAfter, RetryAfterCounts};
 
 use hdrhistogram::Histogram;
 use std::time::Duration;

@@ -28,6 +28,8 @@ fn every_threshold_kind_parses_into_its_metric_and_a_limit_in_the_metrics_unit()
         ("status_5xx<1%", Metric::Status { statuses: Statuses::Class(5), rate: true }, Op::Lt, 0.01),
         ("status_200>100", Metric::Status { statuses: Statuses::Code(200), rate: false }, Op::Gt, 100.0),
         ("status_404<=0", Metric::Status { statuses: Statuses::Code(404), rate: false }, Op::Le, 0.0),
+        ("retry_after<1", Metric::RetryAfter { rate: false }, Op::Lt, 1.0),
+        ("retry_after<=5%", Metric::RetryAfter { rate: true }, Op::Le, 0.05),
     ];
     for (text, metric, op, limit) in cases {
         let (m, o, l) = parsed(text);

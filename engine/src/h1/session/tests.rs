@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::session::Schedule;
+use crate::stats::RetryAfter;
 use crate::stats::Stats;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -235,4 +236,33 @@ fn under_a_rate_the_next_request_waits_for_its_due_instant_and_keeps_it_when_lat
     assert_eq!(h.receive(OK, 27)[1], late);
     assert_eq!(h.stats.counters.late, 1, "one request sent over 1 ms after its due instant");
     assert_eq!(h.stats.histograms.lateness.len(), 2, "every request sent has its lateness");
+}
+
+#[test]
+fn a_response_carrying_retry_after_is_announced_before_it_is_counted() {
+    let mut h = Harness::new(config(), 1);
+    h.start(0);
+    let busy = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 30\r\nContent-Length: 0\r\n\r\n";
+    assert_eq!(
+        h.receive(busy, 2),
+        vec![
+            Event::FirstByte { sent_at: h.at(0), at: h.at(2) },
+            Event::RetryAfter { status: 503, value: RetryAfter::Seconds(30) },
+            Event::Response { status: 503, due: h.at(0), sent_at: h.at(0), at: h.at(2) }
+        ]
+    );
+    // One ended by the close (no length) still says so; the next, without it, says nothing.
+    h.start(3);
+    h.receive(b"HTTP/1.1 429 Slow down\r\nRetry-After: Fri, 31 Dec 1999 23:59:59 GMT\r\n\r\nbody", 4);
+    h.session.peer_closed(h.at(5), &mut h.events);
+    assert_eq!(
+        std::mem::take(&mut h.events),
+        vec![
+            Event::RetryAfter { status: 429, value: RetryAfter::Date },
+            Event::Response { status: 429, due: h.at(3), sent_at: h.at(3), at: h.at(5) }
+        ]
+    );
+    let mut h = Harness::new(config(), 0);
+    h.start(0);
+    assert!(!h.receive(OK, 1).iter().any(|e| matches!(e, Event::RetryAfter { .. })));
 }

@@ -6,6 +6,7 @@
 use httlib_hpack::{Decoder as TheirDecoder, Encoder as TheirEncoder};
 
 use super::{Decoded, Decoder, encode_request};
+use crate::stats::RetryAfter;
 use crate::test_rng::Rng;
 
 const NAMES: &[&str] = &[
@@ -24,6 +25,7 @@ const NAMES: &[&str] = &[
     "alt-svc",
     "x-a",
     "accept-ranges",
+    "retry-after",
 ];
 
 const VALUES: &[&str] = &["text/html; charset=utf-8", "0", "1234", "nginx", "no-cache", "\"abc\"", "gzip", "bytes"];
@@ -62,8 +64,13 @@ fn flags(rng: &mut Rng) -> u8 {
     f
 }
 
-/// One response header block from their encoder, with the header_bytes it should decode to.
-pub(crate) fn response_block(rng: &mut Rng, enc: &mut TheirEncoder<'_>, status: u16) -> (Vec<u8>, usize) {
+/// One response header block from their encoder, with the header_bytes and the Retry-After it
+/// should decode to.
+pub(crate) fn response_block(
+    rng: &mut Rng,
+    enc: &mut TheirEncoder<'_>,
+    status: u16,
+) -> (Vec<u8>, usize, Option<RetryAfter>) {
     let mut dst = Vec::new();
     let mut bytes = 0;
     if rng.chance(10) {
@@ -82,11 +89,16 @@ pub(crate) fn response_block(rng: &mut Rng, enc: &mut TheirEncoder<'_>, status: 
         let i = rng.below(fields.len());
         fields.swap(0, i);
     }
+    let mut retry_after = None;
     for (n, v) in fields {
         bytes += n.len() + v.len();
+        if n == b"retry-after" {
+            // The last one counts; one too long to keep is counted as a date.
+            retry_after = Some(if v.len() > 32 { RetryAfter::Date } else { RetryAfter::parse(&v) });
+        }
         enc.encode((n, v, flags(rng)), &mut dst).unwrap();
     }
-    (dst, bytes)
+    (dst, bytes, retry_after)
 }
 
 #[test]
@@ -95,17 +107,21 @@ fn decodes_their_responses() {
     // Evidence that the run used the table: entries held at once, and blocks after which the
     // table had shrunk (evictions or size updates).
     let (mut most_entries, mut shrinks) = (0, 0);
+    // Blocks that carried retry-after as seconds and as anything else.
+    let (mut seconds, mut dates) = (0, 0);
     for connection in 0..20 {
         let mut enc = TheirEncoder::with_dynamic_size(4096);
         let mut dec = Decoder::new(4096);
         let mut last_len = 0;
         for block_no in 0..500 {
             let status = 100 + rng.below(500) as u16;
-            let (block, bytes) = response_block(&mut rng, &mut enc, status);
+            let (block, bytes, retry_after) = response_block(&mut rng, &mut enc, status);
+            seconds += usize::from(matches!(retry_after, Some(RetryAfter::Seconds(_))));
+            dates += usize::from(retry_after == Some(RetryAfter::Date));
             let got = dec.decode(&block);
             assert_eq!(
                 got,
-                Ok(Decoded { status: Some(status), header_bytes: bytes }),
+                Ok(Decoded { status: Some(status), header_bytes: bytes, retry_after }),
                 "connection {connection} block {block_no}: {block:02x?}"
             );
             assert!(dec.table_size() <= 4096);
@@ -116,6 +132,7 @@ fn decodes_their_responses() {
         }
     }
     assert!(most_entries > 20 && shrinks > 500, "most entries {most_entries}, shrinks {shrinks}");
+    assert!(seconds > 100 && dates > 100, "retry-after as seconds {seconds}, as dates {dates}");
 }
 
 /// method, scheme, authority, path, headers.

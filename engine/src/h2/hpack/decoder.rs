@@ -1,14 +1,16 @@
 //! The response header block decoder.
 //!
-//! A load generator needs one thing from a response's headers: the status. But every field
-//! must still be decoded far enough to keep the dynamic table identical to the server's
-//! (insertions, size updates, Huffman), and to measure the block. So names and values are read
-//! into memory only when they enter the dynamic table or might be `:status`; everything else is
-//! validated and counted in place.
+//! A load generator needs little from a response's headers: the status, and `retry-after` when
+//! a server asks the client to back off. But every field must still be decoded far enough to
+//! keep the dynamic table identical to the server's (insertions, size updates, Huffman), and to
+//! measure the block. So names and values are read into memory only when they enter the
+//! dynamic table or might be one of those two; everything else is validated and counted in
+//! place.
 
 use super::HpackError;
 use super::huffman;
 use super::table::{DynamicTable, STATIC_TABLE};
+use crate::stats::RetryAfter;
 
 /// What a header block says, as far as we need it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +19,8 @@ pub(crate) struct Decoded {
     pub status: Option<u16>,
     /// Sum of the decoded name and value lengths of all fields.
     pub header_bytes: usize,
+    /// What a `retry-after` field said (the last one, if several came).
+    pub retry_after: Option<RetryAfter>,
 }
 
 /// The HPACK decoder of one connection: its dynamic table and the limit we advertised.
@@ -45,6 +49,29 @@ const SEEN_FIELDS: usize = 8;
 const SEEN_MAX_LEN: usize = 64;
 
 const STATUS: &[u8] = b":status";
+const RETRY_AFTER: &[u8] = b"retry-after";
+/// Longer `retry-after` values are neither delay-seconds nor a date: counted as a date, as
+/// HTTP/1.1's scanner counts one too long to read.
+const RETRY_AFTER_MAX_LEN: usize = 32;
+
+/// The fields whose values are read; every other value is only measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    Status,
+    RetryAfter,
+    Neither,
+}
+
+impl Read {
+    /// Which field `name` is. A length compare first, so other names cost a byte compare or two.
+    fn field(name: Option<&[u8]>) -> Read {
+        match name {
+            Some(STATUS) => Read::Status,
+            Some(RETRY_AFTER) => Read::RetryAfter,
+            _ => Read::Neither,
+        }
+    }
+}
 
 /// Reads HPACK primitives (§5) from a block, never past its end.
 struct Reader<'a> {
@@ -137,6 +164,11 @@ fn push_string(out: &mut Vec<u8>, huffman: bool, raw: &[u8]) -> Result<(), Hpack
     }
 }
 
+/// A `retry-after` value, `None` when it was too long to keep.
+fn set_retry_after(out: &mut Decoded, value: Option<&[u8]>) {
+    out.retry_after = Some(value.map_or(RetryAfter::Date, RetryAfter::parse));
+}
+
 fn set_status(out: &mut Decoded, value: Option<&[u8]>) -> Result<(), HpackError> {
     if out.status.is_some() {
         return Err(HpackError::DuplicateStatus);
@@ -173,7 +205,7 @@ impl Decoder {
     /// the peer's: the connection must end with COMPRESSION_ERROR.
     pub(crate) fn decode(&mut self, block: &[u8]) -> Result<Decoded, HpackError> {
         let mut r = Reader { buf: block, pos: 0 };
-        let mut out = Decoded { status: None, header_bytes: 0 };
+        let mut out = Decoded { status: None, header_bytes: 0, retry_after: None };
         let mut field_seen = false;
         let mut field = 0;
         while let Some(&first) = block.get(r.pos) {
@@ -182,8 +214,10 @@ impl Decoder {
                 let index = r.integer(7)?;
                 let (name, value) = self.lookup(index)?;
                 out.header_bytes += name.len() + value.len();
-                if name == STATUS {
-                    set_status(&mut out, Some(value))?;
+                match Read::field(Some(name)) {
+                    Read::Status => set_status(&mut out, Some(value))?,
+                    Read::RetryAfter => set_retry_after(&mut out, Some(value)),
+                    Read::Neither => {}
                 }
             } else if first & 0x40 != 0 {
                 // §6.2.1 literal with incremental indexing. Into a table that can hold nothing
@@ -243,17 +277,19 @@ impl Decoder {
         let (huffman, raw) = r.string()?;
         push_string(&mut buf, huffman, raw)?;
         out.header_bytes += buf.len();
-        if &buf[..name_len] == STATUS {
-            set_status(out, Some(&buf[name_len..]))?;
+        match Read::field(buf.get(..name_len)) {
+            Read::Status => set_status(out, buf.get(name_len..))?,
+            Read::RetryAfter => set_retry_after(out, buf.get(name_len..)),
+            Read::Neither => {}
         }
         self.table.insert(buf, name_len);
         Ok(())
     }
 
     /// A literal that leaves the table alone, its name index in an N-bit prefix (4 for
-    /// §6.2.2 and §6.2.3, 6 for §6.2.1 into a table that holds nothing): only `:status` is
-    /// decoded, everything else validated and counted in place. `field` is its position in
-    /// the block.
+    /// §6.2.2 and §6.2.3, 6 for §6.2.1 into a table that holds nothing): only the values of
+    /// `:status` and `retry-after` are decoded, everything else validated and counted in place.
+    /// `field` is its position in the block.
     fn literal_plain(
         &mut self,
         r: &mut Reader<'_>,
@@ -262,23 +298,28 @@ impl Decoder {
         field: usize,
     ) -> Result<(), HpackError> {
         let index = r.integer(prefix_bits)?;
-        let (name_len, is_status) = if index == 0 {
+        let (name_len, read) = if index == 0 {
             let (huffman, raw) = r.string()?;
-            let name = Short::<8>::read(huffman, raw)?;
-            (name.len, name.bytes() == Some(STATUS))
+            let name = Short::<{ RETRY_AFTER.len() }>::read(huffman, raw)?;
+            (name.len, Read::field(name.bytes()))
         } else {
             let name = self.lookup(index)?.0;
-            (name.len(), name == STATUS)
+            (name.len(), Read::field(Some(name)))
         };
         let (huffman, raw) = r.string()?;
-        let value_len = if is_status {
-            let value = Short::<4>::read(huffman, raw)?;
-            set_status(out, value.bytes())?;
-            value.len
-        } else if huffman {
-            self.huffman_len(field, raw)?
-        } else {
-            raw.len()
+        let value_len = match read {
+            Read::Status => {
+                let value = Short::<4>::read(huffman, raw)?;
+                set_status(out, value.bytes())?;
+                value.len
+            }
+            Read::RetryAfter => {
+                let value = Short::<RETRY_AFTER_MAX_LEN>::read(huffman, raw)?;
+                set_retry_after(out, value.bytes());
+                value.len
+            }
+            Read::Neither if huffman => self.huffman_len(field, raw)?,
+            Read::Neither => raw.len(),
         };
         out.header_bytes += name_len + value_len;
         Ok(())
@@ -418,7 +459,10 @@ pub(crate) mod tests {
     fn c2_1_literal_with_indexing() {
         let mut d = Decoder::new(4096);
         let got = d.decode(&hex("400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572")).unwrap();
-        assert_eq!(got, Decoded { status: None, header_bytes: sum(&[("custom-key", "custom-header")]) });
+        assert_eq!(
+            got,
+            Decoded { status: None, header_bytes: sum(&[("custom-key", "custom-header")]), retry_after: None }
+        );
         assert_eq!(table(&d), entries(&[("custom-key", "custom-header")]));
         assert_eq!(d.table_size(), 55);
     }
@@ -427,7 +471,7 @@ pub(crate) mod tests {
     fn c2_2_literal_without_indexing() {
         let mut d = Decoder::new(4096);
         let got = d.decode(&hex("040c 2f73 616d 706c 652f 7061 7468")).unwrap();
-        assert_eq!(got, Decoded { status: None, header_bytes: sum(&[(":path", "/sample/path")]) });
+        assert_eq!(got, Decoded { status: None, header_bytes: sum(&[(":path", "/sample/path")]), retry_after: None });
         assert!(table(&d).is_empty());
     }
 
@@ -435,7 +479,7 @@ pub(crate) mod tests {
     fn c2_3_literal_never_indexed() {
         let mut d = Decoder::new(4096);
         let got = d.decode(&hex("1008 7061 7373 776f 7264 0673 6563 7265 74")).unwrap();
-        assert_eq!(got, Decoded { status: None, header_bytes: sum(&[("password", "secret")]) });
+        assert_eq!(got, Decoded { status: None, header_bytes: sum(&[("password", "secret")]), retry_after: None });
         assert!(table(&d).is_empty());
     }
 
@@ -443,7 +487,7 @@ pub(crate) mod tests {
     fn c2_4_indexed() {
         let mut d = Decoder::new(4096);
         let got = d.decode(&hex("82")).unwrap();
-        assert_eq!(got, Decoded { status: None, header_bytes: sum(&[(":method", "GET")]) });
+        assert_eq!(got, Decoded { status: None, header_bytes: sum(&[(":method", "GET")]), retry_after: None });
         assert!(table(&d).is_empty());
     }
 
@@ -476,7 +520,7 @@ pub(crate) mod tests {
         ];
         for ((block, list), (want, size)) in blocks.iter().zip([REQ1, REQ2, REQ3]).zip(want_tables) {
             let got = d.decode(&hex(block)).unwrap();
-            assert_eq!(got, Decoded { status: None, header_bytes: sum(list) });
+            assert_eq!(got, Decoded { status: None, header_bytes: sum(list), retry_after: None });
             assert_eq!(table(&d), entries(&want));
             assert_eq!(d.table_size(), size);
         }
@@ -526,7 +570,7 @@ pub(crate) mod tests {
         ];
         for (((block, list), status), (want, size)) in blocks.iter().zip(lists).zip([302, 307, 200]).zip(want_tables) {
             let got = d.decode(&hex(block)).unwrap();
-            assert_eq!(got, Decoded { status: Some(status), header_bytes: sum(list) });
+            assert_eq!(got, Decoded { status: Some(status), header_bytes: sum(list), retry_after: None });
             assert_eq!(table(&d), entries(&want));
             assert_eq!(d.table_size(), size);
         }
@@ -658,7 +702,7 @@ pub(crate) mod tests {
     #[test]
     fn status_from_every_representation() {
         let mut d = Decoder::new(4096);
-        assert_eq!(d.decode(&[0x8d]).unwrap(), Decoded { status: Some(404), header_bytes: 10 });
+        assert_eq!(d.decode(&[0x8d]).unwrap(), Decoded { status: Some(404), header_bytes: 10, retry_after: None });
         assert_eq!(d.decode(&[0x08, 0x03, b'1', b'0', b'3']).unwrap().status, Some(103));
         // Huffman-coded literal name ":status" and value "302".
         let mut block = vec![0x00];
@@ -667,12 +711,58 @@ pub(crate) mod tests {
         block.push(0x80 | name.len() as u8);
         block.extend_from_slice(&name);
         block.extend_from_slice(&[0x82, 0x64, 0x02]);
-        assert_eq!(d.decode(&block).unwrap(), Decoded { status: Some(302), header_bytes: 10 });
+        assert_eq!(d.decode(&block).unwrap(), Decoded { status: Some(302), header_bytes: 10, retry_after: None });
         // Inserted, then indexed from the dynamic table.
         assert_eq!(d.decode(&[0x48, 0x03, b'4', b'2', b'9']).unwrap().status, Some(429));
         assert_eq!(d.decode(&[0xbe]).unwrap().status, Some(429));
         // Trailers: no status.
-        assert_eq!(d.decode(&[]).unwrap(), Decoded { status: None, header_bytes: 0 });
+        assert_eq!(d.decode(&[]).unwrap(), Decoded { status: None, header_bytes: 0, retry_after: None });
+    }
+
+    #[test]
+    fn retry_after_from_every_representation() {
+        let mut d = Decoder::new(4096);
+        let retry = |d: &mut Decoder, block: &[u8]| d.decode(block).unwrap().retry_after;
+        // Static index 53 is retry-after with an empty value: not delay-seconds.
+        assert_eq!(retry(&mut d, &[0x88, 0x80 | 53]), Some(RetryAfter::Date));
+        // Its name by index, the value a plain literal, without and never indexed.
+        assert_eq!(retry(&mut d, &[0x88, 0x0f, 53 - 15, 0x03, b'1', b'2', b'0']), Some(RetryAfter::Seconds(120)));
+        assert_eq!(retry(&mut d, &[0x88, 0x1f, 53 - 15, 0x01, b'7']), Some(RetryAfter::Seconds(7)));
+        // Huffman-coded value and Huffman-coded literal name.
+        let mut block = vec![0x88, 0x00];
+        let (mut name, mut value) = (Vec::new(), Vec::new());
+        huffman::encode(b"retry-after", &mut name);
+        huffman::encode(b"Fri, 31 Dec 1999 23:59:59 GMT", &mut value);
+        block.push(0x80 | name.len() as u8);
+        block.extend_from_slice(&name);
+        block.push(0x80 | value.len() as u8);
+        block.extend_from_slice(&value);
+        assert_eq!(retry(&mut d, &block), Some(RetryAfter::Date));
+        // Inserted into the dynamic table, then indexed from it (index 62).
+        assert_eq!(retry(&mut d, &[0x88, 0x40 | 53, 0x02, b'4', b'5']), Some(RetryAfter::Seconds(45)));
+        assert_eq!(retry(&mut d, &[0x88, 0xbe]), Some(RetryAfter::Seconds(45)));
+        // Into a table that holds nothing (prefix of 6 bits, as nginx sends under our size 0).
+        let mut none = Decoder::new(4096);
+        none.set_max_table_size(0);
+        assert_eq!(retry(&mut none, &[0x20, 0x88, 0x40 | 53, 0x02, b'3', b'0']), Some(RetryAfter::Seconds(30)));
+        // Too long to keep: counted as a date. Two in a block: the last one.
+        let mut long = vec![0x88, 0x0f, 53 - 15, 40];
+        long.extend_from_slice(&[b'9'; 40]);
+        assert_eq!(retry(&mut d, &long), Some(RetryAfter::Date));
+        assert_eq!(
+            retry(&mut d, &[0x88, 0x0f, 53 - 15, 0x01, b'1', 0x0f, 53 - 15, 0x01, b'2']),
+            Some(RetryAfter::Seconds(2))
+        );
+        // Names that only look like it, and a block without it.
+        assert_eq!(retry(&mut d, &[0x88, 0x00, 0x05, b'r', b'e', b't', b'r', b'y', 0x01, b'1']), None);
+        assert_eq!(
+            retry(
+                &mut d,
+                &[0x88, 0x00, 0x0c, b'r', b'e', b't', b'r', b'y', b'-', b'a', b'f', b't', b'e', b'r', b's', 0x01, b'1']
+            ),
+            None
+        );
+        assert_eq!(retry(&mut d, &[0x88]), None);
     }
 
     #[test]

@@ -239,7 +239,7 @@ mod tests {
         // Our own decoder reads it without touching its table.
         let mut d = Decoder::new(4096);
         let bytes = 7 + 5 + 7 + 4 + 10 + 1 + 5 + 11 + 8 + 300;
-        assert_eq!(d.decode(&block).unwrap(), Decoded { status: None, header_bytes: bytes });
+        assert_eq!(d.decode(&block).unwrap(), Decoded { status: None, header_bytes: bytes, retry_after: None });
         assert!(d.table_entries().is_empty());
     }
 }

@@ -25,7 +25,7 @@ fn seeds(rng: &mut Rng) -> Vec<Vec<u8>> {
     let mut enc = TheirEncoder::with_dynamic_size(4096);
     for _ in 0..200 {
         let status = 100 + rng.below(500) as u16;
-        let (block, _) = response_block(rng, &mut enc, status);
+        let (block, ..) = response_block(rng, &mut enc, status);
         if block.len() < 2000 {
             seeds.push(block);
         }

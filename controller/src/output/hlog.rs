@@ -1,0 +1,262 @@
+//! `--hlog FILE`: the run as an HdrHistogram interval log, the format HdrHistogram's own tools
+//! read (HistogramLogReader in Java, Python, Go...; HistogramLogProcessor, HdrHistogram's plotter).
+//!
+//! One line per second and latency kind, each tagged with its kind (`Tag=latency,`), holding
+//! that second's histogram merged over every worker: the same seconds the progress line, the
+//! CSV and the JSON series show, written as each one is complete, so a long run's log can be
+//! followed while it grows. A last interval holds what no second did (the run's last partial
+//! second, the responses that came after a deadline), so that the intervals of a kind add up
+//! to the report's histogram of it. Values are nanoseconds; `Interval_Max` is in milliseconds
+//! (the maximum divided by 1,000,000, HdrHistogram's convention for nanosecond logs);
+//! timestamps are seconds from the run's start, which `#[StartTime]` and `#[BaseTime]` give
+//! since the epoch.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use hdrhistogram::Histogram;
+use volley_engine::{Histograms, Stats, encode_histogram, new_histogram};
+
+use crate::error::CliError;
+
+/// Which of a set of histograms a kind is.
+type Pick = fn(&Histograms) -> &Histogram<u64>;
+
+/// The kinds logged and their tags, in the order each interval lists them. A new latency kind
+/// is one line here.
+const KINDS: [(&str, Pick); 4] =
+    [("latency", |h| &h.latency), ("connect", |h| &h.connect), ("ttfb", |h| &h.ttfb), ("hold", |h| &h.hold)];
+
+/// Nanoseconds per unit of `Interval_Max`: milliseconds.
+const MAX_VALUE_DIVISOR: f64 = 1e6;
+
+/// An interval log being written. Writing never stops the run: the first failure is kept,
+/// nothing more is written, and [`IntervalLog::finish`] reports it.
+pub(crate) struct IntervalLog {
+    path: PathBuf,
+    out: BufWriter<File>,
+    /// When the load started, once it has; the header is written with the first interval.
+    started: Option<SystemTime>,
+    header_written: bool,
+    /// The end of the last second logged, in seconds from the start.
+    logged_until: u32,
+    /// Per kind, the seconds logged so far: what the last interval takes from the totals.
+    logged: Vec<Histogram<u64>>,
+    failure: Option<std::io::Error>,
+}
+
+impl IntervalLog {
+    /// Creates (or empties) `path` before any load starts: a path that cannot be written is a
+    /// usage error, like a misspelt flag, not a failed run.
+    pub(crate) fn create(path: &Path) -> Result<IntervalLog, CliError> {
+        let file = File::create(path)
+            .map_err(|e| CliError::Usage(format!("--hlog {}: cannot write it: {e}", path.display())))?;
+        Ok(IntervalLog {
+            path: path.to_path_buf(),
+            out: BufWriter::new(file),
+            started: None,
+            header_written: false,
+            logged_until: 0,
+            logged: KINDS.iter().map(|_| new_histogram()).collect(),
+            failure: None,
+        })
+    }
+
+    /// The load starts at `at` (wall clock).
+    pub(crate) fn started(&mut self, at: SystemTime) {
+        self.started = Some(at);
+    }
+
+    /// Second `second` of the run (it covers `second - 1` to `second`), merged over the workers.
+    pub(crate) fn second(&mut self, second: u32, delta: &Stats) {
+        let start = second.saturating_sub(1);
+        for (i, (tag, of)) in KINDS.iter().enumerate() {
+            let h = of(&delta.histograms);
+            // Both share volley's bounds, so adding cannot fail.
+            let _ = self.logged[i].add(h);
+            self.line(tag, f64::from(start), 1.0, h);
+        }
+        self.logged_until = self.logged_until.max(second);
+        self.flush();
+    }
+
+    /// Logs what the report's `totals` hold beyond the seconds logged, as one last interval
+    /// from the end of the last second to the end of the run (`duration`), then reports the
+    /// first write that failed, if any.
+    pub(crate) fn finish(mut self, totals: &Stats, duration: Duration) -> Result<(), CliError> {
+        let mut rest = Vec::with_capacity(KINDS.len());
+        for (i, (_, of)) in KINDS.iter().enumerate() {
+            let mut h = of(&totals.histograms).clone();
+            match h.subtract(&self.logged[i]) {
+                Ok(()) => rest.push(h),
+                Err(_) => break,
+            }
+        }
+        if rest.len() < KINDS.len() {
+            // A worker failed for numbers that cannot be true after some of its seconds were
+            // logged: those seconds stay, its part left the report, so no remainder is honest.
+            self.comment("the report's totals lack some samples of the seconds above (a worker's numbers were discarded): no last interval");
+        } else if rest.iter().any(|h| !h.is_empty()) {
+            let start = f64::from(self.logged_until);
+            let length = (duration.as_secs_f64() - start).max(0.0);
+            for ((tag, _), h) in KINDS.iter().zip(&rest) {
+                self.line(tag, start, length, h);
+            }
+        }
+        self.header();
+        self.flush();
+        match self.failure {
+            None => Ok(()),
+            Some(e) => Err(CliError::File { path: format!("--hlog {}", self.path.display()), why: e.to_string() }),
+        }
+    }
+
+    fn line(&mut self, tag: &str, start: f64, length: f64, h: &Histogram<u64>) {
+        self.header();
+        let encoded = base64::engine::general_purpose::STANDARD.encode(encode_histogram(h));
+        let max = h.max() as f64 / MAX_VALUE_DIVISOR;
+        self.write(format_args!("Tag={tag},{start:.3},{length:.3},{max:.3},{encoded}\n"));
+    }
+
+    fn comment(&mut self, text: &str) {
+        self.header();
+        self.write(format_args!("#[{text}]\n"));
+    }
+
+    /// The header HdrHistogram's writers put first: version, start and base time, legend.
+    fn header(&mut self) {
+        if self.header_written {
+            return;
+        }
+        self.header_written = true;
+        // A run that never started is logged from now, with nothing in it.
+        let start = self.started.unwrap_or_else(SystemTime::now).duration_since(UNIX_EPOCH).unwrap_or_default();
+        // Whole milliseconds, so that the number and the date say the same.
+        let start = Duration::from_millis(u64::try_from(start.as_millis()).unwrap_or(u64::MAX));
+        let epoch = start.as_secs_f64();
+        let tags: Vec<&str> = KINDS.iter().map(|(tag, _)| *tag).collect();
+        self.write(format_args!(
+            "#[Histogram log format version 1.3]\n\
+             #[volley: one interval a second, merged over all workers, tags {}; values in nanoseconds, Interval_Max in milliseconds]\n\
+             #[StartTime: {epoch:.3} (seconds since epoch), {}]\n\
+             #[BaseTime: {epoch:.3} (seconds since epoch)]\n\
+             \"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
+            tags.join(", "),
+            utc(start)
+        ));
+    }
+
+    fn write(&mut self, text: std::fmt::Arguments<'_>) {
+        if self.failure.is_none()
+            && let Err(e) = self.out.write_fmt(text)
+        {
+            self.failure = Some(e);
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.failure.is_none()
+            && let Err(e) = self.out.flush()
+        {
+            self.failure = Some(e);
+        }
+    }
+}
+
+/// `2024-12-01T10:46:40.123Z`: the start in UTC, for people reading the log.
+fn utc(since_epoch: Duration) -> String {
+    let secs = since_epoch.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil_from_days, for days since 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3_600,
+        rest % 3_600 / 60,
+        rest % 60,
+        since_epoch.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_start_is_written_in_utc() {
+        assert_eq!(utc(Duration::ZERO), "1970-01-01T00:00:00.000Z");
+        assert_eq!(utc(Duration::from_millis(951_782_400_250)), "2000-02-29T00:00:00.250Z");
+        assert_eq!(utc(Duration::from_secs(1_764_547_199)), "2025-11-30T23:59:59.000Z");
+    }
+
+    fn stats(latencies: &[u64]) -> Stats {
+        let mut s = Stats::new();
+        for &v in latencies {
+            s.histograms.latency.record(v).unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn seconds_and_the_rest_of_the_totals_are_logged_one_line_a_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.hlog");
+        let mut log = IntervalLog::create(&path).unwrap();
+        log.started(UNIX_EPOCH + Duration::from_secs(1_000));
+        let (one, two, tail) = (stats(&[1_000, 2_000]), stats(&[3_000_000]), stats(&[5_000]));
+        log.second(1, &one);
+        log.second(2, &two);
+        let mut totals = Stats::new();
+        for s in [&one, &two, &tail] {
+            totals.merge(s);
+        }
+        log.finish(&totals, Duration::from_millis(2_400)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[2], "#[StartTime: 1000.000 (seconds since epoch), 1970-01-01T00:16:40.000Z]");
+        assert_eq!(lines[3], "#[BaseTime: 1000.000 (seconds since epoch)]");
+        let intervals: Vec<Vec<&str>> = lines[5..].iter().map(|l| l.splitn(5, ',').collect()).collect();
+        assert_eq!(intervals.len(), 3 * KINDS.len());
+        let latency: Vec<_> = intervals.iter().filter(|f| f[0] == "Tag=latency").map(|f| (f[1], f[2], f[3])).collect();
+        assert_eq!(latency, [("0.000", "1.000", "0.002"), ("1.000", "1.000", "3.000"), ("2.000", "0.400", "0.005")]);
+        let counts: Vec<u64> = intervals
+            .iter()
+            .filter(|f| f[0] == "Tag=latency")
+            .map(|f| {
+                let bytes = base64::engine::general_purpose::STANDARD.decode(f[4]).unwrap();
+                volley_engine::decode_histogram(&bytes).unwrap().len()
+            })
+            .collect();
+        assert_eq!(counts, [2, 1, 1]);
+    }
+
+    #[test]
+    fn totals_that_lack_logged_samples_get_a_comment_instead_of_a_last_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.hlog");
+        let mut log = IntervalLog::create(&path).unwrap();
+        log.second(1, &stats(&[1_000, 2_000]));
+        log.finish(&stats(&[1_000]), Duration::from_millis(1_500)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().filter(|l| l.starts_with("Tag=latency")).count(), 1, "{text}");
+        assert!(text.lines().last().unwrap().starts_with("#[the report's totals lack"), "{text}");
+    }
+
+    #[test]
+    fn a_path_that_cannot_be_written_is_a_usage_error() {
+        let e = IntervalLog::create(Path::new("/nonexistent-dir/run.hlog")).err().expect("refused");
+        assert!(matches!(e, CliError::Usage(_)), "{e}");
+        assert!(e.to_string().starts_with("--hlog /nonexistent-dir/run.hlog: cannot write it"), "{e}");
+    }
+}
