@@ -602,7 +602,7 @@ impl<'r> Loop<'r> {
                         tls.send(&self.plain_out);
                         self.plain_out.clear();
                     }
-                    Transmit::Nothing => {}
+                    Transmit::Nothing | Transmit::Datagrams { .. } => {}
                 },
                 None => from_request = session.poll_transmit(&mut c.send_buf) == Transmit::Request,
             }

@@ -15,7 +15,7 @@ mod lost;
 mod transport;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub(crate) use config::{ALPN_H3, Config, Congestion};
 pub(crate) use lost::Lost;
