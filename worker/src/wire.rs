@@ -67,10 +67,11 @@ pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
         http_version: match plan.protocol {
             Protocol::Http1 => 1,
             Protocol::Http2 { .. } => 2,
+            Protocol::Http3 { .. } => 3,
         },
         streams: match plan.protocol {
             Protocol::Http1 => 1,
-            Protocol::Http2 { streams } => streams,
+            Protocol::Http2 { streams } | Protocol::Http3 { streams } => streams,
         },
         max_hold_nanos: Some(nanos(plan.max_hold)),
     }
@@ -125,6 +126,8 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
         0 | 1 => Protocol::Http1,
         2 if shard.streams == 0 => return Err(invalid("HTTP/2 with 0 streams per connection")),
         2 => Protocol::Http2 { streams: shard.streams },
+        3 if shard.streams == 0 => return Err(invalid("HTTP/3 with 0 streams per connection")),
+        3 => Protocol::Http3 { streams: shard.streams },
         v => return Err(WireError::Shard(format!("HTTP version {v} is not supported by this worker"))),
     };
     let connections = shard.connections as usize;

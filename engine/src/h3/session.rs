@@ -29,6 +29,7 @@ use std::time::Instant;
 
 use super::H3Error;
 use super::error::code;
+use super::frame::Settings;
 use super::request::Config as RequestConfig;
 use super::response::ResponseStream;
 use super::uni::{ControlEvent, SeenStreams, UniStream};
@@ -446,14 +447,28 @@ impl Session {
         for event in control.drain(..) {
             match event {
                 ControlEvent::GoAway(id) => self.goaway(id, events),
-                // The server's limit on our field section: ours is a few dozen bytes, and a
-                // server that takes less answers with an error we count.
-                ControlEvent::Settings(_) => {}
+                ControlEvent::Settings(settings) => self.settings(settings, now, events),
             }
         }
         self.control_events = control;
         if let Some(e) = error {
             self.connection_error(e, now, events);
+        }
+    }
+
+    /// The server's SETTINGS: a limit on request headers below ours means no request of this
+    /// run can go to it (RFC 9114 §4.2.2), which every request would otherwise find out alone.
+    fn settings(&mut self, settings: Settings, now: Instant, events: &mut Vec<Event>) {
+        let ours = self.setup.request.field_section_size;
+        if let Some(limit) = settings.max_field_section_size
+            && limit < ours
+        {
+            let why = format!(
+                "the server takes request headers of at most {limit} bytes (SETTINGS_MAX_FIELD_SECTION_SIZE); ours are {ours}"
+            );
+            self.transport.close(now, code::H3_NO_ERROR, b"");
+            self.poked = true;
+            self.fail(ErrorKind::Protocol, why.into(), events);
         }
     }
 

@@ -68,7 +68,9 @@ pub(crate) enum Transmit {
     Bytes,
     /// UDP datagrams in the buffer handed to `poll_datagrams`, each `segment_size` bytes but
     /// perhaps the last: one GSO send.
-    Datagrams { segment_size: usize },
+    Datagrams {
+        segment_size: usize,
+    },
 }
 
 // HTTP/1.1 is kept inline: its session is touched on every request, and connections live in

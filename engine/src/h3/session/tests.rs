@@ -269,7 +269,13 @@ struct Net {
 }
 
 impl Net {
-    fn new(cert: &Cert, options: ServerOptions, streams: u32, requests: u64, request_timeout: Option<Duration>) -> Self {
+    fn new(
+        cert: &Cert,
+        options: ServerOptions,
+        streams: u32,
+        requests: u64,
+        request_timeout: Option<Duration>,
+    ) -> Self {
         let now = Instant::now();
         let target = Target::parse(&format!("https://{SERVER_NAME}:4433/")).unwrap();
         let spec = RequestSpec::new("GET", vec![], vec![]);
