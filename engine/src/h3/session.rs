@@ -13,8 +13,12 @@
 //!   protocol error of that stream; a stream the server resets is a reset error, except with
 //!   H3_REQUEST_REJECTED, which RFC 9114 §4.1.1 says was not processed: refused, to be sent
 //!   again.
-//! - GOAWAY: streams from its id on were not processed (§5.2): they are refused and sent again
-//!   elsewhere; those below it finish, then the connection closes and the loop opens another.
+//! - GOAWAY: no request starts after it; those below its id finish. Streams from its id on
+//!   were not processed (§5.2), but they are left to the server's answer rather than cancelled
+//!   at once, because servers that answer the stream GOAWAY names exist (the h3 crate's
+//!   `shutdown` does): a response counts as ok, a reset or the connection's end as refused (sent
+//!   again elsewhere), and whatever the server has not settled [`GOAWAY_GRACE`] after its
+//!   GOAWAY is cancelled and refused. Then the connection closes and the loop opens another.
 //! - A connection error (a broken control stream, a QPACK dynamic-table reference, a frame where
 //!   it may not be) closes the connection with its H3 code and fails every request on it as a
 //!   protocol error; the connection ending otherwise (the server closing it, an idle timeout)
@@ -25,7 +29,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::H3Error;
 use super::error::code;
@@ -36,6 +40,11 @@ use super::uni::{ControlEvent, SeenStreams, UniStream};
 use crate::quic::{self, Event as QuicEvent, ReadEnd, StreamId, Transport};
 use crate::session::{Event, Transmit, Units, Why};
 use crate::stats::ErrorKind;
+
+/// How long the requests a GOAWAY names as unprocessed are left to the server (a response, or
+/// a reset) before they are cancelled and sent again elsewhere: long enough for a server still
+/// answering them by mistake, short enough that one ignoring them does not hold the run.
+const GOAWAY_GRACE: Duration = Duration::from_secs(1);
 
 /// What every HTTP/3 session of a run shares, made once per run.
 pub(crate) struct Setup {
@@ -71,8 +80,10 @@ pub(crate) struct Session {
     seen: SeenStreams,
     /// What the control stream said during one read (reused).
     control_events: Vec<ControlEvent>,
-    /// The server's GOAWAY: no stream starts any more.
+    /// The server's GOAWAY: no stream starts any more; those from this id on were not processed.
     goaway: Option<u64>,
+    /// When requests from the GOAWAY's id on are given up on, if any are still open.
+    goaway_by: Option<Instant>,
     /// A stream opened for a request the budget then did not give: the next request takes it,
     /// so no stream number is skipped (a later one would open it at the server).
     spare: Option<StreamId>,
@@ -109,6 +120,7 @@ impl Session {
             seen: SeenStreams::default(),
             control_events: Vec::new(),
             goaway: None,
+            goaway_by: None,
             spare: None,
             filled: false,
             blocked_since: None,
@@ -207,7 +219,7 @@ impl Session {
         }
         let request = self.setup.request.request_timeout.and_then(|t| self.oldest_started?.checked_add(t));
         let blocked = self.blocked_since.and_then(|t| t.checked_add(self.setup.request.connect_timeout));
-        [self.quic_deadline, request, blocked].into_iter().flatten().min()
+        [self.quic_deadline, request, blocked, self.goaway_by].into_iter().flatten().min()
     }
 
     pub(crate) fn handle_timeout(&mut self, now: Instant, events: &mut Vec<Event>) {
@@ -220,6 +232,19 @@ impl Session {
             self.process(now, events);
             if self.ended {
                 return;
+            }
+        }
+        if self.goaway_by.is_some_and(|by| now >= by) {
+            self.goaway_by = None;
+            let id = self.goaway.unwrap_or(0);
+            let unsettled: Vec<StreamId> = self.requests.keys().filter(|s| s.number() >= id).copied().collect();
+            for &stream in &unsettled {
+                self.requests.remove(&stream);
+                self.transport.cancel(stream, code::H3_REQUEST_CANCELLED);
+            }
+            if !unsettled.is_empty() {
+                self.poked = true;
+                events.push(Event::Refused(unsettled.len() as u64));
             }
         }
         if self.blocked_since.is_some_and(|t| now.saturating_duration_since(t) >= self.setup.request.connect_timeout) {
@@ -383,7 +408,7 @@ impl Session {
             (None, Ok(ReadEnd::Finished)) => request.response.finish(),
             (None, Ok(ReadEnd::Reset(code))) => {
                 self.requests.remove(&stream);
-                if code == code::H3_REQUEST_REJECTED {
+                if code == code::H3_REQUEST_REJECTED || self.goaway.is_some_and(|id| stream.number() >= id) {
                     events.push(Event::Refused(1));
                 } else {
                     let why = format!("the server reset a request stream ({})", code_name(code));
@@ -446,7 +471,7 @@ impl Session {
         let mut control = std::mem::take(&mut self.control_events);
         for event in control.drain(..) {
             match event {
-                ControlEvent::GoAway(id) => self.goaway(id, events),
+                ControlEvent::GoAway(id) => self.goaway(id, now),
                 ControlEvent::Settings(settings) => self.settings(settings, now, events),
             }
         }
@@ -472,25 +497,28 @@ impl Session {
         }
     }
 
-    /// GOAWAY: requests on streams from `id` on were not processed; they go back to be sent
-    /// again, and no request starts here any more.
-    fn goaway(&mut self, id: u64, events: &mut Vec<Event>) {
+    /// GOAWAY: no request starts here any more; those from `id` on get [`GOAWAY_GRACE`] to
+    /// be settled by the server (a later GOAWAY may only lower the id, and keeps the grace).
+    fn goaway(&mut self, id: u64, now: Instant) {
+        if self.goaway.is_none() {
+            self.goaway_by = now.checked_add(GOAWAY_GRACE);
+        }
         self.goaway = Some(id);
         self.spare = None;
         self.blocked_since = None;
-        let unanswered: Vec<StreamId> = self.requests.keys().filter(|s| s.number() >= id).copied().collect();
-        for &stream in &unanswered {
-            self.requests.remove(&stream);
-            self.transport.cancel(stream, code::H3_REQUEST_CANCELLED);
-        }
-        if !unanswered.is_empty() {
-            self.poked = true;
-            events.push(Event::Refused(unanswered.len() as u64));
-        }
     }
 
-    /// The connection is over: the requests still on it fail as the transport says.
+    /// The connection is over: the requests still on it fail as the transport says, except
+    /// those a GOAWAY said were not processed, which are sent again.
     fn lost(&mut self, lost: quic::Lost, events: &mut Vec<Event>) {
+        if let Some(id) = self.goaway {
+            let before = self.requests.len();
+            self.requests.retain(|s, _| s.number() < id);
+            let refused = (before - self.requests.len()) as u64;
+            if refused > 0 {
+                events.push(Event::Refused(refused));
+            }
+        }
         if self.established && self.requests.is_empty() {
             self.ended = true;
             return;

@@ -17,7 +17,8 @@ use quinn_proto::{
 };
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use super::{Session, Setup};
+use super::{GOAWAY_GRACE, Session, Setup};
+use crate::h3::error::code;
 use crate::h3::frame::{Frame, FrameDecoder, encode_head, kind};
 use crate::h3::streams_tests::{OK, data, headers};
 use crate::h3::{Config as RequestConfig, varint};
@@ -49,13 +50,16 @@ struct ServerOptions {
     /// Speaks QUIC and HTTP/3's control stream, but answers no request.
     mute: bool,
     /// Once it answered this many requests, sends GOAWAY naming the next request stream and
-    /// answers none from there on.
+    /// answers none from there on (nor says anything about them).
     goaway_after: Option<u64>,
+    /// As the h3 crate's server does: after its GOAWAY it still answers the stream the GOAWAY
+    /// names, and resets those beyond it with H3_REQUEST_REJECTED.
+    goaway_like_h3_crate: bool,
 }
 
 impl Default for ServerOptions {
     fn default() -> Self {
-        ServerOptions { max_streams: 100, silent: false, mute: false, goaway_after: None }
+        ServerOptions { max_streams: 100, silent: false, mute: false, goaway_after: None, goaway_like_h3_crate: false }
     }
 }
 
@@ -215,7 +219,17 @@ impl ServerConn {
         let mut frames = FrameDecoder::default();
         assert!(matches!(frames.next(&mut input), Ok(Some(Frame::Headers(_)))), "a request's HEADERS");
         let number = VarInt::from(id).into_inner();
-        if options.mute || self.goaway.is_some_and(|g| number >= g) {
+        if options.goaway_like_h3_crate && self.goaway.is_some_and(|g| number > g) {
+            let rejected = VarInt::from_u64(code::H3_REQUEST_REJECTED).unwrap();
+            let _ = self.conn.send_stream(id).reset(rejected);
+            return 0;
+        }
+        let processed = match self.goaway {
+            Some(g) if options.goaway_like_h3_crate => number <= g,
+            Some(g) => number < g,
+            None => true,
+        };
+        if options.mute || !processed {
             return 0;
         }
         let response = [headers(OK), data(BODY)].concat();
@@ -439,7 +453,9 @@ fn goaway_lets_the_streams_below_it_finish_refuses_the_rest_and_closes() {
     assert!(closed, "{:?}", net.counts);
     assert_eq!(net.server.answered, 5);
     // Requests 0..8 went out at once; the first five were answered, GOAWAY came after the
-    // fifth naming the sixth's stream, so the rest were not processed.
+    // fifth naming the sixth's stream, so the rest were not processed. The server said nothing
+    // more of them: they were given up on after the grace.
+    assert_eq!(net.now - net.started, GOAWAY_GRACE);
     assert_eq!(net.counts.ok, 5, "{:?}", net.counts);
     assert!(net.counts.errors.is_empty(), "{:?}", net.counts);
     assert!(net.counts.refused >= 3, "{:?}", net.counts);
@@ -503,4 +519,23 @@ fn requests_in_flight_count_as_sent_only_once_a_batch_carried_them() {
     assert_eq!(net.session.sent_in_flight(), 0);
     net.exchange();
     assert_eq!(net.session.sent_in_flight(), 4);
+}
+
+#[test]
+fn a_server_answering_the_stream_its_goaway_names_is_counted_once_not_sent_again() {
+    let cert = self_signed();
+    let options = ServerOptions { goaway_after: Some(5), goaway_like_h3_crate: true, ..ServerOptions::default() };
+    let mut net = Net::new(&cert, options, 8, 100, None);
+    assert!(net.run_until(Duration::from_secs(10), |n| n.session.must_close()), "{:?}", net.counts);
+    // The sixth request was answered against the GOAWAY's word, and counted as ok; the rest
+    // were rejected, and go back into the budget. No grace was needed: the server settled all.
+    assert_eq!(net.server.answered, 6);
+    assert_eq!(net.counts.ok, 6, "{:?}", net.counts);
+    assert_eq!(net.counts.refused, 2, "{:?}", net.counts);
+    assert!(net.now - net.started < GOAWAY_GRACE);
+    let mut left = 0;
+    while net.budget.claim() {
+        left += 1;
+    }
+    assert_eq!(left, 100 - net.counts.ok);
 }
