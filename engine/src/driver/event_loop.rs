@@ -919,12 +919,34 @@ impl<'r> Loop<'r> {
         if std::mem::take(&mut c.claimed) {
             self.budget.give_back(1);
         }
+        if self.udp {
+            self.say_goodbye(i)?;
+        }
+        let c = &mut self.conns[i];
         c.phase = Phase::Closing;
         c.handshake_by = None;
         c.tls = None;
         c.session = None;
         c.pending_ops += 2;
         self.uring.cancel_and_close(i, c.generation)
+    }
+
+    /// UDP: a QUIC connection being closed sends its CONNECTION_CLOSE first, so the server can
+    /// let go of it at once rather than at its idle timeout (a GOAWAY server's connections, one
+    /// every few requests, would pile up there). It is queued before the cancel and close, and a
+    /// UDP send completes at submit, so it leaves; if a send is still in flight it is skipped.
+    fn say_goodbye(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        if c.sending {
+            return Ok(());
+        }
+        let Some(session) = c.session.as_mut() else { return Ok(()) };
+        let now = Instant::now();
+        session.close(now);
+        let Transmit::Datagrams { segment_size } = session.poll_datagrams(now, &mut c.send_buf) else { return Ok(()) };
+        c.segment_size = segment_size;
+        self.stats.counters.bytes_sent += c.send_buf.len() as u64;
+        self.submit_datagrams(i)
     }
 
     /// The load is over: requests in flight are counted as aborted, every socket is closed, and

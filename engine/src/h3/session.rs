@@ -285,6 +285,16 @@ impl Session {
         self.requests.clear();
     }
 
+    /// The loop closes the connection: tell the server with CONNECTION_CLOSE (H3_NO_ERROR),
+    /// which the next `poll_transmit` gives, so it need not keep the connection until its idle
+    /// timeout. Requests still in flight are the loop's to count (aborted).
+    pub(crate) fn close(&mut self, now: Instant) {
+        if !self.ended {
+            self.transport.close(now, code::H3_NO_ERROR, b"");
+            self.ended = true;
+        }
+    }
+
     /// Failed, closed, or going away with nothing left to answer.
     pub(crate) fn must_close(&self) -> bool {
         self.ended || (self.goaway.is_some() && self.requests.is_empty())

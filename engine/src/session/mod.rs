@@ -222,6 +222,15 @@ impl Session {
         }
     }
 
+    /// For a session on UDP, which says goodbye in datagrams: the loop is closing the
+    /// connection, and the next `poll_datagrams` gives the goodbye.
+    pub(crate) fn close(&mut self, now: Instant) {
+        match self {
+            Session::H3(s) => s.close(now),
+            Session::H1(_) | Session::H2(_) => {}
+        }
+    }
+
     /// The connection cannot carry more: close it.
     #[inline]
     pub(crate) fn must_close(&self) -> bool {

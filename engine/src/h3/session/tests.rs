@@ -84,6 +84,8 @@ struct Server {
     /// Request streams open at once, at most.
     peak_open: usize,
     connections: u64,
+    /// Connections the client closed with H3_NO_ERROR.
+    closed_by_client: u64,
     buf: Vec<u8>,
 }
 
@@ -110,6 +112,7 @@ impl Server {
             answered: 0,
             peak_open: 0,
             connections: 0,
+            closed_by_client: 0,
             buf: Vec::new(),
         }
     }
@@ -168,6 +171,9 @@ impl Server {
                     quinn_proto::Event::Stream(StreamEvent::Readable { id }) => {
                         self.answered += c.read_request(id, self.options);
                     }
+                    quinn_proto::Event::ConnectionLost {
+                        reason: quinn_proto::ConnectionError::ApplicationClosed(close),
+                    } if close.error_code.into_inner() == code::H3_NO_ERROR => self.closed_by_client += 1,
                     _ => {}
                 }
             }
@@ -538,4 +544,17 @@ fn a_server_answering_the_stream_its_goaway_names_is_counted_once_not_sent_again
         left += 1;
     }
     assert_eq!(left, 100 - net.counts.ok);
+}
+
+#[test]
+fn closing_tells_the_server_at_once_with_h3_no_error() {
+    let cert = self_signed();
+    let mut net = Net::new(&cert, ServerOptions::default(), 4, 8, None);
+    net.run_all();
+    assert_eq!(net.counts.ok, 8);
+    net.session.close(net.now);
+    assert!(net.session.must_close());
+    net.exchange();
+    assert_eq!(net.server.closed_by_client, 1, "the server saw the CONNECTION_CLOSE");
+    assert_eq!(net.session.sent_in_flight(), 0);
 }
