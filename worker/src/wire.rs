@@ -385,6 +385,8 @@ mod tests {
         p.tls = TlsOptions::default();
         p.protocol = Protocol::Http1;
         assert_same_plan(&shard_from_proto(&shard_to_proto(&p, Some(3)), 1).expect("valid shard"), &p);
+        p.protocol = Protocol::Http3 { streams: 9 };
+        assert_same_plan(&shard_from_proto(&shard_to_proto(&p, Some(3)), 1).expect("valid shard"), &p);
     }
 
     #[test]
@@ -428,7 +430,7 @@ mod tests {
             ("neither", Box::new(|s| s.requests = 0)),
             ("both", Box::new(|s| s.duration_nanos = 1)),
             ("connect timeout", Box::new(|s| s.connect_timeout_nanos = 0)),
-            ("http version", Box::new(|s| s.http_version = 3)),
+            ("http version", Box::new(|s| s.http_version = 4)),
             ("streams", Box::new(|s| s.streams = 0)),
             ("method", Box::new(|s| s.method = "GET /x HTTP/1.1\r\n".into())),
             ("method", Box::new(|s| s.method = String::new())),
