@@ -304,6 +304,21 @@ fn intervals_out_of_order_or_ahead_of_the_clock_fail_their_worker() {
     }
 }
 
+#[test]
+fn a_worker_that_cannot_run_http3_is_refused_by_name_before_any_load() {
+    let without_h3 = FakeWorker::start(Script {
+        hello: v1::HelloReply { protocols: vec!["http/1.1".into(), "h2".into()], ..hello("old") },
+        ..Script::run(|shard| after_opening(shard, vec![finished(shard, stats(1, 0), 1)]))
+    });
+    let out =
+        run(controller(&["--workers", &without_h3.address(), "--http3", "-k", "-n", "10", "https://127.0.0.1:9/"]));
+    assert_ne!(out.status.code(), Some(0), "{}", describe_output(&out));
+    let line = one_clean_error_line(&out);
+    assert!(line.contains(&without_h3.address()), "{line}");
+    assert!(line.contains("cannot run h3"), "{line}");
+    assert_eq!(without_h3.seen().runs(), 0, "a run reached the worker");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Text from workers
 // ---------------------------------------------------------------------------------------------

@@ -169,14 +169,14 @@ pub(crate) struct LoadArgs {
     /// latency, connect, ttfb, hold), merged over all workers, as HdrHistogram's tools read it.
     #[arg(long, value_name = "FILE")]
     pub hlog: Option<PathBuf>,
-    /// Requests in flight per connection (HTTP/2 streams; default 1). A server's lower
-    /// SETTINGS_MAX_CONCURRENT_STREAMS wins, and the report says so.
+    /// Requests in flight per connection (HTTP/2 and HTTP/3 streams; default 1). A server's lower
+    /// limit (SETTINGS_MAX_CONCURRENT_STREAMS, QUIC's MAX_STREAMS) wins, and the report says so.
     #[arg(short = 'p', long)]
     pub parallel: Option<u64>,
     /// Use HTTP/2: prior knowledge (h2c) on http://, ALPN h2 on https://.
     #[arg(long)]
     pub http2: bool,
-    /// Use HTTP/3.
+    /// Use HTTP/3 (QUIC over UDP, ALPN h3): https:// only.
     #[arg(long)]
     pub http3: bool,
     /// Run the load on these worker daemons (HOST:PORT,...) instead of this machine; @FILE reads

@@ -6,8 +6,6 @@ use volley_engine::{EngineError, TargetError};
 pub(crate) enum CliError {
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
-    NotSupported(&'static str),
     #[error("{path}: {why}")]
     File { path: String, why: String },
     #[error(transparent)]

@@ -14,21 +14,25 @@ use crate::error::CliError;
 use crate::fleet::{Access, Place};
 
 pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
-    if args.http3 {
-        return Err(CliError::NotSupported("--http3 is not supported yet"));
-    }
-    let protocol = match (args.http2, args.parallel) {
-        (false, None) => Protocol::Http1,
-        (false, Some(_)) => return Err(CliError::Usage("-p/--parallel needs --http2".into())),
-        (true, _) if args.disable_keepalive => {
+    let protocol = match (args.http2, args.http3, args.parallel) {
+        (true, true, _) => return Err(CliError::Usage("--http2 and --http3 cannot be used together".into())),
+        (false, false, None) => Protocol::Http1,
+        (false, false, Some(_)) => return Err(CliError::Usage("-p/--parallel needs --http2 or --http3".into())),
+        _ if args.disable_keepalive => {
             return Err(CliError::Usage(
-                "--disable-keepalive is for HTTP/1.1: HTTP/2 connections carry many requests".into(),
+                "--disable-keepalive is for HTTP/1.1: HTTP/2 and HTTP/3 connections carry many requests".into(),
             ));
         }
-        (true, p) => Protocol::Http2 { streams: parse_streams(p.unwrap_or(1))? },
+        (true, false, p) => Protocol::Http2 { streams: parse_streams(p.unwrap_or(1))? },
+        (false, true, p) => Protocol::Http3 { streams: parse_streams(p.unwrap_or(1))? },
     };
     let url = args.url.as_deref().ok_or_else(|| CliError::Usage("a target URL is required".into()))?;
     let target = Target::parse(url)?;
+    if matches!(protocol, Protocol::Http3 { .. }) && !target.is_tls() {
+        return Err(CliError::Usage(
+            "--http3 needs an https:// URL: HTTP/3 runs over QUIC, which is always TLS".into(),
+        ));
+    }
     if args.connections == 0 {
         return Err(CliError::Usage("-c/--connections must be at least 1".into()));
     }
@@ -115,7 +119,7 @@ pub(crate) fn rate_warning(plan: &Plan) -> Option<String> {
     let rate = plan.rate?.per_second;
     let streams = match plan.protocol {
         Protocol::Http1 => 1,
-        Protocol::Http2 { streams } => u64::from(streams),
+        Protocol::Http2 { streams } | Protocol::Http3 { streams } => u64::from(streams),
     };
     let slots = (plan.connections as u64).saturating_mul(streams);
     if rate <= slots.saturating_mul(MOST_PER_SLOT) {

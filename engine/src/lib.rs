@@ -12,12 +12,8 @@ mod fd_limit;
 mod gate;
 mod h1;
 mod h2;
-// The HTTP/3 codecs; the session that uses them in the event loop lands next.
-#[cfg_attr(not(test), allow(dead_code))]
 mod h3;
 mod plan;
-// Not used by a session yet: HTTP/3 joins it to the loop in a later step.
-#[cfg_attr(not(test), allow(dead_code, unused_imports))]
 mod quic;
 mod ring;
 mod run;

@@ -11,11 +11,12 @@ use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
 use crate::plan::{MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_THREADS, Plan, Protocol, Stop};
+use crate::quic::{self, Congestion};
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Snapshot, Stats};
 use crate::tls;
-use crate::{h1, h2};
+use crate::{h1, h2, h3};
 
 /// Starts and stops a run from outside (a controller, Ctrl-C). Cheap to clone.
 ///
@@ -136,6 +137,8 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     if plan.max_hold > MAX_HOLD {
         return Err(EngineError::Plan("the client's hold must be at most 100 ms"));
     }
+    let ring = probe_io_uring()?;
+    let addr = plan.target.resolve()?[0];
     let session = match plan.protocol {
         Protocol::Http1 => SessionConfig::H1(h1::Config {
             head: plan.request.is_head(),
@@ -153,10 +156,31 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             connect_timeout: plan.connect_timeout,
             request_timeout: plan.request_timeout,
         })),
+        Protocol::Http3 { streams: 0 } => return Err(EngineError::Plan("HTTP/3 streams must be at least 1")),
+        Protocol::Http3 { .. } if !plan.keepalive => {
+            return Err(EngineError::Plan("HTTP/3 needs keep-alive: its connections carry many requests"));
+        }
+        Protocol::Http3 { .. } if !plan.target.is_tls() => {
+            return Err(EngineError::Plan("HTTP/3 needs an https:// URL"));
+        }
+        Protocol::Http3 { streams } => {
+            // The name is checked once here, rather than failing every connection.
+            tls::server_name(&plan.target.host)?;
+            SessionConfig::H3(Arc::new(h3::Setup {
+                request: h3::Config::new(
+                    &plan.target,
+                    &plan.request,
+                    streams,
+                    plan.connect_timeout,
+                    plan.request_timeout,
+                ),
+                quic: quic::Config::new(&plan.tls, Congestion::Loopback, plan.connect_timeout)?,
+                server: addr,
+                server_name: plan.target.host.clone(),
+            }))
+        }
     };
-    let ring = probe_io_uring()?;
-    let addr = plan.target.resolve()?[0];
-    let tls = if plan.target.is_tls() {
+    let tls = if plan.target.is_tls() && !session.is_udp() {
         Some((tls::client_config(&plan.tls, session.alpn())?, tls::server_name(&plan.target.host)?))
     } else {
         None
@@ -176,7 +200,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         max_hold: plan.max_hold,
         streams: match plan.protocol {
             Protocol::Http1 => 1,
-            Protocol::Http2 { streams } => streams,
+            Protocol::Http2 { streams } | Protocol::Http3 { streams } => streams,
         },
         session,
     });

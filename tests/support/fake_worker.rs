@@ -54,7 +54,7 @@ pub fn hello(name: &str) -> v1::HelloReply {
         name: name.into(),
         cores: 1,
         kernel: "6.12.0-fake".into(),
-        protocols: vec!["http/1.1".into()],
+        protocols: vec!["http/1.1".into(), "h2".into(), "h3".into()],
         io_uring: Some(io_uring()),
         busy: false,
     }

@@ -100,7 +100,7 @@ impl Worker for WorkerService {
             name: self.state.name.clone(),
             cores: u32::try_from(self.state.cores).unwrap_or(u32::MAX),
             kernel: self.state.kernel.clone(),
-            protocols: vec!["http/1.1".to_string()],
+            protocols: volley_engine::Protocol::NAMES.iter().map(|p| p.to_string()).collect(),
             io_uring: Some(io_uring),
             busy: self.state.is_busy(),
         }))

@@ -68,10 +68,11 @@ pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
         http_version: match plan.protocol {
             Protocol::Http1 => 1,
             Protocol::Http2 { .. } => 2,
+            Protocol::Http3 { .. } => 3,
         },
         streams: match plan.protocol {
             Protocol::Http1 => 1,
-            Protocol::Http2 { streams } => streams,
+            Protocol::Http2 { streams } | Protocol::Http3 { streams } => streams,
         },
         max_hold_nanos: Some(nanos(plan.max_hold)),
         rate: plan.rate.map_or(0, |r| r.per_second),
@@ -128,6 +129,8 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
         0 | 1 => Protocol::Http1,
         2 if shard.streams == 0 => return Err(invalid("HTTP/2 with 0 streams per connection")),
         2 => Protocol::Http2 { streams: shard.streams },
+        3 if shard.streams == 0 => return Err(invalid("HTTP/3 with 0 streams per connection")),
+        3 => Protocol::Http3 { streams: shard.streams },
         v => return Err(WireError::Shard(format!("HTTP version {v} is not supported by this worker"))),
     };
     let connections = shard.connections as usize;
@@ -430,6 +433,8 @@ mod tests {
         p.tls = TlsOptions::default();
         p.protocol = Protocol::Http1;
         assert_same_plan(&shard_from_proto(&shard_to_proto(&p, Some(3)), 1).expect("valid shard"), &p);
+        p.protocol = Protocol::Http3 { streams: 9 };
+        assert_same_plan(&shard_from_proto(&shard_to_proto(&p, Some(3)), 1).expect("valid shard"), &p);
     }
 
     #[test]
@@ -486,7 +491,7 @@ mod tests {
             ("neither", Box::new(|s| s.requests = 0)),
             ("both", Box::new(|s| s.duration_nanos = 1)),
             ("connect timeout", Box::new(|s| s.connect_timeout_nanos = 0)),
-            ("http version", Box::new(|s| s.http_version = 3)),
+            ("http version", Box::new(|s| s.http_version = 4)),
             ("streams", Box::new(|s| s.streams = 0)),
             ("method", Box::new(|s| s.method = "GET /x HTTP/1.1\r\n".into())),
             ("method", Box::new(|s| s.method = String::new())),

@@ -165,7 +165,7 @@ async fn hello_clock_and_a_run_of_500_requests() {
     assert_eq!(hello.version, env!("CARGO_PKG_VERSION"));
     assert!(hello.cores >= 1);
     assert!(!hello.kernel.is_empty());
-    assert_eq!(hello.protocols, ["http/1.1"]);
+    assert_eq!(hello.protocols, ["http/1.1", "h2", "h3"]);
     assert!(hello.io_uring.expect("io_uring reported").available);
     assert!(!hello.busy);
 

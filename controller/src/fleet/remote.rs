@@ -83,6 +83,16 @@ async fn drive_run(
             env!("CARGO_PKG_VERSION")
         ));
     }
+    // Workers say what their engine runs (Protocol::NAMES); one that cannot run this shard's
+    // protocol is refused before any load, by name.
+    let asked = match shard.http_version {
+        2 => "h2",
+        3 => "h3",
+        _ => "http/1.1",
+    };
+    if !hello.protocols.iter().any(|p| p == asked) {
+        return Err(format!("the worker cannot run {asked}: it runs {}", hello.protocols.join(", ")));
+    }
     let kernel = hello.kernel.clone();
     let info = WorkerInfo { name: hello.name, version: hello.version, cores: hello.cores, kernel: hello.kernel };
     let _ = events.send((index, LinkEvent::Hello(info)));

@@ -150,9 +150,16 @@ impl Report {
             })
             .collect();
         let mut report = Report::from_workers(url, workers, fleet.remote, interrupted, fleet.intervals);
-        if let Protocol::Http2 { streams } = protocol {
-            report.protocol = "HTTP/2".into();
-            report.streams = Some(streams);
+        match protocol {
+            Protocol::Http1 => {}
+            Protocol::Http2 { streams } => {
+                report.protocol = "HTTP/2".into();
+                report.streams = Some(streams);
+            }
+            Protocol::Http3 { streams } => {
+                report.protocol = "HTTP/3".into();
+                report.streams = Some(streams);
+            }
         }
         report
     }
@@ -313,15 +320,18 @@ impl Report {
                 c.aborted
             ));
         }
+        let h3 = self.protocol == "HTTP/3";
         if c.refused > 0 {
+            let how = if h3 { "GOAWAY or H3_REQUEST_REJECTED" } else { "GOAWAY or REFUSED_STREAM" };
             w.push(format!(
-                "the server declined {} HTTP/2 requests unprocessed (GOAWAY or REFUSED_STREAM); they were sent again and are not in the totals",
-                c.refused
+                "the server declined {} {} requests unprocessed ({how}); they were sent again and are not in the totals",
+                c.refused, self.protocol
             ));
         }
         if let (Some(limit), Some(asked)) = (self.stream_limit, self.streams) {
+            let how = if h3 { "QUIC's MAX_STREAMS" } else { "SETTINGS_MAX_CONCURRENT_STREAMS" };
             w.push(format!(
-                "the server allows {limit} streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS), fewer than the {asked} asked for with -p: at most {} requests were in flight",
+                "the server allows {limit} streams per connection ({how}), fewer than the {asked} asked for with -p: at most {} requests were in flight",
                 u64::from(limit) * self.connections as u64
             ));
         }

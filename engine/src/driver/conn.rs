@@ -1,9 +1,10 @@
-//! One connection as the event loop sees it: a transport (TCP, maybe TLS) and, once that is
-//! up, the session on it. No I/O here: the loop reads and changes these fields around the
+//! One connection as the event loop sees it: a transport (TCP, maybe TLS, or a UDP socket whose
+//! QUIC the session runs) and, once that is up, the session on it. No I/O here: the loop reads and changes these fields around the
 //! operations it submits.
 
 use std::time::Instant;
 
+use super::udp::UdpSend;
 use crate::session::Session;
 use crate::tls::TlsSession;
 
@@ -56,6 +57,12 @@ pub(crate) struct Conn {
     /// Open model: the session has room for a request and waits for the next one due (it is on
     /// the loop's `waiting` list).
     pub waiting: bool,
+    /// UDP: the connection's SENDMSG parts (GSO), made when its socket is opened.
+    pub udp_send: Option<UdpSend>,
+    /// UDP: sends of the batch in `send_buf` not yet completed (one GSO send, or one a datagram).
+    pub sends_in_flight: u32,
+    /// UDP: the size of each datagram in `send_buf` (the last may be shorter).
+    pub segment_size: usize,
 }
 
 impl Conn {
@@ -77,6 +84,9 @@ impl Conn {
             send_off: 0,
             dirty: false,
             waiting: false,
+            udp_send: None,
+            sends_in_flight: 0,
+            segment_size: 0,
         }
     }
 }

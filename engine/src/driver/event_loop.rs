@@ -4,7 +4,10 @@
 //!
 //! Every socket is a registered (fixed) file whose slot is its connection's index. Each
 //! connection has one multishot receive into the thread's provided-buffer ring, at most one
-//! send in flight, and a connect linked to a timeout. Closing cancels whatever is still in
+//! send in flight, and a connect linked to a timeout. A run over QUIC has a connected UDP socket
+//! per connection instead (opened at once: a UDP connect sends nothing), one multishot RECVMSG
+//! into buffers that hold a whole GRO batch, and one GSO send of the session's datagrams per
+//! batch of completions; the loop matches on that transport kind, never on HTTP/3. Closing cancels whatever is still in
 //! flight on the slot and then closes it; the slot is reused only after every operation on it
 //! has completed, so no operation ever points at memory that changed under it.
 //!
@@ -28,6 +31,7 @@ use super::buf_ring::BufRing;
 use super::conn::{Conn, Phase};
 use super::lifecycle::Lifecycle;
 use super::socket::new_socket;
+use super::udp::{self, GRO_BUF_SIZE, RecvMsg, UdpSend};
 use super::uring::{Completion, Op, Uring, untoken};
 use super::{Shared, ThreadDone, ThreadPlan};
 use crate::session::{Event, Negotiated, Schedule, Session, Transmit, Units, Why};
@@ -84,6 +88,10 @@ pub(super) struct Loop<'r> {
     refused_in_a_row: u64,
     /// Responses in the batch being handled, to record its hold for each.
     batch_responses: u64,
+    /// The connections are QUIC over UDP.
+    udp: bool,
+    /// UDP: the header every multishot RECVMSG is armed with, and the datagrams cut short.
+    recvmsg: RecvMsg,
 }
 
 impl<'r> Loop<'r> {
@@ -95,8 +103,15 @@ impl<'r> Loop<'r> {
     pub(super) fn new(ring: &'r mut IoUring, shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<Self> {
         let n = plan.connections.max(1);
         let uring = Uring::new(ring, n as u32, shared.connect_timeout)?;
-        let buf_entries = (n * 2).next_power_of_two().clamp(64, 4096) as u16;
-        let bufs = BufRing::new(uring.submitter(), buf_entries, BUF_SIZE, 0)?;
+        let udp = shared.session.is_udp();
+        // A UDP receive buffer holds a whole GRO batch (a smaller one would cut a batch short
+        // and lose the datagrams past the cut); its pages are touched only as far as datagrams
+        // fill them, so fewer of them cost less than their size suggests.
+        let bufs = if udp {
+            BufRing::new(uring.submitter(), (n * 2).next_power_of_two().clamp(16, 256) as u16, GRO_BUF_SIZE, 0)?
+        } else {
+            BufRing::new(uring.submitter(), (n * 2).next_power_of_two().clamp(64, 4096) as u16, BUF_SIZE, 0)?
+        };
         let now = Instant::now();
         Ok(Loop {
             completions: Vec::with_capacity(uring.sq_entries()),
@@ -124,6 +139,8 @@ impl<'r> Loop<'r> {
             stream_limit: None,
             refused_in_a_row: 0,
             batch_responses: 0,
+            udp,
+            recvmsg: RecvMsg::new(),
             shared,
         })
     }
@@ -156,6 +173,8 @@ impl<'r> Loop<'r> {
             for i in 0..self.conns.len() {
                 self.start_conn(i, now)?;
             }
+            // A QUIC connection's handshake is the session's output.
+            self.flush_dirty()?;
         }
         loop {
             let now = Instant::now();
@@ -389,7 +408,7 @@ impl<'r> Loop<'r> {
                 self.start_conn(i, now)?;
             }
         }
-        Ok(())
+        self.flush_dirty()
     }
 
     fn start_conn(&mut self, i: usize, now: Instant) -> io::Result<()> {
@@ -402,6 +421,9 @@ impl<'r> Loop<'r> {
         c.connect_started = now;
         c.handshake_by = None;
         c.peer_closed = false;
+        if self.udp {
+            return self.start_udp_conn(i, now);
+        }
         let fd = match new_socket(&self.shared.addr) {
             Ok(fd) => fd,
             Err(e) => {
@@ -419,6 +441,30 @@ impl<'r> Loop<'r> {
         let (sockaddr, len) = (&raw const self.shared.sockaddr.0, self.shared.sockaddr.1);
         // SAFETY: the address lives in `shared`, which outlives the ring.
         unsafe { self.uring.connect(i, c.generation, sockaddr.cast(), len) }
+    }
+
+    /// A QUIC connection: its UDP socket is connected at once, its receive armed, and its
+    /// session starts the handshake, whose datagrams leave with the batch's sends.
+    fn start_udp_conn(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        if let Err(e) = udp::open_connected(&mut self.uring, i, &self.shared.addr, true) {
+            self.setup_failed(i, ErrorKind::Connect, format!("UDP socket: {e}").into());
+            return Ok(());
+        }
+        let c = &mut self.conns[i];
+        c.udp_send = Some(UdpSend::new());
+        c.sends_in_flight = 0;
+        c.phase = Phase::SettingUp;
+        self.arm_recv(i)?;
+        match Session::new(&self.shared.session, Negotiated::Udp, now) {
+            Ok(session) => {
+                self.conns[i].session = Some(session);
+                self.advance(i, now)
+            }
+            Err(why) => {
+                self.setup_failed(i, ErrorKind::Tls, why);
+                self.begin_close(i)
+            }
+        }
     }
 
     fn complete(&mut self, data: u64, res: i32, flags: u32) -> io::Result<()> {
@@ -668,12 +714,20 @@ impl<'r> Loop<'r> {
         let c = &mut self.conns[i];
         c.recv_armed = true;
         c.pending_ops += 1;
+        if self.udp {
+            // SAFETY: the header lives in `self.recvmsg` for the whole loop, which drains every
+            // operation before it drops.
+            return unsafe { self.uring.recvmsg_multishot(i, c.generation, self.bufs.group, self.recvmsg.header()) };
+        }
         self.uring.recv_multishot(i, c.generation, self.bufs.group)
     }
 
     /// Sends the session's output and TLS records unless a send is already in flight (its
     /// completion calls this again).
     fn flush(&mut self, i: usize) -> io::Result<()> {
+        if self.udp {
+            return self.flush_datagrams(i);
+        }
         let c = &mut self.conns[i];
         if c.sending {
             return Ok(());
@@ -689,7 +743,7 @@ impl<'r> Loop<'r> {
                         tls.send(&self.plain_out);
                         self.plain_out.clear();
                     }
-                    Transmit::Nothing => {}
+                    Transmit::Nothing | Transmit::Datagrams { .. } => {}
                 },
                 None => from_request = session.poll_transmit(&mut c.send_buf) == Transmit::Request,
             }
@@ -705,6 +759,74 @@ impl<'r> Loop<'r> {
         }
         c.send_from_request = from_request;
         self.submit_send(i)
+    }
+
+    /// UDP: the session's next batch of datagrams goes out as one GSO send (or one send a
+    /// datagram where GSO is off), unless the last batch is still being sent (its completion
+    /// calls this again). QUIC's timers move when it sends, so its deadline is noted after.
+    fn flush_datagrams(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        if c.sending {
+            return Ok(());
+        }
+        let Some(session) = c.session.as_mut() else { return Ok(()) };
+        let transmit = session.poll_datagrams(Instant::now(), &mut c.send_buf);
+        let deadline = session.poll_timeout();
+        self.note_deadline(deadline);
+        let Transmit::Datagrams { segment_size } = transmit else { return Ok(()) };
+        let c = &mut self.conns[i];
+        c.segment_size = segment_size;
+        self.stats.counters.bytes_sent += c.send_buf.len() as u64;
+        self.submit_datagrams(i)
+    }
+
+    fn submit_datagrams(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        let Some(udp) = c.udp_send.as_mut() else { return Ok(()) };
+        // SAFETY: `send_buf` and the boxed parts of `udp_send` are left alone while sends are in
+        // flight (`sending`) and until every operation on the slot has completed.
+        let queued = unsafe { udp.send(&mut self.uring, i, c.generation, &c.send_buf, c.segment_size)? };
+        c.sending = queued > 0;
+        c.sends_in_flight = queued;
+        c.pending_ops += queued;
+        Ok(())
+    }
+
+    /// UDP: one send of the batch completed. A kernel refusing GSO gets the same batch again,
+    /// datagram by datagram; a refused port fails the connection; any other failure lost a
+    /// datagram, which QUIC repairs like one lost on the way.
+    fn on_datagrams_sent(&mut self, i: usize, res: i32) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        c.sends_in_flight = c.sends_in_flight.saturating_sub(1);
+        if c.sends_in_flight == 0 {
+            c.sending = false;
+        }
+        if !matches!(c.phase, Phase::Open | Phase::SettingUp) {
+            return Ok(());
+        }
+        if res < 0 {
+            if c.udp_send.as_mut().is_some_and(|u| u.refused(res)) {
+                return self.submit_datagrams(i);
+            }
+            if -res == libc::ECONNREFUSED {
+                return self.udp_refused(i);
+            }
+        }
+        if self.conns[i].sending { Ok(()) } else { self.flush_datagrams(i) }
+    }
+
+    /// The target's UDP port answered with ICMP port unreachable: nothing listens there.
+    fn udp_refused(&mut self, i: usize) -> io::Result<()> {
+        let (kind, why) = if self.conns[i].phase == Phase::SettingUp {
+            (
+                ErrorKind::Connect,
+                format!("nothing listens on UDP port {} (connection refused)", self.shared.addr.port()),
+            )
+        } else {
+            (ErrorKind::Reset, "the UDP port closed (connection refused)".to_string())
+        };
+        self.fail(i, kind, why.into());
+        self.begin_close(i)
     }
 
     fn submit_send(&mut self, i: usize) -> io::Result<()> {
@@ -730,6 +852,9 @@ impl<'r> Loop<'r> {
     }
 
     fn on_send(&mut self, i: usize, res: i32) -> io::Result<()> {
+        if self.udp {
+            return self.on_datagrams_sent(i, res);
+        }
         self.conns[i].sending = false;
         if !matches!(self.conns[i].phase, Phase::Open | Phase::Handshaking | Phase::SettingUp) {
             return Ok(());
@@ -752,9 +877,11 @@ impl<'r> Loop<'r> {
         }
         if res < 0 {
             return match -res {
-                // The buffer ring ran dry; buffers come back as this batch is handled.
+                // The buffer ring ran dry; buffers come back as this batch is handled (UDP's
+                // datagrams wait in the socket meanwhile).
                 libc::ENOBUFS => self.rearm(i),
                 libc::ECANCELED => Ok(()),
+                libc::ECONNREFUSED if self.udp => self.udp_refused(i),
                 _ => {
                     if self.conns[i].phase == Phase::Handshaking {
                         self.fail(i, ErrorKind::Tls, format!("during the TLS handshake: {}", os_error(res)).into());
@@ -764,6 +891,12 @@ impl<'r> Loop<'r> {
                     self.begin_close(i)
                 }
             };
+        }
+        if self.udp {
+            if let Some(bid) = buf {
+                self.on_datagrams(i, bid, res as usize, now)?;
+            }
+            return if !cqueue::more(flags) { self.rearm(i) } else { Ok(()) };
         }
         if res == 0 {
             return self.on_eof(i, now);
@@ -777,6 +910,20 @@ impl<'r> Loop<'r> {
             self.on_plaintext(i, data, now)?;
         }
         if !cqueue::more(flags) { self.rearm(i) } else { Ok(()) }
+    }
+
+    /// UDP: one RECVMSG completion, a datagram or a GRO batch, for the session.
+    fn on_datagrams(&mut self, i: usize, bid: u16, len: usize, now: Instant) -> io::Result<()> {
+        let buf = self.bufs.bytes(bid, len);
+        // A buffer without the kernel's layout cannot happen; one cut short (MSG_TRUNC, which
+        // buffers of a whole GRO batch never see) is counted in `recvmsg` and its start is
+        // still given to QUIC, which drops what does not decrypt and repairs it as a loss.
+        let Some(received) = self.recvmsg.parse(buf) else { return Ok(()) };
+        self.stats.counters.bytes_received += received.payload.len() as u64;
+        let c = &mut self.conns[i];
+        let Some(session) = c.session.as_mut() else { return Ok(()) };
+        session.receive_datagrams(received.payload, received.segment_size, now, &mut self.events);
+        self.advance(i, now)
     }
 
     fn rearm(&mut self, i: usize) -> io::Result<()> {
@@ -863,12 +1010,34 @@ impl<'r> Loop<'r> {
             c.waiting = false;
             self.waiting_count -= 1;
         }
+        if self.udp {
+            self.say_goodbye(i)?;
+        }
+        let c = &mut self.conns[i];
         c.phase = Phase::Closing;
         c.handshake_by = None;
         c.tls = None;
         c.session = None;
         c.pending_ops += 2;
         self.uring.cancel_and_close(i, c.generation)
+    }
+
+    /// UDP: a QUIC connection being closed sends its CONNECTION_CLOSE first, so the server can
+    /// let go of it at once rather than at its idle timeout (a GOAWAY server's connections, one
+    /// every few requests, would pile up there). It is queued before the cancel and close, and a
+    /// UDP send completes at submit, so it leaves; if a send is still in flight it is skipped.
+    fn say_goodbye(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        if c.sending {
+            return Ok(());
+        }
+        let Some(session) = c.session.as_mut() else { return Ok(()) };
+        let now = Instant::now();
+        session.close(now);
+        let Transmit::Datagrams { segment_size } = session.poll_datagrams(now, &mut c.send_buf) else { return Ok(()) };
+        c.segment_size = segment_size;
+        self.stats.counters.bytes_sent += c.send_buf.len() as u64;
+        self.submit_datagrams(i)
     }
 
     /// The load is over: requests in flight are counted as aborted, every socket is closed, and

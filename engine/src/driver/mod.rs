@@ -7,8 +7,6 @@ mod conn;
 mod event_loop;
 mod lifecycle;
 mod socket;
-// Not used by the loop yet: HTTP/3 joins it in a later step.
-#[cfg_attr(not(test), allow(dead_code))]
 mod udp;
 mod uring;
 

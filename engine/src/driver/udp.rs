@@ -162,6 +162,7 @@ impl UdpSend {
     }
 
     /// Whether sends still go out as GSO batches.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn gso(&self) -> bool {
         self.gso
     }

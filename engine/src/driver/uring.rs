@@ -207,8 +207,6 @@ impl<'r> Uring<'r> {
     ///
     /// # Safety
     /// `msg` must stay valid until the receive has ended (a completion without MORE).
-    // Not used by the loop until HTTP/3 joins it.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(super) unsafe fn recvmsg_multishot(
         &mut self,
         slot: usize,

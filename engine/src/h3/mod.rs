@@ -10,20 +10,21 @@
 //!   stream's rules (SETTINGS first and once, GOAWAY).
 //! - `request`: `Config`, what every connection of a run sends, encoded once.
 //! - `error`: `H3Error`, each with the HTTP/3 or QPACK code to close the connection or stream.
-//!
-//! Not here yet: the session that joins these to the QUIC transport in the event loop (it
-//! opens the control stream and request streams, feeds each stream's bytes to its reader and
-//! counts what they say, as `h2::session` does).
+//! - `session`: one connection as the loop sees it: the QUIC transport, our control stream,
+//!   the server's streams, a stream per request, and HTTP/3's counting rules.
 
 pub(crate) mod error;
 pub(crate) mod frame;
 pub(crate) mod qpack;
 pub(crate) mod request;
 pub(crate) mod response;
+pub(crate) mod session;
 pub(crate) mod uni;
 pub(crate) mod varint;
 
 pub(crate) use error::H3Error;
+pub(crate) use request::Config;
+pub(crate) use session::{Session, Setup};
 
 #[cfg(test)]
 mod fuzz;

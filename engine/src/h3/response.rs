@@ -79,11 +79,13 @@ impl ResponseStream {
     }
 
     /// The final status, once its HEADERS are in.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn status(&self) -> Option<u16> {
         self.status
     }
 
     /// DATA payload bytes so far.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn body_bytes(&self) -> u64 {
         self.body_bytes
     }

@@ -152,6 +152,7 @@ impl UniStream {
 
     /// Whether the reader wants the stream's bytes at all; a driver may stop reading (with
     /// STOP_SENDING, H3_NO_ERROR) a stream that it does not, if the QUIC layer allows.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn is_drained(&self) -> bool {
         matches!(self.state, State::Drain(None))
     }

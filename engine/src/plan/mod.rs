@@ -101,6 +101,24 @@ pub enum Protocol {
     /// `streams` requests in flight on every connection (fewer if the server allows fewer):
     /// prior knowledge (h2c) on http://, ALPN h2 on https://.
     Http2 { streams: u32 },
+    /// `streams` requests in flight on every connection, over QUIC (UDP) with ALPN h3; https://
+    /// only.
+    Http3 { streams: u32 },
+}
+
+impl Protocol {
+    /// Every protocol this engine can run, by name (`http/1.1`, `h2`, `h3`): what a worker
+    /// tells its controller it can do.
+    pub const NAMES: [&'static str; 3] = ["http/1.1", "h2", "h3"];
+
+    /// The protocol's name, as in [`Protocol::NAMES`].
+    pub fn name(&self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+            Protocol::Http2 { .. } => "h2",
+            Protocol::Http3 { .. } => "h3",
+        }
+    }
 }
 
 /// How TLS certificates are checked, like curl: verified against the bundled web roots by

@@ -15,8 +15,10 @@ mod lost;
 mod transport;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub(crate) use config::{ALPN_H3, Config, Congestion};
 pub(crate) use lost::Lost;
-pub(crate) use transport::{Datagrams, Event, ReadEnd, StreamError, StreamId, Transport};
+#[cfg(test)]
+pub(crate) use transport::{Datagrams, StreamError};
+pub(crate) use transport::{Event, ReadEnd, StreamId, Transport};

@@ -21,7 +21,7 @@ use crate::plan::TlsOptions;
 use crate::stats::ErrorKind;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-const SERVER_NAME: &str = "localhost";
+pub(crate) const SERVER_NAME: &str = "localhost";
 
 fn client_addr() -> SocketAddr {
     "127.0.0.1:40000".parse().unwrap()
@@ -32,13 +32,13 @@ fn server_addr() -> SocketAddr {
 }
 
 /// A self-signed certificate as `openssl req -x509` makes them (CA:TRUE), and its key.
-struct Cert {
-    der: CertificateDer<'static>,
-    pem: String,
-    key: KeyPair,
+pub(crate) struct Cert {
+    pub(crate) der: CertificateDer<'static>,
+    pub(crate) pem: String,
+    pub(crate) key: KeyPair,
 }
 
-fn self_signed() -> Cert {
+pub(crate) fn self_signed() -> Cert {
     let mut params = CertificateParams::new(vec![SERVER_NAME.to_string()]).unwrap();
     params.distinguished_name.push(DnType::CommonName, SERVER_NAME);
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -51,7 +51,7 @@ fn client_config(tls: &TlsOptions, congestion: Congestion) -> Config {
     Config::new(tls, congestion, CONNECT_TIMEOUT).unwrap()
 }
 
-fn trusting(cert: &Cert) -> TlsOptions {
+pub(crate) fn trusting(cert: &Cert) -> TlsOptions {
     TlsOptions { insecure: false, extra_ca_pem: cert.pem.as_bytes().to_vec() }
 }
 

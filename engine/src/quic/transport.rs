@@ -81,6 +81,7 @@ pub(crate) struct Datagrams {
 }
 
 impl Datagrams {
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn count(&self) -> usize {
         self.len.div_ceil(self.segment_size.max(1))
     }
@@ -312,17 +313,20 @@ impl Transport {
     }
 
     /// The handshake is done.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn is_connected(&self) -> bool {
         self.connected
     }
 
     /// The connection's own state after a close (ours or the peer's) has run out: nothing more
     /// will be sent or received.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn is_drained(&self) -> bool {
         self.conn.is_drained()
     }
 
     /// Datagrams quinn-proto counted as lost, and sent in all (for reports and tests).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn lost_and_sent_packets(&self) -> (u64, u64) {
         let stats = self.conn.stats();
         (stats.path.lost_packets, stats.path.sent_packets)

@@ -1,11 +1,11 @@
 //! What the event loop sees of a protocol: one Sans-I/O session per connection, under its
-//! transport (TCP, or TLS over TCP).
+//! transport (TCP, TLS over TCP, or, for HTTP/3, QUIC over UDP, which the session carries).
 //!
 //! A session takes received plaintext and the clock, and gives bytes to send, protocol-neutral
 //! [`Event`]s (responses with their timings, requests refused to be sent again, failures of one
 //! kind for n requests) and its next deadline. The loop matches on the [`Session`] enum, never
 //! on a protocol's details (no trait objects on the hot path); each protocol's counting rules
-//! live in its own module (`h1::session`, `h2::session`), unit-tested there with made-up
+//! live in its own module (`h1::session`, `h2::session`, `h3::session`), unit-tested there with made-up
 //! instants.
 
 mod event;
@@ -20,12 +20,14 @@ pub(crate) use schedule::Schedule;
 pub(crate) use units::Units;
 
 use crate::stats::ErrorKind;
-use crate::{h1, h2};
+use crate::{h1, h2, h3};
 
 /// How every session of a run starts, decided once per run.
 pub(crate) enum SessionConfig {
     H1(h1::Config),
     H2(Arc<h2::Config>),
+    /// HTTP/3: the session owns its QUIC transport, so its set-up names the server.
+    H3(Arc<h3::Setup>),
 }
 
 impl SessionConfig {
@@ -36,7 +38,13 @@ impl SessionConfig {
         match self {
             SessionConfig::H1(_) => &[b"http/1.1"],
             SessionConfig::H2(_) => &[b"h2", b"http/1.1"],
+            SessionConfig::H3(_) => &[crate::quic::ALPN_H3],
         }
+    }
+
+    /// Whether the connection's transport is QUIC over UDP (else TCP, maybe with TLS).
+    pub(crate) fn is_udp(&self) -> bool {
+        matches!(self, SessionConfig::H3(_))
     }
 }
 
@@ -47,6 +55,8 @@ pub(crate) enum Negotiated<'a> {
     Tcp,
     /// TLS, with the protocol ALPN chose, if any.
     Tls(Option<&'a [u8]>),
+    /// A UDP socket: the session runs QUIC (and its TLS) itself.
+    Udp,
 }
 
 /// What a session has for its transport to send.
@@ -58,15 +68,21 @@ pub(crate) enum Transmit {
     Request,
     /// Bytes appended to the buffer handed to `poll_transmit`.
     Bytes,
+    /// UDP datagrams in the buffer handed to `poll_datagrams`, each `segment_size` bytes but
+    /// perhaps the last: one GSO send.
+    Datagrams {
+        segment_size: usize,
+    },
 }
 
 // HTTP/1.1 is kept inline: its session is touched on every request, and connections live in
-// one Vec made at start-up, so their size costs nothing per request. HTTP/2's is larger and
-// boxed.
+// one Vec made at start-up, so their size costs nothing per request. HTTP/2's and HTTP/3's are
+// larger and boxed.
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Session {
     H1(h1::Session),
     H2(Box<h2::Session>),
+    H3(Box<h3::Session>),
 }
 
 impl Session {
@@ -82,6 +98,9 @@ impl Session {
             SessionConfig::H2(config) => {
                 h2::Session::new(config.clone(), negotiated, connect_started).map(|s| Session::H2(Box::new(s)))
             }
+            SessionConfig::H3(setup) => {
+                h3::Session::new(setup.clone(), connect_started).map(|s| Session::H3(Box::new(s)))
+            }
         }
     }
 
@@ -91,6 +110,7 @@ impl Session {
         match self {
             Session::H1(_) => true,
             Session::H2(s) => s.is_established(),
+            Session::H3(s) => s.is_established(),
         }
     }
 
@@ -100,6 +120,8 @@ impl Session {
         match self {
             Session::H1(s) => s.receive(bytes, now, events),
             Session::H2(s) => s.receive(bytes, now, events),
+            // QUIC takes datagrams (`receive_datagrams`), never a byte stream.
+            Session::H3(_) => {}
         }
     }
 
@@ -109,6 +131,7 @@ impl Session {
         match self {
             Session::H1(s) => s.start_requests(now, units),
             Session::H2(s) => s.start_requests(now, units, events),
+            Session::H3(s) => s.start_requests(now, units, events),
         }
     }
 
@@ -118,6 +141,30 @@ impl Session {
         match self {
             Session::H1(s) => s.poll_transmit(),
             Session::H2(s) => s.poll_transmit(out),
+            Session::H3(_) => Transmit::Nothing,
+        }
+    }
+
+    /// For a session on UDP: its next batch of datagrams, written into `out` (cleared first).
+    pub(crate) fn poll_datagrams(&mut self, now: Instant, out: &mut Vec<u8>) -> Transmit {
+        match self {
+            Session::H3(s) => s.poll_transmit(now, out),
+            Session::H1(_) | Session::H2(_) => Transmit::Nothing,
+        }
+    }
+
+    /// For a session on UDP: what one receive brought, a datagram or a GRO batch of
+    /// `segment_size` each.
+    pub(crate) fn receive_datagrams(
+        &mut self,
+        bytes: &[u8],
+        segment_size: Option<usize>,
+        now: Instant,
+        events: &mut Vec<Event>,
+    ) {
+        match self {
+            Session::H3(s) => s.receive(bytes, segment_size, now, events),
+            Session::H1(_) | Session::H2(_) => {}
         }
     }
 
@@ -126,6 +173,7 @@ impl Session {
         match self {
             Session::H1(s) => s.wants_transmit(),
             Session::H2(s) => s.wants_transmit(),
+            Session::H3(s) => s.wants_transmit(),
         }
     }
 
@@ -135,6 +183,7 @@ impl Session {
         match self {
             Session::H1(s) => s.written(),
             Session::H2(_) => {}
+            Session::H3(_) => {}
         }
     }
 
@@ -145,6 +194,7 @@ impl Session {
         match self {
             Session::H1(s) => s.poll_timeout(),
             Session::H2(s) => s.poll_timeout(),
+            Session::H3(s) => s.poll_timeout(),
         }
     }
 
@@ -152,6 +202,7 @@ impl Session {
         match self {
             Session::H1(s) => s.handle_timeout(now, events),
             Session::H2(s) => s.handle_timeout(now, events),
+            Session::H3(s) => s.handle_timeout(now, events),
         }
     }
 
@@ -160,6 +211,7 @@ impl Session {
         match self {
             Session::H1(s) => s.peer_closed(now, events),
             Session::H2(s) => s.peer_closed(events),
+            Session::H3(s) => s.fail(ErrorKind::Reset, "the UDP socket closed".into(), events),
         }
     }
 
@@ -168,6 +220,16 @@ impl Session {
         match self {
             Session::H1(s) => s.fail(kind, why, events),
             Session::H2(s) => s.fail(kind, why, events),
+            Session::H3(s) => s.fail(kind, why, events),
+        }
+    }
+
+    /// For a session on UDP, which says goodbye in datagrams: the loop is closing the
+    /// connection, and the next `poll_datagrams` gives the goodbye.
+    pub(crate) fn close(&mut self, now: Instant) {
+        match self {
+            Session::H3(s) => s.close(now),
+            Session::H1(_) | Session::H2(_) => {}
         }
     }
 
@@ -177,6 +239,7 @@ impl Session {
         match self {
             Session::H1(s) => s.must_close(),
             Session::H2(s) => s.must_close(),
+            Session::H3(s) => s.must_close(),
         }
     }
 
@@ -186,6 +249,7 @@ impl Session {
         match self {
             Session::H1(s) => s.is_idle(),
             Session::H2(s) => s.is_idle(),
+            Session::H3(s) => s.is_idle(),
         }
     }
 
@@ -194,6 +258,7 @@ impl Session {
         match self {
             Session::H1(s) => s.sent_in_flight(),
             Session::H2(s) => s.sent_in_flight(),
+            Session::H3(s) => s.sent_in_flight(),
         }
     }
 }

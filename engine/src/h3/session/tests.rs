@@ -1,0 +1,560 @@
+//! The HTTP/3 session against quinn-proto's server endpoint in memory, with simulated time:
+//! somebody else's QUIC, answering with HTTP/3 frames built by our encoders. The test drives
+//! the session as the loop does (datagrams in, requests started from a budget, a batch out,
+//! timers) and counts its events as the loop does, so the counts are checked against what the
+//! server itself answered.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use quinn_proto::crypto::rustls::QuicServerConfig;
+use quinn_proto::{
+    ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, ServerConfig, StreamEvent, StreamId,
+    TransportConfig, VarInt,
+};
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+
+use super::{GOAWAY_GRACE, Session, Setup};
+use crate::h3::error::code;
+use crate::h3::frame::{Frame, FrameDecoder, encode_head, kind};
+use crate::h3::streams_tests::{OK, data, headers};
+use crate::h3::{Config as RequestConfig, varint};
+use crate::plan::RequestSpec;
+use crate::quic::tests::{Cert, SERVER_NAME, self_signed, trusting};
+use crate::quic::{ALPN_H3, Config as QuicConfig, Congestion};
+use crate::session::{Budget, Event, Transmit, Units};
+use crate::stats::ErrorKind;
+use crate::target::Target;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const BODY: &[u8] = b"hello, world!\n";
+
+fn client_addr() -> SocketAddr {
+    "127.0.0.1:40000".parse().unwrap()
+}
+
+fn server_addr() -> SocketAddr {
+    "127.0.0.1:4433".parse().unwrap()
+}
+
+/// How the server behaves.
+#[derive(Clone, Copy)]
+struct ServerOptions {
+    /// Request streams it lets the client have open at once.
+    max_streams: u32,
+    /// Answers no datagram at all (a UDP port where nothing speaks QUIC).
+    silent: bool,
+    /// Speaks QUIC and HTTP/3's control stream, but answers no request.
+    mute: bool,
+    /// Once it answered this many requests, sends GOAWAY naming the next request stream and
+    /// answers none from there on (nor says anything about them).
+    goaway_after: Option<u64>,
+    /// As the h3 crate's server does: after its GOAWAY it still answers the stream the GOAWAY
+    /// names, and resets those beyond it with H3_REQUEST_REJECTED.
+    goaway_like_h3_crate: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions { max_streams: 100, silent: false, mute: false, goaway_after: None, goaway_like_h3_crate: false }
+    }
+}
+
+/// One server connection: its control stream and what it saw of requests.
+struct ServerConn {
+    conn: quinn_proto::Connection,
+    control: Option<StreamId>,
+    /// Request bytes read so far, per open request stream.
+    reading: HashMap<StreamId, Vec<u8>>,
+    answered: u64,
+    goaway: Option<u64>,
+}
+
+/// quinn-proto's server side speaking HTTP/3: a control stream with SETTINGS once connected,
+/// and `200` with a small body for every whole request, its HEADERS checked with our decoder.
+struct Server {
+    endpoint: Endpoint,
+    conns: HashMap<ConnectionHandle, ServerConn>,
+    options: ServerOptions,
+    /// Requests answered over all connections.
+    answered: u64,
+    /// Request streams open at once, at most.
+    peak_open: usize,
+    connections: u64,
+    /// Connections the client closed with H3_NO_ERROR.
+    closed_by_client: u64,
+    buf: Vec<u8>,
+}
+
+impl Server {
+    fn new(cert: &Cert, options: ServerOptions) -> Self {
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key.serialize_der()));
+        let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.der.clone()], key)
+            .unwrap();
+        tls.alpn_protocols = vec![ALPN_H3.to_vec()];
+        tls.max_early_data_size = 0;
+        let crypto = QuicServerConfig::try_from(tls).unwrap();
+        let mut config = ServerConfig::with_crypto(Arc::new(crypto));
+        let mut transport = TransportConfig::default();
+        transport.max_concurrent_bidi_streams(VarInt::from_u32(options.max_streams));
+        config.transport_config(Arc::new(transport));
+        Server {
+            endpoint: Endpoint::new(Arc::new(EndpointConfig::default()), Some(Arc::new(config)), false, None),
+            conns: HashMap::new(),
+            options,
+            answered: 0,
+            peak_open: 0,
+            connections: 0,
+            closed_by_client: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    fn receive(&mut self, now: Instant, datagram: &[u8], out: &mut Vec<(Vec<u8>, usize)>) {
+        if self.options.silent {
+            return;
+        }
+        self.buf.clear();
+        match self.endpoint.handle(now, client_addr(), None, None, BytesMut::from(datagram), &mut self.buf) {
+            Some(DatagramEvent::NewConnection(incoming)) => {
+                let mut buf = Vec::new();
+                let (handle, conn) = self.endpoint.accept(incoming, now, &mut buf, None).unwrap();
+                self.connections += 1;
+                let conn = ServerConn { conn, control: None, reading: HashMap::new(), answered: 0, goaway: None };
+                self.conns.insert(handle, conn);
+            }
+            Some(DatagramEvent::ConnectionEvent(handle, event)) => {
+                if let Some(c) = self.conns.get_mut(&handle) {
+                    c.conn.handle_event(event);
+                }
+            }
+            Some(DatagramEvent::Response(t)) => {
+                out.push((self.buf[..t.size].to_vec(), t.segment_size.unwrap_or(t.size)))
+            }
+            None => {}
+        }
+    }
+
+    fn work(&mut self, now: Instant, out: &mut Vec<(Vec<u8>, usize)>) {
+        for (&handle, c) in self.conns.iter_mut() {
+            if c.conn.poll_timeout().is_some_and(|t| t <= now) {
+                c.conn.handle_timeout(now);
+            }
+            while let Some(event) = c.conn.poll() {
+                match event {
+                    quinn_proto::Event::Connected => {
+                        let control = c.conn.streams().open(Dir::Uni).unwrap();
+                        let mut bytes = Vec::new();
+                        varint::encode(0x00, &mut bytes);
+                        encode_head(kind::SETTINGS, 0, &mut bytes);
+                        c.conn.send_stream(control).write(&bytes).unwrap();
+                        c.control = Some(control);
+                    }
+                    quinn_proto::Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) => {
+                        let mut accepted = Vec::new();
+                        while let Some(id) = c.conn.streams().accept(Dir::Bi) {
+                            c.reading.insert(id, Vec::new());
+                            accepted.push(id);
+                        }
+                        self.peak_open = self.peak_open.max(c.reading.len());
+                        for id in accepted {
+                            self.answered += c.read_request(id, self.options);
+                        }
+                    }
+                    quinn_proto::Event::Stream(StreamEvent::Readable { id }) => {
+                        self.answered += c.read_request(id, self.options);
+                    }
+                    quinn_proto::Event::ConnectionLost {
+                        reason: quinn_proto::ConnectionError::ApplicationClosed(close),
+                    } if close.error_code.into_inner() == code::H3_NO_ERROR => self.closed_by_client += 1,
+                    _ => {}
+                }
+            }
+            while let Some(event) = c.conn.poll_endpoint_events() {
+                if let Some(event) = self.endpoint.handle_event(handle, event) {
+                    c.conn.handle_event(event);
+                }
+            }
+            let mut buf = Vec::new();
+            while let Some(t) = c.conn.poll_transmit(now, 10, &mut buf) {
+                out.push((std::mem::take(&mut buf), t.segment_size.unwrap_or(t.size)));
+            }
+        }
+    }
+
+    fn next_timeout(&mut self) -> Option<Instant> {
+        self.conns.values_mut().filter_map(|c| c.conn.poll_timeout()).min()
+    }
+}
+
+impl ServerConn {
+    /// Reads what arrived of request `id`; once it is whole, answers it. Returns 1 if it did.
+    fn read_request(&mut self, id: StreamId, options: ServerOptions) -> u64 {
+        let Some(got) = self.reading.get_mut(&id) else { return 0 };
+        let mut recv = self.conn.recv_stream(id);
+        let mut chunks = recv.read(true).unwrap();
+        let mut finished = false;
+        loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(chunk)) => got.extend_from_slice(&chunk.bytes),
+                Ok(None) => {
+                    finished = true;
+                    break;
+                }
+                Err(quinn_proto::ReadError::Reset(_)) => {
+                    self.reading.remove(&id);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = chunks.finalize();
+        if !finished {
+            return 0;
+        }
+        let request = self.reading.remove(&id).unwrap_or_default();
+        // The request is one HEADERS frame that our own decoder reads back.
+        let mut input = request.as_slice();
+        let mut frames = FrameDecoder::default();
+        assert!(matches!(frames.next(&mut input), Ok(Some(Frame::Headers(_)))), "a request's HEADERS");
+        let number = VarInt::from(id).into_inner();
+        if options.goaway_like_h3_crate && self.goaway.is_some_and(|g| number > g) {
+            let rejected = VarInt::from_u64(code::H3_REQUEST_REJECTED).unwrap();
+            let _ = self.conn.send_stream(id).reset(rejected);
+            return 0;
+        }
+        let processed = match self.goaway {
+            Some(g) if options.goaway_like_h3_crate => number <= g,
+            Some(g) => number < g,
+            None => true,
+        };
+        if options.mute || !processed {
+            return 0;
+        }
+        let response = [headers(OK), data(BODY)].concat();
+        let mut send = self.conn.send_stream(id);
+        assert_eq!(send.write(&response).unwrap(), response.len());
+        send.finish().unwrap();
+        self.answered += 1;
+        if options.goaway_after == Some(self.answered)
+            && let Some(control) = self.control
+        {
+            // The next request stream after this one is not processed.
+            let next = number + 4;
+            self.goaway = Some(next);
+            let mut frame = Vec::new();
+            encode_head(kind::GOAWAY, varint::encoded_len(next) as u64, &mut frame);
+            varint::encode(next, &mut frame);
+            self.conn.send_stream(control).write(&frame).unwrap();
+        }
+        1
+    }
+}
+
+/// What the loop would have counted of the session's events.
+#[derive(Debug, Default)]
+struct Counts {
+    ok: u64,
+    first_bytes: u64,
+    refused: u64,
+    errors: HashMap<ErrorKind, u64>,
+    setup_failed: Option<(ErrorKind, String)>,
+    limited: Option<u32>,
+    why: Vec<String>,
+}
+
+/// The session, the server, the clock and the budget, driven as the loop drives them.
+struct Net {
+    now: Instant,
+    started: Instant,
+    session: Session,
+    server: Server,
+    budget: Budget,
+    claimed: bool,
+    counts: Counts,
+    events: Vec<Event>,
+    /// Client datagrams still to be dropped on the way (the next n).
+    drop_to_server: usize,
+    /// Drops the first datagram sent once the connection is made (it carries requests).
+    drop_first_request: bool,
+    dropped: usize,
+    buf: Vec<u8>,
+}
+
+impl Net {
+    fn new(
+        cert: &Cert,
+        options: ServerOptions,
+        streams: u32,
+        requests: u64,
+        request_timeout: Option<Duration>,
+    ) -> Self {
+        let now = Instant::now();
+        let target = Target::parse(&format!("https://{SERVER_NAME}:4433/")).unwrap();
+        let spec = RequestSpec::new("GET", vec![], vec![]);
+        let setup = Setup {
+            request: RequestConfig::new(&target, &spec, streams, CONNECT_TIMEOUT, request_timeout),
+            quic: QuicConfig::new(&trusting(cert), Congestion::Loopback, CONNECT_TIMEOUT).unwrap(),
+            server: server_addr(),
+            server_name: SERVER_NAME.to_string(),
+        };
+        let mut budget = Budget::new(Some(requests));
+        // The connection is opened for a request, as the loop's are.
+        assert!(budget.claim());
+        Net {
+            now,
+            started: now,
+            session: Session::new(Arc::new(setup), now).unwrap(),
+            server: Server::new(cert, options),
+            budget,
+            claimed: true,
+            counts: Counts::default(),
+            events: Vec::new(),
+            drop_to_server: 0,
+            drop_first_request: false,
+            dropped: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Counts the session's events as the loop does (refused requests go back into the budget).
+    fn count(&mut self) {
+        for event in self.events.drain(..) {
+            match event {
+                Event::FirstByte { .. } => self.counts.first_bytes += 1,
+                Event::Response { status, .. } => {
+                    assert_eq!(status, 200);
+                    self.counts.ok += 1;
+                }
+                Event::Refused(n) => {
+                    self.counts.refused += n;
+                    self.budget.give_back(n);
+                }
+                Event::Failed { kind, n, why } => {
+                    *self.counts.errors.entry(kind).or_default() += n;
+                    self.counts.why.push(why.into_owned());
+                }
+                Event::SetupFailed { kind, why } => self.counts.setup_failed = Some((kind, why.into_owned())),
+                Event::Limited(limit) => self.counts.limited = Some(limit),
+            }
+        }
+    }
+
+    /// What the loop does after the session took something in: count, then start requests.
+    fn advance(&mut self) {
+        self.count();
+        if self.session.is_established() {
+            let mut units = Units::new(&mut self.claimed, &mut self.budget);
+            self.session.start_requests(self.now, &mut units, &mut self.events);
+            self.count();
+        }
+    }
+
+    /// One exchange at the current instant: the session's batches reach the server datagram by
+    /// datagram, the server's answers reach the session as GRO batches. Whether anything moved.
+    fn exchange(&mut self) -> bool {
+        let mut moved = false;
+        let mut to_client = Vec::new();
+        if self.drop_first_request && self.session.is_established() {
+            self.drop_first_request = false;
+            self.drop_to_server = 1;
+        }
+        while let Transmit::Datagrams { segment_size } = self.session.poll_transmit(self.now, &mut self.buf) {
+            for datagram in self.buf.chunks(segment_size) {
+                moved = true;
+                if self.drop_to_server > 0 {
+                    self.drop_to_server -= 1;
+                    self.dropped += 1;
+                    continue;
+                }
+                self.server.receive(self.now, datagram, &mut to_client);
+            }
+        }
+        self.server.work(self.now, &mut to_client);
+        for (bytes, segment_size) in to_client {
+            moved = true;
+            self.session.receive(&bytes, Some(segment_size), self.now, &mut self.events);
+            self.advance();
+        }
+        moved
+    }
+
+    /// Exchanges until nothing moves, then moves the clock to the next timer of either side;
+    /// repeats until `done` or `limit` of simulated time has passed.
+    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&mut Net) -> bool) -> bool {
+        let end = self.now + limit;
+        for _ in 0..100_000 {
+            while self.exchange() {
+                if done(self) {
+                    return true;
+                }
+            }
+            if done(self) {
+                return true;
+            }
+            let next = [self.session.poll_timeout(), self.server.next_timeout()].into_iter().flatten().min();
+            match next {
+                Some(t) if t <= end => {
+                    self.now = self.now.max(t);
+                    if self.session.poll_timeout().is_some_and(|d| d <= self.now) {
+                        self.session.handle_timeout(self.now, &mut self.events);
+                        self.advance();
+                    }
+                }
+                _ => return done(self),
+            }
+        }
+        panic!("the exchange did not settle");
+    }
+
+    /// Runs until the budget is spent and nothing is in flight (or the session must close).
+    fn run_all(&mut self) {
+        let done = self.run_until(Duration::from_secs(60), |n| {
+            n.session.must_close() || (n.budget.is_spent() && !n.claimed && n.session.is_idle())
+        });
+        assert!(done, "the run did not finish: {:?}", self.counts);
+    }
+}
+
+#[test]
+fn every_request_of_a_budget_over_several_streams_is_answered_and_counted_once() {
+    let cert = self_signed();
+    let mut net = Net::new(&cert, ServerOptions::default(), 8, 50, None);
+    net.run_all();
+    assert_eq!(net.counts.ok, 50, "{:?}", net.counts);
+    assert_eq!(net.counts.first_bytes, 50);
+    assert!(net.counts.errors.is_empty() && net.counts.refused == 0, "{:?}", net.counts);
+    assert_eq!(net.server.answered, 50);
+    assert_eq!(net.server.peak_open, 8, "-p 8 requests in flight");
+    assert_eq!(net.counts.limited, None);
+    assert!(net.session.is_idle() && !net.session.must_close());
+}
+
+#[test]
+fn a_server_stream_limit_below_p_is_reported_and_never_exceeded() {
+    let cert = self_signed();
+    let options = ServerOptions { max_streams: 3, ..ServerOptions::default() };
+    let mut net = Net::new(&cert, options, 10, 40, None);
+    net.run_all();
+    assert_eq!(net.counts.limited, Some(3));
+    assert_eq!(net.counts.ok, 40, "{:?}", net.counts);
+    assert_eq!(net.server.answered, 40);
+    assert!(net.server.peak_open <= 3, "{} open at once", net.server.peak_open);
+    assert!(net.counts.errors.is_empty(), "{:?}", net.counts);
+}
+
+#[test]
+fn goaway_lets_the_streams_below_it_finish_refuses_the_rest_and_closes() {
+    let cert = self_signed();
+    let options = ServerOptions { goaway_after: Some(5), ..ServerOptions::default() };
+    let mut net = Net::new(&cert, options, 8, 100, None);
+    let closed = net.run_until(Duration::from_secs(10), |n| n.session.must_close());
+    assert!(closed, "{:?}", net.counts);
+    assert_eq!(net.server.answered, 5);
+    // Requests 0..8 went out at once; the first five were answered, GOAWAY came after the
+    // fifth naming the sixth's stream, so the rest were not processed. The server said nothing
+    // more of them: they were given up on after the grace.
+    assert_eq!(net.now - net.started, GOAWAY_GRACE);
+    assert_eq!(net.counts.ok, 5, "{:?}", net.counts);
+    assert!(net.counts.errors.is_empty(), "{:?}", net.counts);
+    assert!(net.counts.refused >= 3, "{:?}", net.counts);
+    // Every refused request is back in the budget: 100 - 8 taken + the refused.
+    assert_eq!(net.session.sent_in_flight(), 0);
+    let mut left = 0;
+    while net.budget.claim() {
+        left += 1;
+    }
+    assert_eq!(left, 100 - net.counts.ok);
+}
+
+#[test]
+fn a_lost_request_datagram_is_repaired_and_the_count_stays_exact() {
+    let cert = self_signed();
+    let mut net = Net::new(&cert, ServerOptions::default(), 4, 20, None);
+    net.drop_first_request = true;
+    net.run_all();
+    assert_eq!(net.dropped, 1);
+    assert_eq!(net.counts.ok, 20, "{:?}", net.counts);
+    assert_eq!(net.server.answered, 20);
+    assert!(net.counts.errors.is_empty(), "{:?}", net.counts);
+}
+
+#[test]
+fn a_port_where_nothing_answers_quic_fails_the_connect_at_the_connect_timeout() {
+    let cert = self_signed();
+    let options = ServerOptions { silent: true, ..ServerOptions::default() };
+    let mut net = Net::new(&cert, options, 4, 10, None);
+    net.run_until(Duration::from_secs(60), |n| n.counts.setup_failed.is_some());
+    let (kind, why) = net.counts.setup_failed.clone().expect("the connect fails");
+    assert_eq!(kind, ErrorKind::Connect);
+    assert!(why.contains("QUIC handshake"), "{why}");
+    assert_eq!(net.now - net.started, CONNECT_TIMEOUT);
+    assert!(net.session.must_close());
+    assert_eq!(net.counts.ok, 0);
+}
+
+#[test]
+fn requests_a_server_never_answers_time_out_and_the_connection_goes_on() {
+    let cert = self_signed();
+    let options = ServerOptions { mute: true, ..ServerOptions::default() };
+    let timeout = Duration::from_secs(2);
+    let mut net = Net::new(&cert, options, 3, 6, Some(timeout));
+    net.run_all();
+    assert_eq!(net.counts.errors.get(&ErrorKind::Timeout), Some(&6), "{:?}", net.counts);
+    assert_eq!(net.counts.ok, 0);
+    assert!(!net.session.must_close(), "the connection outlives its requests");
+    // Two rounds of three, each timed out at exactly the timeout.
+    assert_eq!(net.now - net.started, timeout * 2);
+    assert!(net.counts.why.iter().all(|w| w.contains("--timeout")));
+}
+
+#[test]
+fn requests_in_flight_count_as_sent_only_once_a_batch_carried_them() {
+    let cert = self_signed();
+    let mut net = Net::new(&cert, ServerOptions { mute: true, ..ServerOptions::default() }, 4, 4, None);
+    assert!(net.run_until(Duration::from_secs(1), |n| n.session.is_established()));
+    // Requests start when the connection is made; before the next batch they are not sent.
+    assert_eq!(net.session.requests.len(), 4);
+    assert_eq!(net.session.sent_in_flight(), 0);
+    net.exchange();
+    assert_eq!(net.session.sent_in_flight(), 4);
+}
+
+#[test]
+fn a_server_answering_the_stream_its_goaway_names_is_counted_once_not_sent_again() {
+    let cert = self_signed();
+    let options = ServerOptions { goaway_after: Some(5), goaway_like_h3_crate: true, ..ServerOptions::default() };
+    let mut net = Net::new(&cert, options, 8, 100, None);
+    assert!(net.run_until(Duration::from_secs(10), |n| n.session.must_close()), "{:?}", net.counts);
+    // The sixth request was answered against the GOAWAY's word, and counted as ok; the rest
+    // were rejected, and go back into the budget. No grace was needed: the server settled all.
+    assert_eq!(net.server.answered, 6);
+    assert_eq!(net.counts.ok, 6, "{:?}", net.counts);
+    assert_eq!(net.counts.refused, 2, "{:?}", net.counts);
+    assert!(net.now - net.started < GOAWAY_GRACE);
+    let mut left = 0;
+    while net.budget.claim() {
+        left += 1;
+    }
+    assert_eq!(left, 100 - net.counts.ok);
+}
+
+#[test]
+fn closing_tells_the_server_at_once_with_h3_no_error() {
+    let cert = self_signed();
+    let mut net = Net::new(&cert, ServerOptions::default(), 4, 8, None);
+    net.run_all();
+    assert_eq!(net.counts.ok, 8);
+    net.session.close(net.now);
+    assert!(net.session.must_close());
+    net.exchange();
+    assert_eq!(net.server.closed_by_client, 1, "the server saw the CONNECTION_CLOSE");
+    assert_eq!(net.session.sent_in_flight(), 0);
+}
