@@ -65,11 +65,15 @@ fn worker_list(workers: &[&WorkerProcess]) -> String {
     workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",")
 }
 
-/// A base64 HdrHistogram (V2+DEFLATE) from a report, decoded with the hdrhistogram crate.
+/// A base64 HdrHistogram (V2+DEFLATE) from a report, decoded with the hdrhistogram crate. It
+/// comes at the bounds it had grown to, so it grows further when others are added to it.
 fn histogram(b64: &Value) -> Histogram<u64> {
     let text = b64.as_str().unwrap_or_else(|| panic!("not a base64 histogram: {b64}"));
     let bytes = base64::engine::general_purpose::STANDARD.decode(text).expect("base64");
-    hdrhistogram::serialization::Deserializer::new().deserialize(&mut &bytes[..]).expect("an HdrHistogram")
+    let mut h: Histogram<u64> =
+        hdrhistogram::serialization::Deserializer::new().deserialize(&mut &bytes[..]).expect("an HdrHistogram");
+    h.auto(true);
+    h
 }
 
 const QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];

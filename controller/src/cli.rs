@@ -166,7 +166,7 @@ pub(crate) struct LoadArgs {
     #[arg(short = 'o', long = "output", value_name = "FORMAT:FILE")]
     pub outputs: Vec<String>,
     /// Write an HdrHistogram interval log to FILE: one line a second per latency kind (tags
-    /// latency, connect, ttfb, hold), merged over all workers, as HdrHistogram's tools read it.
+    /// latency, service, lateness, connect, ttfb, hold), merged over all workers, as HdrHistogram reads it.
     #[arg(long, value_name = "FILE")]
     pub hlog: Option<PathBuf>,
     /// Requests in flight per connection (HTTP/2 and HTTP/3 streams; default 1). A server's lower

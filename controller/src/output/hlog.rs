@@ -27,8 +27,15 @@ type Pick = fn(&Histograms) -> &Histogram<u64>;
 
 /// The kinds logged and their tags, in the order each interval lists them. A new latency kind
 /// is one line here.
-const KINDS: [(&str, Pick); 4] =
-    [("latency", |h| &h.latency), ("connect", |h| &h.connect), ("ttfb", |h| &h.ttfb), ("hold", |h| &h.hold)];
+const KINDS: [(&str, Pick); 6] = [
+    ("latency", |h| &h.latency),
+    // The open model's (--rate): service time and send lateness; empty in a closed run.
+    ("service", |h| &h.service),
+    ("lateness", |h| &h.lateness),
+    ("connect", |h| &h.connect),
+    ("ttfb", |h| &h.ttfb),
+    ("hold", |h| &h.hold),
+];
 
 /// Nanoseconds per unit of `Interval_Max`: milliseconds.
 const MAX_VALUE_DIVISOR: f64 = 1e6;
