@@ -25,8 +25,8 @@ use crate::h3::{Config as RequestConfig, varint};
 use crate::plan::RequestSpec;
 use crate::quic::tests::{Cert, SERVER_NAME, self_signed, trusting};
 use crate::quic::{ALPN_H3, Config as QuicConfig, Congestion};
-use crate::session::{Budget, Event, Transmit, Units};
-use crate::stats::ErrorKind;
+use crate::session::{Event, Schedule, Transmit, Units};
+use crate::stats::{ErrorKind, Stats};
 use crate::target::Target;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -276,8 +276,9 @@ struct Net {
     started: Instant,
     session: Session,
     server: Server,
-    budget: Budget,
+    budget: Schedule,
     claimed: bool,
+    stats: Stats,
     counts: Counts,
     events: Vec<Event>,
     /// Client datagrams still to be dropped on the way (the next n).
@@ -305,7 +306,7 @@ impl Net {
             server: server_addr(),
             server_name: SERVER_NAME.to_string(),
         };
-        let mut budget = Budget::new(Some(requests));
+        let mut budget = Schedule::closed(Some(requests));
         // The connection is opened for a request, as the loop's are.
         assert!(budget.claim());
         Net {
@@ -315,6 +316,7 @@ impl Net {
             server: Server::new(cert, options),
             budget,
             claimed: true,
+            stats: Stats::new(),
             counts: Counts::default(),
             events: Vec::new(),
             drop_to_server: 0,
@@ -343,6 +345,7 @@ impl Net {
                 }
                 Event::SetupFailed { kind, why } => self.counts.setup_failed = Some((kind, why.into_owned())),
                 Event::Limited(limit) => self.counts.limited = Some(limit),
+                Event::RetryAfter { .. } => panic!("the h3 session reads only :status"),
             }
         }
     }
@@ -351,7 +354,7 @@ impl Net {
     fn advance(&mut self) {
         self.count();
         if self.session.is_established() {
-            let mut units = Units::new(&mut self.claimed, &mut self.budget);
+            let mut units = Units::new(&mut self.claimed, &mut self.budget, &mut self.stats);
             self.session.start_requests(self.now, &mut units, &mut self.events);
             self.count();
         }
