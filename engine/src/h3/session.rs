@@ -58,7 +58,7 @@ pub(crate) struct Setup {
 /// One request in flight on its stream.
 #[derive(Debug)]
 struct Request {
-    /// When it was due: `sent_at` in the closed model, its slot under a rate.
+    /// When it was due (the schedule's instant; when it was sent, in the closed model).
     due: Instant,
     sent_at: Instant,
     /// Bytes of the request (head, then body) handed to QUIC so far.
@@ -151,7 +151,16 @@ impl Session {
 
     /// Starts as many requests as `units`, `-p` and the server's stream limit allow.
     pub(crate) fn start_requests(&mut self, now: Instant, units: &mut Units<'_>, events: &mut Vec<Event>) {
-        if self.ended || !self.established || self.goaway.is_some() {
+        if self.ended || !self.established {
+            return;
+        }
+        if self.goaway.is_some() {
+            if self.requests.is_empty() && units.take_unused_claim() {
+                // The connection was opened for a request that cannot start on it (GOAWAY came
+                // first): it fails, so such a server cannot keep the run reconnecting forever.
+                let why = "the server sent GOAWAY before any request on a fresh HTTP/3 connection";
+                events.push(Event::Failed { kind: ErrorKind::Protocol, n: 1, why: why.into() });
+            }
             return;
         }
         let streams = self.setup.request.streams as usize;
@@ -181,18 +190,16 @@ impl Session {
         }
         if limited && !self.filled && self.requests.len() < streams {
             events.push(Event::Limited(self.requests.len() as u32));
+            if self.requests.is_empty() && units.take_unused_claim() {
+                let why = "the server allowed no request stream on a fresh HTTP/3 connection";
+                events.push(Event::Failed { kind: ErrorKind::Protocol, n: 1, why: why.into() });
+            }
         }
         self.filled = true;
         self.blocked_since = match (limited, self.requests.is_empty()) {
             (true, true) => Some(self.blocked_since.unwrap_or(now)),
             _ => None,
         };
-        if self.requests.is_empty() && !limited && units.take_unused_claim() {
-            // The connection was opened for a request that cannot start on it (GOAWAY came
-            // first): it fails, so such a server cannot keep the run reconnecting forever.
-            let why = "the server allowed no request on a fresh HTTP/3 connection";
-            events.push(Event::Failed { kind: ErrorKind::Protocol, n: 1, why: why.into() });
-        }
     }
 
     /// The next batch of datagrams, written into `out` (cleared first).

@@ -26,7 +26,8 @@ use crate::plan::RequestSpec;
 use crate::quic::tests::{Cert, SERVER_NAME, self_signed, trusting};
 use crate::quic::{ALPN_H3, Config as QuicConfig, Congestion};
 use crate::session::{Event, Schedule, Transmit, Units};
-use crate::stats::{ErrorKind, Stats};
+use crate::stats::ErrorKind;
+use crate::stats::Stats;
 use crate::target::Target;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -278,6 +279,7 @@ struct Net {
     server: Server,
     budget: Schedule,
     claimed: bool,
+    /// What `Units` records as requests are taken (send lateness, in the open model).
     stats: Stats,
     counts: Counts,
     events: Vec<Event>,
@@ -345,7 +347,8 @@ impl Net {
                 }
                 Event::SetupFailed { kind, why } => self.counts.setup_failed = Some((kind, why.into_owned())),
                 Event::Limited(limit) => self.counts.limited = Some(limit),
-                Event::RetryAfter { .. } => panic!("the h3 session reads only :status"),
+                // Only :status is decoded from HTTP/3 responses.
+                Event::RetryAfter { .. } => panic!("no Retry-After is read from HTTP/3"),
             }
         }
     }
