@@ -9,11 +9,13 @@
 //! payload inflated through a bounded reader.
 
 use std::borrow::Cow;
-use std::io::Read;
+use std::io::{Read, Write};
 
+use flate2::Compression;
 use flate2::read::ZlibDecoder;
+use flate2::write::ZlibEncoder;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 
 /// 1 ns to one hour at 3 significant digits. Values beyond an hour are clamped and counted.
 const LOWEST: u64 = 1;
@@ -64,10 +66,23 @@ pub enum HistogramError {
     PayloadTooLarge { declared: u64, most: u64 },
 }
 
-/// Encodes as HdrHistogram V2 + DEFLATE.
+/// Encodes as HdrHistogram V2 + DEFLATE, declaring volley's whole range (1 ns to 1 h) however
+/// far the counts have grown: a reader that decodes it into a histogram of fixed bounds can
+/// still add any other of volley's to it. The payload holds counts up to the last one that is
+/// not zero either way, so this costs nothing.
 pub fn encode_histogram(h: &Histogram<u64>) -> Vec<u8> {
-    let mut out = Vec::new();
-    V2DeflateSerializer::new().serialize(h, &mut out).expect("writing to a Vec cannot fail");
+    let mut plain = Vec::new();
+    V2Serializer::new().serialize(h, &mut plain).expect("writing to a Vec cannot fail");
+    if h.high() < HIGHEST {
+        plain[24..32].copy_from_slice(&HIGHEST.to_be_bytes());
+    }
+    let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
+    z.write_all(&plain).expect("writing to a Vec cannot fail");
+    let deflated = z.finish().expect("writing to a Vec cannot fail");
+    let mut out = Vec::with_capacity(8 + deflated.len());
+    out.extend_from_slice(&V2_DEFLATE_COOKIE.to_be_bytes());
+    out.extend_from_slice(&(deflated.len() as u32).to_be_bytes());
+    out.extend_from_slice(&deflated);
     out
 }
 

@@ -156,3 +156,20 @@ fn a_histogram_holding_values_beyond_an_hour_is_refused() {
     other.record(HIGHEST * 2).unwrap();
     assert!(matches!(decode_histogram(&encode_histogram(&other)), Err(HistogramError::Bounds)));
 }
+
+#[test]
+fn an_encoded_histogram_declares_the_whole_range_so_fixed_bounds_readers_can_add_to_it() {
+    let mut small = new_histogram();
+    small.record(5_000).unwrap();
+    let mut large = new_histogram();
+    large.record(3_000_000_000_000).unwrap();
+    // Decoded by the crate itself (as another reader would), not by decode_histogram.
+    let read = |h: &Histogram<u64>| -> Histogram<u64> {
+        Deserializer::new().deserialize(&mut &encode_histogram(h)[..]).unwrap()
+    };
+    let mut sum = read(&small);
+    assert!(!sum.is_auto_resize());
+    assert_eq!(sum.high(), HIGHEST);
+    sum.add(read(&large)).unwrap();
+    assert_eq!(sum.len(), 2);
+}
