@@ -36,7 +36,10 @@ def main(path):
                 "max": interval.get_max_value(),
             }
         )
-        tag["sum"].add(interval)
+        # Adding an empty interval changes nothing, but HdrHistogram_py 0.10.8's add takes the
+        # empty one's min as 0 when both have the same layout (as volley's full-range ones do).
+        if interval.get_total_count():
+            tag["sum"].add(interval)
     out = {}
     for name, tag in tags.items():
         total = tag["sum"]
