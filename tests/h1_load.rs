@@ -440,15 +440,16 @@ fn demo_runs_a_real_distributed_load_test_against_the_built_in_server() {
         assert!(line.contains(" 16 conns ") && !line.contains(" 0 requests"), "{line}");
     }
     assert!(text.contains("Start skew:"), "{text}");
-    // Then the same over HTTP/2.
+    // Then the same over HTTP/2 and HTTP/3.
     assert!(text.contains("Protocol:     HTTP/2, 16 streams per connection"), "{text}");
+    assert!(text.contains("Protocol:     HTTP/3, 16 streams per connection"), "{text}");
     // The demo compares each report with the server's own count on stderr.
     let err = stderr(&out);
     let said = |what: &str, nth: usize| -> u64 {
         let at = err.match_indices(what).nth(nth).unwrap_or_else(|| panic!("no '{what}' #{nth} in {err}")).0;
         err[at + what.len()..].split_whitespace().next().unwrap().parse().unwrap()
     };
-    for part in 0..2 {
+    for part in 0..3 {
         let (served, ok) = (said("the server counted ", part), said("the report counts ", part));
         assert!(ok > 0 && ok <= served, "{err}");
     }

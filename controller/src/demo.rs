@@ -1,6 +1,7 @@
 //! `volley demo`: the whole product in one command. The built-in target and two workers on
-//! loopback ports, two distributed runs across them (HTTP/1.1, then HTTP/2 on the same port),
-//! and for each the merged report with its per-worker breakdown.
+//! loopback ports, three distributed runs across them (HTTP/1.1, then HTTP/2 on the same port,
+//! then HTTP/3 on a second built-in server with a self-signed certificate), and for each the
+//! merged report with its per-worker breakdown.
 
 use clap::Parser;
 
@@ -13,6 +14,12 @@ pub(crate) fn run() -> Result<(), CliError> {
     let config = volley_serve::ServeConfig { addr: loopback, ..Default::default() };
     let server = volley_serve::Server::start(config).map_err(|e| CliError::Serve(e.to_string()))?;
     let url = format!("http://{}/", server.local_addr());
+    // HTTP/3 needs TLS: a second server, its certificate made now (the runs take -k).
+    let tls =
+        volley_serve::TlsPem::self_signed(&["127.0.0.1".to_string()]).map_err(|e| CliError::Serve(e.to_string()))?;
+    let config = volley_serve::ServeConfig { addr: loopback, tls: Some(tls), http3: true, ..Default::default() };
+    let quic_server = volley_serve::Server::start(config).map_err(|e| CliError::Serve(e.to_string()))?;
+    let quic_url = format!("https://{}/", quic_server.local_addr());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -25,22 +32,30 @@ pub(crate) fn run() -> Result<(), CliError> {
         workers.push(worker);
     }
     let addrs: Vec<String> = workers.iter().map(|w| w.addr().to_string()).collect();
-    eprintln!("volley demo: built-in server on {url}; workers on {}", addrs.join(" and "));
+    eprintln!("volley demo: built-in servers on {url} and {quic_url} (HTTP/3); workers on {}", addrs.join(" and "));
     let list = addrs.join(",");
-    let parts: [(&str, &[&str]); 2] = [
-        ("HTTP/1.1, 2 s with 32 connections split between the workers", &["-c", "32"]),
+    let parts: [(&str, &volley_serve::Server, &str, &[&str]); 3] = [
+        ("HTTP/1.1, 2 s with 32 connections split between the workers", &server, &url, &["-c", "32"]),
         (
             "HTTP/2 on the same port (h2c, prior knowledge), 2 s with 8 connections × 16 streams",
+            &server,
+            &url,
             &["-c", "8", "--http2", "-p", "16"],
+        ),
+        (
+            "HTTP/3 (QUIC, self-signed certificate, hence -k), 2 s with 8 connections × 16 streams",
+            &quic_server,
+            &quic_url,
+            &["-c", "8", "--http3", "-p", "16", "-k"],
         ),
     ];
     let mut outcome = Ok(());
-    for (what, flags) in parts {
+    for (what, server, url, flags) in parts {
         eprintln!("\nvolley demo: {what}");
         // The same flags a user would type, so the demo shares every default of a real run.
         let mut args = vec!["volley", "-z", "2s", "--workers", &list];
         args.extend_from_slice(flags);
-        args.push(&url);
+        args.push(url);
         let cli = Cli::try_parse_from(args).map_err(|e| CliError::Usage(format!("demo arguments: {e}")))?;
         let before = server.requests();
         let report = run_and_report(&cli.load, Some(runtime.handle()))?.report;
