@@ -78,6 +78,12 @@ TARGETS = {  # keyed by the proto column
                      rps_vs={"shb": 1.0}),
     "h2c": _H2_TARGETS,
     "h2tls": _H2_TARGETS,
+    # HTTP/3 (bench/h3.sh): caddy is the bottleneck there, ngtcp2's server is not.
+    "h3caddy": Targets(f"{SUBJECT}'s client CPU per request at most 0.6 × oha's",
+                       cpu_vs={"oha": 0.6}),
+    "h3serve": Targets(f"{SUBJECT}'s client CPU per request at most 0.6 × oha's", cpu_vs={"oha": 0.6}),
+    "h3ngtcp2": Targets(f"against ngtcp2's server, {SUBJECT}'s client CPU per request at most "
+                        f"0.6 × oha's and shb's", cpu_vs={"oha": 0.6, "shb": 1.0}),
 }
 NO_TARGETS = Targets("", cpu_vs={})
 
@@ -153,7 +159,19 @@ def parse_shb(text: str) -> tuple[int, float]:
         raise ParseError(f"output is not shb's JSON report ({e})")
 
 
-PARSERS = {"wrk": parse_wrk, "h2load": parse_h2load, "shb": parse_shb, "volley": parse_volley}
+def parse_oha(text: str) -> tuple[int, float]:
+    """oha --output-format json: the 2xx answers of statusCodeDistribution, and summary.total
+    (the run's seconds)."""
+    try:
+        doc = json.loads(text.strip())
+        ok = sum(int(n) for code, n in doc["statusCodeDistribution"].items() if code.startswith("2"))
+        return ok, float(doc["summary"]["total"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ParseError(f"output is not oha's JSON report ({e})")
+
+
+PARSERS = {"wrk": parse_wrk, "h2load": parse_h2load, "shb": parse_shb, "oha": parse_oha,
+           "volley": parse_volley}
 
 
 def parse_time_file(path: str) -> tuple[float, float, int]:

@@ -16,6 +16,9 @@
 # Optional hooks: setup_server (runs before nginx starts, e.g. to set NGINX_SERVER_EXTRA),
 # header_notes (more "- ..." lines for the report header), and prepare_TOOL (run once before
 # the tool's availability probe; on failure it sets UNAVAILABLE_REASON and returns non-zero).
+# A script measuring against servers other than nginx (bench/h3.sh) redefines start_server
+# (it sets URLS), check_server, server_header (the header's server lines) and
+# server_commands (the servers' command lines, one a line).
 # Then it calls clients_main with the ensure_packages specs of its tools.
 # Each tool's output is parsed by bench/lib/benchlib.py (PARSERS, keyed by tool name),
 # independently of the protocol.
@@ -115,8 +118,12 @@ start_server() {
     args+=("${PORTS[$proto]}" "$("listen_$proto" "${PORTS[$proto]}")")
   done
   start_nginx "${args[@]}"
+  cp "$TMP/nginx.conf" "$RESULTS/$NAME-$STAMP.nginx.conf"
   log "nginx (pid $NGINX_PID, CPU $SERVER_CPU) serving $(for p in "${PROTOS[@]}"; do printf '%s=%s ' "$p" "${URLS[$p]}"; done)"
 }
+check_server() { check_nginx; }
+server_header() { echo "- nginx: $("$NGINX" -v 2>&1 | head -n1) — 1 worker, pinned to CPU $SERVER_CPU"; }
+server_commands() { echo "$(show_cmd "${NGINX_CMD[@]}")  # config: bench/results/${NAME}-$STAMP.nginx.conf"; }
 
 # The full command line of one measured client run (sets CMD, then wraps it).
 wrapped_cmd() { # proto tool point seconds timefile
@@ -133,7 +140,7 @@ measure() { # proto tool point run
   split_point "$point"
   local conns=$P_CONNS streams=$P_STREAMS
   local base=$RAW/$proto-$tool-c$conns${streams:+-m$streams}-r$run
-  check_nginx
+  check_server
   wrapped_cmd "$proto" "$tool" "$point" "$S" "$base.time"
   run_child "${WRAPPED[@]}" </dev/null >"$base.out" 2>"$base.err" || rc=$?
   python3 "$LIB" record --csv "$CSV" --proto "$proto" --tool "$tool" --conns "$conns" \
@@ -151,7 +158,9 @@ probe() { # proto tool
   if ((rc != 0)); then
     local first
     first=$(grep -m1 . "$base.err" || grep -m1 . "$base.out" || true)
-    UNAVAILABLE_REASON="probe \`${CMD[*]}\` exited $rc${first:+: ${first:0:160}}"
+    local how="exited $rc"
+    ((rc != 124)) || how="did not end within 20 s"
+    UNAVAILABLE_REASON="probe \`${CMD[*]}\` $how${first:+: ${first:0:160}}"
     return 1
   fi
   if ! parsed=$(python3 "$LIB" parse "$tool" "$base.out" 2>&1); then
@@ -222,6 +231,7 @@ version_of() { # tool
     ;;
   wrk) wrk --version 2>&1 </dev/null | head -n1 || true ;;
   h2load) h2load --version 2>&1 </dev/null | head -n1 || true ;;
+  oha) echo "$OHA: $("$OHA" --version 2>&1 </dev/null | head -n1 || true)" ;;
   shb) # shb has no --version; cargo's install records have it
     local v
     v=$(grep -ho '"shb [0-9][^ ]*' "$(dirname "$(dirname "$SHB")")/.crates.toml" ~/.cargo/.crates.toml 2>/dev/null | head -n1)
@@ -238,7 +248,7 @@ print_header() {
   echo "# $TITLE — $STAMP"
   echo
   echo "- machine: nproc $(nproc), CPU ${cpu_model:-unknown}, kernel $(uname -r)"
-  echo "- nginx: $("$NGINX" -v 2>&1 | head -n1) — 1 worker, pinned to CPU $SERVER_CPU"
+  server_header
   if declare -F header_notes >/dev/null; then header_notes; fi
   for tool in $(all_tools); do
     [[ " ${!AVAILABLE[*]} " == *" $tool "* ]] || continue # unavailable: noted below
@@ -251,7 +261,7 @@ print_header() {
   echo "Commands (\`FILE\` is the per-run GNU time output under $RAW_REL/):"
   echo
   echo '```'
-  echo "$(show_cmd "${NGINX_CMD[@]}")  # config: bench/results/${NAME}-$STAMP.nginx.conf"
+  server_commands
   for proto in "${PROTOS[@]}"; do
     local -n tools="TOOLS_$proto"
     for tool in "${tools[@]}"; do
@@ -272,16 +282,14 @@ clients_main() { # ensure_packages specs of the tools
   NGINX=$(command -v nginx || echo /usr/sbin/nginx)
   check_cpus
 
-  local results
-  new_results results csv
-  CSV=$results/$NAME-$STAMP.csv
-  RAW=$results/$NAME-$STAMP.raw
+  new_results RESULTS csv
+  CSV=$RESULTS/$NAME-$STAMP.csv
+  RAW=$RESULTS/$NAME-$STAMP.raw
   RAW_REL=bench/results/$NAME-$STAMP.raw
   mkdir -p "$RAW"
 
   if declare -F setup_server >/dev/null; then setup_server; fi
   start_server
-  cp "$TMP/nginx.conf" "$results/$NAME-$STAMP.nginx.conf"
   check_tools
 
   local run proto tool point i n
@@ -301,7 +309,7 @@ clients_main() { # ensure_packages specs of the tools
     done
   done
 
-  local report=$results/$NAME-$STAMP.md
+  local report=$RESULTS/$NAME-$STAMP.md
   {
     print_header
     python3 "$LIB" summarize "$CSV"
