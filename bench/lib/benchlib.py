@@ -19,6 +19,14 @@ library only):
       Append a row saying the tool could not be run at all.
   summarize CSV
       Print the markdown table of medians and the volley ratio lines.
+  rate-record --csv F --tool volley|oha --rate R --run N --rc N --stdout F --time F
+      bench/rate.sh: parse one run at a fixed rate and append its row to the CSV.
+  rate-summary CSV
+      bench/rate.sh: the markdown table of medians per rate and tool, with the targets.
+  soak-summary CSV REPORT_JSON
+      bench/h3-soak.sh: the RSS samples minute by minute and the verdict (the last minute's
+      largest RSS within 1 MB of the first minute's after the warm-up minute), with the run's
+      requests from volley's JSON report.
 
 With --streams (HTTP/2 streams per connection), the CSV gets a `streams` column after
 `conns`, and the summary keys its points by connections × streams.
@@ -487,6 +495,122 @@ def cmd_summarize(args) -> int:
     return 0
 
 
+RATE_FIELDS = ["tool", "rate", "run", "status", "note", "ok", "duration_s", "achieved",
+               "lateness_p99_s", "latency_p99_s", "user_s", "sys_s", "rss_mb", "cpu_us_per_req"]
+
+
+def _rate_parse(tool: str, text: str) -> dict:
+    """A fixed-rate run's numbers: responses ok, seconds, p99 latency (corrected for
+    coordinated omission by both tools) and, for volley, the p99 send lateness."""
+    doc = json.loads(text.strip())
+    if tool == "volley":
+        lateness = ((doc.get("schedule") or {}).get("latenessSeconds") or {}).get("percentiles", {})
+        return {"ok": int(doc["requests"]["ok"]), "duration_s": float(doc["durationSeconds"]),
+                "latency_p99_s": doc["latencySeconds"]["percentiles"]["p99"],
+                "lateness_p99_s": lateness.get("p99")}
+    ok = sum(int(n) for code, n in doc["statusCodeDistribution"].items() if code.startswith("2"))
+    return {"ok": ok, "duration_s": float(doc["summary"]["total"]),
+            "latency_p99_s": doc["latencyPercentiles"]["p99"], "lateness_p99_s": None}
+
+
+def cmd_rate_record(args) -> int:
+    row = {"tool": args.tool, "rate": args.rate, "run": args.run, "status": "ok", "note": ""}
+    try:
+        with open(args.stdout, encoding="utf-8", errors="replace") as f:
+            row.update(_rate_parse(args.tool, f.read()))
+        user, sys_s, rss_kib = parse_time_file(args.time)
+        row.update(user_s=user, sys_s=sys_s, rss_mb=f"{rss_kib / 1024:.1f}")
+        row["achieved"] = f"{row['ok'] / row['duration_s']:.1f}"
+        row["cpu_us_per_req"] = f"{(user + sys_s) * 1e6 / row['ok']:.3f}" if row["ok"] else ""
+        if args.rc != 0 or not row["ok"]:
+            row.update(status="failed", note=f"exit {args.rc}, {row['ok']} ok")
+    except (OSError, ValueError, KeyError, TypeError, ParseError) as e:
+        row.update(status="failed", note=f"exit {args.rc}: unreadable output ({e})")
+    new = not os.path.exists(args.csv)
+    with open(args.csv, "a", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=RATE_FIELDS, extrasaction="ignore")
+        if new:
+            w.writeheader()
+        w.writerow(row)
+    if row["status"] == "ok":
+        late = row["lateness_p99_s"]
+        print(f"  {args.tool:6s} rate {args.rate:>7d} run {args.run}: {float(row['achieved']):>9.0f}/s"
+              f"  p99 {row['latency_p99_s'] * 1e3:7.3f} ms"
+              + (f"  lateness p99 {late * 1e6:6.0f} µs" if late is not None else "")
+              + f"  {row['cpu_us_per_req']} CPU µs/req", file=sys.stderr)
+    else:
+        print(f"  {args.tool:6s} rate {args.rate} run {args.run}: FAILED ({row['note']})", file=sys.stderr)
+    return 0
+
+
+def cmd_rate_summary(args) -> int:
+    with open(args.csv, newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
+    cells: dict[tuple[int, str], list[dict]] = {}
+    for r in rows:
+        cells.setdefault((int(r["rate"]), r["tool"]), []).append(r)
+    med = lambda rs, k: statistics.median(float(r[k]) for r in rs if r[k] not in ("", None))  # noqa: E731
+    print("| rate asked | tool | achieved/s | achieved / asked | p99 send lateness µs | p99 latency ms "
+          "| CPU µs/req | peak RSS MB | runs |")
+    print("|--:|---|--:|--:|--:|--:|--:|--:|--:|")
+    verdicts = []
+    for (rate, tool) in sorted(cells, key=lambda k: (k[0], k[1] != SUBJECT)):
+        rs = cells[(rate, tool)]
+        achieved = med(rs, "achieved")
+        late = [r for r in rs if r["lateness_p99_s"]]
+        late_us = med(late, "lateness_p99_s") * 1e6 if late else None
+        cpu = med(rs, "cpu_us_per_req")
+        print(f"| {rate:,} | {tool} | {achieved:,.0f} | {achieved / rate:.4f} | "
+              f"{'–' if late_us is None else f'{late_us:.0f}'} | {med(rs, 'latency_p99_s') * 1e3:.3f} | "
+              f"{cpu:.2f} | {med(rs, 'rss_mb'):.1f} | {len(rs)} |")
+        if tool == SUBJECT:
+            theirs = cells.get((rate, "oha"))
+            oha_cpu = med(theirs, "cpu_us_per_req") if theirs else None
+            verdicts.append(
+                f"- {rate:,}/s: achieved within 0.5% {_verdict(abs(achieved / rate - 1), 0.005)}, "
+                f"p99 lateness under 200 µs {_verdict(late_us, 200)}, CPU/req below oha's "
+                f"{_verdict(None if oha_cpu is None else cpu / oha_cpu, 1.0)}"
+                + (f" ({cpu / oha_cpu:.2f} × oha's)" if oha_cpu else ""))
+    print()
+    print(f"Targets (issue 13), {SUBJECT}:")
+    print()
+    for v in verdicts:
+        print(v)
+    return 0
+
+
+def cmd_soak_summary(args) -> int:
+    with open(args.csv, newline="", encoding="utf-8") as f:
+        samples = [(int(r["seconds"]), int(r["rss_kib"])) for r in csv.DictReader(f)]
+    with open(args.report, encoding="utf-8") as f:
+        report = json.load(f)
+    last_second = max((t for t, _ in samples), default=0)
+    minutes: dict[int, list[int]] = {}
+    for t, kib in samples:
+        minutes.setdefault((t - 1) // 60, []).append(kib)
+    print("| minute | samples | RSS MB min | RSS MB max |")
+    print("|--:|--:|--:|--:|")
+    for m in sorted(minutes):
+        v = minutes[m]
+        print(f"| {m + 1} | {len(v)} | {min(v) / 1024:.1f} | {max(v) / 1024:.1f} |")
+    print()
+    requests = report.get("requests", {})
+    print(f"Requests: {requests.get('ok', 0):,} ok, {requests.get('errors', 0):,} errors in "
+          f"{report.get('durationSeconds', 0):.0f} s ({report.get('requestsPerSec', 0):,.0f}/s).")
+    # Minute 1 is the warm-up; minute 2 the first after it; the last full minute ends the run.
+    last = (last_second - 1) // 60
+    if 1 not in minutes or last <= 1:
+        print("Verdict: n/a (the run is too short for a first and a last minute after the warm-up)")
+        return 0
+    first_max, last_max = max(minutes[1]), max(minutes[last])
+    grew = (last_max - first_max) / 1024
+    verdict = "PASS" if grew <= 1.0 else "FAIL"
+    print(f"Verdict: the last minute's largest RSS is {last_max / 1024:.1f} MB, {grew:+.2f} MB from "
+          f"the first minute after the warm-up ({first_max / 1024:.1f} MB): "
+          f"{verdict} (flat: within 1 MB)")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -525,6 +649,23 @@ def main(argv: list[str]) -> int:
     s = sub.add_parser("summarize")
     s.add_argument("csv")
     s.set_defaults(fn=cmd_summarize)
+
+    s = sub.add_parser("rate-record")
+    for name in ("csv", "stdout", "time"):
+        s.add_argument("--" + name, required=True)
+    s.add_argument("--tool", required=True, choices=["volley", "oha"])
+    for name in ("rate", "run", "rc"):
+        s.add_argument("--" + name, required=True, type=int)
+    s.set_defaults(fn=cmd_rate_record)
+
+    s = sub.add_parser("rate-summary")
+    s.add_argument("csv")
+    s.set_defaults(fn=cmd_rate_summary)
+
+    s = sub.add_parser("soak-summary")
+    s.add_argument("csv")
+    s.add_argument("report")
+    s.set_defaults(fn=cmd_soak_summary)
 
     args = p.parse_args(argv)
     return args.fn(args)
