@@ -1,6 +1,6 @@
 //! End to end: responses that carry `Retry-After` are counted per status, with the largest
-//! delay-seconds asked and the dates apart, over HTTP/1.1 and HTTP/2, locally and across real
-//! `volley worker` processes, and checked against what the server itself sent.
+//! delay-seconds asked and the dates apart, over HTTP/1.1, HTTP/2 and HTTP/3, locally and across
+//! real `volley worker` processes, and checked against what the server itself sent.
 
 mod support;
 
@@ -9,6 +9,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
+use support::h3_server::{H3Options, H3TestServer};
 use support::{
     Behavior, TestServer, WorkerProcess, assert_success, describe_output, json_report, number, run_volley,
     run_with_timeout, volley_command,
@@ -34,9 +35,9 @@ struct Sent {
 }
 
 impl Sent {
-    fn of(server: &TestServer) -> Sent {
+    fn of(retry_afters_sent: &BTreeMap<(u16, String), u64>) -> Sent {
         let mut sent = Sent { per_status: BTreeMap::new(), largest: 0, dates: 0 };
-        for ((status, value), n) in server.retry_afters_sent() {
+        for ((status, value), &n) in retry_afters_sent {
             *sent.per_status.entry(status.to_string()).or_default() += n;
             match value.parse::<u64>() {
                 Ok(seconds) => sent.largest = sent.largest.max(seconds),
@@ -54,8 +55,12 @@ impl Sent {
 /// The report's `retryAfter` says exactly what the server sent, and every 429 and 503 it
 /// counted carried one.
 fn assert_counted(report: &Value, server: &TestServer) {
-    let sent = Sent::of(server);
     assert_eq!(server.requests(), REQUESTS, "the server saw every request");
+    assert_counted_as_sent(report, &server.retry_afters_sent());
+}
+
+fn assert_counted_as_sent(report: &Value, retry_afters_sent: &BTreeMap<(u16, String), u64>) {
+    let sent = Sent::of(retry_afters_sent);
     assert!(
         sent.per_status.len() == 2 && sent.dates > 0 && sent.largest == 30,
         "the server's mix: {:?}",
@@ -97,6 +102,35 @@ fn retry_after_over_http2_is_counted_per_status_as_the_server_sent_it() {
         run_json(&["--http2", "-p", "8", "-n", &REQUESTS.to_string(), "-c", "2", "-t", "1", "-j", &server.url()]);
     assert_eq!(report["protocol"], "HTTP/2");
     assert_counted(&report, &server);
+}
+
+#[test]
+fn retry_after_over_http3_is_counted_per_status_as_the_server_sent_it() {
+    let rules = [(7, 429, DATE), (5, 503, "30"), (3, 503, "2")];
+    let server = H3TestServer::start(H3Options {
+        retry_after_every: rules.iter().map(|&(n, status, value)| (n, status, value.to_string())).collect(),
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let ca = server.cert().write_ca(dir.path());
+    let report = run_json(&[
+        "--http3",
+        "-p",
+        "8",
+        "-n",
+        &REQUESTS.to_string(),
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-j",
+        &server.url(),
+    ]);
+    assert_eq!(report["protocol"], "HTTP/3");
+    assert_eq!(server.requests(), REQUESTS, "the server answered every request");
+    assert_counted_as_sent(&report, &server.retry_afters_sent());
 }
 
 #[test]
@@ -145,7 +179,7 @@ fn retry_after_from_two_workers_adds_up_in_the_text_report_and_fails_a_threshold
     let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     support::assert_valid_report(&report);
     assert_counted(&report, &server);
-    let sent = Sent::of(&server);
+    let sent = Sent::of(&server.retry_afters_sent());
     // Each worker's part is in its own line of the JSON, and they add up to the run's.
     let parts: u64 = report["workers"].as_array().unwrap().iter().map(|w| number(w, "/retryAfter/responses")).sum();
     assert_eq!(parts, sent.total());

@@ -4,9 +4,10 @@
 //! low stream limit, a delay per response. It counts the requests it answered and the most it
 //! had in flight at once. Every request gets `200`, `content-type: text/plain` and the body.
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -34,6 +35,9 @@ pub struct H3Options {
     pub max_streams: Option<u32>,
     /// Hold every response this long before answering.
     pub delay: Duration,
+    /// Every Nth request (counted over the server, from 1) gets this status with
+    /// `retry-after: VALUE` instead of 200; the first rule that matches wins.
+    pub retry_after_every: Vec<(u64, u16, String)>,
 }
 
 impl Default for H3Options {
@@ -44,12 +48,17 @@ impl Default for H3Options {
             big_header_bytes: 0,
             max_streams: None,
             delay: Duration::ZERO,
+            retry_after_every: Vec::new(),
         }
     }
 }
 
 #[derive(Default)]
 struct Counts {
+    /// Requests taken in, numbering them for `retry_after_every`.
+    taken: AtomicU64,
+    /// (status, retry-after value) -> responses sent with it.
+    retry_afters: Mutex<BTreeMap<(u16, String), u64>>,
     requests: AtomicU64,
     connections: AtomicU64,
     in_flight: AtomicU64,
@@ -135,6 +144,11 @@ impl H3TestServer {
     }
 
     /// The most requests the server had in hand at once (from arrival to answer).
+    /// Responses sent with `retry-after`: (status, value) -> how many.
+    pub fn retry_afters_sent(&self) -> BTreeMap<(u16, String), u64> {
+        self.counts.retry_afters.lock().unwrap().clone()
+    }
+
     pub fn peak_in_flight(&self) -> u64 {
         self.counts.peak_in_flight.load(Ordering::SeqCst)
     }
@@ -201,8 +215,13 @@ async fn respond(
         if !options.delay.is_zero() {
             tokio::time::sleep(options.delay).await;
         }
+        let nth = counts.taken.fetch_add(1, Ordering::SeqCst) + 1;
+        let busy = options.retry_after_every.iter().find(|(every, _, _)| nth % every == 0);
         let mut response =
             http::Response::builder().header("content-type", "text/plain").header("content-length", options.body.len());
+        if let Some((_, status, value)) = busy {
+            response = response.status(*status).header("retry-after", value.as_str());
+        }
         let mut left = options.big_header_bytes;
         let mut i = 0;
         while left > 0 {
@@ -212,6 +231,9 @@ async fn respond(
             i += 1;
         }
         stream.send_response(response.body(()).expect("a valid response head")).await.ok()?;
+        if let Some((_, status, value)) = busy {
+            *counts.retry_afters.lock().unwrap().entry((*status, value.clone())).or_default() += 1;
+        }
         if !options.body.is_empty() {
             stream.send_data(Bytes::from(options.body.clone())).await.ok()?;
         }

@@ -11,6 +11,7 @@
 use super::H3Error;
 use super::frame::{Frame, FrameDecoder};
 use super::qpack;
+use crate::stats::RetryAfter;
 
 /// A response read to its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +19,8 @@ pub(crate) struct Response {
     pub status: u16,
     /// DATA payload bytes.
     pub body_bytes: u64,
+    /// The final HEADERS' `retry-after`, if it had one.
+    pub retry_after: Option<RetryAfter>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,11 +40,18 @@ pub(crate) struct ResponseStream {
     phase: Phase,
     status: Option<u16>,
     body_bytes: u64,
+    retry_after: Option<RetryAfter>,
 }
 
 impl Default for ResponseStream {
     fn default() -> Self {
-        ResponseStream { frames: FrameDecoder::default(), phase: Phase::Head, status: None, body_bytes: 0 }
+        ResponseStream {
+            frames: FrameDecoder::default(),
+            phase: Phase::Head,
+            status: None,
+            body_bytes: 0,
+            retry_after: None,
+        }
     }
 }
 
@@ -50,19 +60,23 @@ impl ResponseStream {
     /// stream is done: a connection error (see [`H3Error::is_connection_error`]) ends the
     /// connection, another this stream only.
     pub(crate) fn receive(&mut self, mut input: &[u8]) -> Result<(), H3Error> {
-        let ResponseStream { frames, phase, status, body_bytes } = self;
+        let ResponseStream { frames, phase, status, body_bytes, retry_after } = self;
         while let Some(frame) = frames.next(&mut input)? {
             match (frame, *phase) {
-                (Frame::Headers(section), Phase::Head) => match qpack::decode_status(section)? {
-                    None => return Err(H3Error::MissingStatus),
-                    Some(101) => return Err(H3Error::SwitchingProtocols),
-                    // Informational: the final response is still to come.
-                    Some(100..=199) => {}
-                    Some(code) => {
-                        *status = Some(code);
-                        *phase = Phase::Body;
+                (Frame::Headers(section), Phase::Head) => {
+                    let head = qpack::decode_head(section)?;
+                    match head.status {
+                        None => return Err(H3Error::MissingStatus),
+                        Some(101) => return Err(H3Error::SwitchingProtocols),
+                        // Informational: the final response is still to come.
+                        Some(100..=199) => {}
+                        Some(code) => {
+                            *status = Some(code);
+                            *retry_after = head.retry_after;
+                            *phase = Phase::Body;
+                        }
                     }
-                },
+                }
                 (Frame::Headers(section), Phase::Body) => {
                     if qpack::decode_status(section)?.is_some() {
                         return Err(H3Error::StatusInTrailers);
@@ -94,7 +108,7 @@ impl ResponseStream {
     pub(crate) fn finish(&self) -> Result<Response, H3Error> {
         self.frames.finish()?;
         match self.status {
-            Some(status) => Ok(Response { status, body_bytes: self.body_bytes }),
+            Some(status) => Ok(Response { status, body_bytes: self.body_bytes, retry_after: self.retry_after }),
             None => Err(H3Error::IncompleteResponse),
         }
     }

@@ -445,6 +445,9 @@ impl Session {
         match finished {
             Ok(response) => {
                 self.requests.remove(&stream);
+                if let Some(value) = response.retry_after {
+                    events.push(Event::RetryAfter { status: response.status, value });
+                }
                 events.push(Event::Response { status: response.status, due, sent_at, at: now });
             }
             Err(e) => self.stream_error(stream, e, now, events),

@@ -7,6 +7,7 @@ use super::frame::tests::{frame, hex};
 use super::frame::{Settings, kind};
 use super::response::{Response, ResponseStream};
 use super::uni::{ControlEvent, SeenStreams, UniStream};
+use crate::stats::RetryAfter;
 
 /// A HEADERS frame with this field section.
 pub(crate) fn headers(section: &str) -> Vec<u8> {
@@ -50,7 +51,7 @@ fn concat(parts: &[Vec<u8>]) -> Vec<u8> {
 #[test]
 fn a_response_gives_its_status_and_body_length_at_every_split() {
     let bytes = concat(&[headers(OK), data(b"hello, world!\n")]);
-    assert_eq!(response_at_every_split(&bytes), Ok(Response { status: 200, body_bytes: 14 }));
+    assert_eq!(response_at_every_split(&bytes), Ok(Response { status: 200, body_bytes: 14, retry_after: None }));
 }
 
 #[test]
@@ -70,7 +71,22 @@ fn informational_responses_unknown_frames_several_data_frames_and_trailers_are_r
         headers("0000 2361626303646566"),
         frame(0x21, b"after the trailers"),
     ]);
-    assert_eq!(response_at_every_split(&bytes), Ok(Response { status: 404, body_bytes: 1070 }));
+    assert_eq!(response_at_every_split(&bytes), Ok(Response { status: 404, body_bytes: 1070, retry_after: None }));
+}
+
+#[test]
+fn the_final_responses_retry_after_is_kept_and_an_informational_ones_is_not() {
+    // 103 with retry-after: 7 (name "retry-after" plain, value "7"), then 503 (static 28)
+    // with retry-after: 30, at every split.
+    let bytes = concat(&[
+        headers("0000 ff00 2704 72657472792d6166746572 01 37"),
+        headers("0000 dc 2704 72657472792d6166746572 02 3330"),
+        data(b"busy"),
+    ]);
+    let want = Response { status: 503, body_bytes: 4, retry_after: Some(RetryAfter::Seconds(30)) };
+    assert_eq!(response_at_every_split(&bytes), Ok(want));
+    let bytes = concat(&[headers("0000 ff00 2704 72657472792d6166746572 01 37"), headers(OK)]);
+    assert_eq!(response_at_every_split(&bytes), Ok(Response { status: 200, body_bytes: 0, retry_after: None }));
 }
 
 #[test]
@@ -162,7 +178,7 @@ fn large_response_headers_are_read_in_any_pieces() {
     }
     let bytes = concat(&[frame(kind::HEADERS, &section), data(b"ok")]);
     assert!(bytes.len() > 30_000);
-    let want = Ok(Response { status: 200, body_bytes: 2 });
+    let want = Ok(Response { status: 200, body_bytes: 2, retry_after: None });
     assert_eq!(read_response(&[&bytes]), want);
     let bytewise: Vec<&[u8]> = bytes.chunks(1).collect();
     assert_eq!(read_response(&bytewise), want);

@@ -2,13 +2,14 @@
 //!
 //! `field_lines` walks the representations one by one, borrowing names and values from the
 //! section as they are (a static entry, or a literal's raw bytes and whether it is
-//! Huffman-coded), so stepping over a field costs its length and nothing more. `decode_status`
-//! looks only at the fields that may be `:status`: decoding a Huffman string is reserved for
-//! those.
+//! Huffman-coded), so stepping over a field costs its length and nothing more. `decode_head`
+//! looks only at the fields that may be `:status` or `retry-after`: decoding a Huffman string
+//! is reserved for those.
 
 use super::QpackError;
 use super::static_table::STATIC_TABLE;
 use crate::h2::hpack::{HpackError, huffman};
+use crate::stats::RetryAfter;
 
 /// A name or a value as the section carries it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,34 +198,58 @@ impl<'a> Iterator for FieldLines<'a> {
 }
 
 const STATUS: &[u8] = b":status";
+const RETRY_AFTER: &[u8] = b"retry-after";
+/// Longer `retry-after` values are neither delay-seconds nor a date: counted as a date, as
+/// HTTP/1.1's scanner and the HPACK decoder count one too long to read.
+const RETRY_AFTER_MAX_LEN: usize = 32;
 
-/// A response field section's `:status`, or `None` for one without (trailers). Every other
-/// field is stepped over by its length; only names that may be `:status` and its value are
+/// What a response's field section says that volley reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Head {
+    /// `None` for a section without (trailers).
+    pub status: Option<u16>,
+    /// The last `retry-after` field's value.
+    pub retry_after: Option<RetryAfter>,
+}
+
+/// A response field section's `:status` and `retry-after`. Every other field is stepped over
+/// by its length; only names that may be one of the two (by their length) and their values are
 /// decoded.
-pub(crate) fn decode_status(section: &[u8]) -> Result<Option<u16>, QpackError> {
-    let mut status = None;
+pub(crate) fn decode_head(section: &[u8]) -> Result<Head, QpackError> {
+    let mut head = Head::default();
     for line in field_lines(section)? {
         let line = line?;
-        let is_status = match line.name {
-            Str::Static(name) => name.as_bytes() == STATUS,
-            name => {
-                let mut head = [0u8; 7];
-                name.decode_into(&mut head)? == Some(STATUS.len()) && head == STATUS
-            }
+        let mut name = [0u8; 11];
+        let name = match line.name {
+            Str::Static(name) => name.as_bytes(),
+            literal => match literal.decode_into(&mut name)? {
+                Some(n) => &name[..n],
+                None => continue,
+            },
         };
-        if !is_status {
-            continue;
-        }
-        if status.is_some() {
-            return Err(QpackError::DuplicateStatus);
-        }
-        let mut digits = [0u8; 3];
-        status = match line.value.decode_into(&mut digits)? {
-            Some(3) if digits.iter().all(u8::is_ascii_digit) => {
-                Some(digits.iter().fold(0u16, |n, d| n * 10 + u16::from(d - b'0')))
+        if name == STATUS {
+            if head.status.is_some() {
+                return Err(QpackError::DuplicateStatus);
             }
-            _ => return Err(QpackError::BadStatus),
-        };
+            let mut digits = [0u8; 3];
+            head.status = match line.value.decode_into(&mut digits)? {
+                Some(3) if digits.iter().all(u8::is_ascii_digit) => {
+                    Some(digits.iter().fold(0u16, |n, d| n * 10 + u16::from(d - b'0')))
+                }
+                _ => return Err(QpackError::BadStatus),
+            };
+        } else if name == RETRY_AFTER {
+            let mut value = [0u8; RETRY_AFTER_MAX_LEN];
+            head.retry_after = Some(match line.value.decode_into(&mut value)? {
+                Some(n) => RetryAfter::parse(&value[..n]),
+                None => RetryAfter::Date,
+            });
+        }
     }
-    Ok(status)
+    Ok(head)
+}
+
+/// A response field section's `:status`, or `None` for one without (trailers).
+pub(crate) fn decode_status(section: &[u8]) -> Result<Option<u16>, QpackError> {
+    decode_head(section).map(|head| head.status)
 }

@@ -16,9 +16,9 @@ mod decoder;
 mod encoder;
 mod static_table;
 
-pub(crate) use decoder::decode_status;
 #[cfg(test)]
 pub(crate) use decoder::{FieldLine, Str, field_lines};
+pub(crate) use decoder::{Head, decode_head, decode_status};
 pub(crate) use encoder::encode_field_section;
 #[cfg(test)]
 pub(crate) use static_table::STATIC_TABLE;

@@ -6,6 +6,7 @@ use crate::h2::hpack::huffman;
 use crate::h3::H3Error;
 use crate::h3::error::code;
 use crate::h3::frame::tests::hex;
+use crate::stats::RetryAfter;
 use crate::test_rng::Rng;
 
 /// Every field of a section, decoded.
@@ -138,6 +139,58 @@ fn other_fields_are_stepped_over_whatever_their_form() {
     let decoded = fields(&s).expect("valid section");
     assert_eq!(decoded[1], ("server".into(), "volley-test".into()));
     assert_eq!(decoded[2], ("x-long".into(), "v".repeat(200)));
+}
+
+/// An integer with an N-bit prefix, its first byte carrying `first`'s bits above the prefix.
+fn integer(first: u8, prefix_bits: u32, value: usize, out: &mut Vec<u8>) {
+    let max = (1usize << prefix_bits) - 1;
+    if value < max {
+        out.push(first | value as u8);
+        return;
+    }
+    out.push(first | max as u8);
+    let mut rest = value - max;
+    while rest >= 0x80 {
+        out.push(0x80 | (rest & 0x7f) as u8);
+        rest >>= 7;
+    }
+    out.push(rest as u8);
+}
+
+/// A Literal Field Line with Literal Name (§4.5.6), name and value Huffman-coded or not.
+fn literal(name: &str, value: &str, huffman: bool, out: &mut Vec<u8>) {
+    let (name, value) = if huffman { (huff(name), huff(value)) } else { (name.into(), value.into()) };
+    integer(0x20 | if huffman { 0x08 } else { 0 }, 3, name.len(), out);
+    out.extend(name);
+    integer(if huffman { 0x80 } else { 0 }, 7, value.len(), out);
+    out.extend(value);
+}
+
+#[test]
+fn retry_after_is_read_from_plain_and_huffman_literals_beside_the_status() {
+    for huffman in [false, true] {
+        let mut s = hex("0000");
+        s.push(0xc0 | 28); // :status 503
+        literal("x-other", "1", huffman, &mut s);
+        literal("retry-after", "120", huffman, &mut s);
+        let head = decode_head(&s).expect("valid section");
+        assert_eq!(head, Head { status: Some(503), retry_after: Some(RetryAfter::Seconds(120)) }, "huffman {huffman}");
+        // A date is counted as one; so is a value too long to be either.
+        let mut s = hex("0000");
+        s.push(0xc0 | 28);
+        literal("retry-after", "Fri, 31 Dec 1999 23:59:59 GMT", huffman, &mut s);
+        assert_eq!(decode_head(&s).unwrap().retry_after, Some(RetryAfter::Date));
+        let mut s = hex("0000");
+        s.push(0xc0 | 28);
+        literal("retry-after", &"9".repeat(40), huffman, &mut s);
+        assert_eq!(decode_head(&s).unwrap().retry_after, Some(RetryAfter::Date));
+    }
+    // Without one, none; the last of several counts.
+    assert_eq!(decode_head(&hex("0000 d9")).unwrap(), Head { status: Some(200), retry_after: None });
+    let mut s = hex("0000 d9");
+    literal("retry-after", "1", false, &mut s);
+    literal("retry-after", "2", true, &mut s);
+    assert_eq!(decode_head(&s).unwrap().retry_after, Some(RetryAfter::Seconds(2)));
 }
 
 #[test]
