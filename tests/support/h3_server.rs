@@ -216,7 +216,7 @@ async fn respond(
             tokio::time::sleep(options.delay).await;
         }
         let nth = counts.taken.fetch_add(1, Ordering::SeqCst) + 1;
-        let busy = options.retry_after_every.iter().find(|(every, _, _)| nth % every == 0);
+        let busy = options.retry_after_every.iter().find(|(every, _, _)| nth.is_multiple_of(*every));
         let mut response =
             http::Response::builder().header("content-type", "text/plain").header("content-length", options.body.len());
         if let Some((_, status, value)) = busy {
