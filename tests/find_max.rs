@@ -136,15 +136,22 @@ fn find_max_across_two_workers_lands_within_ten_percent_of_a_rate_limit() {
 }
 
 #[test]
-fn the_text_report_has_the_table_of_steps_and_the_capacity() {
+fn the_text_report_has_the_table_of_steps_and_the_capacity_and_o_json_writes_the_search() {
     let server = TestServer::start(Behavior::ok(10).rate_limit(250));
     let args =
         ["find-max", "--slo", "errors<0.1%", "--slo", "status_5xx<1%", "--start", "100", "--step-duration", "1s"];
     let url = server.url();
-    let args = [&args[..], &["--step-pause", "0", "--precision", "50%", "-c", "8", &url]].concat();
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("search.json");
+    let json = format!("json:{}", file.display());
+    let args = [&args[..], &["--step-pause", "0", "--precision", "50%", "-c", "8", "-o", &json, &url]].concat();
     let _alone = one_at_a_time();
     let out = run_volley(args);
     assert_eq!(out.status.code(), Some(0), "{}", describe_output(&out));
+    // -o json:FILE writes the search as -j prints it, beside the text.
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).expect("-o json:FILE")).expect("JSON");
+    assert_valid_find_max(&doc);
+    assert_eq!((doc["capacityPerSec"].as_u64(), doc["firstFailedPerSec"].as_u64()), (Some(200), Some(300)));
     let text = String::from_utf8_lossy(&out.stdout);
     for line in [
         "Capacity search: http://127.0.0.1:",
