@@ -1,5 +1,5 @@
 //! The command line: `volley [OPTIONS] URL`, `volley worker`, `volley merge`, `volley report`,
-//! `volley serve`, `volley demo`.
+//! `volley serve`, `volley demo`, `volley find-max`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -63,6 +63,9 @@ pub(crate) enum Command {
         #[arg(short = 'j', long)]
         json: bool,
     },
+    /// Find the highest rate a target holds: open-model steps at a rate, doubling from --start
+    /// while every --slo and the cadence hold, then bisecting; prints the table of steps.
+    FindMax(Box<crate::findmax::FindMaxArgs>),
     /// Write a saved JSON report (-j, -o json:FILE) as one self-contained HTML page with charts.
     Report {
         /// A JSON report written by `volley -j` or `-o json:FILE`.

@@ -25,6 +25,9 @@ pub(crate) enum CliError {
     /// The run completed, and some --threshold did not hold; the report says which.
     #[error("thresholds failed: {0}")]
     ThresholdsFailed(String),
+    /// `volley find-max`: even the first step failed; the table was printed.
+    #[error("no capacity found: {0}")]
+    NoCapacity(String),
     /// Ctrl-C stopped the run; its report was printed.
     #[error("interrupted: the report covers the run up to Ctrl-C")]
     Interrupted,
@@ -32,13 +35,15 @@ pub(crate) enum CliError {
 
 impl CliError {
     /// 130 for Ctrl-C, as shells do; 2 for a usage error, as for clap's own; 3 for a run some
-    /// workers did not complete; 4 for thresholds that failed; 1 for everything else.
+    /// workers did not complete; 4 for thresholds that failed; 5 for a capacity search whose
+    /// first step failed; 1 for everything else.
     pub(crate) fn exit_code(&self) -> std::process::ExitCode {
         match self {
             CliError::Usage(_) => std::process::ExitCode::from(2),
             CliError::Interrupted => std::process::ExitCode::from(130),
             CliError::Incomplete(_) => std::process::ExitCode::from(3),
             CliError::ThresholdsFailed(_) => std::process::ExitCode::from(4),
+            CliError::NoCapacity(_) => std::process::ExitCode::from(5),
             _ => std::process::ExitCode::FAILURE,
         }
     }

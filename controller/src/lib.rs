@@ -4,6 +4,7 @@
 mod cli;
 mod demo;
 mod error;
+mod findmax;
 mod fleet;
 mod gate;
 mod options;
@@ -17,7 +18,7 @@ mod workers_file;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use volley_engine::RunControl;
 
@@ -28,8 +29,10 @@ use crate::gate::Verdict;
 use crate::report::Report;
 
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    // The matches are kept beside the parsed flags: find-max asks them which flags were given.
+    let parsed = Cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m).map(|cli| (m, cli)));
+    let (matches, cli) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) if !e.use_stderr() => {
             // --help and --version.
             let _ = e.print();
@@ -45,6 +48,7 @@ pub fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Some(Command::FindMax(args)) => findmax::run(&args, matches.subcommand_matches("find-max")),
         Some(Command::Serve { listen, http3 }) => serve(listen, http3),
         Some(Command::Demo) => demo::run(),
         Some(Command::Worker(args)) => worker(&args),

@@ -83,15 +83,15 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     plan.keepalive = !args.disable_keepalive;
     plan.tls = tls;
     plan.max_hold = parse_hold(&args.max_hold)?;
-    plan.rate = args.rate.as_deref().map(parse_rate).transpose()?.map(Rate::per_second);
+    plan.rate = args.rate.as_deref().map(|r| parse_whole_rate(r, "--rate")).transpose()?.map(Rate::per_second);
     Ok(plan)
 }
 
-/// `--rate R`: whole requests per second, so that every worker's and thread's share is whole
-/// and the shares add up to exactly R.
-fn parse_rate(text: &str) -> Result<u64, CliError> {
+/// `--rate R` (and find-max's rates): whole requests per second, so that every worker's and
+/// thread's share is whole and the shares add up to exactly R.
+pub(crate) fn parse_whole_rate(text: &str, flag: &str) -> Result<u64, CliError> {
     let t = text.trim();
-    let bad = |why: &str| CliError::Usage(format!("--rate: '{text}' {why}"));
+    let bad = |why: &str| CliError::Usage(format!("{flag}: '{text}' {why}"));
     if t.starts_with('-') && t[1..].trim().parse::<f64>().is_ok() {
         return Err(bad("is negative: give requests per second, at least 1"));
     }
@@ -405,8 +405,8 @@ mod tests {
 
     #[test]
     fn a_rate_is_whole_requests_per_second_and_more_than_zero() {
-        assert_eq!(parse_rate("1000").unwrap(), 1000);
-        assert_eq!(parse_rate(" 7 ").unwrap(), 7);
+        assert_eq!(parse_whole_rate("1000", "--rate").unwrap(), 1000);
+        assert_eq!(parse_whole_rate(" 7 ", "--rate").unwrap(), 7);
         for (bad, why) in [
             ("0", "is zero"),
             ("-5", "is negative"),
@@ -417,7 +417,7 @@ mod tests {
             ("1e400", "not a number"),
             ("1000000001", "more than the most"),
         ] {
-            let err = parse_rate(bad).expect_err(bad).to_string();
+            let err = parse_whole_rate(bad, "--rate").expect_err(bad).to_string();
             assert!(err.starts_with("--rate:") && err.contains(why), "{bad}: {err}");
         }
     }

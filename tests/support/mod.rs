@@ -8,7 +8,8 @@
 //!   (HTTP/1.1, and h2c by prior knowledge on the same port) with configurable [`Behavior`]:
 //!   body size, chunked bodies, a delay, `Connection: close` every K responses, and a status or
 //!   a delay for every K-th request it receives (a controlled error rate and latency tail), or a
-//!   status with `Retry-After` (counted per status and value by the server).
+//!   status with `Retry-After` (counted per status and value by the server); a known capacity
+//!   (a token bucket answering 503 beyond X requests/s, or latency growing past a knee at X).
 //!   [`TestServer::start_tls`] is the same over TLS with a fresh test CA ([`TestCert`]).
 //!   [`TestServer::start_raw`] speaks HTTP/1.1 by hand over TCP for what hyper will not do
 //!   ([`RawMode`]: garbage, truncated bodies, huge headers, silence, 103 Early Hints).

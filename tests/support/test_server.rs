@@ -61,6 +61,16 @@ pub struct Behavior {
     /// for `status_every`) is answered with `status` and `Retry-After: value`; the first rule
     /// that matches wins, and wins over `status_every`. See [`TestServer::retry_afters_sent`].
     pub retry_after: Vec<(u64, u16, String)>,
+    /// `Some(x)`: a capacity of `x` requests a second, kept by a token bucket (refilled at `x`
+    /// a second, holding at most 50 ms of them, `x / 20 + 1`, so that requests bunched by a
+    /// busy machine are not turned away): a request that finds no token is answered 503. See
+    /// [`TestServer::rate_limited`]. Default `None`.
+    pub rate_limit: Option<u64>,
+    /// `Some((x, slope))`: latency past a knee at `x` requests a second. The server measures
+    /// the rate requests arrive at over the last [`KNEE_WINDOW`] and delays each answer by
+    /// `slope` for every 100% that rate is above `x` (10% above waits a tenth of `slope`).
+    /// Default `None`.
+    pub knee: Option<(u64, Duration)>,
 }
 
 impl Default for Behavior {
@@ -84,7 +94,17 @@ impl Behavior {
             fail_after: None,
             stall: None,
             retry_after: Vec::new(),
+            rate_limit: None,
+            knee: None,
         }
+    }
+    pub fn rate_limit(mut self, per_second: u64) -> Self {
+        self.rate_limit = Some(per_second.max(1));
+        self
+    }
+    pub fn knee(mut self, per_second: u64, slope: Duration) -> Self {
+        self.knee = Some((per_second.max(1), slope));
+        self
     }
     pub fn stall(mut self, after: Duration, length: Duration) -> Self {
         self.stall = Some((after, length));
@@ -195,7 +215,19 @@ struct Stats {
     after_breach: AtomicU64,
     /// Responses sent with Retry-After, by (status, value).
     retry_afters: Mutex<BTreeMap<(u16, String), u64>>,
+    /// `rate_limit`: the tokens left and when they were last counted.
+    bucket: Mutex<Option<(f64, Instant)>>,
+    /// Requests answered 503 for want of a token.
+    rate_limited: AtomicU64,
+    /// `knee`: when the requests of the last [`KNEE_WINDOW`] arrived.
+    arrivals: Mutex<std::collections::VecDeque<Instant>>,
 }
+
+/// How far back a `knee` server looks to measure the rate requests arrive at. Long, so that a
+/// stall of the machine that bunches requests (a backlog handled at once) does not look like a
+/// higher rate unless it is longer than this; a capacity search must pause at least this long
+/// between steps, so that one step is measured apart from the step before.
+pub const KNEE_WINDOW: Duration = Duration::from_secs(1);
 
 impl Stats {
     /// A request head arrived; its place among all the server received, from 1.
@@ -216,6 +248,36 @@ impl Stats {
 
     fn responded(&self) {
         self.responses.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Takes a token from a bucket refilled at `per_second`; false when there is none.
+    fn take_token(&self, per_second: u64) -> bool {
+        let most = (per_second / 20 + 1) as f64;
+        let now = Instant::now();
+        let mut bucket = self.bucket.lock().unwrap();
+        let (tokens, then) = bucket.get_or_insert((most, now));
+        *tokens = (*tokens + now.duration_since(*then).as_secs_f64() * per_second as f64).min(most);
+        *then = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            self.rate_limited.fetch_add(1, Ordering::SeqCst);
+            false
+        }
+    }
+
+    /// The delay past a knee at `per_second`: `slope` for every 100% the rate of the last
+    /// [`KNEE_WINDOW`] (this request included) is above it.
+    fn knee_delay(&self, per_second: u64, slope: Duration) -> Duration {
+        let now = Instant::now();
+        let mut arrivals = self.arrivals.lock().unwrap();
+        arrivals.push_back(now);
+        while arrivals.front().is_some_and(|at| now.duration_since(*at) > KNEE_WINDOW) {
+            arrivals.pop_front();
+        }
+        let rate = arrivals.len() as f64 / KNEE_WINDOW.as_secs_f64();
+        slope.mul_f64((rate / per_second as f64 - 1.0).max(0.0))
     }
 }
 
@@ -371,6 +433,11 @@ impl TestServer {
         self.stats.after_breach.load(Ordering::SeqCst)
     }
 
+    /// With [`Behavior::rate_limit`]: requests answered 503 for want of a token.
+    pub fn rate_limited(&self) -> u64 {
+        self.stats.rate_limited.load(Ordering::SeqCst)
+    }
+
     /// Responses sent with Retry-After, by (status, value), counted when the answer is made.
     pub fn retry_afters_sent(&self) -> BTreeMap<(u16, String), u64> {
         self.stats.retry_afters.lock().unwrap().clone()
@@ -449,6 +516,11 @@ async fn handle(
         Some((k, slow)) if arrived.is_multiple_of(k) => slow,
         _ => behavior.delay,
     };
+    if let Some((per_second, slope)) = behavior.knee {
+        delay = delay.max(stats.knee_delay(per_second, slope));
+    }
+    // Judged on arrival, like a real limiter in front of the handler.
+    let limited = behavior.rate_limit.is_some_and(|per_second| !stats.take_token(per_second));
     if let (Some((after, length)), Some(first)) = (behavior.stall, stats.first_at.get()) {
         let (from, until) = (*first + after, *first + after + length);
         let now = Instant::now();
@@ -468,6 +540,7 @@ async fn handle(
     let mut response = Response::new(TestBody::new(chunks, behavior.chunk_size.is_none(), head, stats.clone()));
     let retry = behavior.retry_after.iter().find(|(k, ..)| arrived.is_multiple_of(*k));
     let status = match (failing, retry, behavior.status_every) {
+        _ if limited => 503,
         (Some((_, status)), ..) => status,
         (None, Some((_, status, _)), _) => *status,
         (None, None, Some((k, status))) if arrived.is_multiple_of(k) => status,

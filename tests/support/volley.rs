@@ -165,6 +165,12 @@ pub fn assert_valid_comparison(doc: &serde_json::Value) {
     assert_valid(&SCHEMA, "compare.schema.json", doc);
 }
 
+/// Panics, listing every violation, unless `doc` satisfies schema/find-max.schema.json.
+pub fn assert_valid_find_max(doc: &serde_json::Value) {
+    static SCHEMA: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    assert_valid(&SCHEMA, "find-max.schema.json", doc);
+}
+
 fn assert_valid(cache: &std::sync::OnceLock<jsonschema::Validator>, name: &str, report: &serde_json::Value) {
     let schema = cache.get_or_init(|| {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema").join(name);

@@ -106,7 +106,12 @@ pub(crate) fn parse_all(texts: &[String]) -> Result<Vec<Threshold>, CliError> {
 
 impl Threshold {
     pub(crate) fn parse(text: &str) -> Result<Threshold, CliError> {
-        let bad = |why: String| CliError::Usage(format!("--threshold '{text}': {why}"));
+        Threshold::parse_as(text, "--threshold")
+    }
+
+    /// The same language for another flag (`find-max --slo`), named in its errors.
+    pub(crate) fn parse_as(text: &str, flag: &str) -> Result<Threshold, CliError> {
+        let bad = |why: String| CliError::Usage(format!("{flag} '{text}': {why}"));
         let at = text
             .find(['<', '>'])
             .ok_or_else(|| bad("expected METRIC<VALUE, <=, > or >= (e.g. p99<5ms, rps>1000)".into()))?;
@@ -206,9 +211,14 @@ fn limit(metric: Metric, value: &str) -> Result<(Metric, f64), String> {
             Some(v) => Ok((Metric::RetryAfter { rate: true }, percent(v)?)),
             None => Ok((metric, number(value)?)),
         },
-        Metric::Rps | Metric::Errors => {
+        // `errors<0.1%`, as people write an error budget, is `error_rate<0.1%`.
+        Metric::Errors => match value.strip_suffix('%') {
+            Some(v) => Ok((Metric::ErrorRate, percent(v)?)),
+            None => Ok((metric, number(value)?)),
+        },
+        Metric::Rps => {
             if value.ends_with('%') {
-                return Err("a percent needs a rate: error_rate, status_CODE or retry_after".into());
+                return Err("a percent needs a rate: error_rate (or errors), status_CODE or retry_after".into());
             }
             Ok((metric, number(value)?))
         }

@@ -22,7 +22,8 @@ pub(crate) fn report_json(report: &Report, verdicts: &[Verdict]) -> Value {
     value
 }
 
-fn verdict(v: &Verdict) -> Value {
+/// One judged threshold (or `find-max` SLO) as the report's `thresholds` list it.
+pub(crate) fn verdict(v: &Verdict) -> Value {
     let mut value = json!({
         "threshold": v.threshold.text,
         "metric": v.threshold.name,

@@ -17,7 +17,7 @@ use crate::error::CliError;
 use crate::gate::Verdict;
 use crate::report::Report;
 
-pub(crate) use json::report_json;
+pub(crate) use json::{report_json, verdict as verdict_json};
 
 /// The formats `-o` writes.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -34,7 +34,7 @@ const SATURATED: f64 = 0.90;
 const HELD_SHARE: f64 = 0.20;
 /// Open model: an achieved rate below this share of the requested one did not keep the schedule
 /// (the share find-max will judge a step by).
-const KEPT_RATE: f64 = 0.99;
+pub(crate) const KEPT_RATE: f64 = 0.99;
 /// A worker that started further than this from the planned instant is worth a warning.
 const LATE_START: Duration = Duration::from_millis(10);
 

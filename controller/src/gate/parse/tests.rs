@@ -25,6 +25,7 @@ fn every_threshold_kind_parses_into_its_metric_and_a_limit_in_the_metrics_unit()
         ("rps >= 12.5", Metric::Rps, Op::Ge, 12.5),
         ("error_rate<0.1%", Metric::ErrorRate, Op::Lt, 0.001),
         ("errors<=3", Metric::Errors, Op::Le, 3.0),
+        ("errors<0.1%", Metric::ErrorRate, Op::Lt, 0.001),
         ("status_5xx<1%", Metric::Status { statuses: Statuses::Class(5), rate: true }, Op::Lt, 0.01),
         ("status_200>100", Metric::Status { statuses: Statuses::Code(200), rate: false }, Op::Gt, 100.0),
         ("status_404<=0", Metric::Status { statuses: Statuses::Code(404), rate: false }, Op::Le, 0.0),

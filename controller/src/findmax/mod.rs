@@ -1,0 +1,172 @@
+//! `volley find-max`: a capacity search. Each step is a real open-model run at one rate for
+//! `--step-duration`, through the same fleet path as `volley --rate R -z D` (locally or over
+//! `--workers`); a step holds when every `--slo` holds on its merged report and the client kept
+//! the cadence (sent at least 99% of the rate). The rate doubles from `--start` while steps
+//! hold, then bisects between the highest that held and the lowest that failed until they are
+//! within `--precision`; `--max-rate` and `--max-steps` bound it, and Ctrl-C stops it with what
+//! it found so far.
+//!
+//! `search.rs` is the policy (no I/O), `runner.rs` runs a step, `step.rs` judges one,
+//! `settings.rs` checks the flags, `text.rs` and `json.rs` print the result, `ending.rs` says
+//! how it ended and with which exit status.
+
+mod args;
+mod ending;
+mod json;
+mod runner;
+mod search;
+mod settings;
+mod step;
+mod text;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::ArgMatches;
+use volley_engine::{Protocol, RunControl};
+
+pub(crate) use args::FindMaxArgs;
+
+use crate::error::CliError;
+use crate::signals;
+use ending::{Ending, Found};
+use runner::Runner;
+use search::{Next, Search};
+use settings::Settings;
+use step::{Step, StepOutcome};
+use text::Header;
+
+/// Runs the search the arguments describe and prints it; `matches` are find-max's own, to
+/// refuse load flags given on the command line that a search sets itself.
+pub(crate) fn run(args: &FindMaxArgs, matches: Option<&ArgMatches>) -> Result<(), CliError> {
+    if let Some(matches) = matches {
+        args::refuse_load_only_flags(matches)?;
+    }
+    let settings = Settings::parse(args)?;
+    let mut file = json_file(&args.load.outputs)?;
+    let runner = Runner::new(&args.load)?;
+    let workers = runner.workers();
+    if settings.start < workers as u64 {
+        return Err(CliError::Usage(format!(
+            "--start ({}) must be at least the number of workers ({workers}): each sends whole requests per second",
+            settings.start
+        )));
+    }
+    // Every later step's rate is higher and splits the same way.
+    runner.shards(settings.start, settings.step)?;
+    let interrupt = RunControl::new();
+    signals::stop_on_ctrl_c(&interrupt);
+    let (steps, found) = run_steps(&runner, &settings, &interrupt);
+
+    let plan = runner.plan();
+    let url = plan.target.to_string();
+    let protocol = match plan.protocol {
+        Protocol::Http1 => "HTTP/1.1",
+        Protocol::Http2 { .. } => "HTTP/2",
+        Protocol::Http3 { .. } => "HTTP/3",
+    };
+    let header = Header { url: &url, protocol, connections: plan.connections, workers, settings: &settings };
+    let json = (args.load.json || file.is_some()).then(|| {
+        let mut s = serde_json::to_string_pretty(&json::to_json(&header, &steps, &found)).unwrap_or_default();
+        s.push('\n');
+        s
+    });
+    let shown = match (&json, args.load.json) {
+        (Some(json), true) => json.clone(),
+        _ => text::to_text(&header, &steps, &found),
+    };
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (`| head`) is not worth a panic.
+    let _ = out.write_all(shown.as_bytes()).and_then(|()| out.flush());
+    if let (Some((path, file)), Some(json)) = (file.as_mut(), &json) {
+        file.write_all(json.as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(|e| CliError::File { path: format!("-o {}", path.display()), why: e.to_string() })?;
+    }
+    let first_failure = steps.first().filter(|s| s.outcome == StepOutcome::Failed).map(|s| {
+        let mut why: Vec<String> = s.note.iter().cloned().collect();
+        why.extend(s.failures());
+        why.join("; ")
+    });
+    found.outcome(first_failure)
+}
+
+/// Steps until the search concludes, Ctrl-C, or a step that cannot be judged.
+fn run_steps(runner: &Runner, settings: &Settings, interrupt: &RunControl) -> (Vec<Step>, Found) {
+    let mut search = Search::new(settings.start, settings.max_rate, settings.max_steps, settings.precision);
+    let mut steps: Vec<Step> = Vec::new();
+    let live = std::io::stderr().is_terminal();
+    let ending = loop {
+        let rate = match search.next() {
+            Next::Run(rate) => rate,
+            Next::Done(conclusion) => break Ending::Concluded(conclusion),
+        };
+        if !steps.is_empty() && !pause(settings.pause, interrupt) {
+            break Ending::Interrupted;
+        }
+        let report = match runner.run(rate, settings.step, interrupt) {
+            Ok(report) => report,
+            Err(e) => break Ending::CouldNotRun(e.to_string()),
+        };
+        if report.workers.iter().all(|w| w.stats.is_none()) {
+            break Ending::CouldNotRun(report.failure().unwrap_or_else(|| "no worker could run".into()));
+        }
+        let step = Step::judge(rate, &report, &settings.slos);
+        if live {
+            let verdict = match step.outcome {
+                StepOutcome::Held => "pass".to_string(),
+                StepOutcome::Failed => format!("FAIL {}", step.failures().join("; ")),
+                StepOutcome::Interrupted => "interrupted".into(),
+                StepOutcome::Incomplete => "incomplete".into(),
+            };
+            eprintln!("\r\x1b[Kfind-max: step {} at {rate}/s: {verdict}", steps.len() + 1);
+        }
+        let outcome = step.outcome;
+        let note = step.note.clone();
+        steps.push(step);
+        match outcome {
+            StepOutcome::Held => search.record(rate, true),
+            StepOutcome::Failed => search.record(rate, false),
+            StepOutcome::Interrupted => break Ending::Interrupted,
+            StepOutcome::Incomplete => break Ending::Incomplete(note.unwrap_or_else(|| "a worker failed".into())),
+        }
+    };
+    let found = Found::new(ending, &search);
+    (steps, found)
+}
+
+/// Waits `length` between steps; false when Ctrl-C came meanwhile (or before).
+fn pause(length: Duration, interrupt: &RunControl) -> bool {
+    let until = Instant::now() + length;
+    loop {
+        if interrupt.is_stopped() {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return true;
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(50)));
+    }
+}
+
+/// `-o json:FILE`, opened before any load; a search writes no other format.
+fn json_file(outputs: &[String]) -> Result<Option<(PathBuf, std::fs::File)>, CliError> {
+    match outputs {
+        [] => Ok(None),
+        [one] => {
+            let path = one
+                .split_once(':')
+                .filter(|(format, path)| format.eq_ignore_ascii_case("json") && !path.is_empty())
+                .map(|(_, path)| PathBuf::from(path))
+                .ok_or_else(|| {
+                    CliError::Usage(format!("-o '{one}': find-max writes only json:FILE (the search as JSON)"))
+                })?;
+            let file = std::fs::File::create(&path)
+                .map_err(|e| CliError::File { path: format!("-o {}", path.display()), why: e.to_string() })?;
+            Ok(Some((path, file)))
+        }
+        _ => Err(CliError::Usage("find-max takes one -o json:FILE".into())),
+    }
+}

@@ -1,0 +1,82 @@
+//! Running one step: the plan the load flags describe, at the step's rate for the step's
+//! length, through the same fleet path as `volley --rate R -z D` (locally, or split over
+//! `--workers`), into the same report.
+
+use std::time::Duration;
+
+use volley_engine::{Plan, Rate, RunControl, Stop};
+
+use crate::cli::LoadArgs;
+use crate::error::CliError;
+use crate::fleet::{self, Access, Place};
+use crate::report::Report;
+use crate::{options, workers_file};
+
+pub(crate) struct Runner {
+    plan: Plan,
+    places: Vec<Place>,
+    access: Access,
+    worker_threads: Option<u32>,
+    /// Remote workers are driven from here; none for a local search.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Runner {
+    /// Checks the load flags and the workers before any step, as `volley URL` does before its
+    /// run: a bad flag or worker list is a usage error before any load.
+    pub(crate) fn new(args: &LoadArgs) -> Result<Runner, CliError> {
+        let plan = options::build_plan(args)?;
+        if args.workers.is_empty() {
+            return Ok(Runner {
+                plan,
+                places: vec![Place::Local],
+                access: Access::default(),
+                worker_threads: None,
+                runtime: None,
+            });
+        }
+        let places = options::worker_places(&workers_file::expand(&args.workers)?)?;
+        options::check_shard_size(&plan)?;
+        let access = options::worker_access(args)?;
+        let worker_threads = args.threads.map(|t| u32::try_from(t).unwrap_or(u32::MAX));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| CliError::Worker(format!("cannot start the controller's runtime: {e}")))?;
+        Ok(Runner { plan, places, access, worker_threads, runtime: Some(runtime) })
+    }
+
+    /// How many places share each step's rate.
+    pub(crate) fn workers(&self) -> usize {
+        self.places.len()
+    }
+
+    pub(crate) fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Each place's share of a step at `rate` for `length`; a usage error when the step cannot
+    /// be split over the workers (fewer connections than workers).
+    pub(crate) fn shards(&self, rate: u64, length: Duration) -> Result<Vec<Plan>, CliError> {
+        let mut plan = self.plan.clone();
+        plan.rate = Some(Rate::per_second(rate));
+        plan.stop = Stop::Duration(length);
+        match self.places.as_slice() {
+            [Place::Local] => Ok(vec![plan]),
+            places => fleet::split(&plan, places.len()),
+        }
+    }
+
+    /// One step at `rate` requests per second for `length`; `interrupt` (Ctrl-C) stops it.
+    pub(crate) fn run(&self, rate: u64, length: Duration, interrupt: &RunControl) -> Result<Report, CliError> {
+        let shards = self.shards(rate, length)?;
+        let url = self.plan.target.to_string();
+        let protocol = self.plan.protocol;
+        let handle = self.runtime.as_ref().map(|r| r.handle());
+        let followers = fleet::Followers::default();
+        let run =
+            fleet::run(shards, self.places.clone(), &self.access, handle, self.worker_threads, interrupt, followers);
+        Ok(Report::from_fleet(url, protocol, run))
+    }
+}

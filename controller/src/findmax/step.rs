@@ -1,0 +1,188 @@
+//! One step of the search judged: what it measured (kept small, since a search holds every
+//! step while a report holds histograms per second) and whether it held every SLO and the
+//! cadence.
+
+use std::time::Duration;
+
+use crate::gate::{self, Threshold, Verdict};
+use crate::report::{KEPT_RATE, Report};
+
+/// How a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StepOutcome {
+    /// Every SLO and the cadence held.
+    Held,
+    Failed,
+    /// Ctrl-C stopped it: not judged.
+    Interrupted,
+    /// A worker failed during it: not judged, and the search stops.
+    Incomplete,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Step {
+    /// Requests per second asked for.
+    pub rate: u64,
+    /// Requests sent per second of the step.
+    pub achieved: f64,
+    pub duration: Duration,
+    pub ok: u64,
+    pub errors: u64,
+    /// Failed requests over all requests (HTTP statuses are not failures).
+    pub error_rate: Option<f64>,
+    /// Responses with a 5xx status over all requests.
+    pub status_5xx_rate: Option<f64>,
+    /// Latency from due, in seconds.
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    /// Requests that were due while no connection was free.
+    pub blocked: u64,
+    pub slos: Vec<Verdict>,
+    /// achieved / rate; the step holds the cadence at [`KEPT_RATE`] or above.
+    pub cadence: f64,
+    pub outcome: StepOutcome,
+    /// Why a run went wrong beyond its SLOs (a worker failed, nothing succeeded), for people.
+    pub note: Option<String>,
+}
+
+impl Step {
+    /// Judges a step's report at `rate` against `slos`.
+    pub(crate) fn judge(rate: u64, report: &Report, slos: &[Threshold]) -> Step {
+        let c = &report.stats.counters;
+        let latency = &report.stats.histograms.latency;
+        let share = |n: u64| (c.total() > 0).then(|| n as f64 / c.total() as f64);
+        let quantile = |q: f64| (!latency.is_empty()).then(|| latency.value_at_quantile(q) as f64 / 1e9);
+        let fives: u64 = c.statuses().filter(|(code, _)| code / 100 == 5).map(|(_, n)| n).sum();
+        let achieved = report.achieved_rate().unwrap_or(0.0);
+        let cadence = achieved / rate as f64;
+        let verdicts = gate::judge(slos, report);
+        let failed_workers = report.failed_workers();
+        let outcome = if report.interrupted {
+            StepOutcome::Interrupted
+        } else if !failed_workers.is_empty() {
+            StepOutcome::Incomplete
+        } else if verdicts.iter().all(|v| v.passed) && cadence >= KEPT_RATE {
+            StepOutcome::Held
+        } else {
+            StepOutcome::Failed
+        };
+        let note = if failed_workers.is_empty() { report.failure() } else { Some(failed_workers.join("; ")) };
+        Step {
+            rate,
+            achieved,
+            duration: report.duration,
+            ok: c.ok,
+            errors: c.errors(),
+            error_rate: share(c.errors()),
+            status_5xx_rate: share(fives),
+            p50: quantile(0.5),
+            p99: quantile(0.99),
+            blocked: c.blocked,
+            slos: verdicts,
+            cadence,
+            outcome,
+            note,
+        }
+    }
+
+    /// Whether the cadence held: requests went out at 99% of the rate or more.
+    pub(crate) fn kept_cadence(&self) -> bool {
+        self.cadence >= KEPT_RATE
+    }
+
+    /// What failed, for people: each SLO that did not hold with its measured value, and the
+    /// cadence when it was not kept.
+    pub(crate) fn failures(&self) -> Vec<String> {
+        let mut failed: Vec<String> = self.slos.iter().filter(|v| !v.passed).map(Verdict::failure_text).collect();
+        if !self.kept_cadence() {
+            let blocked = match self.blocked {
+                0 => String::new(),
+                n => format!(", {n} waited for a free connection"),
+            };
+            failed.push(format!(
+                "cadence {:.1}% of the rate (below {:.0}%{blocked})",
+                self.cadence * 100.0,
+                KEPT_RATE * 100.0
+            ));
+        }
+        failed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use volley_engine::Stats;
+
+    use super::*;
+    use crate::report::WorkerLine;
+
+    /// A one-second step at `rate` that sent `sent` requests, each answered 200 in `latency`,
+    /// `fives` of them with 503 instead.
+    fn report(rate: u64, sent: u64, latency: Duration, fives: u64) -> Report {
+        let mut stats = Stats::new();
+        for _ in 0..sent {
+            stats.histograms.latency.record(latency.as_nanos() as u64).unwrap();
+            stats.histograms.service.record(latency.as_nanos() as u64).unwrap();
+            stats.histograms.lateness.record(1_000).unwrap();
+        }
+        stats.counters.ok = sent;
+        stats.counters.add_status(200, sent - fives);
+        stats.counters.add_status(503, fives);
+        let worker = WorkerLine {
+            address: "local".into(),
+            info: None,
+            connections: 4,
+            rate: Some(rate),
+            threads: 1,
+            duration: Duration::from_secs(1),
+            client_cpu: Duration::ZERO,
+            interrupted: false,
+            start_offset: None,
+            stats: Some(stats),
+            error_samples: Vec::new(),
+            ring: None,
+            failure: None,
+            stream_limit: None,
+            partial: false,
+            intervals: Vec::new(),
+        };
+        Report::from_workers("http://127.0.0.1:1/".into(), vec![worker], false, false, Vec::new())
+    }
+
+    fn slos(texts: &[&str]) -> Vec<Threshold> {
+        texts.iter().map(|t| Threshold::parse_as(t, "--slo").unwrap()).collect()
+    }
+
+    #[test]
+    fn a_step_holds_when_every_slo_holds_and_it_sent_99_percent_of_its_rate() {
+        let step = Step::judge(1000, &report(1000, 990, Duration::from_millis(2), 0), &slos(&["p99<5ms"]));
+        assert_eq!(step.outcome, StepOutcome::Held, "{:?}", step.failures());
+        assert!(step.failures().is_empty());
+        assert!(step.p99.is_some_and(|p99| (p99 - 0.002).abs() < 0.00001), "{:?}", step.p99);
+    }
+
+    #[test]
+    fn a_step_that_held_its_slos_but_not_the_cadence_fails_and_says_so() {
+        let step = Step::judge(1000, &report(1000, 989, Duration::from_millis(2), 0), &slos(&["p99<5ms"]));
+        assert_eq!(step.outcome, StepOutcome::Failed);
+        assert_eq!(step.failures(), vec!["cadence 98.9% of the rate (below 99%)".to_string()]);
+    }
+
+    #[test]
+    fn a_step_fails_naming_each_slo_that_did_not_hold_with_what_it_measured() {
+        let step = Step::judge(
+            1000,
+            &report(1000, 1000, Duration::from_millis(8), 20),
+            &slos(&["p99<5ms", "status_5xx<1%", "errors<0.1%"]),
+        );
+        assert_eq!(step.outcome, StepOutcome::Failed);
+        let failures = step.failures();
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(failures[0].starts_with("p99<5ms (measured 8.0"), "{failures:?}");
+        assert_eq!(failures[1], "status_5xx<1% (measured 2.000%)");
+        assert_eq!(step.status_5xx_rate, Some(0.02));
+        assert_eq!(step.error_rate, Some(0.0));
+    }
+}
