@@ -76,7 +76,8 @@ fn find_max_lands_within_ten_percent_of_a_rate_limit_that_answers_503_beyond_it(
     let _alone = one_at_a_time();
     let out = find_max(
         "500ms",
-        &["--slo", "status_5xx<1%", "--slo", "p99<50ms", "--start", "100", "-c", "16"],
+        // The latency SLO is loose: a busy test machine stalls a request now and then.
+        &["--slo", "status_5xx<1%", "--slo", "p99<200ms", "--start", "100", "-c", "16"],
         &server.url(),
     );
     assert_eq!(out.status.code(), Some(0), "{}", describe_output(&out));
@@ -99,12 +100,13 @@ fn find_max_lands_within_ten_percent_of_a_rate_limit_that_answers_503_beyond_it(
 #[test]
 fn find_max_lands_within_ten_percent_of_a_latency_knee_with_a_p99_slo() {
     const X: u64 = 400;
-    // 10% above the knee waits 100 ms, 2.5% above it 25 ms.
-    let server = TestServer::start(Behavior::ok(10).knee(X, Duration::from_secs(1)));
+    // 10% above the knee waits 1 s, 2% above it 200 ms: steep, so that the SLO can sit well
+    // above the stalls of a busy test machine (tens of ms) and still place the knee within 2%.
+    let server = TestServer::start(Behavior::ok(10).knee(X, Duration::from_secs(10)));
     let _alone = one_at_a_time();
     // Steps apart by the server's window, so that each is measured on its own.
     let pause = format!("{}ms", KNEE_WINDOW.as_millis());
-    let out = find_max(&pause, &["--slo", "p99<25ms", "--start", "60", "-c", "32"], &server.url());
+    let out = find_max(&pause, &["--slo", "p99<200ms", "--start", "60", "-c", "32"], &server.url());
     assert_eq!(out.status.code(), Some(0), "{}", describe_output(&out));
     let doc = search_json(&out);
     let found = capacity(&doc);
