@@ -29,6 +29,7 @@ use crate::session::{Event, Schedule, Transmit, Units};
 use crate::stats::ErrorKind;
 use crate::stats::Stats;
 use crate::target::Target;
+use crate::test_rng::Rng;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const BODY: &[u8] = b"hello, world!\n";
@@ -288,7 +289,45 @@ struct Net {
     /// Drops the first datagram sent once the connection is made (it carries requests).
     drop_first_request: bool,
     dropped: usize,
+    /// Drops and reorders datagrams both ways, when set.
+    link: Option<LossyLink>,
     buf: Vec<u8>,
+}
+
+/// A link that drops one datagram in 20 and holds one in 20 back to deliver it after the next
+/// one of its direction (in this exchange or a later one), each way, from a seed: harsher than
+/// the 2% of the end-to-end tests' proxy, since simulated time makes it cost nothing.
+struct LossyLink {
+    rng: Rng,
+    /// Per direction (0: to the server, 1: to the client): the datagram held back, and counts.
+    held: [Option<Vec<u8>>; 2],
+    dropped: [u64; 2],
+    reordered: [u64; 2],
+}
+
+impl LossyLink {
+    fn new(seed: u64) -> Self {
+        LossyLink { rng: Rng(seed | 1), held: [None, None], dropped: [0; 2], reordered: [0; 2] }
+    }
+
+    /// The datagrams of one exchange in one direction, as they arrive.
+    fn carry(&mut self, direction: usize, datagrams: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        let mut arrived = Vec::with_capacity(datagrams.len() + 1);
+        for datagram in datagrams {
+            if self.rng.chance(20) {
+                self.dropped[direction] += 1;
+            } else if let Some(earlier) = self.held[direction].take() {
+                arrived.push(datagram);
+                arrived.push(earlier);
+                self.reordered[direction] += 1;
+            } else if self.rng.chance(20) {
+                self.held[direction] = Some(datagram);
+            } else {
+                arrived.push(datagram);
+            }
+        }
+        arrived
+    }
 }
 
 impl Net {
@@ -324,6 +363,7 @@ impl Net {
             drop_to_server: 0,
             drop_first_request: false,
             dropped: 0,
+            link: None,
             buf: Vec::new(),
         }
     }
@@ -364,7 +404,8 @@ impl Net {
     }
 
     /// One exchange at the current instant: the session's batches reach the server datagram by
-    /// datagram, the server's answers reach the session as GRO batches. Whether anything moved.
+    /// datagram, the server's answers reach the session as GRO batches (datagram by datagram
+    /// through a lossy link, which drops and reorders them). Whether anything moved.
     fn exchange(&mut self) -> bool {
         let mut moved = false;
         let mut to_client = Vec::new();
@@ -372,6 +413,7 @@ impl Net {
             self.drop_first_request = false;
             self.drop_to_server = 1;
         }
+        let mut to_server = Vec::new();
         while let Transmit::Datagrams { segment_size } = self.session.poll_transmit(self.now, &mut self.buf) {
             for datagram in self.buf.chunks(segment_size) {
                 moved = true;
@@ -380,12 +422,30 @@ impl Net {
                     self.dropped += 1;
                     continue;
                 }
-                self.server.receive(self.now, datagram, &mut to_client);
+                to_server.push(datagram.to_vec());
             }
         }
+        if let Some(link) = self.link.as_mut() {
+            to_server = link.carry(0, to_server);
+        }
+        for datagram in to_server {
+            self.server.receive(self.now, &datagram, &mut to_client);
+        }
         self.server.work(self.now, &mut to_client);
+        moved |= !to_client.is_empty();
+        if let Some(link) = self.link.as_mut() {
+            let datagrams =
+                to_client.iter().flat_map(|(bytes, size)| bytes.chunks(*size).map(<[u8]>::to_vec)).collect();
+            to_client = link
+                .carry(1, datagrams)
+                .into_iter()
+                .map(|d| {
+                    let size = d.len();
+                    (d, size)
+                })
+                .collect();
+        }
         for (bytes, segment_size) in to_client {
-            moved = true;
             self.session.receive(&bytes, Some(segment_size), self.now, &mut self.events);
             self.advance();
         }
@@ -563,4 +623,28 @@ fn closing_tells_the_server_at_once_with_h3_no_error() {
     net.exchange();
     assert_eq!(net.server.closed_by_client, 1, "the server saw the CONNECTION_CLOSE");
     assert_eq!(net.session.sent_in_flight(), 0);
+}
+
+#[test]
+fn through_a_link_that_drops_and_reorders_every_request_is_answered_and_counted_once() {
+    let cert = self_signed();
+    for (streams, requests) in [(1, 200), (8, 500), (32, 1000)] {
+        let (mut dropped, mut reordered) = ([0; 2], [0; 2]);
+        for seed in 1..=10 {
+            let mut net = Net::new(&cert, ServerOptions::default(), streams, requests, None);
+            net.link = Some(LossyLink::new(seed));
+            net.run_all();
+            let shape = format!("seed {seed}, -p {streams}, -n {requests}");
+            assert_eq!(net.counts.ok, requests, "{shape}: {:?}", net.counts);
+            assert_eq!(net.server.answered, requests, "{shape}");
+            assert!(net.counts.errors.is_empty() && net.counts.refused == 0, "{shape}: {:?}", net.counts);
+            assert!(net.session.is_idle() && !net.session.must_close(), "{shape}");
+            let link = net.link.as_ref().unwrap();
+            for (total, n) in dropped.iter_mut().zip(link.dropped).chain(reordered.iter_mut().zip(link.reordered)) {
+                *total += n;
+            }
+        }
+        // Both ways saw both, or the test proved nothing.
+        assert!(dropped.iter().chain(&reordered).all(|&n| n > 0), "-p {streams}: {dropped:?} {reordered:?}");
+    }
 }
