@@ -22,6 +22,8 @@
 //!   (GOAWAY after N requests, large response headers, a low stream limit, a delay), counting
 //!   what it answered and the most requests it had in flight; [`H3Client`]: a blocking quinn +
 //!   h3 client to check HTTP/3 servers with.
+//! - [`impair::ImpairProxy`]: a UDP proxy that drops and reorders a seeded share of datagrams
+//!   each way, counting what it did (tc netem is not available here).
 //! - [`volley_bin`], [`run_volley`]: run the built binary with a timeout, so a hang fails the
 //!   test instead of hanging CI; [`json_report`] and [`number`] read its `-j` report, and
 //!   every JSON report a test reads is checked against the published schema/report.schema.json
@@ -36,7 +38,7 @@
 //!   daemons and controllers to signal mid-run.
 //!
 //! One file per concern: `volley.rs`, `certs.rs`, `client.rs`, `test_server.rs`, `nginx.rs`,
-//! `h2_servers.rs`, `h3_server.rs`, `h3_client.rs`, `fake_worker.rs`, `listener.rs`, `processes.rs`, `prometheus.rs`. Each test binary uses only part of this
+//! `h2_servers.rs`, `h3_server.rs`, `h3_client.rs`, `impair.rs`, `fake_worker.rs`, `listener.rs`, `processes.rs`, `prometheus.rs`. Each test binary uses only part of this
 //! module, hence the `allow(dead_code)`.
 #![allow(dead_code)]
 
@@ -46,6 +48,7 @@ pub mod fake_worker;
 pub mod h2_servers;
 mod h3_client;
 pub mod h3_server;
+pub mod impair;
 mod listener;
 mod nginx;
 mod processes;
