@@ -605,7 +605,7 @@ fn read_logs(dir: &Path) -> String {
 
 /// SIGTERM to the process group `child` leads, up to 5 s for `child` to exit, then SIGKILL to
 /// what is left of the group; reaps `child`.
-fn stop_group(child: &mut Child) {
+pub(crate) fn stop_group(child: &mut Child) {
     let group = -(child.id() as libc::pid_t);
     // SAFETY: kill(2) on the process group of a child this module started; no memory involved.
     unsafe { libc::kill(group, libc::SIGTERM) };
@@ -623,7 +623,7 @@ fn stop_group(child: &mut Child) {
 
 /// The server's binary on PATH or in the usual sbin dirs; `None` after saying so on stderr when
 /// there is none (a panic under CI, which must run these tests).
-fn find_binary(name: &str, package: &str) -> Option<PathBuf> {
+pub(crate) fn find_binary(name: &str, package: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let found = std::env::split_paths(&path)
         .chain(["/usr/sbin".into(), "/usr/local/sbin".into(), "/usr/bin".into(), "/usr/local/bin".into()])

@@ -22,6 +22,8 @@
 //!   (GOAWAY after N requests, large response headers, a low stream limit, a delay), counting
 //!   what it answered and the most requests it had in flight; [`H3Client`]: a blocking quinn +
 //!   h3 client to check HTTP/3 servers with.
+//! - [`h3_servers`]: real HTTP/3 servers from Debian packages, caddy (quic-go) and ngtcp2's
+//!   `gtlsserver` (ngtcp2, nghttp3, GnuTLS), each counting what it answered in its own words.
 //! - [`impair::ImpairProxy`]: a UDP proxy that drops and reorders a seeded share of datagrams
 //!   each way, counting what it did (tc netem is not available here).
 //! - [`volley_bin`], [`run_volley`]: run the built binary with a timeout, so a hang fails the
@@ -38,7 +40,7 @@
 //!   daemons and controllers to signal mid-run.
 //!
 //! One file per concern: `volley.rs`, `certs.rs`, `client.rs`, `test_server.rs`, `nginx.rs`,
-//! `h2_servers.rs`, `h3_server.rs`, `h3_client.rs`, `impair.rs`, `fake_worker.rs`, `listener.rs`, `processes.rs`, `prometheus.rs`. Each test binary uses only part of this
+//! `h2_servers.rs`, `h3_server.rs`, `h3_servers.rs`, `h3_client.rs`, `impair.rs`, `fake_worker.rs`, `listener.rs`, `processes.rs`, `prometheus.rs`. Each test binary uses only part of this
 //! module, hence the `allow(dead_code)`.
 #![allow(dead_code)]
 
@@ -48,6 +50,7 @@ pub mod fake_worker;
 pub mod h2_servers;
 mod h3_client;
 pub mod h3_server;
+pub mod h3_servers;
 pub mod impair;
 mod listener;
 mod nginx;
