@@ -88,3 +88,18 @@ fn an_n_run_stays_exact_against_gtlsserver_losing_datagrams_of_its_own() {
     assert_eq!(number(&r, "/requests/ok"), 1000, "{r}");
     assert_eq!(server.settled_requests(), 1000);
 }
+
+#[test]
+fn request_bodies_caddy_does_not_read_are_stopped_and_an_n_run_stays_exact() {
+    let Some(caddy) = Caddy::start() else { return };
+    // caddy answers without reading the body, and its quic-go asks volley to stop sending it.
+    let body = caddy.dir().join("body.bin");
+    std::fs::write(&body, vec![b'b'; 1 << 20]).unwrap();
+    let data = format!("@{}", body.display());
+    let r = volley(&caddy, &["-c", "2", "-p", "4", "-n", "40", "--timeout", "5s", "-d", &data]);
+    assert_eq!(number(&r, "/requests/ok"), 40, "{r}");
+    assert_eq!(caddy.settled_requests(), 40);
+    assert!(caddy.log_lines().iter().all(|line| line["request"]["method"] == "POST"));
+    // Far less than the 40 MiB of bodies went out: each stopped body was cut short.
+    assert!(number(&r, "/bytesSent") < 20 << 20, "{r}");
+}

@@ -23,6 +23,9 @@
 //!   it may not be) closes the connection with its H3 code and fails every request on it as a
 //!   protocol error; the connection ending otherwise (the server closing it, an idle timeout)
 //!   fails them as the transport says (`quic::Lost`).
+//! - A server may answer before it has read a request's body and stop the rest of it
+//!   (STOP_SENDING, RFC 9114 §4.1.2): the rest is not sent (RESET_STREAM), and the response
+//!   counts as any other.
 //! - A request without its response within the request timeout is cancelled (stream reset with
 //!   H3_REQUEST_CANCELLED) and counted as a timeout; the connection goes on.
 
@@ -372,9 +375,7 @@ impl Session {
                         self.requests.insert(stream, request);
                     }
                 }
-                // A request's reader sees what the server does with a stream it stopped; our
-                // control stream stopped is of no consequence to what we count.
-                QuicEvent::Stopped { .. } => {}
+                QuicEvent::Stopped { stream, code } => self.stopped(stream, code),
                 QuicEvent::BiAvailable => self.blocked_since = None,
                 QuicEvent::Lost(lost) => self.lost(lost, events),
             }
@@ -383,6 +384,20 @@ impl Session {
             }
         }
         self.quic_deadline = self.transport.poll_timeout();
+    }
+
+    /// The server asked us to stop sending on `stream` (STOP_SENDING). On a request stream that
+    /// is a server done with the body (RFC 9114 §4.1.2 lets it answer first): RESET_STREAM
+    /// with its code ends our side (RFC 9000 §3.5 requires it), and the response is still read
+    /// and counted. quinn-proto does not reset by itself but goes on sending the body, which
+    /// caddy's quic-go counts against the connection's flow control and never credits back:
+    /// with 1 MB bodies its connections stalled after about 2 MB. Our control stream must stay
+    /// open, so a STOP_SENDING on it is left alone.
+    fn stopped(&mut self, stream: StreamId, code: u64) {
+        if stream.is_bidi() {
+            self.transport.reset_send(stream, code);
+            self.poked = true;
+        }
     }
 
     fn connected(&mut self, alpn: Option<Vec<u8>>, now: Instant, events: &mut Vec<Event>) {

@@ -31,6 +31,11 @@ impl StreamId {
     pub(crate) fn number(self) -> u64 {
         VarInt::from(self.0).into_inner()
     }
+
+    /// A bidirectional stream (HTTP/3's request streams are; its control streams are not).
+    pub(crate) fn is_bidi(self) -> bool {
+        self.0.dir() == Dir::Bi
+    }
 }
 
 /// What happened on the connection, for the session above.
@@ -281,6 +286,13 @@ impl Transport {
         if stream.0.dir() == Dir::Bi || stream.0.initiator() != self.conn.side() {
             let _ = self.conn.recv_stream(stream.0).stop(code);
         }
+    }
+
+    /// Ends our sending side of `stream` with `code` (RESET_STREAM), leaving its receiving side
+    /// alone: what a STOP_SENDING from the peer calls for. Already over, it is left alone.
+    pub(crate) fn reset_send(&mut self, stream: StreamId, code: u64) {
+        let code = VarInt::from_u64(code).unwrap_or(VarInt::from_u32(0));
+        let _ = self.conn.send_stream(stream.0).reset(code);
     }
 
     /// Hands what arrived on `stream`, in order, to `each`, and says where it stopped.
