@@ -10,7 +10,7 @@ use crate::driver::{self, Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
-use crate::plan::{MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_THREADS, Plan, Protocol, Stop};
+use crate::plan::{MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan, Protocol, Stop};
 use crate::quic::{self, Congestion};
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::session::SessionConfig;
@@ -81,7 +81,11 @@ pub enum Progress {
 /// What a finished run measured.
 #[derive(Debug, Clone)]
 pub struct RunResult {
+    /// What was measured: everything counted after the warm-up (all of the run without one).
     pub stats: Stats,
+    /// With a warm-up: what was counted during it (its seconds, and the set-up before the
+    /// start), apart from `stats`. Together they are everything the run did.
+    pub warm_up: Option<Stats>,
     /// From the start of load to the end of the last thread (zero if it never started).
     pub duration: Duration,
     pub threads: usize,
@@ -124,14 +128,26 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         return Err(EngineError::Plan("the run's duration and timeouts must be at most 365 days"));
     }
     if let Some(rate) = plan.rate {
-        if rate.per_second == 0 {
+        if plan.peak_rate().unwrap_or(0) == 0 {
             return Err(EngineError::Plan("the rate must be at least 1 request per second"));
         }
-        if rate.per_second > MAX_RATE {
+        if plan.peak_rate().unwrap_or(0) > MAX_RATE {
             return Err(EngineError::Plan("the rate must be at most 1000000000 requests per second"));
         }
         if rate.offset > MAX_DURATION {
             return Err(EngineError::Plan("the rate's offset must be at most 365 days"));
+        }
+    }
+    check_stages(plan)?;
+    if let Some(warm_up) = plan.warm_up {
+        if warm_up.is_zero() || warm_up.subsec_nanos() != 0 {
+            return Err(EngineError::Plan("the warm-up must be a whole number of seconds, at least 1"));
+        }
+        if warm_up > MAX_DURATION {
+            return Err(EngineError::Plan("the warm-up must be at most 365 days"));
+        }
+        if matches!(plan.stop, Stop::Duration(d) if warm_up >= d) {
+            return Err(EngineError::Plan("the warm-up must be shorter than the run"));
         }
     }
     if plan.max_hold > MAX_HOLD {
@@ -185,8 +201,8 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     } else {
         None
     };
-    // Each thread of an open-model run keeps at least one request per second.
-    let most_threads = plan.rate.map_or(usize::MAX, |r| usize::try_from(r.per_second).unwrap_or(usize::MAX));
+    // Each thread of an open-model run keeps at least one request per second (at its peak).
+    let most_threads = plan.peak_rate().map_or(usize::MAX, |r| usize::try_from(r).unwrap_or(usize::MAX));
     let threads = plan.threads.min(plan.connections).min(most_threads);
     // The first thread takes the largest share of the connections.
     fd_limit::ensure_room_for(plan.connections.div_ceil(threads) as u64)?;
@@ -220,6 +236,9 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
                 Stop::Requests(_) => None,
             },
             rate: part.rate,
+            stages: part.stages,
+            stage_phase: part.stage_phase,
+            warm_up_ticks: plan.warm_up_seconds(),
             gate: control.gate.clone(),
             stop_flag: control.stop_flag.clone(),
             tx: tx.clone(),
@@ -245,7 +264,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     }
     drop(tx);
 
-    let mut collector = Collector::new(threads);
+    let mut collector = Collector::new(threads, plan.warm_up_seconds());
     for msg in rx {
         collector.take(msg, on_progress);
     }
@@ -261,6 +280,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         }
     }
     Ok(RunResult {
+        warm_up: plan.warm_up.map(|_| collector.warm_up),
         stats: collector.total,
         duration,
         threads,
@@ -271,6 +291,30 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         error_samples: collector.error_samples,
         stream_limit: collector.stream_limit,
     })
+}
+
+/// The stages of an open-model plan: within the limits, and only with a rate.
+fn check_stages(plan: &Plan) -> Result<(), EngineError> {
+    if plan.stages.is_empty() {
+        return Ok(());
+    }
+    if plan.rate.is_none() {
+        return Err(EngineError::Plan("stages need a rate (the open model)"));
+    }
+    if plan.stages.len() > MAX_STAGES {
+        return Err(EngineError::Plan("more than 100 stages"));
+    }
+    if !(plan.stage_phase > 0.0 && plan.stage_phase <= 1.0) {
+        return Err(EngineError::Plan("the stages' phase must be above 0 and at most 1"));
+    }
+    if plan.stages.iter().any(|s| s.duration.is_zero()) {
+        return Err(EngineError::Plan("a stage must last longer than zero"));
+    }
+    let total = plan.stages.iter().try_fold(Duration::ZERO, |sum, s| sum.checked_add(s.duration));
+    if total.is_none_or(|t| t > MAX_DURATION) {
+        return Err(EngineError::Plan("the stages must last at most 365 days in all"));
+    }
+    Ok(())
 }
 
 /// Merges thread messages: per-second deltas into snapshots, everything into the total.
@@ -287,6 +331,10 @@ struct Collector {
     /// Per tick: the merged delta of the threads that reported it.
     pending: std::collections::BTreeMap<u32, Stats>,
     total: Stats,
+    /// Ticks up to this one are the warm-up (0: none); what they counted is kept here, not in
+    /// `total`.
+    warm_up_ticks: u32,
+    warm_up: Stats,
     error_samples: Vec<(ErrorKind, String)>,
     end: Option<Instant>,
     cpu: Duration,
@@ -294,7 +342,7 @@ struct Collector {
 }
 
 impl Collector {
-    fn new(threads: usize) -> Self {
+    fn new(threads: usize, warm_up_ticks: u32) -> Self {
         Collector {
             last_tick: vec![0; threads],
             ready: vec![None; threads],
@@ -305,6 +353,8 @@ impl Collector {
             start: None,
             pending: Default::default(),
             total: Stats::new(),
+            warm_up_ticks,
+            warm_up: Stats::new(),
             error_samples: Vec::new(),
             end: None,
             cpu: Duration::ZERO,
@@ -320,7 +370,11 @@ impl Collector {
                 self.start = Some(self.start.map_or(at, |s| s.min(at)));
             }
             ThreadMsg::Interval { thread, tick, delta } => {
-                self.total.merge(&delta);
+                if tick <= self.warm_up_ticks {
+                    self.warm_up.merge(&delta);
+                } else {
+                    self.total.merge(&delta);
+                }
                 self.last_tick[thread] = tick;
                 // The first thread's delta becomes the second's: no fresh histograms to fill.
                 match self.pending.entry(tick) {
@@ -332,7 +386,12 @@ impl Collector {
             }
             ThreadMsg::Done(done) => {
                 let ThreadDone { thread, rest, error_samples, ended, cpu, stream_limit } = done;
-                self.total.merge(&rest);
+                // A thread that ended before its warm-up did (stopped) counted the rest in it.
+                if self.last_tick[thread] < self.warm_up_ticks {
+                    self.warm_up.merge(&rest);
+                } else {
+                    self.total.merge(&rest);
+                }
                 self.stream_limit = match (self.stream_limit, stream_limit) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
@@ -368,7 +427,8 @@ impl Collector {
                 break;
             }
             let delta = entry.remove();
-            on_progress(Progress::Interval(Snapshot { elapsed: Duration::from_secs(u64::from(tick)), delta }));
+            let warm_up = tick <= self.warm_up_ticks;
+            on_progress(Progress::Interval(Snapshot { elapsed: Duration::from_secs(u64::from(tick)), delta, warm_up }));
         }
     }
 }

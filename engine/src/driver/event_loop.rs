@@ -59,6 +59,10 @@ pub(super) struct Loop<'r> {
     schedule: Schedule,
     /// The open model: service time is recorded beside the latency from due.
     open_model: bool,
+    /// Ticks of warm-up still to be handed out (0: none, or it is over), and the requests
+    /// those handed out so far counted as ok or errors.
+    warm_up_ticks: u32,
+    warm_up_resolved: u64,
     /// Open model: connections with room for a request, waiting for the next one due, oldest
     /// first. An entry whose connection's `waiting` is false is stale and skipped.
     waiting: VecDeque<usize>,
@@ -113,7 +117,7 @@ impl<'r> Loop<'r> {
             BufRing::new(uring.submitter(), (n * 2).next_power_of_two().clamp(64, 4096) as u16, BUF_SIZE, 0)?
         };
         let now = Instant::now();
-        Ok(Loop {
+        let mut l = Loop {
             completions: Vec::with_capacity(uring.sq_entries()),
             uring,
             bufs,
@@ -121,10 +125,15 @@ impl<'r> Loop<'r> {
             lifecycle: Lifecycle::new(&plan, now),
             stats: Stats::new(),
             schedule: match plan.rate {
+                Some(rate) if !plan.stages.is_empty() => {
+                    Schedule::staged(plan.budget, rate, &plan.stages, plan.stage_phase)
+                }
                 Some(rate) => Schedule::open(plan.budget, rate),
                 None => Schedule::closed(plan.budget),
             },
             open_model: plan.rate.is_some(),
+            warm_up_ticks: plan.warm_up_ticks,
+            warm_up_resolved: 0,
             waiting: VecDeque::new(),
             waiting_count: 0,
             plain: Vec::with_capacity(16 * 1024),
@@ -142,7 +151,11 @@ impl<'r> Loop<'r> {
             udp,
             recvmsg: RecvMsg::new(),
             shared,
-        })
+        };
+        if l.warm_up_ticks > 0 {
+            l.schedule.defer_budget();
+        }
+        Ok(l)
     }
 
     pub(super) fn run(mut self) -> io::Result<()> {
@@ -179,7 +192,7 @@ impl<'r> Loop<'r> {
         loop {
             let now = Instant::now();
             self.try_release(now)?;
-            self.lifecycle.tick(now, &mut self.stats);
+            self.tick(now);
             if self.next_deadline.is_some_and(|d| now >= d) {
                 self.expire_deadlines(now)?;
             }
@@ -215,6 +228,23 @@ impl<'r> Loop<'r> {
             let held = self.hold(until)?;
             self.drain()?;
             self.note_hold(held);
+        }
+    }
+
+    /// Hands out the second just completed, if one has. The warm-up ends with its last tick:
+    /// what was counted until then is the warm-up's, and a `-n` budget begins.
+    fn tick(&mut self, now: Instant) {
+        if self.warm_up_ticks == 0 {
+            self.lifecycle.tick(now, &mut self.stats);
+            return;
+        }
+        let resolved = self.stats.counters.total();
+        if self.lifecycle.tick(now, &mut self.stats).is_some() {
+            self.warm_up_resolved += resolved;
+            self.warm_up_ticks -= 1;
+            if self.warm_up_ticks == 0 {
+                self.schedule.end_warm_up(self.warm_up_resolved);
+            }
         }
     }
 

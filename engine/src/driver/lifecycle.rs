@@ -91,14 +91,17 @@ impl Lifecycle {
         self.end
     }
 
-    /// Hands the second just completed to the collector, if one has.
-    pub(super) fn tick(&mut self, now: Instant, stats: &mut Stats) {
-        if self.released && now >= self.next_tick {
-            let delta = std::mem::take(stats);
-            let _ = self.tx.send(ThreadMsg::Interval { thread: self.thread, tick: self.tick, delta });
-            self.tick += 1;
-            self.next_tick += Duration::from_secs(1);
+    /// Hands the second just completed to the collector, if one has; returns its tick.
+    pub(super) fn tick(&mut self, now: Instant, stats: &mut Stats) -> Option<u32> {
+        if !self.released || now < self.next_tick {
+            return None;
         }
+        let delta = std::mem::take(stats);
+        let tick = self.tick;
+        let _ = self.tx.send(ThreadMsg::Interval { thread: self.thread, tick, delta });
+        self.tick += 1;
+        self.next_tick += Duration::from_secs(1);
+        Some(tick)
     }
 
     /// True every `CHECK_EVERY`: time to read the stop flag and retry idle connections.

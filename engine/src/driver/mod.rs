@@ -53,6 +53,11 @@ pub(crate) struct ThreadPlan {
     pub duration: Option<Duration>,
     /// Open model: this thread's share of the rate; None for the closed model.
     pub rate: Option<crate::plan::Rate>,
+    /// Open model: its share of each stage's target (empty for a constant rate).
+    pub stages: Vec<crate::plan::Stage>,
+    pub stage_phase: f64,
+    /// The first this many ticks are the warm-up; a budget begins after them.
+    pub warm_up_ticks: u32,
     pub gate: Arc<StartGate>,
     pub stop_flag: Arc<AtomicBool>,
     pub tx: Sender<ThreadMsg>,

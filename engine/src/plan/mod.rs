@@ -2,6 +2,10 @@
 //! and threads (`split`).
 
 mod split;
+mod stages;
+
+pub(crate) use stages::Curve;
+pub use stages::{MAX_STAGES, Stage, requested_between, stage_at};
 
 use std::time::Duration;
 
@@ -38,7 +42,8 @@ pub const MAX_RATE: u64 = 1_000_000_000;
 /// An open-model schedule: requests due at fixed, uniform spacing whatever the server does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rate {
-    /// Requests per second; at least 1, at most [`MAX_RATE`].
+    /// Requests per second; at least 1, at most [`MAX_RATE`]. With stages, the rate the first
+    /// stage starts from, which may be 0.
     pub per_second: u64,
     /// When the first request is due after the start. Splitting a rate over parts staggers
     /// them by this, so that their requests interleave instead of coming in bursts of one per
@@ -50,12 +55,6 @@ impl Rate {
     /// `per_second` requests per second, the first due at the start.
     pub fn per_second(per_second: u64) -> Rate {
         Rate { per_second, offset: Duration::ZERO }
-    }
-
-    /// The time between two requests, in nanoseconds (exact: due instants are computed from
-    /// the start, so a fraction never accumulates).
-    pub(crate) fn spacing_nanos(&self) -> f64 {
-        1e9 / self.per_second.max(1) as f64
     }
 }
 
@@ -157,6 +156,19 @@ pub struct Plan {
     /// free; None is the closed model, each connection sending its next request as soon as
     /// the last is answered.
     pub rate: Option<Rate>,
+    /// Open model: the rate ramps through these stages, from `rate`'s requests per second (which
+    /// may then be 0), linearly within each; empty for a constant rate. The run should last
+    /// their sum: nothing is due after the last.
+    pub stages: Vec<Stage>,
+    /// With stages: request k of this plan is due once k + `stage_phase` requests' worth of its
+    /// ramp has accumulated, in (0, 1]. A whole plan's is ½ (each request in the middle of its
+    /// unit); a split gives part i of P `(phase + i) / P`, so that the parts' requests
+    /// interleave evenly at every rate, where a time offset would push a part's last requests
+    /// past the run's end.
+    pub stage_phase: f64,
+    /// The first this many whole seconds of the load are counted apart (`RunResult::warm_up`);
+    /// a request budget (`-n`) counts only the requests after it.
+    pub warm_up: Option<Duration>,
 }
 
 impl Plan {
@@ -178,6 +190,20 @@ impl Plan {
             tls: TlsOptions::default(),
             max_hold: DEFAULT_MAX_HOLD,
             rate: None,
+            stages: Vec::new(),
+            stage_phase: 0.5,
+            warm_up: None,
         }
+    }
+
+    /// The most requests per second the plan asks for at any time (its rate, or its stages'
+    /// highest); None in the closed model.
+    pub fn peak_rate(&self) -> Option<u64> {
+        self.rate.map(|r| Curve::peak(r.per_second, &self.stages))
+    }
+
+    /// The whole seconds of warm-up (0 without).
+    pub(crate) fn warm_up_seconds(&self) -> u32 {
+        self.warm_up.map_or(0, |d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX))
     }
 }

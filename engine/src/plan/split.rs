@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{Plan, Rate, Stop};
+use super::{Plan, Rate, Stage, Stop};
 
 impl Plan {
     /// This plan as `parts` plans (workers, or one engine's threads) that add up to exactly it:
@@ -13,8 +13,10 @@ impl Plan {
     /// like a request budget, in whole requests per second adding up to exactly the rate, and
     /// the budget then follows the rates, so that every part ends at about the same time; part
     /// `i` is staggered by `i` of the whole rate's spacings, so the parts' requests interleave
-    /// (split again over threads, the whole run's requests stay evenly spaced). A part runs on
-    /// at most as many threads as it has connections, or requests per second.
+    /// (split again over threads, the whole run's requests stay evenly spaced). Stages' targets
+    /// split like the rate, and parts interleave by their stage phase instead of a stagger. A
+    /// part runs on at most as many threads as it has connections, or requests per second (at
+    /// its peak).
     ///
     /// With a rate below `parts`, the last parts get none (and no budget): callers split a rate
     /// over at most as many parts as it has requests per second.
@@ -24,6 +26,11 @@ impl Plan {
         }
         let connections: Vec<u64> = (0..parts).map(|i| even_share(self.connections as u64, parts, i)).collect();
         let rates = self.rate.map(|r| proportional(r.per_second, &connections));
+        // Each stage's target splits like the rate, so at every instant the parts' rates add up
+        // to the whole's (a sum of linear ramps is the linear ramp of the sums).
+        let targets: Vec<Vec<u64>> = self.stages.iter().map(|s| proportional(s.target, &connections)).collect();
+        // Parts of a constant rate are staggered by the whole's spacing.
+        let spacing = 1e9 / self.rate.map_or(1, |r| r.per_second).max(1) as f64;
         let budgets = match self.stop {
             Stop::Requests(n) => Some(proportional(n, rates.as_deref().unwrap_or(&connections))),
             Stop::Duration(_) => None,
@@ -34,9 +41,17 @@ impl Plan {
                 part.connections = connections[i] as usize;
                 part.threads = self.threads.min(part.connections);
                 if let (Some(rate), Some(rates)) = (self.rate, &rates) {
-                    let stagger = Duration::from_nanos((rate.spacing_nanos() * i as f64) as u64);
+                    // Stages interleave their parts by phase instead (`Plan::stage_phase`).
+                    let stagger = if self.stages.is_empty() {
+                        Duration::from_nanos((spacing * i as f64) as u64)
+                    } else {
+                        Duration::ZERO
+                    };
                     part.rate = Some(Rate { per_second: rates[i], offset: rate.offset + stagger });
-                    part.threads = part.threads.min(usize::try_from(rates[i]).unwrap_or(usize::MAX));
+                    part.stage_phase = (self.stage_phase + i as f64) / parts as f64;
+                    part.stages = self.stages.iter().zip(&targets).map(|(s, t)| Stage { target: t[i], ..*s }).collect();
+                    let peak = part.peak_rate().unwrap_or(0);
+                    part.threads = part.threads.min(usize::try_from(peak).unwrap_or(usize::MAX));
                 }
                 if let Some(b) = &budgets {
                     part.stop = Stop::Requests(b[i]);
@@ -204,6 +219,53 @@ mod tests {
             let gap = pair[1] - pair[0];
             assert!((833_331..=833_336).contains(&gap), "gap {gap} ns");
         }
+    }
+
+    #[test]
+    fn every_stage_target_splits_into_parts_that_add_up_to_it() {
+        let mut rng = Rng(5);
+        for _ in 0..500 {
+            let k = 1 + rng.below(8);
+            let c = k + rng.below(100);
+            let mut whole = plan(c, Stop::Duration(Duration::from_secs(3)));
+            whole.rate = Some(Rate::per_second(rng.below(50) as u64));
+            whole.stages = (0..1 + rng.below(5))
+                .map(|_| Stage {
+                    duration: Duration::from_millis(1 + rng.below(5000) as u64),
+                    target: rng.below(10_000) as u64,
+                })
+                .collect();
+            let parts = whole.split(k);
+            for (j, stage) in whole.stages.iter().enumerate() {
+                let sum: u64 = parts.iter().map(|p| p.stages[j].target).sum();
+                assert_eq!(sum, stage.target, "stage {j} over {k} parts");
+                assert!(parts.iter().all(|p| p.stages[j].duration == stage.duration));
+            }
+            let start: u64 = parts.iter().map(|p| p.rate.unwrap().per_second).sum();
+            assert_eq!(start, whole.rate.unwrap().per_second);
+            // A part runs on no more threads than its highest rate has requests a second.
+            assert!(parts.iter().all(|p| p.threads as u64 <= p.peak_rate().unwrap().max(1)));
+        }
+        // Stages interleave their parts by phase, not by a time offset; split again over
+        // threads, every part of the whole has a phase of its own.
+        let mut whole = plan(12, Stop::Duration(Duration::from_secs(2)));
+        whole.rate = Some(Rate::per_second(0));
+        whole.stages = vec![Stage { duration: Duration::from_secs(2), target: 1200 }];
+        let mut phases: Vec<f64> = Vec::new();
+        for worker in whole.split(3) {
+            assert_eq!(worker.rate.unwrap().offset, Duration::ZERO);
+            phases.extend(worker.split(4).iter().map(|t| t.stage_phase));
+        }
+        phases.sort_by(f64::total_cmp);
+        let want: Vec<f64> = (0..12).map(|i| (i as f64 + 0.5) / 12.0).collect();
+        for (got, want) in phases.iter().zip(&want) {
+            assert!((got - want).abs() < 1e-12, "{phases:?}");
+        }
+        // A profile starting at 0 still gets threads: its peak is what it must carry.
+        let mut whole = plan(8, Stop::Duration(Duration::from_secs(2)));
+        whole.rate = Some(Rate::per_second(0));
+        whole.stages = vec![Stage { duration: Duration::from_secs(2), target: 800 }];
+        assert!(whole.split(2).iter().all(|p| p.threads == 4 && p.stages[0].target == 400));
     }
 
     #[test]

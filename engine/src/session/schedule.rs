@@ -11,9 +11,13 @@
 //! unprocessed, or claimed for a connection that closed before using it) is sent again in a
 //! later slot, so `-n` stays exact while the pace never goes back.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::plan::Rate;
+use crate::plan::{Curve, Rate, Stage};
+
+/// Requests a `-n` run may hand out during its warm-up, before its budget begins: more than any
+/// warm-up can send, and far from overflow when added to.
+const WARM_UP_UNITS: u64 = u64::MAX / 4;
 
 /// What asking for a request came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,34 +40,56 @@ pub(crate) struct Schedule {
     stopping: bool,
     /// The open model's pace; None for the closed model.
     pace: Option<Pace>,
+    /// A `-n` budget that begins once the warm-up is over (`end_warm_up`); meanwhile `left`
+    /// is `WARM_UP_UNITS`.
+    deferred: Option<u64>,
 }
 
-/// Slot `k` (the k-th request sent, from 0) is due at `first + k / rate`.
+/// When slot `k` (the k-th request sent, from 0) is due.
 struct Pace {
-    per_second: u64,
-    offset: std::time::Duration,
+    shape: Shape,
+    offset: Duration,
     /// Slot 0's due instant; None until the load starts.
     first: Option<Instant>,
     /// Slots used: the next request sent takes slot `taken`.
     taken: u64,
-    /// Slot `taken`'s due instant (once started).
-    next_due: Instant,
+    /// Slot `taken`'s due instant (once started); None when no slot is ever due again (the
+    /// stages have ended).
+    next_due: Option<Instant>,
     /// Slots below this have been counted as blocked (due with no connection free).
     blocked_upto: u64,
 }
 
+enum Shape {
+    /// A constant rate: slot k due at `first + k / rate`.
+    Constant(u64),
+    /// Stages: slot k due once k + phase requests' worth of the ramping rate has accumulated.
+    /// `hint` is the segment of the last slot asked about.
+    Stages { curve: Curve, hint: usize },
+}
+
 impl Pace {
-    fn due(&self, first: Instant, slot: u64) -> Instant {
-        let nanos = u128::from(slot) * 1_000_000_000 / u128::from(self.per_second);
-        first + std::time::Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    fn due(&mut self, first: Instant, slot: u64) -> Option<Instant> {
+        match &mut self.shape {
+            Shape::Constant(per_second) => {
+                let nanos = u128::from(slot) * 1_000_000_000 / u128::from(*per_second);
+                Some(first + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX)))
+            }
+            Shape::Stages { curve, hint } => curve.due(slot, hint).map(|d| first + d),
+        }
     }
 
     /// Slots due at or before `now`.
     fn due_by(&self, now: Instant) -> u64 {
         let Some(first) = self.first else { return 0 };
         let Some(since) = now.checked_duration_since(first) else { return 0 };
-        let slots = since.as_nanos() * u128::from(self.per_second) / 1_000_000_000 + 1;
-        u64::try_from(slots).unwrap_or(u64::MAX)
+        match &self.shape {
+            Shape::Constant(per_second) => {
+                let slots = since.as_nanos() * u128::from(*per_second) / 1_000_000_000 + 1;
+                u64::try_from(slots).unwrap_or(u64::MAX)
+            }
+            Shape::Stages { curve, .. } => curve.due_by(since),
+        }
     }
 }
 
@@ -85,20 +111,45 @@ fn claim_from(left: &mut Option<u64>, stopping: bool) -> bool {
 impl Schedule {
     /// The closed model: `budget` requests (None: until the run's deadline or stop).
     pub(crate) fn closed(budget: Option<u64>) -> Self {
-        Schedule { left: budget, held: 0, stopping: false, pace: None }
+        Schedule { left: budget, held: 0, stopping: false, pace: None, deferred: None }
     }
 
     /// The open model: `budget` requests (None: until the deadline) due at `rate`.
     pub(crate) fn open(budget: Option<u64>, rate: Rate) -> Self {
-        let pace = Pace {
-            per_second: rate.per_second.max(1),
-            offset: rate.offset,
-            first: None,
-            taken: 0,
-            next_due: Instant::now(),
-            blocked_upto: 0,
-        };
+        Schedule::paced(budget, rate, Shape::Constant(rate.per_second.max(1)))
+    }
+
+    /// The open model with stages: the rate ramps from `rate` through `stages`, and nothing is
+    /// due after the last.
+    pub(crate) fn staged(budget: Option<u64>, rate: Rate, stages: &[Stage], phase: f64) -> Self {
+        let curve = Curve::new(rate.per_second, stages, phase);
+        Schedule::paced(budget, rate, Shape::Stages { curve, hint: 0 })
+    }
+
+    fn paced(budget: Option<u64>, rate: Rate, shape: Shape) -> Self {
+        let pace = Pace { shape, offset: rate.offset, first: None, taken: 0, next_due: None, blocked_upto: 0 };
         Schedule { pace: Some(pace), ..Schedule::closed(budget) }
+    }
+
+    /// A `-n` budget begins only once the warm-up is over (`end_warm_up`): until then requests
+    /// are handed out without limit.
+    pub(crate) fn defer_budget(&mut self) {
+        if let Some(budget) = self.left {
+            self.deferred = Some(budget);
+            self.left = Some(WARM_UP_UNITS);
+        }
+    }
+
+    /// The warm-up is over, `resolved` of its requests having been counted (ok or an error):
+    /// the deferred budget begins. Requests in flight now, and those claimed for connections
+    /// being opened, will be counted after it, so they are taken from it: the requests counted
+    /// after the warm-up are exactly the budget (unless more than it were in flight already).
+    pub(crate) fn end_warm_up(&mut self, resolved: u64) {
+        let (Some(budget), Some(left)) = (self.deferred.take(), self.left) else { return };
+        // Handed out and not given back: sent (resolved or in flight) or failed unsent.
+        let handed = WARM_UP_UNITS.saturating_sub(left).saturating_sub(self.held);
+        let in_flight = handed.saturating_sub(resolved);
+        self.left = Some(budget.saturating_sub(in_flight.saturating_add(self.held)));
     }
 
     /// The load starts at `at`: the open model's instants count from here.
@@ -106,7 +157,7 @@ impl Schedule {
         if let Some(pace) = &mut self.pace {
             let first = at + pace.offset;
             pace.first = Some(first);
-            pace.next_due = first;
+            pace.next_due = pace.due(first, 0);
         }
     }
 
@@ -114,6 +165,10 @@ impl Schedule {
     /// The connection then uses it (`take`), gives it back (`return_claim`) or fails it
     /// (`drop_claim`).
     pub(crate) fn claim(&mut self) -> bool {
+        if self.pace.as_ref().is_some_and(|p| p.first.is_some() && p.next_due.is_none()) {
+            // The stages are over: a connection opened now would only close again.
+            return false;
+        }
         let claimed = claim_from(&mut self.left, self.stopping);
         self.held += u64::from(claimed);
         claimed
@@ -160,11 +215,12 @@ impl Schedule {
             return if claim_from(&mut self.left, self.stopping) { Take::Now } else { Take::Spent };
         };
         let Some(first) = pace.first else { return Take::NotYet };
+        let Some(due) = pace.next_due else { return Take::Spent };
         if self.stopping || (!*claimed && self.left == Some(0)) {
             // Nothing for this connection, now or later: it need not wait.
             return Take::Spent;
         }
-        if now < pace.next_due {
+        if now < due {
             return Take::NotYet;
         }
         if std::mem::take(claimed) {
@@ -172,7 +228,6 @@ impl Schedule {
         } else if !claim_from(&mut self.left, self.stopping) {
             return Take::Spent;
         }
-        let due = pace.next_due;
         pace.taken += 1;
         pace.next_due = pace.due(first, pace.taken);
         Take::Due(due)
@@ -182,7 +237,10 @@ impl Schedule {
     pub(crate) fn next_due(&self) -> Option<Instant> {
         let pace = self.pace.as_ref()?;
         pace.first?;
-        (!self.stopping && self.remaining() != Some(0)).then_some(pace.next_due)
+        if self.stopping || self.remaining() == Some(0) {
+            return None;
+        }
+        pace.next_due
     }
 
     /// Requests still to be sent: those unclaimed and those held for connections.

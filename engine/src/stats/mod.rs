@@ -108,6 +108,8 @@ pub struct Snapshot {
     pub elapsed: Duration,
     /// What happened during the interval alone.
     pub delta: Stats,
+    /// The interval is one of the warm-up's: its counts are the warm-up's, not the measurement's.
+    pub warm_up: bool,
 }
 
 #[cfg(test)]

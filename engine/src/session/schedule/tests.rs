@@ -235,3 +235,100 @@ fn a_stopped_open_schedule_hands_out_nothing_more() {
     assert_eq!(s.take(ms(t0, 10), &mut false), Take::Spent);
     assert_eq!(s.next_due(), None);
 }
+
+fn stages(list: &[(u64, u64)]) -> Vec<Stage> {
+    list.iter().map(|&(ms, target)| Stage { duration: Duration::from_millis(ms), target }).collect()
+}
+
+/// Takes every request of a schedule at its own due instant, as a connection always free would.
+fn dues_of(s: &mut Schedule, t0: Instant) -> Vec<Duration> {
+    let mut out = Vec::new();
+    while let Some(due) = s.next_due() {
+        assert_eq!(s.take(due, &mut false), Take::Due(due));
+        out.push(due.duration_since(t0));
+        assert!(out.len() <= 100_000, "a bounded profile ends");
+    }
+    out
+}
+
+#[test]
+fn stages_ramp_the_rate_and_each_stage_sends_its_integral() {
+    let t0 = Instant::now();
+    // From 0: up to 200/s over 1 s (100 requests), up to 600/s (400), down to 0 (300).
+    let mut s = Schedule::staged(None, Rate::per_second(0), &stages(&[(1000, 200), (1000, 600), (1000, 0)]), 0.5);
+    s.start(t0);
+    let dues = dues_of(&mut s, t0);
+    assert_eq!(dues.len(), 800, "the stages' total");
+    let in_second =
+        |i: u64| dues.iter().filter(|d| **d > Duration::from_secs(i) && **d <= Duration::from_secs(i + 1)).count();
+    assert_eq!((in_second(0), in_second(1), in_second(2)), (100, 400, 300));
+    for pair in dues.windows(2) {
+        assert!(pair[0] <= pair[1], "due instants go forward: {pair:?}");
+    }
+    // The first ramp is t²: a quarter of its requests by half-way, the first not at once.
+    assert_eq!(dues.iter().filter(|d| **d <= Duration::from_millis(500)).count(), 25);
+    assert!(dues[0] > Duration::from_millis(50), "a ramp from 0 starts slowly: {:?}", dues[0]);
+    assert_eq!(s.take(t0 + Duration::from_secs(10), &mut false), Take::Spent, "nothing after the last stage");
+    assert!(!s.claim(), "no connection is opened for a profile that has ended");
+}
+
+#[test]
+fn a_stage_at_zero_idles_and_the_load_comes_back_after_it() {
+    let t0 = Instant::now();
+    // 100/s held for 1 s, down to 0 at once, nothing for 1 s, back to 100/s.
+    let mut s =
+        Schedule::staged(None, Rate::per_second(100), &stages(&[(1000, 100), (1, 0), (1000, 0), (1000, 100)]), 0.5);
+    s.start(t0);
+    let dues = dues_of(&mut s, t0);
+    let idle = dues.iter().filter(|d| **d > Duration::from_millis(1001) && **d <= Duration::from_millis(2001)).count();
+    assert_eq!(idle, 0, "nothing is due while the rate is 0");
+    assert_eq!(dues.len(), 100 + 50, "a flat second of 100 and a ramp up to 100");
+    // While it idles, a free connection is told to wait (not to close): more comes later.
+    let mut s =
+        Schedule::staged(None, Rate::per_second(100), &stages(&[(1000, 100), (1, 0), (1000, 0), (1000, 100)]), 0.5);
+    s.start(t0);
+    while s.next_due().is_some_and(|d| d <= t0 + Duration::from_millis(1500)) {
+        let due = s.next_due().unwrap();
+        s.take(due, &mut false);
+    }
+    assert_eq!(s.take(t0 + Duration::from_millis(1500), &mut false), Take::NotYet);
+    assert!(s.next_due().is_some_and(|d| d > t0 + Duration::from_millis(2001)));
+}
+
+#[test]
+fn stages_count_blocked_and_overdue_requests_by_the_ramp() {
+    let t0 = Instant::now();
+    let mut s = Schedule::staged(None, Rate::per_second(0), &stages(&[(1000, 200)]), 0.5);
+    s.start(t0);
+    // 25 requests due by 500 ms, none taken: all blocked, all overdue; never more than 100.
+    assert_eq!(s.mark_blocked(ms(t0, 500)), 25);
+    assert_eq!(s.overdue(ms(t0, 500)), 25);
+    assert_eq!(s.overdue(ms(t0, 5000)), 100);
+}
+
+#[test]
+fn a_budget_deferred_past_the_warm_up_counts_only_what_comes_after_it() {
+    let t0 = Instant::now();
+    let mut s = Schedule::closed(Some(10));
+    s.defer_budget();
+    // The warm-up sends 50 (far beyond the budget); 45 of them are answered by its end, 5
+    // are still in flight, and a connection being opened holds a claim.
+    assert_eq!(take_all_bounded(&mut s, t0, 50), 50);
+    assert!(s.claim());
+    s.end_warm_up(45);
+    // What comes after: the 5 in flight, the claim, and 4 more make the budget of 10.
+    assert_eq!(take_all(&mut s, t0).len(), 4);
+    assert!(s.is_spent());
+    // Requests given back during the warm-up were never counted, and do not change that.
+    let mut s = Schedule::closed(Some(10));
+    s.defer_budget();
+    assert_eq!(take_all_bounded(&mut s, t0, 20), 20);
+    s.give_back(3);
+    s.end_warm_up(17);
+    assert_eq!(take_all(&mut s, t0).len(), 10);
+    // Without a budget (a timed run) there is nothing to defer.
+    let mut s = Schedule::closed(None);
+    s.defer_budget();
+    s.end_warm_up(0);
+    assert_eq!(take_all_bounded(&mut s, t0, 1000), 1000);
+}
