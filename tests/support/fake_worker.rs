@@ -117,6 +117,7 @@ pub fn finished_with(shard: &v1::Shard, stats: v1::Stats, seconds: u64, samples:
         interrupted: false,
         error_samples: samples,
         stream_limit: 0,
+        warm_up: None,
     }))
 }
 

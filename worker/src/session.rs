@@ -81,7 +81,15 @@ fn observe(metrics: &Exporter, event: &Event) {
     match event {
         Event::Started { .. } => metrics.run_started(),
         Event::Interval { delta, .. } => metrics.second(delta),
-        Event::Finished(outcome) => metrics.run_finished(&outcome.stats),
+        Event::Finished(outcome) => match &outcome.warm_up {
+            // The exporter counts every second, the warm-up's too.
+            Some(warm_up) => {
+                let mut all = outcome.stats.clone();
+                all.merge(warm_up);
+                metrics.run_finished(&all);
+            }
+            None => metrics.run_finished(&outcome.stats),
+        },
         Event::Failed(_) => metrics.run_failed(),
         Event::Accepted { .. } | Event::Ready { .. } => {}
     }

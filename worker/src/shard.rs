@@ -58,6 +58,8 @@ pub struct Outcome {
     pub error_samples: Vec<(ErrorKind, String)>,
     /// HTTP/2: the lowest stream limit a server set below the streams asked for.
     pub stream_limit: Option<u32>,
+    /// With a warm-up: what was counted during it, apart from `stats`.
+    pub warm_up: Option<Stats>,
 }
 
 /// Runs one shard to its end on this thread: probes io_uring (Failed with its one-line reason if
@@ -89,6 +91,7 @@ pub fn run_shard(plan: &Plan, control: &RunControl, sink: &mut dyn FnMut(Event))
             interrupted: r.interrupted,
             error_samples: r.error_samples,
             stream_limit: r.stream_limit,
+            warm_up: r.warm_up,
         })),
         Err(e) => Event::Failed(e.to_string()),
     });

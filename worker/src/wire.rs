@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use volley_engine::{
-    ErrorKind, HistogramError, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_THREADS, Plan, Protocol, Rate,
-    RequestSpec, RingSupport, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram,
-    new_histogram,
+    ErrorKind, HistogramError, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan,
+    Protocol, Rate, RequestSpec, RingSupport, Stage, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram,
+    encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -77,6 +77,9 @@ pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
         max_hold_nanos: Some(nanos(plan.max_hold)),
         rate: plan.rate.map_or(0, |r| r.per_second),
         rate_offset_nanos: plan.rate.map_or(0, |r| nanos(r.offset)),
+        warm_up_nanos: plan.warm_up.map_or(0, nanos),
+        stages: plan.stages.iter().map(|s| v1::Stage { duration_nanos: nanos(s.duration), target: s.target }).collect(),
+        stage_phase: plan.stage_phase,
     }
 }
 
@@ -160,22 +163,46 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
             )));
         }
     }
-    if shard.rate > 0 {
-        if shard.rate > MAX_RATE {
-            return Err(WireError::Shard(format!(
-                "a rate of {} requests per second is more than the {MAX_RATE} a worker takes",
-                shard.rate
-            )));
-        }
-        if shard.rate < plan.threads as u64 {
-            // A thread keeps at least one request per second.
-            plan.threads = shard.rate as usize;
-        }
+    if shard.stages.len() > MAX_STAGES {
+        return Err(WireError::Shard(format!(
+            "{} stages is more than the {MAX_STAGES} a worker takes",
+            shard.stages.len()
+        )));
+    }
+    // With stages, the rate is where the first starts, and may be 0.
+    if shard.rate > 0 || !shard.stages.is_empty() {
+        plan.stages = shard
+            .stages
+            .iter()
+            .map(|s| Stage { duration: Duration::from_nanos(s.duration_nanos), target: s.target })
+            .collect();
         let offset = Duration::from_nanos(shard.rate_offset_nanos);
         if offset > MAX_DURATION {
             return Err(invalid("a rate offset beyond 365 days"));
         }
         plan.rate = Some(Rate { per_second: shard.rate, offset });
+        if !plan.stages.is_empty() {
+            if !(shard.stage_phase > 0.0 && shard.stage_phase <= 1.0) {
+                return Err(invalid("a stage phase outside (0, 1]"));
+            }
+            plan.stage_phase = shard.stage_phase;
+        }
+        let peak = plan.peak_rate().unwrap_or(0);
+        if peak > MAX_RATE {
+            return Err(WireError::Shard(format!(
+                "a rate of {peak} requests per second is more than the {MAX_RATE} a worker takes"
+            )));
+        }
+        if peak == 0 {
+            return Err(invalid("stages that never ask for a request"));
+        }
+        if peak < plan.threads as u64 {
+            // A thread keeps at least one request per second.
+            plan.threads = peak as usize;
+        }
+    }
+    if shard.warm_up_nanos > 0 {
+        plan.warm_up = Some(Duration::from_nanos(shard.warm_up_nanos));
     }
     plan.keepalive = shard.keepalive;
     plan.tls = TlsOptions { insecure: shard.insecure, extra_ca_pem: shard.extra_ca_pem.clone() };
@@ -339,6 +366,7 @@ pub fn event_to_proto(event: Event) -> v1::RunEvent {
             interrupted: outcome.interrupted,
             error_samples: error_samples_to_proto(&outcome.error_samples),
             stream_limit: outcome.stream_limit.unwrap_or(0),
+            warm_up: outcome.warm_up.as_ref().map(stats_to_proto),
         }),
         Event::Failed(reason) => E::Failed(v1::Failed { reason }),
     };
@@ -369,6 +397,7 @@ pub fn event_from_proto(event: v1::RunEvent) -> Result<Event, WireError> {
             interrupted: f.interrupted,
             error_samples: error_samples_from_proto(&f.error_samples)?,
             stream_limit: Some(f.stream_limit).filter(|&l| l > 0),
+            warm_up: f.warm_up.as_ref().map(stats_from_proto).transpose()?,
         })),
         E::Failed(f) => Event::Failed(f.reason),
     })
@@ -402,6 +431,12 @@ mod tests {
         plan.tls = TlsOptions { insecure: true, extra_ca_pem: b"-----BEGIN CERTIFICATE-----".to_vec() };
         plan.max_hold = Duration::from_micros(70);
         plan.rate = Some(Rate { per_second: 1234, offset: Duration::from_micros(271) });
+        plan.warm_up = Some(Duration::from_secs(2));
+        plan.stage_phase = 0.375;
+        plan.stages = vec![
+            Stage { duration: Duration::from_millis(1500), target: 5000 },
+            Stage { duration: Duration::from_secs(3), target: 0 },
+        ];
         plan
     }
 
@@ -414,6 +449,9 @@ mod tests {
         assert_eq!(a.stop, b.stop);
         assert_eq!(a.connect_timeout, b.connect_timeout);
         assert_eq!(a.rate, b.rate);
+        assert_eq!(a.stages, b.stages);
+        assert_eq!(a.stage_phase, b.stage_phase);
+        assert_eq!(a.warm_up, b.warm_up);
         assert_eq!(a.max_hold, b.max_hold);
         assert_eq!(a.request_timeout, b.request_timeout);
         assert_eq!(a.keepalive, b.keepalive);
@@ -440,6 +478,7 @@ mod tests {
     #[test]
     fn a_shards_rate_caps_its_threads_and_a_rate_beyond_the_engines_is_refused() {
         let mut shard = shard_to_proto(&plan(Stop::Requests(100)), Some(3));
+        shard.stages.clear();
         shard.rate = 2;
         let p = shard_from_proto(&shard, 8).expect("valid");
         assert_eq!((p.threads, p.rate.map(|r| r.per_second)), (2, Some(2)), "a thread keeps one request per second");
@@ -447,7 +486,22 @@ mod tests {
         let err = shard_from_proto(&shard, 8).expect_err("refused").to_string();
         assert!(err.contains("a worker takes"), "{err}");
         shard.rate = 0;
+        shard.stages.clear();
         assert_eq!(shard_from_proto(&shard, 8).expect("closed model").rate, None);
+    }
+
+    #[test]
+    fn stages_from_zero_are_the_open_model_and_too_many_are_refused() {
+        let mut shard = shard_to_proto(&plan(Stop::Duration(Duration::from_secs(5))), Some(8));
+        shard.rate = 0;
+        shard.stages = vec![v1::Stage { duration_nanos: 1_000_000_000, target: 3 }];
+        let p = shard_from_proto(&shard, 8).expect("valid");
+        assert_eq!(p.rate.map(|r| r.per_second), Some(0));
+        assert_eq!(p.threads, 3, "threads capped at the peak rate");
+        shard.stages = vec![v1::Stage { duration_nanos: 1_000_000_000, target: 0 }];
+        assert!(shard_from_proto(&shard, 8).expect_err("nothing to send").to_string().contains("never"));
+        shard.stages = vec![v1::Stage { duration_nanos: 1, target: 1 }; MAX_STAGES + 1];
+        assert!(shard_from_proto(&shard, 8).expect_err("too many").to_string().contains("stages"));
     }
 
     #[test]
@@ -497,6 +551,8 @@ mod tests {
             ("method", Box::new(|s| s.method = String::new())),
             ("header name", Box::new(|s| s.headers.push(v1::Header { name: "a b".into(), value: "v".into() }))),
             ("header value", Box::new(|s| s.headers.push(v1::Header { name: "a".into(), value: "v\r\nX: y".into() }))),
+            ("stage phase", Box::new(|s| s.stage_phase = 0.0)),
+            ("stage phase", Box::new(|s| s.stage_phase = f64::NAN)),
         ];
         for (what, spoil) in cases {
             let mut shard = good.clone();
@@ -506,7 +562,7 @@ mod tests {
         let mut old = good.clone();
         old.protocol = 0;
         let err = shard_from_proto(&old, 4).expect_err("old protocol");
-        assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 0, this side speaks 2");
+        assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 0, this side speaks 3");
     }
 
     fn sample_stats() -> Stats {
@@ -624,6 +680,7 @@ mod tests {
             interrupted: true,
             error_samples: vec![(ErrorKind::Reset, "connection reset by peer".into())],
             stream_limit: Some(16),
+            warm_up: Some(sample_stats()),
         };
         let events = vec![
             Event::Accepted { threads: 4, connections: 64, ring: ring.clone() },
@@ -652,6 +709,7 @@ mod tests {
                 }
                 (Event::Finished(a), Event::Finished(b)) => {
                     assert_same_stats(&a.stats, &b.stats);
+                    assert_same_stats(a.warm_up.as_ref().expect("sent"), b.warm_up.as_ref().expect("received"));
                     assert_eq!(
                         (
                             a.duration,
