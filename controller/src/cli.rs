@@ -123,6 +123,15 @@ pub(crate) struct LoadArgs {
     /// connection free, and latency counts from when it was due. With -n or -z.
     #[arg(long, value_name = "R", allow_hyphen_values = true)]
     pub rate: Option<String>,
+    /// With --rate: ramp the rate through stages, DURATION:RATE,... (30s:1000,60s:5000,30s:0),
+    /// each linearly from the previous target (the first from --rate, which may then be 0);
+    /// the run lasts their sum.
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true, conflicts_with_all = ["duration", "requests"])]
+    pub stages: Option<String>,
+    /// Count the first D (whole seconds) of the load apart: not in the report's numbers and
+    /// thresholds, but in a warm-up section and the series. Part of -z; -n counts after it.
+    #[arg(long = "warm-up", value_name = "D", allow_hyphen_values = true)]
+    pub warm_up: Option<String>,
     /// Engine threads [default: physical cores, capped at --connections].
     #[arg(short = 't', long)]
     pub threads: Option<u64>,

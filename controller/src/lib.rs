@@ -17,6 +17,7 @@ mod workers_file;
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{CommandFactory, FromArgMatches};
 
@@ -202,10 +203,13 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
         report.aborted = Some(breach);
     }
     if let Some(live) = live {
-        live.run_finished(&report.stats);
+        // The exporter and the interval log count every second, the warm-up's too.
+        live.run_finished(&report.everything());
     }
     // Its last interval is what the report's totals hold beyond the seconds logged.
-    let logged = hlog.map_or(Ok(()), |log| log.finish(&report.stats, report.duration));
+    let whole =
+        report.duration + report.warm_up.as_ref().map_or(Duration::ZERO, |w| Duration::from_secs(w.seconds.into()));
+    let logged = hlog.map_or(Ok(()), |log| log.finish(&report.everything(), whole));
     if report.workers.iter().all(|w| w.stats.is_none()) {
         // Nothing ran anywhere: the reason is the whole story on stderr, but a CI job still
         // finds its files, saying so.

@@ -4,8 +4,8 @@ use std::io::Read;
 use std::time::Duration;
 
 use volley_engine::{
-    MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_THREADS, Plan, Protocol, Rate, RequestSpec, Stop, Target,
-    TlsOptions,
+    MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan, Protocol, Rate, RequestSpec,
+    Stage, Stop, Target, TlsOptions,
 };
 use volley_proto::MAX_MESSAGE_BYTES;
 
@@ -83,8 +83,112 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     plan.keepalive = !args.disable_keepalive;
     plan.tls = tls;
     plan.max_hold = parse_hold(&args.max_hold)?;
-    plan.rate = args.rate.as_deref().map(|r| parse_whole_rate(r, "--rate")).transpose()?.map(Rate::per_second);
+    let stages = args.stages.as_deref().map(parse_stages).transpose()?;
+    // With stages, --rate is where the first starts from, and may be 0.
+    plan.rate = match args.rate.as_deref() {
+        Some(r) if stages.is_some() && r.trim() == "0" => Some(0),
+        Some(r) => Some(parse_whole_rate(r, "--rate")?),
+        None => None,
+    }
+    .map(Rate::per_second);
+    if let Some(stages) = stages {
+        let Some(rate) = plan.rate else {
+            return Err(CliError::Usage(
+                "--stages without --rate (ramping the connection count) is not supported yet: give --rate, the rate the first stage starts from (0 for none)".into(),
+            ));
+        };
+        // The run is the stages: -z and -n are refused beside them (clap), and -n's default goes.
+        plan.stop = Stop::Duration(stages.iter().map(|s| s.duration).sum());
+        plan.stages = stages;
+        if rate.per_second == 0 && plan.peak_rate() == Some(0) {
+            return Err(CliError::Usage("--stages: every rate is 0, so no request would be sent".into()));
+        }
+    }
+    if let Some(text) = &args.warm_up {
+        plan.warm_up = Some(parse_warm_up(text, &plan)?);
+    }
     Ok(plan)
+}
+
+/// `--warm-up D`: whole seconds (each second of the series is then wholly warm-up or wholly
+/// measured), shorter than the run, and for `-n` at least as many requests as can be in flight
+/// when it ends, since those count toward `-n`.
+fn parse_warm_up(text: &str, plan: &Plan) -> Result<Duration, CliError> {
+    let bad = |why: String| CliError::Usage(format!("--warm-up: '{text}' {why}"));
+    let t = text.trim();
+    if t.starts_with('-') {
+        return Err(bad("is negative: give a whole number of seconds, at least 1s".into()));
+    }
+    if t.parse::<f64>().is_ok_and(|v| v == 0.0) {
+        return Err(bad("is zero: leave --warm-up out for none".into()));
+    }
+    let warm_up = parse_duration(text, "--warm-up")?;
+    if warm_up.subsec_nanos() != 0 {
+        return Err(bad("is not a whole number of seconds: the per-second series marks whole seconds".into()));
+    }
+    match plan.stop {
+        Stop::Duration(d) if warm_up >= d => {
+            Err(bad(format!("is not shorter than the run ({}s): nothing would be measured", d.as_secs_f64())))
+        }
+        Stop::Requests(n) => {
+            let streams = match plan.protocol {
+                Protocol::Http1 => 1,
+                Protocol::Http2 { streams } | Protocol::Http3 { streams } => u64::from(streams),
+            };
+            let slots = (plan.connections as u64).saturating_mul(streams);
+            if n < slots {
+                return Err(CliError::Usage(format!(
+                    "--warm-up with -n {n}: -n counts the requests after the warm-up, among them the up to {slots} in flight when it ends (-c × -p): give -n of at least {slots}"
+                )));
+            }
+            Ok(warm_up)
+        }
+        Stop::Duration(_) => Ok(warm_up),
+    }
+}
+
+/// `--stages 30s:1000,60s:5000,30s:0`: each stage a duration and the rate it ramps to.
+fn parse_stages(text: &str) -> Result<Vec<Stage>, CliError> {
+    let bad = |why: String| CliError::Usage(format!("--stages: {why}"));
+    if text.trim().is_empty() {
+        return Err(bad("the list is empty: give DURATION:RATE,... such as 30s:1000,60s:5000".into()));
+    }
+    let items: Vec<&str> = text.split(',').map(str::trim).collect();
+    if items.len() > MAX_STAGES {
+        return Err(bad(format!("{} stages is more than the {MAX_STAGES} allowed", items.len())));
+    }
+    let mut stages = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let n = i + 1;
+        let Some((duration, rate)) = item.split_once(':') else {
+            return Err(bad(format!("stage {n} '{item}' is not DURATION:RATE (such as 30s:1000)")));
+        };
+        let (duration, rate) = (duration.trim(), rate.trim());
+        // A stage of no time is refused here too ("duration must be more than zero").
+        let duration = parse_duration(duration, &format!("--stages: stage {n} '{item}'"))?;
+        let target = match rate.parse::<u64>() {
+            Ok(r) if r > MAX_RATE => {
+                return Err(bad(format!(
+                    "stage {n} '{item}': {r} is more than the most volley schedules, {MAX_RATE} per second"
+                )));
+            }
+            Ok(r) => r,
+            Err(_) if rate.starts_with('-') => {
+                return Err(bad(format!(
+                    "stage {n} '{item}': the rate is negative; give requests per second, 0 or more"
+                )));
+            }
+            Err(_) => {
+                return Err(bad(format!("stage {n} '{item}': '{rate}' is not a whole number of requests per second")));
+            }
+        };
+        stages.push(Stage { duration, target });
+    }
+    let total = stages.iter().try_fold(Duration::ZERO, |sum, s| sum.checked_add(s.duration));
+    if total.is_none_or(|t| t > MAX_DURATION) {
+        return Err(bad("the stages last more than the longest allowed, 365 days (8760h)".into()));
+    }
+    Ok(stages)
 }
 
 /// `--rate R` (and find-max's rates): whole requests per second, so that every worker's and
@@ -116,7 +220,7 @@ const MOST_PER_SLOT: u64 = 10_000;
 /// can carry: its requests would mostly wait for a free one. The run still goes ahead, and its
 /// report says how many waited.
 pub(crate) fn rate_warning(plan: &Plan) -> Option<String> {
-    let rate = plan.rate?.per_second;
+    let rate = plan.peak_rate()?;
     let streams = match plan.protocol {
         Protocol::Http1 => 1,
         Protocol::Http2 { streams } | Protocol::Http3 { streams } => u64::from(streams),
@@ -436,6 +540,31 @@ mod tests {
         assert!(rate_warning(&plan).is_some_and(|w| w.contains("raise -c")));
         plan.protocol = Protocol::Http2 { streams: 2 };
         assert_eq!(rate_warning(&plan), None, "streams carry requests too");
+    }
+
+    #[test]
+    fn stages_are_durations_and_the_rates_they_ramp_to() {
+        let stages = parse_stages("30s:1000, 1m:5000,500ms:0").unwrap();
+        let want = [(30_000, 1000), (60_000, 5000), (500, 0)]
+            .map(|(ms, target)| Stage { duration: Duration::from_millis(ms), target });
+        assert_eq!(stages, want);
+        for (bad, why) in [
+            ("", "the list is empty"),
+            ("30s", "is not DURATION:RATE"),
+            ("x:1", "invalid duration"),
+            ("30s:-1", "negative"),
+            ("30s:1.5", "not a whole number"),
+            ("0s:100", "more than zero"),
+            ("10s:100,,", "is not DURATION:RATE"),
+            ("9000h:1", "365 days"),
+            ("5000h:1,5000h:1", "365 days"),
+            ("1s:1000000001", "more than the most"),
+        ] {
+            let err = parse_stages(bad).expect_err(bad).to_string();
+            assert!(err.starts_with("--stages") && err.contains(why), "{bad}: {err}");
+        }
+        let many = vec!["1s:1"; MAX_STAGES + 1].join(",");
+        assert!(parse_stages(&many).expect_err("too many").to_string().contains("more than the 100 allowed"));
     }
 
     #[test]

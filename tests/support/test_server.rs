@@ -211,6 +211,8 @@ struct Stats {
     /// When the first and the latest request heads arrived.
     first_at: std::sync::OnceLock<Instant>,
     latest_at: Mutex<Option<Instant>>,
+    /// When every request head arrived, in order (a test's runs are bounded: thousands).
+    arrived_at: Mutex<Vec<Instant>>,
     /// Requests that arrived after a `fail_after` breach.
     after_breach: AtomicU64,
     /// Responses sent with Retry-After, by (status, value).
@@ -236,6 +238,7 @@ impl Stats {
         let now = Instant::now();
         self.first_at.get_or_init(|| now);
         *self.latest_at.lock().unwrap() = Some(now);
+        self.arrived_at.lock().unwrap().push(now);
         *self.methods.lock().unwrap().entry(method.to_string()).or_default() += 1;
         nth
     }
@@ -415,6 +418,11 @@ impl TestServer {
     /// When the first request head arrived (None before any).
     pub fn first_request_at(&self) -> Option<Instant> {
         self.stats.first_at.get().copied()
+    }
+
+    /// When each request head arrived, in order.
+    pub fn arrivals(&self) -> Vec<Instant> {
+        self.stats.arrived_at.lock().unwrap().clone()
     }
 
     /// When the latest request head arrived (None before any).

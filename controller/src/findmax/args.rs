@@ -38,10 +38,12 @@ pub(crate) struct FindMaxArgs {
 }
 
 /// Load flags that a search sets itself or cannot use, with why.
-const NOT_FOR_A_SEARCH: [(&str, &str, &str); 11] = [
+const NOT_FOR_A_SEARCH: [(&str, &str, &str); 13] = [
     ("requests", "-n/--requests", "each step runs for --step-duration"),
     ("duration", "-z/--duration", "each step runs for --step-duration"),
     ("rate", "--rate", "the search chooses each step's rate (see --start and --max-rate)"),
+    ("stages", "--stages", "the search chooses each step's rate (see --start and --max-rate)"),
+    ("warm_up", "--warm-up", "each step is judged on the whole of it (--step-pause separates steps)"),
     ("thresholds", "--threshold", "give the search --slo"),
     ("abort_on_fail", "--abort-on-fail", "each step is judged on the whole of it"),
     ("abort_grace", "--abort-grace", "each step is judged on the whole of it"),

@@ -147,6 +147,7 @@ mod tests {
             stream_limit: None,
             partial: false,
             intervals: Vec::new(),
+            warm_up: None,
         };
         Report::from_workers("http://127.0.0.1:1/".into(), vec![worker], false, false, Vec::new())
     }

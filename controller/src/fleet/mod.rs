@@ -12,6 +12,7 @@ mod link;
 mod local;
 mod progress;
 mod remote;
+mod series;
 mod split;
 
 use std::collections::BTreeMap;
@@ -26,6 +27,7 @@ use volley_worker::wire;
 
 pub(crate) use link::WorkerInfo;
 pub(crate) use remote::Access;
+pub(crate) use series::Profile;
 pub(crate) use split::split;
 
 use crate::gate::Watch;
@@ -82,6 +84,8 @@ pub(crate) struct WorkerRun {
     /// A worker lost before its result: its intervals merged, up to `reported_seconds`. None
     /// when it sent none, or when it was failed for reporting what cannot be true.
     pub partial: Option<Stats>,
+    /// The same for its seconds of warm-up, which are not in `partial`.
+    pub partial_warm_up: Option<Stats>,
     pub reported_seconds: u32,
     /// Its own seconds, for the per-worker lines of a distributed run's report; none for a
     /// local run, whose one worker's seconds are the run's.
@@ -97,6 +101,8 @@ pub(crate) struct FleetRun {
     /// Ctrl-C stopped the run.
     pub interrupted: bool,
     pub remote: bool,
+    /// The warm-up, and the stages' and rate's share of each second.
+    pub profile: Profile,
 }
 
 /// Who follows a run as it goes, besides the progress line.
@@ -127,17 +133,25 @@ pub(crate) fn run(
     let remote = places.iter().any(|p| matches!(p, Place::Remote(_)));
     let stop = shards[0].stop;
     let connect_timeout = shards[0].connect_timeout;
-    let mut fleet = FleetRun { remote, ..Default::default() };
+    let profile = Profile::new(&shards);
+    let mut fleet = FleetRun { remote, profile: profile.clone(), ..Default::default() };
     let mut links = Vec::with_capacity(shards.len());
     let mut state = State::default();
     for (index, (shard, place)) in shards.into_iter().zip(places).enumerate() {
-        let mut worker =
-            WorkerRun { connections: shard.connections, rate: shard.rate.map(|r| r.per_second), ..Default::default() };
+        let end = match shard.stop {
+            Stop::Duration(d) => d,
+            Stop::Requests(_) => Duration::ZERO,
+        };
+        let mut worker = WorkerRun {
+            connections: shard.connections,
+            rate: profile.asked_rate(Some(index), end),
+            ..Default::default()
+        };
         let budget = match shard.stop {
             Stop::Requests(n) => Some(n),
             Stop::Duration(_) => None,
         };
-        state.workers.push(Tracked::new(budget, matches!(place, Place::Remote(_))));
+        state.workers.push(Tracked::new(budget, matches!(place, Place::Remote(_)), profile.warm_up_seconds));
         let link = match place {
             Place::Local => {
                 worker.address = "local".into();
@@ -297,17 +311,23 @@ pub(crate) fn run(
             LinkEvent::Worker(Event::Interval { second, delta }) => {
                 let elapsed = planned.map(|(at, _)| Duration::from_nanos(now_nanos().saturating_sub(at)));
                 let w = &state.workers[i];
+                let warm_up = second <= profile.warm_up_seconds;
+                // A budget counts the requests after the warm-up only.
+                let budget = if warm_up { None } else { w.budget };
                 let believable = checks::second(second, w.last_second, elapsed)
-                    .and_then(|()| checks::counts(&delta, w.said_done, w.budget));
+                    .and_then(|()| checks::counts(&delta, w.said_done, budget));
                 match believable {
                     Ok(()) => {
                         // Judged as each worker's second arrives, not once every worker sent
-                        // it: what one worker proves lost is lost, and waiting costs time.
+                        // it: what one worker proves lost is lost, and waiting costs time. The
+                        // warm-up's seconds are not judged: they are not in the verdict either.
                         let breached = match (watch.as_deref_mut(), elapsed) {
-                            (Some(watch), Some(elapsed)) if stop_deadline.is_none() => watch.interval(&delta, elapsed),
+                            (Some(watch), Some(elapsed)) if stop_deadline.is_none() && !warm_up => {
+                                watch.interval(&delta, elapsed)
+                            }
                             _ => false,
                         };
-                        state.interval(i, second, delta);
+                        state.interval(i, second, delta, profile.shard(i, second));
                         if breached {
                             stop_deadline = Some(Instant::now() + STOP_GRACE);
                             for (j, link) in links.iter().enumerate() {
@@ -322,7 +342,9 @@ pub(crate) fn run(
             }
             LinkEvent::Worker(Event::Finished(mut outcome)) => {
                 let w = &state.workers[i];
-                match checks::finished(&outcome.stats, w.said_done, w.said_ok, w.budget) {
+                let checked = checks::finished(&outcome.stats, w.said_done, w.said_ok, w.budget)
+                    .and_then(|()| outcome.warm_up.as_ref().map_or(Ok(()), |s| checks::counts(s, 0, None)));
+                match checked {
                     Ok(()) => {
                         for (_, why) in &mut outcome.error_samples {
                             *why = one_line(why);
@@ -344,7 +366,7 @@ pub(crate) fn run(
             if let Some(hlog) = hlog.as_deref_mut() {
                 hlog.second(second, &delta);
             }
-            fleet.intervals.push(Second::of(second, &delta));
+            fleet.intervals.push(Second::of(second, &delta, profile.whole(second)));
         }
     }
     for (second, delta) in state.flush() {
@@ -354,12 +376,13 @@ pub(crate) fn run(
         if let Some(hlog) = hlog.as_deref_mut() {
             hlog.second(second, &delta);
         }
-        fleet.intervals.push(Second::of(second, &delta));
+        fleet.intervals.push(Second::of(second, &delta, profile.whole(second)));
     }
     for (worker, tracked) in fleet.workers.iter_mut().zip(&mut state.workers) {
         worker.seconds = std::mem::take(&mut tracked.seconds);
         if worker.outcome.is_none() {
             worker.partial = tracked.received.take();
+            worker.partial_warm_up = tracked.received_warm_up.take();
             worker.reported_seconds = tracked.last_second;
         }
     }
@@ -388,10 +411,12 @@ pub(crate) struct Second {
     pub blocked: u64,
     pub service_p50: Option<u64>,
     pub service_p99: Option<u64>,
+    /// Its place in the run: warm-up, stage, requests asked for.
+    pub label: series::Label,
 }
 
 impl Second {
-    fn of(second: u32, delta: &Stats) -> Second {
+    fn of(second: u32, delta: &Stats, label: series::Label) -> Second {
         let lat = &delta.histograms.latency;
         let at = |q| (!lat.is_empty()).then(|| lat.value_at_quantile(q));
         let service_time = &delta.histograms.service;
@@ -410,6 +435,7 @@ impl Second {
             blocked: delta.counters.blocked,
             service_p50: service(0.5),
             service_p99: service(0.99),
+            label,
         }
     }
 }
@@ -423,6 +449,7 @@ fn fail(fleet: &mut FleetRun, state: &mut State, i: usize, reason: String) {
 fn distrust(fleet: &mut FleetRun, state: &mut State, link: &Link, i: usize, lie: checks::Implausible) {
     fail(fleet, state, i, lie.to_string());
     state.workers[i].received = None;
+    state.workers[i].received_warm_up = None;
     state.workers[i].seconds.clear();
     link.send(Command::Stop);
 }
@@ -442,8 +469,12 @@ struct Tracked {
     /// A remote worker's intervals, merged: what it is known to have done should it be lost.
     /// One running sum, not one per second, so it stays the size of one set of histograms.
     /// The in-process worker keeps none: it cannot be lost without this process, and the
-    /// sum's 0.8 MB would be a twentieth of a local run's memory.
+    /// sum's 0.8 MB would be a twentieth of a local run's memory. The warm-up's seconds are
+    /// summed apart.
     received: Option<Stats>,
+    received_warm_up: Option<Stats>,
+    /// Its first seconds that are the warm-up's: not counted against the budget.
+    warm_up_seconds: u32,
     keeps_sum: bool,
     /// Its seconds, summed up; kept for remote workers only, like `received`.
     seconds: Vec<Second>,
@@ -452,7 +483,7 @@ struct Tracked {
 }
 
 impl Tracked {
-    fn new(budget: Option<u64>, keeps_sum: bool) -> Self {
+    fn new(budget: Option<u64>, keeps_sum: bool, warm_up_seconds: u32) -> Self {
         Tracked {
             ready: false,
             terminal: false,
@@ -461,6 +492,8 @@ impl Tracked {
             said_done: 0,
             said_ok: 0,
             received: None,
+            received_warm_up: None,
+            warm_up_seconds,
             keeps_sum,
             seconds: Vec::new(),
             budget,
@@ -482,18 +515,24 @@ impl State {
     }
 
     /// Takes a checked interval: into the worker's running sum and its second's merge.
-    fn interval(&mut self, worker: usize, second: u32, delta: Stats) {
+    fn interval(&mut self, worker: usize, second: u32, delta: Stats, label: series::Label) {
         let w = &mut self.workers[worker];
         w.last_second = second;
         w.heard_at = Some(Instant::now());
-        w.said_done = w.said_done.saturating_add(checks::done(&delta.counters));
-        w.said_ok = w.said_ok.saturating_add(delta.counters.ok);
-        if w.keeps_sum {
-            w.seconds.push(Second::of(second, &delta));
+        let warm_up = second <= w.warm_up_seconds;
+        // The final result's counts are the measurement's: what the seconds after the warm-up
+        // said must be in them.
+        if !warm_up {
+            w.said_done = w.said_done.saturating_add(checks::done(&delta.counters));
+            w.said_ok = w.said_ok.saturating_add(delta.counters.ok);
         }
-        match &mut w.received {
+        if w.keeps_sum {
+            w.seconds.push(Second::of(second, &delta, label));
+        }
+        let received = if warm_up { &mut w.received_warm_up } else { &mut w.received };
+        match received {
             Some(sum) => sum.merge(&delta),
-            None if w.keeps_sum => w.received = Some(delta.clone()),
+            None if w.keeps_sum => *received = Some(delta.clone()),
             None => {}
         }
         match self.pending.entry(second) {
@@ -533,11 +572,11 @@ mod tests {
     #[test]
     fn a_second_is_complete_once_every_live_worker_reported_it() {
         let mut state =
-            State { workers: vec![Tracked::new(None, true), Tracked::new(None, true)], ..Default::default() };
-        state.interval(0, 1, delta(10));
+            State { workers: vec![Tracked::new(None, true, 0), Tracked::new(None, true, 0)], ..Default::default() };
+        state.interval(0, 1, delta(10), Default::default());
         assert!(state.flush().is_empty(), "worker 1 has not reported second 1");
-        state.interval(1, 1, delta(5));
-        state.interval(1, 2, delta(7));
+        state.interval(1, 1, delta(5), Default::default());
+        state.interval(1, 2, delta(7), Default::default());
         let done = state.flush();
         assert_eq!(done.iter().map(|(s, d)| (*s, d.counters.ok)).collect::<Vec<_>>(), vec![(1, 15)]);
         // Worker 0 ends without a second 2: that second holds worker 1's part only.

@@ -21,10 +21,19 @@ pub(crate) fn split(plan: &Plan, workers: usize) -> Result<Vec<Plan>, CliError> 
     }
     if let Some(rate) = plan.rate
         && rate.per_second < workers as u64
+        && plan.stages.is_empty()
     {
         return Err(CliError::Usage(format!(
             "--rate ({}) must be at least the number of workers ({workers}): each sends whole requests per second",
             rate.per_second
+        )));
+    }
+    // With stages, each worker gets its share of every stage; it needs one at the highest.
+    if let Some(peak) = plan.peak_rate().filter(|_| !plan.stages.is_empty())
+        && peak < workers as u64
+    {
+        return Err(CliError::Usage(format!(
+            "--stages: the highest rate ({peak}) must be at least the number of workers ({workers}): each sends whole requests per second"
         )));
     }
     Ok(plan.split(workers))

@@ -47,8 +47,24 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "startSkewSeconds": r.start_skew().map(|d| d.as_secs_f64()),
         "warnings": r.warnings(),
         "histograms": histograms(&r.stats),
+        "warmUp": r.warm_up.as_ref().map(warm_up),
         "workers": r.workers.iter().map(worker).collect::<Vec<_>>(),
         "intervals": r.intervals.iter().map(|s| interval(s, r.rate.is_some())).collect::<Vec<_>>(),
+    })
+}
+
+/// The warm-up's own numbers, in none of the others: its requests, statuses, latency (with its
+/// histogram) and connections.
+fn warm_up(w: &super::WarmUp) -> Value {
+    let (c, h) = (&w.stats.counters, &w.stats.histograms);
+    json!({
+        "seconds": w.seconds,
+        "requests": counts(c),
+        "errors": errors(c),
+        "statusCodes": statuses(c),
+        "connectionsMade": c.connects,
+        "latencySeconds": summary(&h.latency),
+        "histograms": { "latency": encode(&h.latency) },
     })
 }
 
@@ -136,8 +152,13 @@ fn interval(s: &Second, open_model: bool) -> Value {
         "p99Seconds": s.p99.map(secs),
         "maxSeconds": s.max.map(secs),
         "statusCodes": Value::Object(s.statuses.iter().map(|(code, n)| (code.to_string(), json!(n))).collect()),
+        "warmUp": s.label.warm_up,
     });
+    if let (Some(stage), Some(obj)) = (s.label.stage, v.as_object_mut()) {
+        obj.insert("stage".into(), json!(stage));
+    }
     if let (true, Some(obj)) = (open_model, v.as_object_mut()) {
+        obj.insert("requestedRate".into(), json!(s.label.requested));
         // Requests sent in this one second: its achieved rate.
         obj.insert("achievedRate".into(), json!(s.sent));
         obj.insert("late".into(), json!(s.late));

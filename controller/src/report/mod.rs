@@ -67,6 +67,15 @@ pub(crate) struct Report {
     pub intervals: Vec<Second>,
     /// `--abort-on-fail` stopped the run: which threshold could no longer pass, and when.
     pub aborted: Option<crate::gate::Breach>,
+    /// `--warm-up`: what its seconds counted, apart from `stats`.
+    pub warm_up: Option<WarmUp>,
+}
+
+/// The warm-up's own numbers: counted, merged over the workers, and kept out of the rest.
+#[derive(Debug, Clone)]
+pub(crate) struct WarmUp {
+    pub seconds: u32,
+    pub stats: Stats,
 }
 
 /// One worker's part of the report.
@@ -98,11 +107,16 @@ pub(crate) struct WorkerLine {
     pub partial: bool,
     /// Its own seconds in a distributed run (empty otherwise).
     pub intervals: Vec<Second>,
+    /// What it counted during the warm-up, apart from `stats`.
+    pub warm_up: Option<Stats>,
 }
 
 impl Report {
     pub(crate) fn from_fleet(url: String, protocol: Protocol, fleet: FleetRun) -> Self {
         let interrupted = fleet.interrupted;
+        // The numbers are the measurement's, after the warm-up; so is the time they took.
+        let warm_up = fleet.profile.warm_up();
+        let measured = |d: Duration| d.saturating_sub(warm_up);
         let workers = fleet
             .workers
             .into_iter()
@@ -116,7 +130,7 @@ impl Report {
                         connections: o.connections,
                         rate: w.rate,
                         threads: o.threads,
-                        duration: o.duration,
+                        duration: measured(o.duration),
                         client_cpu: o.client_cpu,
                         interrupted: o.interrupted,
                         start_offset: w.start_offset,
@@ -127,6 +141,7 @@ impl Report {
                         stream_limit: o.stream_limit,
                         partial: false,
                         intervals: w.seconds,
+                        warm_up: o.warm_up,
                     },
                     None => WorkerLine {
                         address: w.address,
@@ -134,7 +149,7 @@ impl Report {
                         connections: w.connections,
                         rate: w.rate,
                         threads: if w.partial.is_some() { w.threads } else { 0 },
-                        duration: Duration::from_secs(u64::from(w.reported_seconds)),
+                        duration: measured(Duration::from_secs(u64::from(w.reported_seconds))),
                         client_cpu: Duration::ZERO,
                         interrupted: false,
                         start_offset: w.start_offset,
@@ -145,11 +160,15 @@ impl Report {
                         failure: w.failure,
                         stream_limit: None,
                         intervals: w.seconds,
+                        warm_up: w.partial_warm_up,
                     },
                 }
             })
             .collect();
         let mut report = Report::from_workers(url, workers, fleet.remote, interrupted, fleet.intervals);
+        if let Some(w) = &mut report.warm_up {
+            w.seconds = fleet.profile.warm_up_seconds;
+        }
         match protocol {
             Protocol::Http1 => {}
             Protocol::Http2 { streams } => {
@@ -193,6 +212,11 @@ impl Report {
                 }
             }
         }
+        let warm_up = workers.iter().filter_map(|w| w.warm_up.as_ref()).fold(None, |sum: Option<Stats>, s| {
+            let mut sum = sum.unwrap_or_default();
+            sum.merge(s);
+            Some(sum)
+        });
         // Every worker's share counts, a failed one's too: it is what the run asked for.
         let rate = workers.iter().filter_map(|w| w.rate).reduce(u64::saturating_add);
         Report {
@@ -214,7 +238,17 @@ impl Report {
             distributed,
             intervals,
             aborted: None,
+            warm_up: warm_up.map(|stats| WarmUp { seconds: 0, stats }),
         }
+    }
+
+    /// Everything the run counted, its warm-up included: what its seconds add up to.
+    pub(crate) fn everything(&self) -> Stats {
+        let mut all = self.stats.clone();
+        if let Some(w) = &self.warm_up {
+            all.merge(&w.stats);
+        }
+        all
     }
 
     /// The largest distance between a worker's actual start and the planned instant.
@@ -434,6 +468,7 @@ mod tests {
             stream_limit: None,
             partial: false,
             intervals: Vec::new(),
+            warm_up: None,
         }
     }
 

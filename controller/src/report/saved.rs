@@ -120,6 +120,8 @@ fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
         stream_limit: r["streamLimit"].as_u64().and_then(|n| u32::try_from(n).ok()),
         partial: r["totalsAreLowerBounds"].as_bool().unwrap_or(false),
         intervals: Vec::new(),
+        // A saved report's numbers are its measurement already; its warm-up is not merged.
+        warm_up: None,
     })
 }
 

@@ -33,6 +33,9 @@ pub(crate) fn to_text(r: &Report) -> String {
         secs
     );
     let _ = writeln!(out, "Requests/sec: {:.1}", r.requests_per_sec());
+    if let Some(w) = &r.warm_up {
+        warm_up(&mut out, w);
+    }
     let _ = writeln!(
         out,
         "Transfer:     recv {:.2} MB/s ({} bytes), sent {:.2} MB/s ({} bytes)",
@@ -87,6 +90,24 @@ pub(crate) fn to_text(r: &Report) -> String {
         let _ = writeln!(out, "Warning: {w}");
     }
     out
+}
+
+/// The warm-up's requests and latency: counted apart, in none of the other numbers.
+fn warm_up(out: &mut String, w: &super::WarmUp) {
+    let (c, lat) = (&w.stats.counters, &w.stats.histograms.latency);
+    let latency = if lat.is_empty() {
+        String::new()
+    } else {
+        format!(", latency p50 {} ms, p99 {} ms", ms(lat.value_at_quantile(0.5)), ms(lat.value_at_quantile(0.99)))
+    };
+    let _ = writeln!(
+        out,
+        "Warm-up:      first {} s: {} requests ({} ok, {} errors){latency}; not in the numbers here",
+        w.seconds,
+        c.total(),
+        c.ok,
+        c.errors()
+    );
 }
 
 /// The open model's own truth: the rate asked for and achieved, and the requests that did not
