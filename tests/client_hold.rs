@@ -18,7 +18,9 @@ const SLOW_EVERY: u64 = 3;
 const REQUESTS: u64 = 640;
 /// Loopback, both sides' scheduling and the server's timer slack (about 1.5 ms here without
 /// any hold): what the mean latency may exceed the mean server delay by beyond the client's
-/// mean hold. The holds in this run average 6-7 ms: hidden, they would show beyond it.
+/// mean hold. The holds in this run must average more than that to show if hidden: a batch that
+/// comes up short waits for the next bunch of responses, up to --max-hold 100ms (at 40ms they
+/// averaged 6-7 ms on an older machine but under 2 ms on a faster one, too close to the slack).
 const SLACK: f64 = 0.0025;
 
 fn seconds(r: &serde_json::Value, pointer: &str) -> f64 {
@@ -47,7 +49,7 @@ fn delayed_run(max_hold: &str) -> serde_json::Value {
 
 #[test]
 fn latency_beyond_the_server_delay_is_the_hold_the_client_reports() {
-    let r = delayed_run("40ms");
+    let r = delayed_run("100ms");
     let (latency, hold) = (seconds(&r, "/latencySeconds/mean"), seconds(&r, "/clientHoldSeconds/mean"));
     let beyond = latency - mean_server_delay();
     // What the latencies have on top of the server's delays is within the client's hold: none
@@ -57,7 +59,7 @@ fn latency_beyond_the_server_delay_is_the_hold_the_client_reports() {
     assert!(beyond <= hold + SLACK, "mean latency {latency} exceeds the delay by more than the mean hold {hold}");
     assert!(hold >= 0.002, "the run held too little ({hold} s on average) to show anything");
     let max_hold = seconds(&r, "/clientHoldSeconds/max");
-    assert!(max_hold <= 0.040 + SLACK, "a hold of {max_hold} s is beyond --max-hold 40ms");
+    assert!(max_hold <= 0.100 + SLACK, "a hold of {max_hold} s is beyond --max-hold 100ms");
 }
 
 #[test]
