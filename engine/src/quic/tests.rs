@@ -51,6 +51,26 @@ fn client_config(tls: &TlsOptions, congestion: Congestion) -> Config {
     Config::new(tls, congestion, CONNECT_TIMEOUT).unwrap()
 }
 
+/// quinn-proto's own server endpoint in memory, with `cert`, ALPN h3 and at most
+/// `max_streams` bidirectional streams per connection.
+pub(crate) fn server_endpoint(cert: &Cert, max_streams: u32) -> Endpoint {
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key.serialize_der()));
+    let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.der.clone()], key)
+        .unwrap();
+    tls.alpn_protocols = vec![ALPN_H3.to_vec()];
+    tls.max_early_data_size = 0;
+    let crypto = QuicServerConfig::try_from(tls).unwrap();
+    let mut config = ServerConfig::with_crypto(Arc::new(crypto));
+    let mut transport = TransportConfig::default();
+    transport.max_concurrent_bidi_streams(VarInt::from_u32(max_streams));
+    config.transport_config(Arc::new(transport));
+    Endpoint::new(Arc::new(EndpointConfig::default()), Some(Arc::new(config)), false, None)
+}
+
 pub(crate) fn trusting(cert: &Cert) -> TlsOptions {
     TlsOptions { insecure: false, extra_ca_pem: cert.pem.as_bytes().to_vec() }
 }
@@ -98,22 +118,8 @@ struct Tally {
 
 impl Server {
     fn new(cert: &Cert, options: ServerOptions) -> Self {
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key.serialize_der()));
-        let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![cert.der.clone()], key)
-            .unwrap();
-        tls.alpn_protocols = vec![ALPN_H3.to_vec()];
-        tls.max_early_data_size = 0;
-        let crypto = QuicServerConfig::try_from(tls).unwrap();
-        let mut config = ServerConfig::with_crypto(Arc::new(crypto));
-        let mut transport = TransportConfig::default();
-        transport.max_concurrent_bidi_streams(VarInt::from_u32(options.max_streams));
-        config.transport_config(Arc::new(transport));
         Server {
-            endpoint: Endpoint::new(Arc::new(EndpointConfig::default()), Some(Arc::new(config)), false, None),
+            endpoint: server_endpoint(cert, options.max_streams),
             conns: HashMap::new(),
             options,
             tally: Tally::default(),

@@ -10,12 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use quinn_proto::crypto::rustls::QuicServerConfig;
-use quinn_proto::{
-    ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, ServerConfig, StreamEvent, StreamId,
-    TransportConfig, VarInt,
-};
-use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use quinn_proto::{ConnectionHandle, DatagramEvent, Dir, Endpoint, StreamEvent, StreamId, VarInt};
 
 use super::{GOAWAY_GRACE, Session, Setup};
 use crate::h3::error::code;
@@ -23,8 +18,8 @@ use crate::h3::frame::{Frame, FrameDecoder, encode_head, kind};
 use crate::h3::streams_tests::{OK, data, headers};
 use crate::h3::{Config as RequestConfig, varint};
 use crate::plan::RequestSpec;
-use crate::quic::tests::{Cert, SERVER_NAME, self_signed, trusting};
-use crate::quic::{ALPN_H3, Config as QuicConfig, Congestion};
+use crate::quic::tests::{Cert, SERVER_NAME, self_signed, server_endpoint, trusting};
+use crate::quic::{Config as QuicConfig, Congestion};
 use crate::session::{Event, Schedule, Transmit, Units};
 use crate::stats::ErrorKind;
 use crate::stats::Stats;
@@ -104,22 +99,8 @@ struct Server {
 
 impl Server {
     fn new(cert: &Cert, options: ServerOptions) -> Self {
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key.serialize_der()));
-        let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![cert.der.clone()], key)
-            .unwrap();
-        tls.alpn_protocols = vec![ALPN_H3.to_vec()];
-        tls.max_early_data_size = 0;
-        let crypto = QuicServerConfig::try_from(tls).unwrap();
-        let mut config = ServerConfig::with_crypto(Arc::new(crypto));
-        let mut transport = TransportConfig::default();
-        transport.max_concurrent_bidi_streams(VarInt::from_u32(options.max_streams));
-        config.transport_config(Arc::new(transport));
         Server {
-            endpoint: Endpoint::new(Arc::new(EndpointConfig::default()), Some(Arc::new(config)), false, None),
+            endpoint: server_endpoint(cert, options.max_streams),
             conns: HashMap::new(),
             options,
             answered: 0,
