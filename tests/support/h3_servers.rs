@@ -31,17 +31,28 @@ pub trait H3Server {
     /// `caddy` or `gtlsserver`, for messages.
     fn name(&self) -> &'static str;
 
+    /// The running process, its address, certificate and temp dir.
+    fn process(&self) -> &H3Process;
+
     /// `https://127.0.0.1:PORT/`.
-    fn url(&self) -> String;
+    fn url(&self) -> String {
+        format!("https://{}/", self.process().addr)
+    }
 
     /// The UDP address it listens on.
-    fn addr(&self) -> SocketAddr;
+    fn addr(&self) -> SocketAddr {
+        self.process().addr
+    }
 
     /// The test CA that signed its certificate.
-    fn cert(&self) -> &TestCert;
+    fn cert(&self) -> &TestCert {
+        &self.process().cert
+    }
 
     /// The temp dir holding config and logs (for writing e.g. a `--cacert` file beside them).
-    fn dir(&self) -> &Path;
+    fn dir(&self) -> &Path {
+        self.process().dir.path()
+    }
 
     /// Requests it answered so far, by its own account.
     fn requests(&self) -> u64;
@@ -56,7 +67,7 @@ pub trait H3Server {
 }
 
 /// A server process with its dir, address and certificate.
-struct H3Process {
+pub struct H3Process {
     child: Child,
     dir: tempfile::TempDir,
     addr: SocketAddr,
@@ -210,20 +221,8 @@ impl H3Server for Caddy {
         "caddy"
     }
 
-    fn url(&self) -> String {
-        format!("https://{}/", self.process.addr)
-    }
-
-    fn addr(&self) -> SocketAddr {
-        self.process.addr
-    }
-
-    fn cert(&self) -> &TestCert {
-        &self.process.cert
-    }
-
-    fn dir(&self) -> &Path {
-        self.process.dir.path()
+    fn process(&self) -> &H3Process {
+        &self.process
     }
 
     /// Access-log entries of HTTP/3 requests.
@@ -294,20 +293,8 @@ impl H3Server for Gtlsserver {
         "gtlsserver"
     }
 
-    fn url(&self) -> String {
-        format!("https://{}/", self.process.addr)
-    }
-
-    fn addr(&self) -> SocketAddr {
-        self.process.addr
-    }
-
-    fn cert(&self) -> &TestCert {
-        &self.process.cert
-    }
-
-    fn dir(&self) -> &Path {
-        self.process.dir.path()
+    fn process(&self) -> &H3Process {
+        &self.process
     }
 
     /// Responses it started, counted in its debug output.
