@@ -152,7 +152,8 @@ pub(crate) struct LoadArgs {
     pub timeout: String,
     /// How long a thread may hold completions to handle them in larger batches (less CPU per
     /// request); each response's hold is part of its latency and is reported. 0 handles every
-    /// completion at once. Loads under 32 requests in flight are never held.
+    /// completion at once. Loads under 32 requests in flight are never held. With --rate, a
+    /// due request may also wait up to 100us (never more than this) to leave with the next.
     #[arg(long, value_name = "DURATION", default_value = "500us")]
     pub max_hold: String,
     /// A fresh connection for every request.
