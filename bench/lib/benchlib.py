@@ -23,6 +23,10 @@ library only):
       bench/rate.sh: parse one run at a fixed rate and append its row to the CSV.
   rate-summary CSV
       bench/rate.sh: the markdown table of medians per rate and tool, with the targets.
+  rate-holds --rate R --stdout F
+      bench/rate.sh's search for the highest rate: exit 0 if volley's run held R (achieved
+      within 0.5% of it, p99 send lateness under 200 µs: issue 13's targets), else 1; one line
+      on stderr either way.
   soak-summary CSV REPORT_JSON
       bench/h3-soak.sh: the RSS samples minute by minute and the verdict (the last minute's
       largest RSS within 1 MB of the first minute's after the warm-up minute), with the run's
@@ -543,6 +547,22 @@ def cmd_rate_record(args) -> int:
     return 0
 
 
+def cmd_rate_holds(args) -> int:
+    try:
+        with open(args.stdout, encoding="utf-8", errors="replace") as f:
+            run = _rate_parse("volley", f.read())
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"  probe {args.rate}/s: unreadable output ({e}): does not hold", file=sys.stderr)
+        return 1
+    ratio = run["ok"] / run["duration_s"] / args.rate if run["duration_s"] else 0.0
+    late = run["lateness_p99_s"]
+    holds = ratio >= 0.995 and late is not None and late < 200e-6
+    late_text = f"{late * 1e6:.0f} µs" if late is not None else "none"
+    print(f"  probe {args.rate}/s: achieved/asked {ratio:.4f}, p99 lateness {late_text}: "
+          f"{'holds' if holds else 'does not hold'}", file=sys.stderr)
+    return 0 if holds else 1
+
+
 def cmd_rate_summary(args) -> int:
     with open(args.csv, newline="", encoding="utf-8") as f:
         rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
@@ -661,6 +681,11 @@ def main(argv: list[str]) -> int:
     s = sub.add_parser("rate-summary")
     s.add_argument("csv")
     s.set_defaults(fn=cmd_rate_summary)
+
+    s = sub.add_parser("rate-holds")
+    s.add_argument("--rate", required=True, type=int)
+    s.add_argument("--stdout", required=True)
+    s.set_defaults(fn=cmd_rate_holds)
 
     s = sub.add_parser("soak-summary")
     s.add_argument("csv")
