@@ -528,3 +528,31 @@ fn a_soft_file_limit_below_a_threads_connections_is_raised_and_a_hard_one_is_nam
     assert!(stderr(&out).contains("ulimit -n") && stderr(&out).contains("-t"), "{}", stderr(&out));
     assert_eq!(server.requests(), 3000, "the refused run sent requests");
 }
+
+/// The heap stays in small pages: mimalloc asks for transparent huge pages on its arenas, and
+/// where the kernel grants them (THP "madvise" or "always") a few hundred KB in use become
+/// several MB of RSS, the footprint the report's peak memory is read against. The binary turns
+/// THP off for itself before its first allocation.
+#[test]
+fn a_load_run_keeps_its_heap_out_of_transparent_huge_pages() {
+    use std::process::Stdio;
+    let server = TestServer::start(Behavior::ok(14));
+    let mut child = volley_command(["-c", "64", "-t", "1", "-z", "2s", &server.url()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn volley");
+    let proc_dir = format!("/proc/{}", child.id());
+    std::thread::sleep(Duration::from_millis(1000));
+    let status = std::fs::read_to_string(format!("{proc_dir}/status")).expect("read /proc/PID/status");
+    let rollup = std::fs::read_to_string(format!("{proc_dir}/smaps_rollup")).expect("read smaps_rollup");
+    let result = child.wait().expect("wait for volley");
+    assert!(result.success(), "volley failed: {result:?}");
+    let field = |text: &str, name: &str| -> Option<u64> {
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        line[name.len()..].split_whitespace().next()?.parse().ok()
+    };
+    assert!(server.requests() > 0, "the server saw no requests while the heap was looked at");
+    assert_eq!(field(&status, "THP_enabled:"), Some(0), "THP still enabled for volley:\n{status}");
+    assert_eq!(field(&rollup, "AnonHugePages:"), Some(0), "volley's memory in huge pages:\n{rollup}");
+}
