@@ -58,13 +58,13 @@ impl Default for ResponseStream {
 impl ResponseStream {
     /// Reads the next bytes of the stream, in whatever pieces they come. After an error the
     /// stream is done: a connection error (see [`H3Error::is_connection_error`]) ends the
-    /// connection, another this stream only.
-    pub(crate) fn receive(&mut self, mut input: &[u8]) -> Result<(), H3Error> {
+    /// connection, another this stream only. `heads` is the connection's: its responses share it.
+    pub(crate) fn receive(&mut self, mut input: &[u8], heads: &mut qpack::HeadCache) -> Result<(), H3Error> {
         let ResponseStream { frames, phase, status, body_bytes, retry_after } = self;
         while let Some(frame) = frames.next(&mut input)? {
             match (frame, *phase) {
                 (Frame::Headers(section), Phase::Head) => {
-                    let head = qpack::decode_head(section)?;
+                    let head = heads.decode(section)?;
                     match head.status {
                         None => return Err(H3Error::MissingStatus),
                         Some(101) => return Err(H3Error::SwitchingProtocols),

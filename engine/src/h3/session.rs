@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 use super::H3Error;
 use super::error::code;
 use super::frame::Settings;
+use super::qpack;
 use super::request::Config as RequestConfig;
 use super::response::ResponseStream;
 use super::uni::{ControlEvent, SeenStreams, UniStream};
@@ -85,6 +86,8 @@ pub(crate) struct Session {
     seen: SeenStreams,
     /// What the control stream said during one read (reused).
     control_events: Vec<ControlEvent>,
+    /// The last response head decoded: the next one is most likely the same bytes.
+    heads: qpack::HeadCache,
     /// The server's GOAWAY: no stream starts any more; those from this id on were not processed.
     goaway: Option<u64>,
     /// When requests from the GOAWAY's id on are given up on, if any are still open.
@@ -124,6 +127,7 @@ impl Session {
             uni: Vec::new(),
             seen: SeenStreams::default(),
             control_events: Vec::new(),
+            heads: qpack::HeadCache::default(),
             goaway: None,
             goaway_by: None,
             spare: None,
@@ -422,12 +426,13 @@ impl Session {
 
     fn read_request(&mut self, stream: StreamId, now: Instant, events: &mut Vec<Event>) {
         let Some(request) = self.requests.get_mut(&stream) else { return };
+        let heads = &mut self.heads;
         let mut error = None;
         let mut got = false;
         let end = self.transport.read(stream, |bytes| {
             got |= !bytes.is_empty();
             if error.is_none()
-                && let Err(e) = request.response.receive(bytes)
+                && let Err(e) = request.response.receive(bytes, heads)
             {
                 error = Some(e);
             }

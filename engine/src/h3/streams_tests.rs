@@ -5,6 +5,7 @@ use super::H3Error;
 use super::error::code;
 use super::frame::tests::{frame, hex};
 use super::frame::{Settings, kind};
+use super::qpack::HeadCache;
 use super::response::{Response, ResponseStream};
 use super::uni::{ControlEvent, SeenStreams, UniStream};
 use crate::stats::RetryAfter;
@@ -24,8 +25,9 @@ pub(crate) const OK: &str = "0000 d9";
 /// Feeds `chunks` to a fresh response reader, then ends the stream.
 pub(crate) fn read_response(chunks: &[&[u8]]) -> Result<Response, H3Error> {
     let mut stream = ResponseStream::default();
+    let mut heads = HeadCache::default();
     for chunk in chunks {
-        stream.receive(chunk)?;
+        stream.receive(chunk, &mut heads)?;
     }
     stream.finish()
 }
@@ -92,13 +94,14 @@ fn the_final_responses_retry_after_is_kept_and_an_informational_ones_is_not() {
 #[test]
 fn status_and_body_are_known_before_the_end() {
     let mut stream = ResponseStream::default();
+    let mut heads = HeadCache::default();
     let bytes = concat(&[headers(OK), data(&[0; 10])]);
-    stream.receive(&bytes[..3]).expect("valid");
+    stream.receive(&bytes[..3], &mut heads).expect("valid");
     assert_eq!(stream.status(), None);
-    stream.receive(&bytes[3..9]).expect("valid");
+    stream.receive(&bytes[3..9], &mut heads).expect("valid");
     assert_eq!(stream.status(), Some(200));
     assert_eq!(stream.body_bytes(), 2);
-    stream.receive(&bytes[9..]).expect("valid");
+    stream.receive(&bytes[9..], &mut heads).expect("valid");
     assert_eq!(stream.body_bytes(), 10);
 }
 

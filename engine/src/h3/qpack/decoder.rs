@@ -249,6 +249,34 @@ pub(crate) fn decode_head(section: &[u8]) -> Result<Head, QpackError> {
     Ok(head)
 }
 
+/// Sections longer than this are decoded every time rather than kept.
+const HEAD_CACHE_MAX: usize = 256;
+
+/// The last final field section decoded on a connection and what it said. Servers repeat their
+/// response fields byte for byte (a date changes once a second), so a section equal to the last
+/// one is compared, not walked again: decoding is a pure function of the bytes.
+#[derive(Debug, Default)]
+pub(crate) struct HeadCache {
+    section: Vec<u8>,
+    head: Head,
+}
+
+impl HeadCache {
+    /// [`decode_head`], from the cache when `section` is the one decoded last.
+    pub(crate) fn decode(&mut self, section: &[u8]) -> Result<Head, QpackError> {
+        if !section.is_empty() && self.section == section {
+            return Ok(self.head);
+        }
+        let head = decode_head(section)?;
+        if section.len() <= HEAD_CACHE_MAX {
+            self.section.clear();
+            self.section.extend_from_slice(section);
+            self.head = head;
+        }
+        Ok(head)
+    }
+}
+
 /// A response field section's `:status`, or `None` for one without (trailers).
 pub(crate) fn decode_status(section: &[u8]) -> Result<Option<u16>, QpackError> {
     decode_head(section).map(|head| head.status)

@@ -1,6 +1,7 @@
 //! QPACK on byte strings: RFC 9204's static table and Appendix B, every field line form, the
 //! request encoder, and deterministic fuzzing of the decoder.
 
+use super::decoder::decode_head;
 use super::*;
 use crate::h2::hpack::huffman;
 use crate::h3::H3Error;
@@ -191,6 +192,36 @@ fn retry_after_is_read_from_plain_and_huffman_literals_beside_the_status() {
     literal("retry-after", "1", false, &mut s);
     literal("retry-after", "2", true, &mut s);
     assert_eq!(decode_head(&s).unwrap().retry_after, Some(RetryAfter::Seconds(2)));
+}
+
+#[test]
+fn a_head_cache_answers_a_repeated_section_and_decodes_a_changed_one() {
+    let mut heads = HeadCache::default();
+    let mut ok = hex("0000 d9");
+    literal("server", "x", false, &mut ok);
+    let mut busy = hex("0000");
+    busy.push(0xc0 | 28); // :status 503
+    literal("retry-after", "7", true, &mut busy);
+    let want_ok = Head { status: Some(200), retry_after: None };
+    let want_busy = Head { status: Some(503), retry_after: Some(RetryAfter::Seconds(7)) };
+    assert_eq!(heads.decode(&ok).unwrap(), want_ok);
+    assert_eq!(heads.decode(&ok).unwrap(), want_ok);
+    assert_eq!(heads.decode(&busy).unwrap(), want_busy);
+    assert_eq!(heads.decode(&ok).unwrap(), want_ok);
+    // One byte changed: decoded again, not answered from the cache.
+    let mut other = ok.clone();
+    other[2] = 0xc0 | 27; // :status 404
+    assert_eq!(heads.decode(&other).unwrap(), Head { status: Some(404), retry_after: None });
+    // A malformed section is an error every time, and does not replace what is kept.
+    let bad = hex("0000 ff");
+    assert!(heads.decode(&bad).is_err());
+    assert!(heads.decode(&bad).is_err());
+    assert_eq!(heads.decode(&other).unwrap(), Head { status: Some(404), retry_after: None });
+    // Sections too long to keep still decode.
+    let mut long = hex("0000 d9");
+    literal("x-long", &"a".repeat(400), false, &mut long);
+    assert_eq!(heads.decode(&long).unwrap(), want_ok);
+    assert_eq!(heads.decode(&long).unwrap(), want_ok);
 }
 
 #[test]
