@@ -1,9 +1,12 @@
 //! What a run is asked to do: the plan the engine executes, and how it is split over workers
 //! and threads (`split`).
 
+mod ramp;
 mod split;
 mod stages;
 
+pub(crate) use ramp::ConnectionRamp;
+pub use ramp::{ConnectionIndices, connections_at};
 pub(crate) use stages::Curve;
 pub use stages::{MAX_STAGES, Stage, requested_between, stage_at};
 
@@ -158,7 +161,9 @@ pub struct Plan {
     pub rate: Option<Rate>,
     /// Open model: the rate ramps through these stages, from `rate`'s requests per second (which
     /// may then be 0), linearly within each; empty for a constant rate. The run should last
-    /// their sum: nothing is due after the last.
+    /// their sum: nothing is due after the last. Closed model (no rate): the number of open
+    /// connections ramps through them from 0, the whole run's count (a split leaves them as they
+    /// are; `connection_indices` says which of them are a part's), up to `connections`.
     pub stages: Vec<Stage>,
     /// With stages: request k of this plan is due once k + `stage_phase` requests' worth of its
     /// ramp has accumulated, in (0, 1]. A whole plan's is ½ (each request in the middle of its
@@ -169,6 +174,9 @@ pub struct Plan {
     /// The first this many whole seconds of the load are counted apart (`RunResult::warm_up`);
     /// a request budget (`-n`) counts only the requests after it.
     pub warm_up: Option<Duration>,
+    /// Which of the whole run's connections this plan's are: what a ramp of the connection
+    /// count (closed-model stages) opens and closes, so that every part opens its own.
+    pub connection_indices: ConnectionIndices,
 }
 
 impl Plan {
@@ -193,6 +201,7 @@ impl Plan {
             stages: Vec::new(),
             stage_phase: 0.5,
             warm_up: None,
+            connection_indices: ConnectionIndices::WHOLE,
         }
     }
 
@@ -200,6 +209,11 @@ impl Plan {
     /// highest); None in the closed model.
     pub fn peak_rate(&self) -> Option<u64> {
         self.rate.map(|r| Curve::peak(r.per_second, &self.stages))
+    }
+
+    /// Closed model with stages: the number of open connections ramps through them.
+    pub fn ramps_connections(&self) -> bool {
+        self.rate.is_none() && !self.stages.is_empty()
     }
 
     /// The whole seconds of warm-up (0 without).

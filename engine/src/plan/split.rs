@@ -18,6 +18,10 @@ impl Plan {
     /// part runs on at most as many threads as it has connections, or requests per second (at
     /// its peak).
     ///
+    /// Connections interleave by index (part i takes every `parts`-th, from the i-th: exactly
+    /// its even share), so that a ramp of the connection count opens the same ones everywhere
+    /// and the parts' open connections add up to the whole's count at every instant.
+    ///
     /// With a rate below `parts`, the last parts get none (and no budget): callers split a rate
     /// over at most as many parts as it has requests per second.
     pub fn split(&self, parts: usize) -> Vec<Plan> {
@@ -40,6 +44,7 @@ impl Plan {
                 let mut part = self.clone();
                 part.connections = connections[i] as usize;
                 part.threads = self.threads.min(part.connections);
+                part.connection_indices = self.connection_indices.part(i, parts);
                 if let (Some(rate), Some(rates)) = (self.rate, &rates) {
                     // Stages interleave their parts by phase instead (`Plan::stage_phase`).
                     let stagger = if self.stages.is_empty() {
@@ -107,7 +112,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::plan::RequestSpec;
+    use crate::plan::{ConnectionIndices, RequestSpec};
     use crate::target::Target;
     use crate::test_rng::Rng;
 
@@ -266,6 +271,28 @@ mod tests {
         whole.rate = Some(Rate::per_second(0));
         whole.stages = vec![Stage { duration: Duration::from_secs(2), target: 800 }];
         assert!(whole.split(2).iter().all(|p| p.threads == 4 && p.stages[0].target == 400));
+    }
+
+    #[test]
+    fn a_connection_ramp_keeps_the_whole_stages_and_every_connection_belongs_to_one_part() {
+        let mut rng = Rng(13);
+        for _ in 0..300 {
+            let c = 1 + rng.below(200);
+            let mut whole = plan(c, Stop::Duration(Duration::from_secs(3)));
+            whole.stages = vec![Stage { duration: Duration::from_secs(3), target: c as u64 }];
+            let workers = 1 + rng.below(c.min(8));
+            let mut seen = vec![0u32; c];
+            for worker in whole.split(workers) {
+                assert_eq!(worker.stages, whole.stages, "a closed ramp's stages are the whole run's");
+                for thread in worker.split(1 + rng.below(4)) {
+                    let ConnectionIndices { first, step } = thread.connection_indices;
+                    for m in 0..thread.connections as u64 {
+                        seen[(first + step * m) as usize] += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|n| *n == 1), "c={c} over {workers} workers: {seen:?}");
+        }
     }
 
     #[test]

@@ -37,19 +37,51 @@ pub(crate) struct Curve {
     total: u64,
 }
 
+/// One stage as a linear piece: its value (a rate, or a connection count) moves from `rate` by
+/// `slope` per second for `length` seconds.
 #[derive(Debug, Clone, Copy)]
-struct Segment {
+pub(super) struct Segment {
     /// When it begins, in seconds from the curve's start.
-    from: f64,
-    length: f64,
+    pub(super) from: f64,
+    pub(super) length: f64,
     /// Rate at its start (requests per second) and its slope (per second per second).
-    rate: f64,
-    slope: f64,
+    pub(super) rate: f64,
+    pub(super) slope: f64,
     /// Requests accumulated before it.
     before: f64,
 }
 
+/// The stages as linear pieces from `start`, each from the previous one's target to its own
+/// (stages of no time left out, though plans refuse them).
+pub(super) fn segments(start: u64, stages: &[Stage]) -> Vec<Segment> {
+    let mut segments = Vec::with_capacity(stages.len());
+    let (mut from, mut before, mut rate) = (0.0, 0.0, start as f64);
+    for stage in stages {
+        let length = stage.duration.as_secs_f64();
+        if length <= 0.0 {
+            continue;
+        }
+        let target = stage.target as f64;
+        let segment = Segment { from, length, rate, slope: (target - rate) / length, before };
+        before += segment.requests();
+        from += length;
+        rate = target;
+        segments.push(segment);
+    }
+    segments
+}
+
 impl Segment {
+    /// Its value `tau` seconds in (0 ≤ tau ≤ length).
+    pub(super) fn value(&self, tau: f64) -> f64 {
+        self.rate + self.slope * tau.min(self.length)
+    }
+
+    /// Its value at its end.
+    pub(super) fn end_value(&self) -> f64 {
+        self.value(self.length)
+    }
+
     /// Requests accumulated `tau` seconds into it (0 ≤ tau ≤ length).
     fn integral(&self, tau: f64) -> f64 {
         self.rate * tau + self.slope * tau * tau / 2.0
@@ -79,20 +111,8 @@ impl Curve {
     /// The curve of `stages`, starting at `start` requests per second, its requests due at
     /// `phase` within their units.
     pub(crate) fn new(start: u64, stages: &[Stage], phase: f64) -> Curve {
-        let mut segments = Vec::with_capacity(stages.len());
-        let (mut from, mut before, mut rate) = (0.0, 0.0, start as f64);
-        for stage in stages {
-            let length = stage.duration.as_secs_f64();
-            if length <= 0.0 {
-                continue;
-            }
-            let target = stage.target as f64;
-            let segment = Segment { from, length, rate, slope: (target - rate) / length, before };
-            before += segment.requests();
-            from += length;
-            rate = target;
-            segments.push(segment);
-        }
+        let segments = segments(start, stages);
+        let before = segments.last().map_or(0.0, |s| s.before + s.requests());
         let total = due_at(before, phase);
         Curve { segments, phase, total }
     }
