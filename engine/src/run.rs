@@ -10,7 +10,9 @@ use crate::driver::{self, Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
-use crate::plan::{MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan, Protocol, Stop};
+use crate::plan::{
+    ConnectionRamp, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan, Protocol, Stop,
+};
 use crate::quic::{self, Congestion};
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::session::SessionConfig;
@@ -236,6 +238,9 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
                 Stop::Requests(_) => None,
             },
             rate: part.rate,
+            ramp: part
+                .ramps_connections()
+                .then(|| ConnectionRamp::new(&part.stages, part.connection_indices, part.connections)),
             stages: part.stages,
             stage_phase: part.stage_phase,
             warm_up_ticks: plan.warm_up_seconds(),
@@ -293,18 +298,28 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     })
 }
 
-/// The stages of an open-model plan: within the limits, and only with a rate.
+/// The stages of a plan (the rate's, or without one the connection count's): within the
+/// limits.
 fn check_stages(plan: &Plan) -> Result<(), EngineError> {
     if plan.stages.is_empty() {
         return Ok(());
     }
-    if plan.rate.is_none() {
-        return Err(EngineError::Plan("stages need a rate (the open model)"));
-    }
     if plan.stages.len() > MAX_STAGES {
         return Err(EngineError::Plan("more than 100 stages"));
     }
-    if !(plan.stage_phase > 0.0 && plan.stage_phase <= 1.0) {
+    if plan.ramps_connections() {
+        if plan.stages.iter().all(|s| s.target == 0) {
+            return Err(EngineError::Plan("stages that never open a connection"));
+        }
+        if plan.stages.iter().any(|s| s.target > MAX_CONNECTIONS as u64) {
+            return Err(EngineError::Plan("a stage of more than 1000000 connections"));
+        }
+        let indices = plan.connection_indices;
+        let last = indices.step.checked_mul(plan.connections as u64 - 1).and_then(|l| l.checked_add(indices.first));
+        if indices.step == 0 || last.is_none_or(|l| l >= MAX_CONNECTIONS as u64) {
+            return Err(EngineError::Plan("connection indices beyond the 1000000 connections a run may have"));
+        }
+    } else if !(plan.stage_phase > 0.0 && plan.stage_phase <= 1.0) {
         return Err(EngineError::Plan("the stages' phase must be above 0 and at most 1"));
     }
     if plan.stages.iter().any(|s| s.duration.is_zero()) {

@@ -19,6 +19,13 @@
 //! connection with room and nothing due goes on the `waiting` list, the loop wakes at the next
 //! due instant and hands it to the connection that has waited longest; a request found due
 //! with nobody waiting is counted as blocked, and the next connection freed takes it.
+//!
+//! A closed-model ramp (stages without a rate) says how many of the thread's connections may be
+//! open at each instant: the first ones by index, up to that count. The rest stay unconnected;
+//! when the count falls, a connection beyond it takes no new request, finishes the ones it has
+//! in flight (every stream of one, for HTTP/2 and HTTP/3: the connection is the unit) and
+//! closes, so no request is aborted because the ramp went down. The loop wakes at the next
+//! instant the count changes, as it does for a deadline.
 
 use std::collections::VecDeque;
 use std::io;
@@ -34,6 +41,7 @@ use super::socket::new_socket;
 use super::udp::{self, GRO_BUF_SIZE, RecvMsg, UdpSend};
 use super::uring::{Completion, Op, Uring, untoken};
 use super::{Shared, ThreadDone, ThreadPlan};
+use crate::plan::ConnectionRamp;
 use crate::session::{Event, Negotiated, Schedule, Session, Transmit, Units, Why};
 use crate::stats::{ErrorKind, Stats};
 use crate::tls::{self, TlsSession};
@@ -74,6 +82,14 @@ pub(super) struct Loop<'r> {
     waiting: VecDeque<usize>,
     /// Connections whose `waiting` is true.
     waiting_count: usize,
+    /// Closed-model stages: how many connections may be open at each instant of the load.
+    ramp: Option<ConnectionRamp>,
+    /// Connections with an index below this may be open (all, without a ramp); one above it
+    /// finishes what it has in flight and closes.
+    open_allowed: usize,
+    /// When the load started, and the next instant the ramp's count changes.
+    ramp_start: Option<Instant>,
+    ramp_next: Option<Instant>,
     /// Decrypted bytes of the receive being handled (reused).
     plain: Vec<u8>,
     /// Session output on its way into TLS (reused).
@@ -142,6 +158,10 @@ impl<'r> Loop<'r> {
             warm_up_resolved: 0,
             waiting: VecDeque::new(),
             waiting_count: 0,
+            open_allowed: plan.ramp.as_ref().map_or(n, |r| r.open_at(Duration::ZERO)),
+            ramp: plan.ramp,
+            ramp_start: None,
+            ramp_next: None,
             plain: Vec::with_capacity(16 * 1024),
             plain_out: Vec::new(),
             events: Vec::new(),
@@ -188,8 +208,9 @@ impl<'r> Loop<'r> {
         let now = Instant::now();
         self.try_release(now)?;
         if !self.lifecycle.released() && self.shared.keepalive {
-            // Open every connection now, so the first requests leave at the start instant.
-            for i in 0..self.conns.len() {
+            // Open every connection now (those a ramp has open at the start), so the first
+            // requests leave at the start instant.
+            for i in 0..self.open_allowed {
                 self.start_conn(i, now)?;
             }
             // A QUIC connection's handshake is the session's output.
@@ -201,6 +222,9 @@ impl<'r> Loop<'r> {
             self.tick(now);
             if self.next_deadline.is_some_and(|d| now >= d) {
                 self.expire_deadlines(now)?;
+            }
+            if self.ramp_next.is_some_and(|at| now >= at) {
+                self.follow_ramp(now)?;
             }
             if self.lifecycle.check_due(now) {
                 self.retry_idle(now)?;
@@ -217,6 +241,9 @@ impl<'r> Loop<'r> {
             let mut until = self.lifecycle.wake_at(now);
             if let Some(d) = self.next_deadline {
                 until = until.min(d);
+            }
+            if let Some(at) = self.ramp_next {
+                until = until.min(at);
             }
             // Only a connection waiting can take the next request due: with none, the next
             // completion frees one.
@@ -302,12 +329,38 @@ impl<'r> Loop<'r> {
     fn try_release(&mut self, now: Instant) -> io::Result<()> {
         let Some(now) = self.lifecycle.try_release(now) else { return Ok(()) };
         self.schedule.start(now);
+        if let Some(ramp) = &self.ramp {
+            self.ramp_start = Some(now);
+            self.open_allowed = ramp.open_at(Duration::ZERO);
+            self.ramp_next = ramp.next_change(Duration::ZERO).map(|d| now + d);
+        }
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             if c.phase == Phase::Open {
                 self.advance(i, now)?;
-            } else if c.phase == Phase::Idle && c.pending_ops == 0 {
+            } else if c.phase == Phase::Idle && c.pending_ops == 0 && i < self.open_allowed {
                 self.start_conn(i, now)?;
+            }
+        }
+        self.flush_dirty()
+    }
+
+    /// The ramp's count changed: connections now allowed are opened; those no longer allowed
+    /// take no new request and close once what they have in flight is answered (at once when
+    /// idle; one still being set up closes when it is, its claimed request unused).
+    fn follow_ramp(&mut self, now: Instant) -> io::Result<()> {
+        let (Some(ramp), Some(start)) = (&self.ramp, self.ramp_start) else { return Ok(()) };
+        let since = now.saturating_duration_since(start);
+        let allowed = ramp.open_at(since).min(self.conns.len());
+        self.ramp_next = ramp.next_change(since).map(|d| start + d);
+        let before = std::mem::replace(&mut self.open_allowed, allowed);
+        for i in allowed.min(before)..allowed.max(before) {
+            let c = &self.conns[i];
+            match c.phase {
+                Phase::Idle if i < allowed && c.pending_ops == 0 => self.start_conn(i, now)?,
+                Phase::Open if i >= allowed => self.advance(i, now)?,
+                // Closing ones reopen as they complete if allowed; ones being set up go on.
+                _ => {}
             }
         }
         self.flush_dirty()
@@ -439,7 +492,7 @@ impl<'r> Loop<'r> {
         if !self.lifecycle.released() {
             return Ok(());
         }
-        for i in 0..self.conns.len() {
+        for i in 0..self.open_allowed {
             if self.conns[i].phase == Phase::Idle && self.conns[i].pending_ops == 0 {
                 self.start_conn(i, now)?;
             }
@@ -535,8 +588,9 @@ impl<'r> Loop<'r> {
         if c.phase == Phase::Closing && c.pending_ops == 0 {
             c.phase = Phase::Idle;
             c.sending = false;
-            // Before the start, a connection that failed waits for it rather than retrying.
-            if self.lifecycle.released() {
+            // Before the start, a connection that failed waits for it rather than retrying; one
+            // the ramp has closed waits until it opens it again.
+            if self.lifecycle.released() && i < self.open_allowed {
                 self.start_conn(i, now)?;
             }
         }
@@ -619,7 +673,8 @@ impl<'r> Loop<'r> {
         let Some(session) = &mut c.session else { return Ok(()) };
         // Open model: the session has room and the next request is not due yet.
         let mut room = false;
-        if released && !c.peer_closed {
+        // Beyond the ramp's count, no new request: it closes once idle.
+        if released && !c.peer_closed && i < self.open_allowed {
             let mut units = Units::new(&mut c.claimed, &mut self.schedule, &mut self.stats);
             session.start_requests(now, &mut units, &mut self.events);
             room = units.found_none_due();

@@ -56,6 +56,9 @@ pub(crate) struct ThreadPlan {
     /// Open model: its share of each stage's target (empty for a constant rate).
     pub stages: Vec<crate::plan::Stage>,
     pub stage_phase: f64,
+    /// Closed model with stages: how many of this thread's connections are open at each
+    /// instant after the start; None keeps all of them open.
+    pub ramp: Option<crate::plan::ConnectionRamp>,
     /// The first this many ticks are the warm-up; a budget begins after them.
     pub warm_up_ticks: u32,
     pub gate: Arc<StartGate>,
