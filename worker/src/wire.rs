@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use volley_engine::{
-    ErrorKind, HistogramError, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan,
-    Protocol, Rate, RequestSpec, RingSupport, Stage, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram,
-    encode_histogram, new_histogram,
+    ConnectionIndices, ErrorKind, HistogramError, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES,
+    MAX_THREADS, Plan, Protocol, Rate, RequestSpec, RingSupport, Stage, Stats, Stop, Target, TargetError, TlsOptions,
+    decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -80,6 +80,9 @@ pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
         warm_up_nanos: plan.warm_up.map_or(0, nanos),
         stages: plan.stages.iter().map(|s| v1::Stage { duration_nanos: nanos(s.duration), target: s.target }).collect(),
         stage_phase: plan.stage_phase,
+        ramp_connections: plan.ramps_connections(),
+        connection_first: plan.connection_indices.first,
+        connection_step: plan.connection_indices.step,
     }
 }
 
@@ -169,8 +172,11 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
             shard.stages.len()
         )));
     }
-    // With stages, the rate is where the first starts, and may be 0.
-    if shard.rate > 0 || !shard.stages.is_empty() {
+    if shard.ramp_connections {
+        plan.stages = connection_stages(shard, connections)?;
+        plan.connection_indices = ConnectionIndices { first: shard.connection_first, step: shard.connection_step };
+    } else if shard.rate > 0 || !shard.stages.is_empty() {
+        // With stages, the rate is where the first starts, and may be 0.
         plan.stages = shard
             .stages
             .iter()
@@ -207,6 +213,32 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
     plan.keepalive = shard.keepalive;
     plan.tls = TlsOptions { insecure: shard.insecure, extra_ca_pem: shard.extra_ca_pem.clone() };
     Ok(plan)
+}
+
+/// A closed-model ramp's stages (the whole run's connection counts) and which of the run's
+/// connections the shard's are: within the limits of a run, so that the engine's checks never
+/// see them fail.
+fn connection_stages(shard: &v1::Shard, connections: usize) -> Result<Vec<Stage>, WireError> {
+    let invalid = |why: &str| WireError::Shard(why.to_string());
+    if shard.rate > 0 {
+        return Err(invalid("a connection ramp with a rate"));
+    }
+    if shard.stages.is_empty() || shard.stages.iter().all(|s| s.target == 0) {
+        return Err(invalid("a connection ramp that never opens a connection"));
+    }
+    if shard.stages.iter().any(|s| s.target > MAX_CONNECTIONS as u64) {
+        return Err(WireError::Shard(format!("a stage of more than the {MAX_CONNECTIONS} connections a run may have")));
+    }
+    let last =
+        shard.connection_step.checked_mul(connections as u64 - 1).and_then(|l| l.checked_add(shard.connection_first));
+    if shard.connection_step == 0 || last.is_none_or(|l| l >= MAX_CONNECTIONS as u64) {
+        return Err(invalid("connection indices beyond the connections a run may have"));
+    }
+    Ok(shard
+        .stages
+        .iter()
+        .map(|s| Stage { duration: Duration::from_nanos(s.duration_nanos), target: s.target })
+        .collect())
 }
 
 /// An HTTP token (RFC 9110): what a method or a header name may consist of.
@@ -456,6 +488,47 @@ mod tests {
         assert_eq!(a.request_timeout, b.request_timeout);
         assert_eq!(a.keepalive, b.keepalive);
         assert_eq!(a.tls, b.tls);
+        assert_eq!(a.connection_indices, b.connection_indices);
+    }
+
+    #[test]
+    fn a_connection_ramp_survives_the_wire_with_the_whole_runs_counts_and_its_indices() {
+        let mut whole = plan(Stop::Duration(Duration::from_secs(3)));
+        whole.rate = None;
+        // A rate's phase; a connection ramp has none.
+        whole.stage_phase = 0.5;
+        whole.stages = vec![
+            Stage { duration: Duration::from_secs(1), target: 12 },
+            Stage { duration: Duration::from_secs(2), target: 0 },
+        ];
+        for shard in whole.split(3) {
+            let wire = shard_to_proto(&shard, Some(shard.threads as u32));
+            assert!(wire.ramp_connections && wire.rate == 0);
+            let back = shard_from_proto(&wire, 8).expect("valid");
+            assert_same_plan(&back, &shard);
+            assert!(back.ramps_connections() && back.stages == whole.stages);
+        }
+        // An open-model ramp from 0 is still a rate's, however alike its stages look.
+        let mut open = whole.clone();
+        open.rate = Some(Rate::per_second(0));
+        assert!(!shard_to_proto(&open, None).ramp_connections);
+        let good = shard_to_proto(&whole.split(3)[2], None);
+        type Spoil = Box<dyn Fn(&mut v1::Shard)>;
+        let cases: Vec<(&str, Spoil)> = vec![
+            ("with a rate", Box::new(|s| s.rate = 5)),
+            ("never opens", Box::new(|s| s.stages.iter_mut().for_each(|st| st.target = 0))),
+            ("never opens", Box::new(|s| s.stages.clear())),
+            ("more than the 1000000", Box::new(|s| s.stages[0].target = 1_000_001)),
+            ("indices", Box::new(|s| s.connection_step = 0)),
+            ("indices", Box::new(|s| s.connection_first = 999_999)),
+            ("indices", Box::new(|s| s.connection_step = u64::MAX)),
+        ];
+        for (why, spoil) in cases {
+            let mut shard = good.clone();
+            spoil(&mut shard);
+            let err = shard_from_proto(&shard, 4).expect_err(why).to_string();
+            assert!(err.contains(why), "{why}: {err}");
+        }
     }
 
     #[test]
@@ -562,7 +635,7 @@ mod tests {
         let mut old = good.clone();
         old.protocol = 0;
         let err = shard_from_proto(&old, 4).expect_err("old protocol");
-        assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 0, this side speaks 3");
+        assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 0, this side speaks 4");
     }
 
     fn sample_stats() -> Stats {
