@@ -109,9 +109,9 @@ pub(crate) struct LoadArgs {
     /// Target URL, e.g. http://127.0.0.1:8080/
     #[arg(required = true)]
     pub url: Option<String>,
-    /// Concurrent connections.
-    #[arg(short = 'c', long, default_value_t = 50)]
-    pub connections: u64,
+    /// Concurrent connections [default: 50; with --stages and no --rate, the largest stage].
+    #[arg(short = 'c', long)]
+    pub connections: Option<u64>,
     /// Total requests to send (exactly this many are attempted).
     #[arg(short = 'n', long, default_value_t = 200, conflicts_with = "duration")]
     pub requests: u64,
@@ -123,9 +123,9 @@ pub(crate) struct LoadArgs {
     /// connection free, and latency counts from when it was due. With -n or -z.
     #[arg(long, value_name = "R", allow_hyphen_values = true)]
     pub rate: Option<String>,
-    /// With --rate: ramp the rate through stages, DURATION:RATE,... (30s:1000,60s:5000,30s:0),
-    /// each linearly from the previous target (the first from --rate, which may then be 0);
-    /// the run lasts their sum.
+    /// Ramp through stages, DURATION:TARGET,... (30s:1000,60s:5000,30s:0), each linearly from
+    /// the previous target; the run lasts their sum. With --rate the targets are rates (the
+    /// first stage from --rate, which may be 0); without, connection counts (from 0, up to -c).
     #[arg(long, value_name = "LIST", allow_hyphen_values = true, conflicts_with_all = ["duration", "requests"])]
     pub stages: Option<String>,
     /// Count the first D (whole seconds) of the load apart: not in the report's numbers and

@@ -33,13 +33,13 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
             "--http3 needs an https:// URL: HTTP/3 runs over QUIC, which is always TLS".into(),
         ));
     }
-    if args.connections == 0 {
-        return Err(CliError::Usage("-c/--connections must be at least 1".into()));
-    }
-    let connections = usize::try_from(args.connections)
-        .ok()
-        .filter(|&c| c <= MAX_CONNECTIONS)
-        .ok_or_else(|| CliError::Usage(format!("-c/--connections is larger than {MAX_CONNECTIONS}")))?;
+    // Without a rate, stages ramp the connection count: -c is the most, by default the
+    // largest stage's.
+    let ramp = match &args.stages {
+        Some(text) if args.rate.is_none() => Some(parse_stages(text, StageUnit::Connections)?),
+        _ => None,
+    };
+    let connections = connection_count(args.connections, ramp.as_deref())?;
     let stop = match &args.duration {
         Some(d) => {
             let d = parse_duration(d, "-z/--duration")?;
@@ -83,7 +83,10 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     plan.keepalive = !args.disable_keepalive;
     plan.tls = tls;
     plan.max_hold = parse_hold(&args.max_hold)?;
-    let stages = args.stages.as_deref().map(parse_stages).transpose()?;
+    let stages = match ramp {
+        Some(stages) => Some(stages),
+        None => args.stages.as_deref().map(|text| parse_stages(text, StageUnit::Rate)).transpose()?,
+    };
     // With stages, --rate is where the first starts from, and may be 0.
     plan.rate = match args.rate.as_deref() {
         Some(r) if stages.is_some() && r.trim() == "0" => Some(0),
@@ -92,15 +95,10 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     }
     .map(Rate::per_second);
     if let Some(stages) = stages {
-        let Some(rate) = plan.rate else {
-            return Err(CliError::Usage(
-                "--stages without --rate (ramping the connection count) is not supported yet: give --rate, the rate the first stage starts from (0 for none)".into(),
-            ));
-        };
         // The run is the stages: -z and -n are refused beside them (clap), and -n's default goes.
         plan.stop = Stop::Duration(stages.iter().map(|s| s.duration).sum());
         plan.stages = stages;
-        if rate.per_second == 0 && plan.peak_rate() == Some(0) {
+        if plan.rate.is_some_and(|r| r.per_second == 0) && plan.peak_rate() == Some(0) {
             return Err(CliError::Usage("--stages: every rate is 0, so no request would be sent".into()));
         }
     }
@@ -147,11 +145,79 @@ fn parse_warm_up(text: &str, plan: &Plan) -> Result<Duration, CliError> {
     }
 }
 
-/// `--stages 30s:1000,60s:5000,30s:0`: each stage a duration and the rate it ramps to.
-fn parse_stages(text: &str) -> Result<Vec<Stage>, CliError> {
+/// What a stage's target counts: requests per second (with --rate) or open connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StageUnit {
+    Rate,
+    Connections,
+}
+
+impl StageUnit {
+    /// How a stage is written, and what its target is called and counted in.
+    fn form(self) -> &'static str {
+        match self {
+            StageUnit::Rate => "DURATION:RATE",
+            StageUnit::Connections => "DURATION:CONNECTIONS",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            StageUnit::Rate => "rate",
+            StageUnit::Connections => "connection count",
+        }
+    }
+
+    fn counted_in(self) -> &'static str {
+        match self {
+            StageUnit::Rate => "requests per second",
+            StageUnit::Connections => "connections",
+        }
+    }
+
+    fn most(self) -> u64 {
+        match self {
+            StageUnit::Rate => MAX_RATE,
+            StageUnit::Connections => MAX_CONNECTIONS as u64,
+        }
+    }
+}
+
+/// `-c`: at least 1 and at most `MAX_CONNECTIONS`. With a ramp of the connection count, the
+/// most it may open: by default its largest stage; a stage above an explicit -c is refused.
+fn connection_count(asked: Option<u64>, ramp: Option<&[Stage]>) -> Result<usize, CliError> {
+    let peak = ramp.map(|stages| stages.iter().map(|s| s.target).max().unwrap_or(0));
+    if peak == Some(0) {
+        return Err(CliError::Usage("--stages: every connection count is 0, so no connection would be opened".into()));
+    }
+    let connections = match (asked, peak) {
+        (Some(0), _) => return Err(CliError::Usage("-c/--connections must be at least 1".into())),
+        (Some(c), Some(peak)) if peak > c => {
+            // The first stage above it is named.
+            let stages = ramp.unwrap_or_default();
+            let (n, target) =
+                stages.iter().zip(1..).find(|(s, _)| s.target > c).map_or((1, peak), |(s, n)| (n, s.target));
+            return Err(CliError::Usage(format!(
+                "--stages: stage {n} ramps to {target} connections, more than -c {c}: raise -c or leave it out (it then defaults to the largest stage)"
+            )));
+        }
+        (Some(c), _) => c,
+        (None, Some(peak)) => peak,
+        (None, None) => 50,
+    };
+    usize::try_from(connections)
+        .ok()
+        .filter(|&c| c <= MAX_CONNECTIONS)
+        .ok_or_else(|| CliError::Usage(format!("-c/--connections is larger than {MAX_CONNECTIONS}")))
+}
+
+/// `--stages 30s:1000,60s:5000,30s:0`: each stage a duration and the target it ramps to, a rate
+/// or a connection count.
+fn parse_stages(text: &str, unit: StageUnit) -> Result<Vec<Stage>, CliError> {
     let bad = |why: String| CliError::Usage(format!("--stages: {why}"));
+    let form = unit.form();
     if text.trim().is_empty() {
-        return Err(bad("the list is empty: give DURATION:RATE,... such as 30s:1000,60s:5000".into()));
+        return Err(bad(format!("the list is empty: give {form},... such as 30s:1000,60s:5000")));
     }
     let items: Vec<&str> = text.split(',').map(str::trim).collect();
     if items.len() > MAX_STAGES {
@@ -160,26 +226,30 @@ fn parse_stages(text: &str) -> Result<Vec<Stage>, CliError> {
     let mut stages = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let n = i + 1;
-        let Some((duration, rate)) = item.split_once(':') else {
-            return Err(bad(format!("stage {n} '{item}' is not DURATION:RATE (such as 30s:1000)")));
+        let Some((duration, target)) = item.split_once(':') else {
+            return Err(bad(format!("stage {n} '{item}' is not {form} (such as 30s:1000)")));
         };
-        let (duration, rate) = (duration.trim(), rate.trim());
+        let (duration, target) = (duration.trim(), target.trim());
         // A stage of no time is refused here too ("duration must be more than zero").
         let duration = parse_duration(duration, &format!("--stages: stage {n} '{item}'"))?;
-        let target = match rate.parse::<u64>() {
-            Ok(r) if r > MAX_RATE => {
+        let (what, counted_in, most) = (unit.what(), unit.counted_in(), unit.most());
+        let target = match target.parse::<u64>() {
+            Ok(r) if r > most && unit == StageUnit::Rate => {
                 return Err(bad(format!(
-                    "stage {n} '{item}': {r} is more than the most volley schedules, {MAX_RATE} per second"
+                    "stage {n} '{item}': {r} is more than the most volley schedules, {most} per second"
+                )));
+            }
+            Ok(r) if r > most => {
+                return Err(bad(format!(
+                    "stage {n} '{item}': {r} is more than the most volley opens, {most} connections"
                 )));
             }
             Ok(r) => r,
-            Err(_) if rate.starts_with('-') => {
-                return Err(bad(format!(
-                    "stage {n} '{item}': the rate is negative; give requests per second, 0 or more"
-                )));
+            Err(_) if target.starts_with('-') => {
+                return Err(bad(format!("stage {n} '{item}': the {what} is negative; give {counted_in}, 0 or more")));
             }
             Err(_) => {
-                return Err(bad(format!("stage {n} '{item}': '{rate}' is not a whole number of requests per second")));
+                return Err(bad(format!("stage {n} '{item}': '{target}' is not a whole number of {counted_in}")));
             }
         };
         stages.push(Stage { duration, target });
@@ -544,7 +614,7 @@ mod tests {
 
     #[test]
     fn stages_are_durations_and_the_rates_they_ramp_to() {
-        let stages = parse_stages("30s:1000, 1m:5000,500ms:0").unwrap();
+        let stages = parse_stages("30s:1000, 1m:5000,500ms:0", StageUnit::Rate).unwrap();
         let want = [(30_000, 1000), (60_000, 5000), (500, 0)]
             .map(|(ms, target)| Stage { duration: Duration::from_millis(ms), target });
         assert_eq!(stages, want);
@@ -560,11 +630,16 @@ mod tests {
             ("5000h:1,5000h:1", "365 days"),
             ("1s:1000000001", "more than the most"),
         ] {
-            let err = parse_stages(bad).expect_err(bad).to_string();
+            let err = parse_stages(bad, StageUnit::Rate).expect_err(bad).to_string();
             assert!(err.starts_with("--stages") && err.contains(why), "{bad}: {err}");
         }
         let many = vec!["1s:1"; MAX_STAGES + 1].join(",");
-        assert!(parse_stages(&many).expect_err("too many").to_string().contains("more than the 100 allowed"));
+        assert!(
+            parse_stages(&many, StageUnit::Rate)
+                .expect_err("too many")
+                .to_string()
+                .contains("more than the 100 allowed")
+        );
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! What the per-second series says of each second beside its counts: whether it belongs to the
 //! warm-up, and in the open model the stage under way and the requests the schedule asked for
-//! in it (the sum of what every shard's schedule asked, so it is what was really scheduled).
+//! in it (the sum of what every shard's schedule asked, so it is what was really scheduled);
+//! with a ramp of the connection count, the stage and the connections it has open at the
+//! second's end (the engine's own count, which the shards' add up to).
 
 use std::time::Duration;
 
-use volley_engine::{Plan, Stage, requested_between, stage_at};
+use volley_engine::{ConnectionIndices, Plan, Stage, connections_at, requested_between, stage_at};
 
 /// The run's profile, from its shards.
 #[derive(Debug, Clone, Default)]
@@ -16,6 +18,10 @@ pub(crate) struct Profile {
     /// Per shard, its share of each stage (all the same durations), and its phase.
     stages: Vec<Vec<Stage>>,
     phases: Vec<f64>,
+    /// Closed model with stages: the whole run's connection counts (every shard has them), and
+    /// per shard which of the run's connections are its own, and how many.
+    connection_stages: Vec<Stage>,
+    ramps: Vec<(ConnectionIndices, usize)>,
 }
 
 /// One second's place in the run.
@@ -26,6 +32,8 @@ pub(crate) struct Label {
     pub stage: Option<usize>,
     /// Open model: the requests due in the second.
     pub requested: Option<u64>,
+    /// A ramp of the connection count: the connections it has open at the second's end.
+    pub target_connections: Option<u64>,
 }
 
 impl Profile {
@@ -38,29 +46,53 @@ impl Profile {
             starts: open.iter().map(|s| s.rate.map_or(0, |r| r.per_second)).collect(),
             stages: open.iter().map(|s| s.stages.clone()).collect(),
             phases: open.iter().map(|s| s.stage_phase).collect(),
+            connection_stages: shards
+                .iter()
+                .find(|s| s.ramps_connections())
+                .map_or_else(Vec::new, |s| s.stages.clone()),
+            ramps: shards
+                .iter()
+                .filter(|s| s.ramps_connections())
+                .map(|s| (s.connection_indices, s.connections))
+                .collect(),
         }
+    }
+
+    /// A ramp of the connection count: its stages (the whole run's); empty otherwise.
+    pub(crate) fn connection_stages(&self) -> &[Stage] {
+        &self.connection_stages
     }
 
     /// Second `second` (from 1) of the whole run.
     pub(crate) fn whole(&self, second: u32) -> Label {
-        self.label(second, 0..self.starts.len())
+        self.label(second, 0..self.starts.len().max(self.ramps.len()))
     }
 
     /// Second `second` of shard `shard`'s run.
     pub(crate) fn shard(&self, shard: usize, second: u32) -> Label {
-        self.label(second, shard..(shard + 1).min(self.starts.len()))
+        self.label(second, shard..shard + 1)
     }
 
     fn label(&self, second: u32, shards: std::ops::Range<usize>) -> Label {
         let from = Duration::from_secs(u64::from(second.saturating_sub(1)));
         let to = Duration::from_secs(u64::from(second));
         let requested = (!self.starts.is_empty()).then(|| {
-            shards.map(|i| requested_between(self.starts[i], &self.stages[i], self.phases[i], from, to)).sum()
+            let open = shards.start.min(self.starts.len())..shards.end.min(self.starts.len());
+            open.map(|i| requested_between(self.starts[i], &self.stages[i], self.phases[i], from, to)).sum()
+        });
+        let ramp = &self.connection_stages;
+        let target_connections = (!ramp.is_empty()).then(|| {
+            let own = self.ramps.get(shards.start.min(self.ramps.len())..shards.end.min(self.ramps.len()));
+            own.unwrap_or_default().iter().map(|(indices, n)| connections_at(ramp, *indices, *n, to)).sum()
         });
         Label {
             warm_up: second <= self.warm_up_seconds,
-            stage: self.stages.first().and_then(|stages| stage_at(stages, from)),
+            stage: match self.stages.first() {
+                Some(stages) => stage_at(stages, from),
+                None => stage_at(ramp, from),
+            },
             requested,
+            target_connections,
         }
     }
 

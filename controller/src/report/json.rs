@@ -157,6 +157,9 @@ fn interval(s: &Second, open_model: bool) -> Value {
     if let (Some(stage), Some(obj)) = (s.label.stage, v.as_object_mut()) {
         obj.insert("stage".into(), json!(stage));
     }
+    if let (Some(target), Some(obj)) = (s.label.target_connections, v.as_object_mut()) {
+        obj.insert("targetConnections".into(), json!(target));
+    }
     if let (true, Some(obj)) = (open_model, v.as_object_mut()) {
         obj.insert("requestedRate".into(), json!(s.label.requested));
         // Requests sent in this one second: its achieved rate.

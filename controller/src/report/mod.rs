@@ -6,7 +6,7 @@ mod text;
 
 use std::time::Duration;
 
-use volley_engine::{ErrorKind, Protocol, RingSupport, Stats};
+use volley_engine::{ErrorKind, Protocol, RingSupport, Stage, Stats};
 
 use crate::fleet::{FleetRun, Second, WorkerInfo};
 
@@ -69,6 +69,8 @@ pub(crate) struct Report {
     pub aborted: Option<crate::gate::Breach>,
     /// `--warm-up`: what its seconds counted, apart from `stats`.
     pub warm_up: Option<WarmUp>,
+    /// `--stages` without a rate: the connection counts the run ramped through.
+    pub connection_stages: Vec<Stage>,
 }
 
 /// The warm-up's own numbers: counted, merged over the workers, and kept out of the rest.
@@ -169,6 +171,7 @@ impl Report {
         if let Some(w) = &mut report.warm_up {
             w.seconds = fleet.profile.warm_up_seconds;
         }
+        report.connection_stages = fleet.profile.connection_stages().to_vec();
         match protocol {
             Protocol::Http1 => {}
             Protocol::Http2 { streams } => {
@@ -239,6 +242,7 @@ impl Report {
             intervals,
             aborted: None,
             warm_up: warm_up.map(|stats| WarmUp { seconds: 0, stats }),
+            connection_stages: Vec::new(),
         }
     }
 

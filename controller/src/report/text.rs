@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use hdrhistogram::Histogram;
-use volley_engine::{Counters, ErrorKind};
+use volley_engine::{Counters, ErrorKind, Stage};
 
 use super::{PERCENTILES, Report, per_sec};
 
@@ -23,6 +23,9 @@ pub(crate) fn to_text(r: &Report) -> String {
     }
     let _ = writeln!(out, "Threads:      {}", r.threads);
     let _ = writeln!(out, "Connections:  {}", r.connections);
+    if !r.connection_stages.is_empty() {
+        connection_stages(&mut out, &r.connection_stages);
+    }
     let _ = writeln!(
         out,
         "Requests:     {} ({} ok, {} errors, of which {} connect) in {:.3}s",
@@ -90,6 +93,21 @@ pub(crate) fn to_text(r: &Report) -> String {
         let _ = writeln!(out, "Warning: {w}");
     }
     out
+}
+
+/// A ramp of the connection count: each stage's way from the previous target to its own (the
+/// per-second series gives the count at each second's end).
+fn connection_stages(out: &mut String, stages: &[Stage]) {
+    let mut from = 0;
+    let steps: Vec<String> = stages
+        .iter()
+        .map(|s| {
+            let step = format!("{from}→{} in {:?}", s.target, s.duration);
+            from = s.target;
+            step
+        })
+        .collect();
+    let _ = writeln!(out, "Stages:       connections {}", steps.join(", "));
 }
 
 /// The warm-up's requests and latency: counted apart, in none of the other numbers.
