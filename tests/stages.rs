@@ -1,6 +1,7 @@
-//! End to end: `--stages` (a rate that ramps, stage by stage) and `--warm-up` (the first seconds
-//! counted apart), against the in-test server, which counts what it received and when, locally
-//! and over two real workers.
+//! End to end: `--stages` (a rate that ramps, stage by stage, or without `--rate` the number of
+//! open connections) and `--warm-up` (the first seconds counted apart), against the in-test
+//! server, which counts what it received and when and logs its open connections, locally and
+//! over two real workers.
 
 mod support;
 
@@ -61,6 +62,91 @@ fn the_rate_follows_the_stages_second_by_second_and_the_total_is_exact() {
         assert!(got[i].abs_diff(want) <= 10, "second {}: the server saw {} of {want}: {got:?}", i + 1, got[i]);
     }
     assert_eq!(got[3], 0, "nothing after the last stage: {got:?}");
+}
+
+/// The ramp of the connection tests, 0 → 8 over 1 s, 8 for 1 s, 8 → 0 over 1 s: connection j
+/// opens at (j + ½)/8 s and closes (7 − j + ½)/8 s into the last stage, each once.
+const CONNECTION_RAMP: &str = "1s:8,1s:8,1s:0";
+
+/// The server's own log of open connections follows [`CONNECTION_RAMP`], and the run lost
+/// nothing: every request the server saw was answered and counted, none aborted.
+fn assert_open_connections_follow_the_ramp(server: &TestServer, r: &Value, what: &str) {
+    let (peak, first) = server.open_connections_peak();
+    assert_eq!(peak, 8, "{what}: at most -c open, and all of them in the flat stage");
+    assert_eq!(server.connections(), 8, "{what}: each connection opened once, and kept open until the ramp closed it");
+    // The first connection opens half a connection's worth in: 62.5 ms after the start.
+    let start = first.expect("connections were made") - Duration::from_micros(62_500);
+    // Sampled where the ramp is a whole number, 62.5 ms from any change (the count is the
+    // ramp rounded): on a busy two-core machine an accept or a close may reach the server's
+    // log late, and the start is estimated from the first accept, so one connection either
+    // way is allowed at a sample, as long as the ramp is followed from sample to sample.
+    let mut off = 0;
+    for k in 1..24u64 {
+        let at = Duration::from_millis(k * 125);
+        let want = match k {
+            0..=8 => k as i64,
+            9..=16 => 8,
+            _ => 24 - k as i64,
+        };
+        let open = server.open_connections_at(start + at);
+        assert!(open.abs_diff(want) <= 1, "{what}: {open} open at {at:?}, the ramp has {want}");
+        off += u32::from(open != want);
+    }
+    assert!(off <= 4, "{what}: {off} of 23 samples off by one");
+    assert_eq!(server.open_connections_at(start + Duration::from_millis(3100)), 0, "{what}: all closed at the end");
+    assert_eq!(number(r, "/requests/aborted"), 0, "{what}: a connection the ramp closes finishes its requests");
+    assert_eq!(number(r, "/requests/errors"), 0, "{what}: {r}");
+    assert_eq!(server.requests(), number(r, "/requests/ok"), "{what}: every request the server saw is counted");
+    let duration = seconds(r, "/durationSeconds");
+    assert!((2.9..3.3).contains(&duration), "{what}: the run lasts the stages' sum: {duration} s");
+    let series = intervals(r);
+    let stages: Vec<u64> = series.iter().map(|s| number(s, "/stage")).collect();
+    let targets: Vec<u64> = series.iter().map(|s| number(s, "/targetConnections")).collect();
+    assert_eq!((stages, targets), (vec![1, 2, 3], vec![8, 8, 0]), "{what}: {r}");
+    assert!(series.iter().all(|s| s.get("requestedRate").is_none()), "a closed-model ramp asks for no rate");
+}
+
+#[test]
+fn without_a_rate_the_stages_ramp_the_open_connections_and_no_request_is_lost() {
+    // Each response takes 20 ms, so a connection the ramp closes has a request in flight; over
+    // HTTP/2 four of them (a connection retiring finishes its streams and starts none).
+    for protocol in [&[][..], &["--http2", "-p", "4"][..]] {
+        let server = TestServer::start(Behavior::ok(10).delay(Duration::from_millis(20)));
+        let url = server.url();
+        let mut args = vec!["--stages", CONNECTION_RAMP, "-t", "2", "-j"];
+        args.extend(protocol);
+        args.push(&url);
+        let out = run_volley(args);
+        assert_success(&out);
+        let r = json_report(&out);
+        assert_open_connections_follow_the_ramp(&server, &r, &format!("{protocol:?}"));
+        assert_eq!(number(&r, "/connections"), 8, "-c defaults to the largest stage");
+        let ok = number(&r, "/requests/ok");
+        // 8 connections × 2 s of open time in all, at most 50 requests a second each (× 4 streams).
+        let most = 8 * 2 * 50 * if protocol.is_empty() { 1 } else { 4 };
+        assert!(ok > most / 2 && ok <= most, "{protocol:?}: {ok} requests, at most {most}");
+    }
+    let server = TestServer::start(Behavior::ok(10));
+    let text = run_volley(["--stages", "1s:2,500ms:0", "-c", "4", &server.url()]);
+    assert_success(&text);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("Connections:  4\nStages:       connections 0→2 in 1s, 2→0 in 500ms\n"), "{text}");
+}
+
+#[test]
+fn two_workers_ramp_their_own_connections_and_together_follow_the_whole_ramp() {
+    let server = TestServer::start(Behavior::ok(10).delay(Duration::from_millis(20)));
+    let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[])];
+    let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
+    let out = run_volley(["--workers", &list, "--stages", CONNECTION_RAMP, "-c", "8", "-t", "2", "-j", &server.url()]);
+    assert_success(&out);
+    let r = json_report(&out);
+    assert_open_connections_follow_the_ramp(&server, &r, "two workers");
+    // Each worker's own seconds: its half of the ramp (connections 0, 2, 4, 6 and 1, 3, 5, 7).
+    for w in r["workers"].as_array().expect("workers") {
+        let targets: Vec<u64> = intervals(w).iter().map(|s| number(s, "/targetConnections")).collect();
+        assert_eq!(targets, vec![4, 4, 0], "{w}");
+    }
 }
 
 #[test]
@@ -188,7 +274,13 @@ fn malformed_stages_and_warm_ups_are_usage_errors_in_one_line() {
         (vec!["--rate", "10", "--stages", "0s:100"], "duration must be more than zero"),
         (vec!["--rate", "10", "--stages", &many], "101 stages is more than the 100 allowed"),
         (vec!["--rate", "0", "--stages", "1s:0"], "every rate is 0"),
-        (vec!["--stages", "1s:10"], "--stages without --rate (ramping the connection count) is not supported yet"),
+        (vec!["--stages", "1s:10,1s:20,1s:5", "-c", "15"], "stage 2 ramps to 20 connections, more than -c 15"),
+        (vec!["--stages", "1s:0,2s:0"], "--stages: every connection count is 0"),
+        (vec!["--stages", "1s:-3"], "the connection count is negative; give connections"),
+        (vec!["--stages", "1s:2.5"], "'2.5' is not a whole number of connections"),
+        (vec!["--stages", "1s:1000001"], "more than the most volley opens, 1000000 connections"),
+        (vec!["--stages", "1s:10", "-z", "5s"], "cannot be used with"),
+        (vec!["--stages", "1s:4", "--warm-up", "1s"], "is not shorter than the run"),
         (vec!["--rate", "10", "--stages", "1s:10", "-z", "5s"], "cannot be used with"),
         (vec!["--rate", "10", "--stages", "1s:10", "-n", "5"], "cannot be used with"),
         (vec!["--rate", "0", "-z", "1s"], "--rate: '0' is zero"),

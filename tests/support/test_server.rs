@@ -223,6 +223,8 @@ struct Stats {
     rate_limited: AtomicU64,
     /// `knee`: when the requests of the last [`KNEE_WINDOW`] arrived.
     arrivals: Mutex<std::collections::VecDeque<Instant>>,
+    /// When each connection was accepted (+1) and when its handling ended (-1), in order.
+    open_log: Mutex<Vec<(Instant, i64)>>,
 }
 
 /// How far back a `knee` server looks to measure the rate requests arrive at. Long, so that a
@@ -232,6 +234,11 @@ struct Stats {
 pub const KNEE_WINDOW: Duration = Duration::from_secs(1);
 
 impl Stats {
+    /// A connection was accepted (`+1`) or its handling ended (`-1`).
+    fn open_change(&self, by: i64) {
+        self.open_log.lock().unwrap().push((Instant::now(), by));
+    }
+
     /// A request head arrived; its place among all the server received, from 1.
     fn head(&self, method: &str) -> u64 {
         let nth = self.requests.fetch_add(1, Ordering::SeqCst) + 1;
@@ -350,14 +357,22 @@ impl TestServer {
                             },
                         };
                         thread_stats.connections.fetch_add(1, Ordering::SeqCst);
+                        thread_stats.open_change(1);
                         let _ = stream.set_nodelay(true);
                         let stats = thread_stats.clone();
+                        let ended = thread_stats.clone();
                         match kind.clone() {
                             Kind::Hyper { behavior, body, tls } => {
-                                tokio::spawn(hyper_connection(stream, tls, behavior, body, stats));
+                                tokio::spawn(async move {
+                                    hyper_connection(stream, tls, behavior, body, stats).await;
+                                    ended.open_change(-1);
+                                });
                             }
                             Kind::Raw(mode) => {
-                                tokio::spawn(raw_connection(stream, mode, stats));
+                                tokio::spawn(async move {
+                                    raw_connection(stream, mode, stats).await;
+                                    ended.open_change(-1);
+                                });
                             }
                         }
                     }
@@ -403,6 +418,22 @@ impl TestServer {
     /// TCP connections accepted.
     pub fn connections(&self) -> u64 {
         self.stats.connections.load(Ordering::SeqCst)
+    }
+
+    /// Connections open (accepted and still handled) at `at`, by the server's own log.
+    pub fn open_connections_at(&self, at: Instant) -> i64 {
+        self.stats.open_log.lock().unwrap().iter().filter(|(when, _)| *when <= at).map(|(_, by)| by).sum()
+    }
+
+    /// The most connections open at once, and when the first was accepted (None before any).
+    pub fn open_connections_peak(&self) -> (i64, Option<Instant>) {
+        let log = self.stats.open_log.lock().unwrap();
+        let (mut open, mut peak) = (0, 0);
+        for (_, by) in log.iter() {
+            open += by;
+            peak = peak.max(open);
+        }
+        (peak, log.first().map(|(at, _)| *at))
     }
 
     /// Request body bytes received, over all requests.
