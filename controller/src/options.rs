@@ -643,6 +643,35 @@ mod tests {
     }
 
     #[test]
+    fn without_a_rate_stages_are_connection_counts_and_c_is_their_most() {
+        use clap::Parser;
+        let plan = |flags: &[&str]| {
+            let args = [&["volley"], flags, &["http://127.0.0.1:1/"]].concat();
+            build_plan(&crate::cli::Cli::try_parse_from(args).expect("parses").load)
+        };
+        let ramp = plan(&["--stages", "1s:8,2s:30,1s:0", "-t", "64"]).expect("a ramp");
+        assert!(ramp.ramps_connections() && ramp.rate.is_none());
+        assert_eq!(ramp.connections, 30, "-c defaults to the largest stage");
+        assert_eq!(ramp.threads, 30, "threads capped at the connections");
+        assert_eq!(ramp.stop, Stop::Duration(Duration::from_secs(4)));
+        assert_eq!(plan(&["--stages", "1s:8", "-c", "20"]).expect("within -c").connections, 20);
+        assert_eq!(plan(&["--stages", "1s:20", "-c", "20"]).expect("at -c").connections, 20);
+        assert_eq!(plan(&[]).expect("no stages").connections, 50, "the default -c is unchanged");
+        let with_rate = plan(&["--rate", "0", "--stages", "1s:800"]).expect("a rate's ramp");
+        assert_eq!((with_rate.connections, with_rate.ramps_connections()), (50, false), "800 is a rate here");
+        for (flags, says) in [
+            (&["--stages", "1s:8,1s:21", "-c", "20"][..], "--stages: stage 2 ramps to 21 connections, more than -c 20"),
+            (&["--stages", "1s:0"][..], "every connection count is 0"),
+            (&["--stages", "1s:x"][..], "'x' is not a whole number of connections"),
+            (&["--stages", "1s:1000001"][..], "1000000 connections"),
+            (&["--stages", "1s:5", "-c", "0"][..], "-c/--connections must be at least 1"),
+        ] {
+            let err = plan(flags).expect_err("refused").to_string();
+            assert!(err.contains(says), "{flags:?}: {err}");
+        }
+    }
+
+    #[test]
     fn headers_need_a_name_and_a_colon() {
         assert_eq!(parse_header("X-A:  b c ").unwrap(), ("X-A".into(), "b c".into()));
         assert!(parse_header("nocolon").is_err());

@@ -268,7 +268,7 @@ async fn another_protocol_version_is_refused() {
     assert_eq!(
         status.message(),
         format!(
-            "incompatible protocol: controller speaks 999, this worker speaks 3 (volley {})",
+            "incompatible protocol: controller speaks 999, this worker speaks 4 (volley {})",
             env!("CARGO_PKG_VERSION")
         )
     );
