@@ -13,7 +13,7 @@ use crate::gate::StartGate;
 use crate::plan::{
     ConnectionRamp, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan, Protocol, Stop,
 };
-use crate::quic::{self, Congestion};
+use crate::quic;
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Snapshot, Stats};
@@ -192,7 +192,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
                     plan.connect_timeout,
                     plan.request_timeout,
                 ),
-                quic: quic::Config::new(&plan.tls, Congestion::Loopback, plan.connect_timeout)?,
+                quic: quic::Config::for_plan(plan)?,
                 server: addr,
                 server_name: plan.target.host.clone(),
             }))

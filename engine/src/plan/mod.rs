@@ -123,6 +123,31 @@ impl Protocol {
     }
 }
 
+/// How HTTP/3's QUIC treats the path it runs over (`--quic-congestion`); nothing else uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QuicCongestion {
+    /// Loopback-class paths (the default): no pacing, a fixed window that loss does not
+    /// shrink, a fixed MTU and a short initial RTT, so that the client never throttles itself
+    /// where the path is not what congests.
+    #[default]
+    Loopback,
+    /// A real WAN: quinn-proto's standard controller (CUBIC, with pacing and backing off on
+    /// loss), RFC 9002's initial RTT and QUIC's minimum MTU.
+    Standard,
+}
+
+impl QuicCongestion {
+    /// Every choice, by name, as the command line and the report spell them.
+    pub const ALL: [QuicCongestion; 2] = [QuicCongestion::Loopback, QuicCongestion::Standard];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            QuicCongestion::Loopback => "loopback",
+            QuicCongestion::Standard => "standard",
+        }
+    }
+}
+
 /// How TLS certificates are checked, like curl: verified against the bundled web roots by
 /// default, plus any extra CA certificates; `insecure` skips verification.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -177,13 +202,15 @@ pub struct Plan {
     /// Which of the whole run's connections this plan's are: what a ramp of the connection
     /// count (closed-model stages) opens and closes, so that every part opens its own.
     pub connection_indices: ConnectionIndices,
+    /// HTTP/3: how QUIC's congestion control treats the path.
+    pub quic_congestion: QuicCongestion,
 }
 
 impl Plan {
     /// A plan of `connections` connections sending `request` to `target` until `stop`, with the
     /// command line's defaults for the rest: HTTP/1.1, one thread, keep-alive, a 5 s connect
     /// timeout, a 30 s request timeout, certificates verified, completions held at most
-    /// [`DEFAULT_MAX_HOLD`], the closed model (no rate).
+    /// [`DEFAULT_MAX_HOLD`], the closed model (no rate), QUIC for loopback-class paths.
     pub fn new(target: Target, request: RequestSpec, connections: usize, stop: Stop) -> Self {
         Plan {
             target,
@@ -202,6 +229,7 @@ impl Plan {
             stage_phase: 0.5,
             warm_up: None,
             connection_indices: ConnectionIndices::WHOLE,
+            quic_congestion: QuicCongestion::Loopback,
         }
     }
 

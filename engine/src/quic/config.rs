@@ -1,5 +1,6 @@
 //! How every QUIC connection of a run is set up, decided once per run: TLS (the same `-k` and
-//! `--cacert` meaning as TCP's, ALPN h3), and transport parameters for loopback-class paths.
+//! `--cacert` meaning as TCP's, ALPN h3), and transport parameters for loopback-class paths or,
+//! with `--quic-congestion standard`, for a real WAN.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +11,7 @@ use quinn_proto::{ClientConfig, EndpointConfig, IdleTimeout, TransportConfig, Va
 use super::congestion::FixedWindow;
 use crate::driver::{GSO_MAX_BYTES, GSO_MAX_SEGMENTS};
 use crate::error::EngineError;
-use crate::plan::TlsOptions;
+use crate::plan::{Plan, TlsOptions};
 
 /// HTTP/3's ALPN token.
 pub(crate) const ALPN_H3: &[u8] = b"h3";
@@ -39,18 +40,11 @@ const KEEP_ALIVE: Duration = Duration::from_secs(10);
 /// unknown paths: here it would make a lost handshake packet cost a second.
 const LOOPBACK_INITIAL_RTT: Duration = Duration::from_millis(10);
 
-/// How QUIC reacts to the path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Congestion {
-    /// Loopback-class paths: a fixed window above quinn-proto's pacing limit (no pacing, no
-    /// slow start, no backing off on loss), a fixed MTU of [`LOOPBACK_MTU`] and a short
-    /// initial RTT.
-    Loopback,
-    /// A real WAN: quinn-proto's standard controller (CUBIC, with pacing), its initial RTT,
-    /// and QUIC's minimum MTU. No plan option chooses it yet (see ARCHITECTURE.md).
-    #[cfg_attr(not(test), allow(dead_code))]
-    Standard,
-}
+/// How QUIC reacts to the path: the plan's choice (`--quic-congestion`). `Loopback` is a
+/// fixed window above quinn-proto's pacing limit (no pacing, no slow start, no backing off on
+/// loss), a fixed MTU of [`LOOPBACK_MTU`] and a short initial RTT; `Standard` is quinn-proto's
+/// standard controller (CUBIC, with pacing), its initial RTT, and QUIC's minimum MTU.
+pub(crate) use crate::plan::QuicCongestion as Congestion;
 
 /// Everything a run's QUIC connections share.
 pub(crate) struct Config {
@@ -62,7 +56,13 @@ pub(crate) struct Config {
 }
 
 impl Config {
-    /// The run's QUIC configuration from its TLS options.
+    /// The run's QUIC configuration: the plan's TLS options, congestion choice and connect
+    /// timeout.
+    pub(crate) fn for_plan(plan: &Plan) -> Result<Self, EngineError> {
+        Self::new(&plan.tls, plan.quic_congestion, plan.connect_timeout)
+    }
+
+    /// The same from the parts of a plan.
     pub(crate) fn new(
         tls: &TlsOptions,
         congestion: Congestion,

@@ -6,8 +6,9 @@
 //! (`open_bi`, `write`, `finish`, `read`, our and the peer's uni streams) and [`Event`]s out.
 //! Nothing of quinn-proto shows through it, so an own QUIC could take its place if a profile
 //! says quinn-proto costs too much. [`Config`] is decided once per run: ALPN h3, rustls with
-//! ring and the same `-k`/`--cacert` meaning as TCP's TLS, and, on loopback-class paths, no
-//! pacing, a fixed window, a fixed MTU and large flow-control windows.
+//! ring and the same `-k`/`--cacert` meaning as TCP's TLS, large flow-control windows and, on
+//! loopback-class paths (the default), no pacing, a fixed window and a fixed MTU; the plan's
+//! `quic_congestion` chooses the standard controller for a real WAN.
 
 mod config;
 mod congestion;
@@ -17,7 +18,9 @@ mod transport;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub(crate) use config::{ALPN_H3, Config, Congestion};
+#[cfg(test)]
+pub(crate) use config::Congestion;
+pub(crate) use config::{ALPN_H3, Config};
 pub(crate) use lost::Lost;
 #[cfg(test)]
 pub(crate) use transport::{Datagrams, StreamError};

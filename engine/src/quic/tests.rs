@@ -17,8 +17,9 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::{ALPN_H3, Config, Congestion, Datagrams, Event, ReadEnd, StreamError, StreamId, Transport};
-use crate::plan::TlsOptions;
+use crate::plan::{Plan, RequestSpec, Stop, TlsOptions};
 use crate::stats::ErrorKind;
+use crate::target::Target;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) const SERVER_NAME: &str = "localhost";
@@ -518,8 +519,12 @@ fn a_response_of_many_datagrams_arriving_as_one_gro_buffer_is_read_whole() {
 /// Bytes the client sends at one instant for a 1 MiB stream, before any acknowledgement.
 fn burst(congestion: Congestion) -> usize {
     let cert = self_signed();
-    let server = Server::new(&cert, ServerOptions::default());
-    let mut net = Net::new(server, &client_config(&trusting(&cert), congestion));
+    burst_with(&cert, &client_config(&trusting(&cert), congestion))
+}
+
+fn burst_with(cert: &Cert, config: &Config) -> usize {
+    let server = Server::new(cert, ServerOptions::default());
+    let mut net = Net::new(server, config);
     net.connected();
     net.run_until(Duration::ZERO, |_| false);
     let stream = net.client.open_bi().unwrap();
@@ -539,6 +544,24 @@ fn the_loopback_setting_sends_a_large_burst_at_once_where_the_standard_one_holds
     // all the server's flow control allows (quinn-proto's default stream window, 1.25 MB).
     let loopback = burst(Congestion::Loopback);
     let standard = burst(Congestion::Standard);
+    assert!(loopback > 1_000_000, "loopback sent {loopback}");
+    assert!(standard < 100_000, "standard sent {standard}");
+}
+
+#[test]
+fn the_plans_quic_congestion_choice_is_the_one_its_connections_use() {
+    let cert = self_signed();
+    let mut plan = Plan::new(
+        Target::parse("https://localhost:4433/").unwrap(),
+        RequestSpec::new("GET", vec![], vec![]),
+        1,
+        Stop::Requests(1),
+    );
+    plan.tls = trusting(&cert);
+    assert_eq!(plan.quic_congestion, Congestion::Loopback, "the default");
+    let loopback = burst_with(&cert, &Config::for_plan(&plan).unwrap());
+    plan.quic_congestion = Congestion::Standard;
+    let standard = burst_with(&cert, &Config::for_plan(&plan).unwrap());
     assert!(loopback > 1_000_000, "loopback sent {loopback}");
     assert!(standard < 100_000, "standard sent {standard}");
 }
