@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use volley_engine::{
     ConnectionIndices, ErrorKind, HistogramError, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES,
-    MAX_THREADS, Plan, Protocol, Rate, RequestSpec, RingSupport, Stage, Stats, Stop, Target, TargetError, TlsOptions,
-    decode_histogram, encode_histogram, new_histogram,
+    MAX_THREADS, Plan, Protocol, QuicCongestion, Rate, RequestSpec, RingSupport, Stage, Stats, Stop, Target,
+    TargetError, TlsOptions, decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -83,6 +83,10 @@ pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
         ramp_connections: plan.ramps_connections(),
         connection_first: plan.connection_indices.first,
         connection_step: plan.connection_indices.step,
+        quic_congestion: match plan.quic_congestion {
+            QuicCongestion::Loopback => 0,
+            QuicCongestion::Standard => 1,
+        },
     }
 }
 
@@ -210,6 +214,11 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
     if shard.warm_up_nanos > 0 {
         plan.warm_up = Some(Duration::from_nanos(shard.warm_up_nanos));
     }
+    plan.quic_congestion = match shard.quic_congestion {
+        0 => QuicCongestion::Loopback,
+        1 => QuicCongestion::Standard,
+        v => return Err(WireError::Shard(format!("QUIC congestion control {v} is not known to this worker"))),
+    };
     plan.keepalive = shard.keepalive;
     plan.tls = TlsOptions { insecure: shard.insecure, extra_ca_pem: shard.extra_ca_pem.clone() };
     Ok(plan)
@@ -465,6 +474,7 @@ mod tests {
         plan.rate = Some(Rate { per_second: 1234, offset: Duration::from_micros(271) });
         plan.warm_up = Some(Duration::from_secs(2));
         plan.stage_phase = 0.375;
+        plan.quic_congestion = QuicCongestion::Standard;
         plan.stages = vec![
             Stage { duration: Duration::from_millis(1500), target: 5000 },
             Stage { duration: Duration::from_secs(3), target: 0 },
@@ -489,6 +499,7 @@ mod tests {
         assert_eq!(a.keepalive, b.keepalive);
         assert_eq!(a.tls, b.tls);
         assert_eq!(a.connection_indices, b.connection_indices);
+        assert_eq!(a.quic_congestion, b.quic_congestion);
     }
 
     #[test]
@@ -545,6 +556,8 @@ mod tests {
         p.protocol = Protocol::Http1;
         assert_same_plan(&shard_from_proto(&shard_to_proto(&p, Some(3)), 1).expect("valid shard"), &p);
         p.protocol = Protocol::Http3 { streams: 9 };
+        assert_same_plan(&shard_from_proto(&shard_to_proto(&p, Some(3)), 1).expect("valid shard"), &p);
+        p.quic_congestion = QuicCongestion::Loopback;
         assert_same_plan(&shard_from_proto(&shard_to_proto(&p, Some(3)), 1).expect("valid shard"), &p);
     }
 
@@ -626,6 +639,7 @@ mod tests {
             ("header value", Box::new(|s| s.headers.push(v1::Header { name: "a".into(), value: "v\r\nX: y".into() }))),
             ("stage phase", Box::new(|s| s.stage_phase = 0.0)),
             ("stage phase", Box::new(|s| s.stage_phase = f64::NAN)),
+            ("quic congestion", Box::new(|s| s.quic_congestion = 2)),
         ];
         for (what, spoil) in cases {
             let mut shard = good.clone();
@@ -635,7 +649,7 @@ mod tests {
         let mut old = good.clone();
         old.protocol = 0;
         let err = shard_from_proto(&old, 4).expect_err("old protocol");
-        assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 0, this side speaks 4");
+        assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 0, this side speaks 5");
     }
 
     fn sample_stats() -> Stats {

@@ -268,7 +268,7 @@ async fn another_protocol_version_is_refused() {
     assert_eq!(
         status.message(),
         format!(
-            "incompatible protocol: controller speaks 999, this worker speaks 4 (volley {})",
+            "incompatible protocol: controller speaks 999, this worker speaks 5 (volley {})",
             env!("CARGO_PKG_VERSION")
         )
     );
