@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -104,6 +104,13 @@ pub(crate) struct WorkerArgs {
     pub prometheus: Option<SocketAddr>,
 }
 
+/// `--quic-congestion`'s choices, as the engine's `QuicCongestion`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum QuicCongestionArg {
+    Loopback,
+    Standard,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct LoadArgs {
     /// Target URL, e.g. http://127.0.0.1:8080/
@@ -192,6 +199,12 @@ pub(crate) struct LoadArgs {
     /// Use HTTP/3 (QUIC over UDP, ALPN h3): https:// only.
     #[arg(long)]
     pub http3: bool,
+    /// With --http3, QUIC's congestion control [default: loopback]: loopback (no pacing, a
+    /// fixed window that loss does not shrink, a fixed MTU: for loopback and LANs, where the
+    /// path is not what congests) or standard (CUBIC with pacing, RFC 9002's initial RTT and
+    /// QUIC's minimum MTU: for a real WAN).
+    #[arg(long, value_name = "KIND")]
+    pub quic_congestion: Option<QuicCongestionArg>,
     /// Run the load on these worker daemons (HOST:PORT,...) instead of this machine; @FILE reads
     /// them from a file: one HOST:PORT a line (# comments), or `terraform output -json workers`.
     #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...|@FILE")]

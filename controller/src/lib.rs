@@ -165,7 +165,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let interrupt = RunControl::new();
     signals::stop_on_ctrl_c(&interrupt);
     let url = plan.target.to_string();
-    let protocol = plan.protocol;
+    let (protocol, congestion) = (plan.protocol, plan.quic_congestion);
     let fleet = if args.workers.is_empty() {
         let followers = fleet::Followers { live, watch: watch.as_mut(), hlog: hlog.as_mut() };
         fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt, followers)
@@ -191,7 +191,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
         fleet::run(shards, places, &access, Some(handle), threads, &interrupt, followers)
     };
     let stopped_by_user = fleet.interrupted;
-    let mut report = Report::from_fleet(url, protocol, fleet);
+    let mut report = Report::from_fleet(url, protocol, congestion, fleet);
     let mut verdicts = gate::judge(&thresholds, &report);
     if let Some(baseline) = &baseline {
         verdicts.extend(gate::baseline::judge(baseline, std::slice::from_ref(&report)));

@@ -4,12 +4,12 @@ use std::io::Read;
 use std::time::Duration;
 
 use volley_engine::{
-    MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan, Protocol, Rate, RequestSpec,
-    Stage, Stop, Target, TlsOptions,
+    MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan, Protocol, QuicCongestion, Rate,
+    RequestSpec, Stage, Stop, Target, TlsOptions,
 };
 use volley_proto::MAX_MESSAGE_BYTES;
 
-use crate::cli::{LoadArgs, WorkerArgs};
+use crate::cli::{LoadArgs, QuicCongestionArg, WorkerArgs};
 use crate::error::CliError;
 use crate::fleet::{Access, Place};
 
@@ -33,6 +33,17 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
             "--http3 needs an https:// URL: HTTP/3 runs over QUIC, which is always TLS".into(),
         ));
     }
+    let quic_congestion = match (args.quic_congestion, protocol) {
+        (None, _) => QuicCongestion::Loopback,
+        (Some(_), Protocol::Http1 | Protocol::Http2 { .. }) => {
+            return Err(CliError::Usage(
+                "--quic-congestion is for HTTP/3: give --http3, or leave it out (TCP has the kernel's congestion control)"
+                    .into(),
+            ));
+        }
+        (Some(QuicCongestionArg::Loopback), Protocol::Http3 { .. }) => QuicCongestion::Loopback,
+        (Some(QuicCongestionArg::Standard), Protocol::Http3 { .. }) => QuicCongestion::Standard,
+    };
     // Without a rate, stages ramp the connection count: -c is the most, by default the
     // largest stage's.
     let ramp = match &args.stages {
@@ -82,6 +93,7 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     plan.request_timeout = Some(parse_duration(&args.timeout, "--timeout")?);
     plan.keepalive = !args.disable_keepalive;
     plan.tls = tls;
+    plan.quic_congestion = quic_congestion;
     plan.max_hold = parse_hold(&args.max_hold)?;
     let stages = match ramp {
         Some(stages) => Some(stages),

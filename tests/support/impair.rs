@@ -3,7 +3,8 @@
 //! socket per connection) a socket of its own towards the server, and forwards datagrams both
 //! ways, dropping a seeded-random share of them in each direction and reordering some (one is
 //! held back and sent right after the next one of its direction). It counts what it forwarded,
-//! dropped and reordered, so a test can check that the impairment really happened.
+//! dropped and reordered, so a test can check that the impairment really happened, and the
+//! largest datagram each way.
 //!
 //! Each direction of each client has its own random sequence drawn from the seed, so a run is
 //! the same impairment every time as far as the datagrams' order is (threads decide the rest).
@@ -47,6 +48,8 @@ pub struct LaneCounts {
     pub forwarded: AtomicU64,
     pub dropped: AtomicU64,
     pub reordered: AtomicU64,
+    /// The largest datagram that came this way, in bytes of UDP payload.
+    pub largest: AtomicU64,
 }
 
 /// Both directions' counts, and the clients seen.
@@ -66,6 +69,9 @@ impl LaneCounts {
     }
     pub fn reordered(&self) -> u64 {
         self.reordered.load(Ordering::SeqCst)
+    }
+    pub fn largest(&self) -> u64 {
+        self.largest.load(Ordering::SeqCst)
     }
 }
 
@@ -150,6 +156,7 @@ impl Lane {
 
     /// One datagram on its way: dropped, held back, or sent (with the held one after it).
     fn pass(&mut self, datagram: &[u8], counts: &LaneCounts, send: impl Fn(&[u8])) {
+        counts.largest.fetch_max(datagram.len() as u64, Ordering::SeqCst);
         let draw = self.per_mille();
         if draw < self.impairment.drop_per_mille {
             counts.dropped.fetch_add(1, Ordering::SeqCst);

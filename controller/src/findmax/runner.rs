@@ -77,6 +77,6 @@ impl Runner {
         let followers = fleet::Followers::default();
         let run =
             fleet::run(shards, self.places.clone(), &self.access, handle, self.worker_threads, interrupt, followers);
-        Ok(Report::from_fleet(url, protocol, run))
+        Ok(Report::from_fleet(url, protocol, self.plan.quic_congestion, run))
     }
 }

@@ -18,6 +18,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "protocol": r.protocol,
         "streamsPerConnection": r.streams,
         "streamLimit": r.stream_limit,
+        "quicCongestion": r.quic_congestion.map(|c| c.name()),
         "threads": r.threads,
         "connections": r.connections,
         "durationSeconds": r.duration.as_secs_f64(),

@@ -6,7 +6,7 @@ mod text;
 
 use std::time::Duration;
 
-use volley_engine::{ErrorKind, Protocol, RingSupport, Stage, Stats};
+use volley_engine::{ErrorKind, Protocol, QuicCongestion, RingSupport, Stage, Stats};
 
 use crate::fleet::{FleetRun, Second, WorkerInfo};
 
@@ -46,6 +46,8 @@ pub(crate) struct Report {
     pub streams: Option<u32>,
     /// HTTP/2: the lowest stream limit a server set below `streams`.
     pub stream_limit: Option<u32>,
+    /// HTTP/3: QUIC's congestion control (`--quic-congestion`); None for the other protocols.
+    pub quic_congestion: Option<QuicCongestion>,
     pub threads: usize,
     pub connections: usize,
     /// Open model: the requests per second asked for (over every worker); None: closed model.
@@ -114,7 +116,7 @@ pub(crate) struct WorkerLine {
 }
 
 impl Report {
-    pub(crate) fn from_fleet(url: String, protocol: Protocol, fleet: FleetRun) -> Self {
+    pub(crate) fn from_fleet(url: String, protocol: Protocol, congestion: QuicCongestion, fleet: FleetRun) -> Self {
         let interrupted = fleet.interrupted;
         // The numbers are the measurement's, after the warm-up; so is the time they took.
         let warm_up = fleet.profile.warm_up();
@@ -181,6 +183,7 @@ impl Report {
             Protocol::Http3 { streams } => {
                 report.protocol = "HTTP/3".into();
                 report.streams = Some(streams);
+                report.quic_congestion = Some(congestion);
             }
         }
         report
@@ -226,6 +229,7 @@ impl Report {
             url,
             protocol: "HTTP/1.1".into(),
             streams: None,
+            quic_congestion: None,
             stream_limit: workers.iter().filter_map(|w| w.stream_limit).min(),
             threads,
             connections,

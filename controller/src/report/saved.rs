@@ -7,7 +7,7 @@ use std::time::Duration;
 use base64::Engine;
 use hdrhistogram::Histogram;
 use serde_json::Value;
-use volley_engine::{ErrorKind, Stats, decode_histogram};
+use volley_engine::{ErrorKind, QuicCongestion, Stats, decode_histogram};
 
 use super::{Report, WorkerLine};
 use crate::error::CliError;
@@ -19,6 +19,7 @@ pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliErro
     let mut urls: Vec<String> = Vec::new();
     let mut protocols: Vec<String> = Vec::new();
     let mut streams: Vec<Option<u32>> = Vec::new();
+    let mut congestions: Vec<Option<QuicCongestion>> = Vec::new();
     for path in paths {
         let bad = |why: String| CliError::File { path: path.display().to_string(), why };
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
@@ -35,12 +36,23 @@ pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliErro
         if !streams.contains(&asked) {
             streams.push(asked);
         }
+        let congestion = report["quicCongestion"]
+            .as_str()
+            .and_then(|name| QuicCongestion::ALL.into_iter().find(|c| c.name() == name));
+        if !congestions.contains(&congestion) {
+            congestions.push(congestion);
+        }
         workers.push(line(path, &report).map_err(bad)?);
     }
     let mut report = Report::from_workers(urls.join(", "), workers, true, false, Vec::new());
     report.protocol = protocols.join(", ");
     // Merged runs asked for the same streams, or the number means nothing.
     report.streams = match streams.as_slice() {
+        [one] => *one,
+        _ => None,
+    };
+    // Likewise QUIC's congestion control: said only when every report ran with the same.
+    report.quic_congestion = match congestions.as_slice() {
         [one] => *one,
         _ => None,
     };

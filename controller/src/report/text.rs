@@ -12,15 +12,15 @@ pub(crate) fn to_text(r: &Report) -> String {
     let mut out = String::new();
     let secs = r.duration.as_secs_f64();
     let _ = writeln!(out, "URL:          {}", r.url);
-    match r.streams {
-        Some(n) => {
-            let streams = if n == 1 { "stream" } else { "streams" };
-            let _ = writeln!(out, "Protocol:     {}, {n} {streams} per connection", r.protocol);
-        }
-        None => {
-            let _ = writeln!(out, "Protocol:     {}", r.protocol);
-        }
+    let _ = write!(out, "Protocol:     {}", r.protocol);
+    if let Some(n) = r.streams {
+        let streams = if n == 1 { "stream" } else { "streams" };
+        let _ = write!(out, ", {n} {streams} per connection");
     }
+    if let Some(congestion) = r.quic_congestion {
+        let _ = write!(out, ", {} congestion control", congestion.name());
+    }
+    out.push('\n');
     let _ = writeln!(out, "Threads:      {}", r.threads);
     let _ = writeln!(out, "Connections:  {}", r.connections);
     if !r.connection_stages.is_empty() {
