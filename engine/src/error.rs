@@ -17,6 +17,10 @@ pub enum EngineError {
         "{per_thread} connections on one thread need as many open files, but this process may open only {hard} (ulimit -n): raise the limit (ulimit -n, LimitNOFILE= for a service) or use more threads (-t)"
     )]
     FileLimit { per_thread: u64, hard: u64 },
+    #[error(
+        "{var}='{value}': give a UDP receive buffer size in bytes from {min} to {max}, or leave it unset for {max}"
+    )]
+    UdpBuffer { var: &'static str, value: String, min: usize, max: usize },
     #[error("engine thread failed: {0}")]
     Thread(String),
     /// The system would not start another thread (a task limit such as `ulimit -u`, a cgroup's

@@ -31,7 +31,7 @@ pub use plan::{
     stage_at,
 };
 pub use ring::{RingSupport, kernel_release, probe_io_uring};
-pub use run::{Progress, RunControl, RunResult, run};
+pub use run::{Progress, RunControl, RunResult, UDP_BUFFER_VAR, run};
 pub use stats::{
     Counters, ErrorKind, HistogramError, Histograms, RetryAfter, RetryAfterCounts, Snapshot, Stats, decode_histogram,
     encode_histogram, new_histogram,

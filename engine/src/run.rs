@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::driver::{self, Shared, ThreadDone, ThreadMsg, ThreadPlan};
+use crate::driver::{self, GRO_BUF_SIZE, MIN_BUF_SIZE, Shared, ThreadDone, ThreadMsg, ThreadPlan};
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
@@ -208,6 +208,8 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     let threads = plan.threads.min(plan.connections).min(most_threads);
     // The first thread takes the largest share of the connections.
     fd_limit::ensure_room_for(plan.connections.div_ceil(threads) as u64)?;
+    // Read for QUIC runs only: a TCP run has no use for it, nor reason to fail over it.
+    let udp_buffer = if session.is_udp() { udp_buffer_size(std::env::var_os(UDP_BUFFER_VAR))? } else { GRO_BUF_SIZE };
     let shared = Arc::new(Shared {
         addr,
         sockaddr: driver::encode_sockaddr(&addr),
@@ -220,6 +222,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             Protocol::Http1 => 1,
             Protocol::Http2 { streams } | Protocol::Http3 { streams } => streams,
         },
+        udp_buffer,
         session,
     });
 
@@ -444,6 +447,44 @@ impl Collector {
             let delta = entry.remove();
             let warm_up = tick <= self.warm_up_ticks;
             on_progress(Progress::Interval(Snapshot { elapsed: Duration::from_secs(u64::from(tick)), delta, warm_up }));
+        }
+    }
+}
+
+/// Sets the size of each UDP receive buffer, in bytes, below the default of a whole GRO batch
+/// ([`GRO_BUF_SIZE`]). With the default no datagram is ever cut short (it holds the largest
+/// UDP carries), so the MSG_TRUNC count could never be seen working; a smaller buffer turns GRO
+/// off and lets a test have a real peer's oversized datagram cut short by the kernel. It also
+/// saves memory where QUIC's datagrams (at most 1472 bytes from a compliant peer) are all
+/// that arrives. Read once per run, by whichever process runs the engine (a worker's own).
+pub const UDP_BUFFER_VAR: &str = "VOLLEY_UDP_RECV_BUFFER";
+
+fn udp_buffer_size(value: Option<std::ffi::OsString>) -> Result<usize, EngineError> {
+    let Some(value) = value else { return Ok(GRO_BUF_SIZE) };
+    value
+        .to_str()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|size| (MIN_BUF_SIZE..=GRO_BUF_SIZE).contains(size))
+        .ok_or_else(|| EngineError::UdpBuffer {
+            var: UDP_BUFFER_VAR,
+            value: value.to_string_lossy().chars().take(40).collect(),
+            min: MIN_BUF_SIZE,
+            max: GRO_BUF_SIZE,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_udp_receive_buffer_is_a_whole_gro_batch_unless_a_size_within_bounds_is_given() {
+        assert_eq!(udp_buffer_size(None).unwrap(), GRO_BUF_SIZE);
+        assert_eq!(udp_buffer_size(Some("4096".into())).unwrap(), 4096);
+        assert_eq!(udp_buffer_size(Some(MIN_BUF_SIZE.to_string().into())).unwrap(), MIN_BUF_SIZE);
+        for bad in ["", "lots", "-1", "2047", "65601", "99999999999999999999999"] {
+            let err = udp_buffer_size(Some(bad.into())).expect_err(bad).to_string();
+            assert!(err.starts_with(&format!("{UDP_BUFFER_VAR}='{bad}'")) && err.contains("2048 to 65600"), "{err}");
         }
     }
 }

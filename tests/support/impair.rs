@@ -4,7 +4,8 @@
 //! ways, dropping a seeded-random share of them in each direction and reordering some (one is
 //! held back and sent right after the next one of its direction). It counts what it forwarded,
 //! dropped and reordered, so a test can check that the impairment really happened, and the
-//! largest datagram each way.
+//! largest datagram each way. It can also send clients datagrams of its own, larger than any
+//! QUIC packet ([`Oversize`]), counted as injected.
 //!
 //! Each direction of each client has its own random sequence drawn from the seed, so a run is
 //! the same impairment every time as far as the datagrams' order is (threads decide the rest).
@@ -25,12 +26,25 @@ pub struct Impairment {
     pub drop_per_mille: u32,
     /// Datagrams held back and sent after the next one, per thousand.
     pub reorder_per_mille: u32,
+    /// Datagrams of the proxy's own, larger than any QUIC packet, sent to clients.
+    pub oversize: Option<Oversize>,
+}
+
+/// Before every `every`th datagram from the server to a client (the first included), a
+/// datagram of `len` zero bytes to that client, at most `most` per client. It goes ahead of a
+/// datagram the client still needs, so a client reads it as long as it reads that one; zeros
+/// are no QUIC packet (the fixed bit is clear), which QUIC drops.
+#[derive(Clone, Copy, Debug)]
+pub struct Oversize {
+    pub every: u64,
+    pub len: usize,
+    pub most: u64,
 }
 
 impl Default for Impairment {
     /// 2% dropped and 2% reordered each way.
     fn default() -> Self {
-        Impairment { seed: 0x5eed_1234, drop_per_mille: 20, reorder_per_mille: 20 }
+        Impairment { seed: 0x5eed_1234, drop_per_mille: 20, reorder_per_mille: 20, oversize: None }
     }
 }
 
@@ -50,6 +64,8 @@ pub struct LaneCounts {
     pub reordered: AtomicU64,
     /// The largest datagram that came this way, in bytes of UDP payload.
     pub largest: AtomicU64,
+    /// The proxy's own datagrams sent this way ([`Oversize`]).
+    pub injected: AtomicU64,
 }
 
 /// Both directions' counts, and the clients seen.
@@ -72,6 +88,9 @@ impl LaneCounts {
     }
     pub fn largest(&self) -> u64 {
         self.largest.load(Ordering::SeqCst)
+    }
+    pub fn injected(&self) -> u64 {
+        self.injected.load(Ordering::SeqCst)
     }
 }
 
@@ -236,6 +255,7 @@ impl Front {
                 front: self.socket.clone(),
                 client,
                 lane: Lane::new(self.impairment, index * 2 + 1),
+                oversize: self.impairment.oversize,
                 counts: self.counts.clone(),
                 stop: self.stop.clone(),
             };
@@ -255,6 +275,7 @@ struct Back {
     front: Arc<UdpSocket>,
     client: SocketAddr,
     lane: Lane,
+    oversize: Option<Oversize>,
     counts: Arc<ImpairCounts>,
     stop: Arc<AtomicBool>,
 }
@@ -266,10 +287,23 @@ impl Back {
         let send = |d: &[u8]| {
             let _ = front.send_to(d, client);
         };
+        let (mut seen, mut injected) = (0u64, 0u64);
+        let zeros = vec![0u8; self.oversize.map_or(0, |o| o.len)];
         while !self.stop.load(Ordering::SeqCst) {
             self.socket.set_read_timeout(Some(self.lane.wait())).expect("a read timeout");
             match self.socket.recv(&mut buf) {
-                Ok(n) => self.lane.pass(&buf[..n], &counts.to_client, send),
+                Ok(n) => {
+                    if let Some(o) = self.oversize
+                        && seen.is_multiple_of(o.every)
+                        && injected < o.most
+                        && front.send_to(&zeros, client).is_ok()
+                    {
+                        injected += 1;
+                        counts.to_client.injected.fetch_add(1, Ordering::SeqCst);
+                    }
+                    seen += 1;
+                    self.lane.pass(&buf[..n], &counts.to_client, send)
+                }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
                 Err(_) => {}
             }

@@ -279,6 +279,7 @@ pub fn stats_to_proto(stats: &Stats) -> v1::Stats {
             retry_after: c.retry_after.statuses().map(|(code, n)| (u32::from(code), n)).collect(),
             retry_after_largest_seconds: c.retry_after.largest_seconds,
             retry_after_dates: c.retry_after.dates,
+            truncated: c.truncated,
         }),
         latency: encode_histogram(&h.latency),
         connect: encode_histogram(&h.connect),
@@ -322,6 +323,7 @@ pub fn stats_from_proto(stats: &v1::Stats) -> Result<Stats, WireError> {
         into.late = c.late;
         into.blocked = c.blocked;
         into.unsent = c.unsent;
+        into.truncated = c.truncated;
     }
     let h = &mut out.histograms;
     for (into, bytes) in [
@@ -665,6 +667,7 @@ mod tests {
         c.late = 11;
         c.blocked = 12;
         c.unsent = 13;
+        c.truncated = 14;
         for (i, kind) in ErrorKind::ALL.into_iter().enumerate() {
             c.add_errors(kind, i as u64 * 10 + 1);
         }

@@ -31,6 +31,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "bytesSent": c.bytes_sent,
         "bytesSentPerSec": per_sec(c.bytes_sent, r.duration),
         "connectionsMade": c.connects,
+        "truncatedDatagrams": c.truncated,
         "statusCodes": statuses(c),
         "retryAfter": retry_after(c),
         "latencySeconds": summary(&h.latency),
@@ -133,6 +134,7 @@ fn worker(w: &WorkerLine) -> Value {
         obj.insert("bytesReceived".into(), json!(c.bytes_received));
         obj.insert("bytesSent".into(), json!(c.bytes_sent));
         obj.insert("connectionsMade".into(), json!(c.connects));
+        obj.insert("truncatedDatagrams".into(), json!(c.truncated));
         obj.insert("clampedSamples".into(), json!(c.clamped));
         obj.insert("latencySeconds".into(), summary(&s.histograms.latency));
         obj.insert("serviceTimeSeconds".into(), summary(&s.histograms.service));

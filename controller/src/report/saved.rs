@@ -68,6 +68,8 @@ fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
     c.bytes_sent = count(r, "/bytesSent")?;
     c.connects = count(r, "/connectionsMade")?;
     c.clamped = count(r, "/clampedSamples")?;
+    // Reports from before datagrams cut short were counted have none.
+    c.truncated = r["truncatedDatagrams"].as_u64().unwrap_or(0);
     // Reports from before HTTP/2 have no such field.
     c.refused = r.pointer("/requests/refused").map_or(Ok(0), |_| count(r, "/requests/refused"))?;
     for kind in ErrorKind::ALL {

@@ -47,6 +47,13 @@ pub(crate) fn to_text(r: &Report) -> String {
         per_sec(c.bytes_sent, r.duration) / 1e6,
         c.bytes_sent
     );
+    if c.truncated > 0 {
+        let _ = writeln!(
+            out,
+            "Truncated:    {} UDP datagrams were larger than the receive buffer and were dropped by QUIC",
+            c.truncated
+        );
+    }
     if let (Some(rate), Some(achieved)) = (r.rate, r.achieved_rate()) {
         schedule(&mut out, r, rate, achieved);
     }

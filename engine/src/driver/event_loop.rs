@@ -116,7 +116,7 @@ pub(super) struct Loop<'r> {
     batch_responses: u64,
     /// The connections are QUIC over UDP.
     udp: bool,
-    /// UDP: the header every multishot RECVMSG is armed with, and the datagrams cut short.
+    /// UDP: the header every multishot RECVMSG is armed with.
     recvmsg: RecvMsg,
 }
 
@@ -131,10 +131,11 @@ impl<'r> Loop<'r> {
         let uring = Uring::new(ring, n as u32, shared.connect_timeout)?;
         let udp = shared.session.is_udp();
         // A UDP receive buffer holds a whole GRO batch (a smaller one would cut a batch short
-        // and lose the datagrams past the cut); its pages are touched only as far as datagrams
-        // fill them, so fewer of them cost less than their size suggests.
+        // and lose the datagrams past the cut; see `Shared::udp_buffer`); its pages are touched
+        // only as far as datagrams fill them, so fewer of them cost less than their size suggests.
         let bufs = if udp {
-            BufRing::new(uring.submitter(), (n * 2).next_power_of_two().clamp(16, 256) as u16, GRO_BUF_SIZE, 0)?
+            let size = shared.udp_buffer;
+            BufRing::new(uring.submitter(), (n * 2).next_power_of_two().clamp(16, 256) as u16, size, 0)?
         } else {
             BufRing::new(uring.submitter(), (n * 2).next_power_of_two().clamp(64, 4096) as u16, BUF_SIZE, 0)?
         };
@@ -535,7 +536,8 @@ impl<'r> Loop<'r> {
     /// A QUIC connection: its UDP socket is connected at once, its receive armed, and its
     /// session starts the handshake, whose datagrams leave with the batch's sends.
     fn start_udp_conn(&mut self, i: usize, now: Instant) -> io::Result<()> {
-        if let Err(e) = udp::open_connected(&mut self.uring, i, &self.shared.addr, true) {
+        let gro = self.shared.udp_buffer >= GRO_BUF_SIZE;
+        if let Err(e) = udp::open_connected(&mut self.uring, i, &self.shared.addr, gro) {
             self.setup_failed(i, ErrorKind::Connect, format!("UDP socket: {e}").into());
             return Ok(());
         }
@@ -1007,10 +1009,11 @@ impl<'r> Loop<'r> {
     fn on_datagrams(&mut self, i: usize, bid: u16, len: usize, now: Instant) -> io::Result<()> {
         let buf = self.bufs.bytes(bid, len);
         // A buffer without the kernel's layout cannot happen; one cut short (MSG_TRUNC, which
-        // buffers of a whole GRO batch never see) is counted in `recvmsg` and its start is
-        // still given to QUIC, which drops what does not decrypt and repairs it as a loss.
+        // buffers of a whole GRO batch never see) is counted and its start is still given to
+        // QUIC, which drops what does not decrypt and repairs it as a loss.
         let Some(received) = self.recvmsg.parse(buf) else { return Ok(()) };
         self.stats.counters.bytes_received += received.payload.len() as u64;
+        self.stats.counters.truncated += u64::from(received.truncated);
         let c = &mut self.conns[i];
         let Some(session) = c.session.as_mut() else { return Ok(()) };
         session.receive_datagrams(received.payload, received.segment_size, now, &mut self.events);

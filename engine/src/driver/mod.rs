@@ -41,6 +41,8 @@ pub(crate) struct Shared {
     pub streams: u32,
     /// How every connection's session starts.
     pub session: SessionConfig,
+    /// UDP: the size of each provided receive buffer; GRO only when it holds a whole batch.
+    pub udp_buffer: usize,
 }
 
 /// One thread's share of the plan.
@@ -90,7 +92,7 @@ pub(crate) struct ThreadDone {
 }
 
 pub(crate) use socket::encode_sockaddr;
-pub(crate) use udp::{GSO_MAX_BYTES, GSO_MAX_SEGMENTS};
+pub(crate) use udp::{GRO_BUF_SIZE, GSO_MAX_BYTES, GSO_MAX_SEGMENTS, MIN_BUF_SIZE};
 
 pub(crate) fn run_thread(shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<()> {
     // The default 50 µs of timer slack would add a tenth to every hold (`--max-hold`) and to

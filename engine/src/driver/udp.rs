@@ -20,8 +20,17 @@ use super::uring::Uring;
 
 /// A provided buffer for UDP must hold the kernel's header, our control message and a whole GRO
 /// batch (up to 64 KiB): a batch that does not fit is cut short (MSG_TRUNC), and the datagrams
-/// past the cut are lost, so GRO is only for buffers of this size.
+/// past the cut are lost, so GRO is only for buffers of this size. It also holds any one
+/// datagram UDP can carry (65,527 bytes under IPv6), so with it nothing is ever cut short.
 pub(crate) const GRO_BUF_SIZE: usize = 65_536 + 64;
+/// The smallest UDP receive buffer `VOLLEY_UDP_RECV_BUFFER` may ask for: the kernel's header,
+/// our control message and the largest datagram QUIC lets a peer send us (quinn-proto's
+/// max_udp_payload_size, 1472 bytes), rounded up.
+pub(crate) const MIN_BUF_SIZE: usize = 2048;
+/// What a receive buffer holds besides the payload: the kernel's `io_uring_recvmsg_out` header
+/// and our control message.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) const BUF_OVERHEAD: usize = 16 + CONTROL_LEN;
 
 /// Room for one control message carrying an int (UDP_GRO's segment size).
 const CONTROL_LEN: usize = 32;
@@ -80,11 +89,9 @@ pub(crate) struct Received<'a> {
 
 /// A thread's multishot RECVMSG: the message header every receive is armed with (no name, the
 /// socket being connected; room for the GRO control message), kept at one address for as
-/// long as receives may use it, and the count of datagrams cut short.
+/// long as receives may use it.
 pub(crate) struct RecvMsg {
     msg: Box<libc::msghdr>,
-    /// Receives whose datagram did not fit a buffer (MSG_TRUNC): counted, never silent.
-    pub truncated: u64,
 }
 
 impl RecvMsg {
@@ -94,7 +101,7 @@ impl RecvMsg {
         // With buffer selection the kernel only reads the lengths: where name and control go
         // is decided in the provided buffer.
         msg.msg_controllen = CONTROL_LEN as _;
-        RecvMsg { msg, truncated: 0 }
+        RecvMsg { msg }
     }
 
     pub(super) fn header(&self) -> *const libc::msghdr {
@@ -103,12 +110,9 @@ impl RecvMsg {
 
     /// Reads a completion's buffer (the first `res` bytes of it); None if the kernel's layout
     /// is not there.
-    pub(crate) fn parse<'a>(&mut self, buf: &'a [u8]) -> Option<Received<'a>> {
+    pub(crate) fn parse<'a>(&self, buf: &'a [u8]) -> Option<Received<'a>> {
         let out = RecvMsgOut::parse(buf, &self.msg).ok()?;
         let truncated = out.is_payload_truncated();
-        if truncated {
-            self.truncated += 1;
-        }
         // RecvMsgOut lends the payload for its own lifetime only; it is a part of `buf`.
         let payload = out.payload_data();
         let start = (payload.as_ptr() as usize).checked_sub(buf.as_ptr() as usize)?;

@@ -1,4 +1,5 @@
-//! Plain counters: outcomes, status codes, errors by kind, bytes on the wire, Retry-After.
+//! Plain counters: outcomes, status codes, errors by kind, bytes on the wire, Retry-After,
+//! datagrams cut short.
 
 use super::RetryAfterCounts;
 
@@ -67,6 +68,9 @@ pub struct Counters {
     pub unsent: u64,
     /// Responses that carried `Retry-After`.
     pub retry_after: RetryAfterCounts,
+    /// UDP (HTTP/3): datagrams larger than a receive buffer, cut short by the kernel
+    /// (MSG_TRUNC); QUIC drops what does not decrypt and repairs it as a loss.
+    pub truncated: u64,
 }
 
 impl Default for Counters {
@@ -85,6 +89,7 @@ impl Default for Counters {
             blocked: 0,
             unsent: 0,
             retry_after: RetryAfterCounts::default(),
+            truncated: 0,
         }
     }
 }
@@ -149,6 +154,7 @@ impl Counters {
         add(&mut self.late, other.late);
         add(&mut self.blocked, other.blocked);
         add(&mut self.unsent, other.unsent);
+        add(&mut self.truncated, other.truncated);
         self.retry_after.merge(&other.retry_after);
     }
 }

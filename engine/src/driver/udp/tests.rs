@@ -10,7 +10,7 @@ use io_uring::cqueue;
 
 use super::super::buf_ring::BufRing;
 use super::super::uring::{Completion, Op, Uring, untoken};
-use super::{GRO_BUF_SIZE, RecvMsg, UdpSend, new_connected_socket, open_connected, set_int};
+use super::{BUF_OVERHEAD, GRO_BUF_SIZE, RecvMsg, UdpSend, new_connected_socket, open_connected, set_int};
 
 const SLOTS: u32 = 4;
 
@@ -119,7 +119,7 @@ fn a_gro_receive_hands_over_several_datagrams_with_their_segment_size() {
     let mut bufs = BufRing::new(uring.submitter(), 8, GRO_BUF_SIZE, 0).unwrap();
     let (local, gro) = open_with_address(&mut uring, 0, sender.local_addr().unwrap(), true, |_| {});
     assert!(gro, "the kernel takes UDP_GRO");
-    let mut recv = RecvMsg::new();
+    let recv = RecvMsg::new();
     // SAFETY: `recv` outlives the receive, which close_all ends.
     unsafe { uring.recvmsg_multishot(0, 0, bufs.group, recv.header()) }.unwrap();
     // The sender's GSO batch crosses loopback whole, and a GRO socket takes it whole.
@@ -150,7 +150,7 @@ fn a_datagram_larger_than_its_buffer_is_counted_as_truncated() {
     let mut uring = Uring::new(&mut ring, SLOTS, Duration::from_secs(1)).unwrap();
     let mut bufs = BufRing::new(uring.submitter(), 8, 256, 1).unwrap();
     let (local, _) = open_with_address(&mut uring, 0, sender.local_addr().unwrap(), false, |_| {});
-    let mut recv = RecvMsg::new();
+    let recv = RecvMsg::new();
     // SAFETY: `recv` outlives the receive, which close_all ends.
     unsafe { uring.recvmsg_multishot(0, 0, bufs.group, recv.header()) }.unwrap();
     sender.send_to(&[7u8; 1000], local).unwrap();
@@ -166,8 +166,29 @@ fn a_datagram_larger_than_its_buffer_is_counted_as_truncated() {
     }
     bufs.publish();
     // What fits the buffer after the kernel's header and our control room, and the flag.
-    assert_eq!(payloads, [(256 - 16 - 32, true), (100, false)]);
-    assert_eq!(recv.truncated, 1);
+    assert_eq!(payloads, [(256 - BUF_OVERHEAD, true), (100, false)]);
+    close_all(&mut uring, &[0]);
+}
+
+#[test]
+fn the_largest_datagram_udp_carries_fits_a_default_buffer_whole() {
+    let sender = peer();
+    let mut ring = Uring::ring(4).unwrap();
+    let mut uring = Uring::new(&mut ring, SLOTS, Duration::from_secs(1)).unwrap();
+    let mut bufs = BufRing::new(uring.submitter(), 2, GRO_BUF_SIZE, 1).unwrap();
+    let (local, _) = open_with_address(&mut uring, 0, sender.local_addr().unwrap(), true, |_| {});
+    let recv = RecvMsg::new();
+    // SAFETY: `recv` outlives the receive, which close_all ends.
+    unsafe { uring.recvmsg_multishot(0, 0, bufs.group, recv.header()) }.unwrap();
+    // IPv4's largest UDP payload: 65,535 less the IP and UDP headers.
+    sender.send_to(&vec![9u8; 65_507], local).unwrap();
+    let (_, res, flags) = wait_for(&mut uring, Op::Recv, 0, 1)[0];
+    assert!(res > 0, "receive failed: {res}");
+    let bid = cqueue::buffer_select(flags).unwrap();
+    let got = recv.parse(bufs.bytes(bid, res as usize)).unwrap();
+    assert_eq!((got.payload.len(), got.truncated), (65_507, false));
+    bufs.push(bid);
+    bufs.publish();
     close_all(&mut uring, &[0]);
 }
 
@@ -234,7 +255,7 @@ fn a_receive_that_runs_out_of_buffers_ends_and_once_rearmed_gets_the_datagrams_t
     let mut uring = Uring::new(&mut ring, SLOTS, Duration::from_secs(1)).unwrap();
     let mut bufs = BufRing::new(uring.submitter(), 2, 2048, 3).unwrap();
     let (local, _) = open_with_address(&mut uring, 0, sender.local_addr().unwrap(), false, |_| {});
-    let mut recv = RecvMsg::new();
+    let recv = RecvMsg::new();
     // SAFETY: `recv` outlives both receives: the first ends by itself, close_all the second.
     unsafe { uring.recvmsg_multishot(0, 0, bufs.group, recv.header()) }.unwrap();
     for i in 0..4u8 {
@@ -250,7 +271,7 @@ fn a_receive_that_runs_out_of_buffers_ends_and_once_rearmed_gets_the_datagrams_t
                 continue;
             }
             let bid = cqueue::buffer_select(flags).unwrap();
-            got.push(recv_payload(&mut recv, &bufs, bid, res));
+            got.push(recv_payload(&recv, &bufs, bid, res));
             bufs.push(bid);
             ended |= !cqueue::more(flags);
         }
@@ -272,7 +293,7 @@ fn a_receive_that_runs_out_of_buffers_ends_and_once_rearmed_gets_the_datagrams_t
             }
             assert!(res > 0, "receive failed: {res} after {got:?}");
             let bid = cqueue::buffer_select(flags).unwrap();
-            got.push(recv_payload(&mut recv, &bufs, bid, res));
+            got.push(recv_payload(&recv, &bufs, bid, res));
             bufs.push(bid);
             bufs.publish();
         }
@@ -282,7 +303,7 @@ fn a_receive_that_runs_out_of_buffers_ends_and_once_rearmed_gets_the_datagrams_t
 }
 
 /// The first byte of a 100-byte datagram in buffer `bid`.
-fn recv_payload(recv: &mut RecvMsg, bufs: &BufRing, bid: u16, res: i32) -> u8 {
+fn recv_payload(recv: &RecvMsg, bufs: &BufRing, bid: u16, res: i32) -> u8 {
     let got = recv.parse(bufs.bytes(bid, res as usize)).unwrap();
     assert_eq!(got.payload.len(), 100);
     got.payload[0]
