@@ -302,3 +302,43 @@ fn malformed_stages_and_warm_ups_are_usage_errors_in_one_line() {
         assert!(line.starts_with("volley: error: ") && line.contains(says), "{args:?}: {line}");
     }
 }
+
+#[test]
+fn merging_saved_reports_merges_their_warm_ups_apart_from_their_measurements() {
+    let server = TestServer::start(Behavior::ok(10));
+    let dir = tempfile::tempdir().unwrap();
+    let mut reports = Vec::new();
+    let mut paths = Vec::new();
+    for name in ["a.json", "b.json"] {
+        let out = run_volley(["-n", "200", "--warm-up", "1s", "-c", "2", "-t", "1", "-j", &server.url()]);
+        assert_success(&out);
+        let path = dir.path().join(name);
+        std::fs::write(&path, &out.stdout).unwrap();
+        reports.push(json_report(&out));
+        paths.push(path);
+    }
+    let out = run_volley(["merge".as_ref(), "-j".as_ref(), paths[0].as_os_str(), paths[1].as_os_str()]);
+    assert_success(&out);
+    let merged = json_report(&out);
+    let sum = |pointer: &str| reports.iter().map(|r| number(r, pointer)).sum::<u64>();
+    assert_eq!(number(&merged, "/requests/ok"), 400, "{merged}");
+    let warm_ok = sum("/warmUp/requests/ok");
+    assert!(warm_ok > 0, "the warm-ups sent nothing: {reports:?}");
+    for pointer in [
+        "/warmUp/requests/ok",
+        "/warmUp/requests/total",
+        "/warmUp/statusCodes/200",
+        "/warmUp/connectionsMade",
+        "/warmUp/latencySeconds/count",
+    ] {
+        assert_eq!(number(&merged, pointer), sum(pointer), "{pointer}: {merged}");
+    }
+    assert_eq!(number(&merged, "/warmUp/seconds"), 1);
+    // The merged histogram is the two added sample for sample: its extremes are theirs.
+    let lowest = reports.iter().map(|r| seconds(r, "/warmUp/latencySeconds/min")).fold(f64::MAX, f64::min);
+    let highest = reports.iter().map(|r| seconds(r, "/warmUp/latencySeconds/max")).fold(0.0, f64::max);
+    assert_eq!(seconds(&merged, "/warmUp/latencySeconds/min"), lowest);
+    assert_eq!(seconds(&merged, "/warmUp/latencySeconds/max"), highest);
+    // The measurement's numbers are not the warm-up's.
+    assert_eq!(number(&merged, "/latencySeconds/count"), 400);
+}

@@ -1,5 +1,6 @@
 //! Reading saved JSON reports back for `volley merge`: each report becomes one worker line,
-//! with its counters and its histograms decoded from the report itself.
+//! with its counters and its histograms decoded from the report itself, and its warm-up
+//! section, if any, merged apart like a worker's warm-up.
 
 use std::path::Path;
 use std::time::Duration;
@@ -7,7 +8,7 @@ use std::time::Duration;
 use base64::Engine;
 use hdrhistogram::Histogram;
 use serde_json::Value;
-use volley_engine::{ErrorKind, QuicCongestion, Stats, decode_histogram};
+use volley_engine::{Counters, ErrorKind, QuicCongestion, Stats, decode_histogram};
 
 use super::{Report, WorkerLine};
 use crate::error::CliError;
@@ -20,6 +21,7 @@ pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliErro
     let mut protocols: Vec<String> = Vec::new();
     let mut streams: Vec<Option<u32>> = Vec::new();
     let mut congestions: Vec<Option<QuicCongestion>> = Vec::new();
+    let mut warm_up_seconds = 0;
     for path in paths {
         let bad = |why: String| CliError::File { path: path.display().to_string(), why };
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
@@ -42,9 +44,16 @@ pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliErro
         if !congestions.contains(&congestion) {
             congestions.push(congestion);
         }
+        // Runs merged side by side: their warm-ups were the same seconds, or the longest covers
+        // the others.
+        let seconds = report["warmUp"]["seconds"].as_u64().and_then(|s| u32::try_from(s).ok()).unwrap_or(0);
+        warm_up_seconds = warm_up_seconds.max(seconds);
         workers.push(line(path, &report).map_err(bad)?);
     }
     let mut report = Report::from_workers(urls.join(", "), workers, true, false, Vec::new());
+    if let Some(w) = &mut report.warm_up {
+        w.seconds = warm_up_seconds;
+    }
     report.protocol = protocols.join(", ");
     // Merged runs asked for the same streams, or the number means nothing.
     report.streams = match streams.as_slice() {
@@ -61,24 +70,13 @@ pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliErro
 
 fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
     let mut stats = Stats::new();
+    requests(r, &mut stats.counters)?;
     let c = &mut stats.counters;
-    c.ok = count(r, "/requests/ok")?;
-    c.aborted = count(r, "/requests/aborted")?;
     c.bytes_received = count(r, "/bytesReceived")?;
     c.bytes_sent = count(r, "/bytesSent")?;
-    c.connects = count(r, "/connectionsMade")?;
     c.clamped = count(r, "/clampedSamples")?;
     // Reports from before datagrams cut short were counted have none.
     c.truncated = r["truncatedDatagrams"].as_u64().unwrap_or(0);
-    // Reports from before HTTP/2 have no such field.
-    c.refused = r.pointer("/requests/refused").map_or(Ok(0), |_| count(r, "/requests/refused"))?;
-    for kind in ErrorKind::ALL {
-        c.add_errors(kind, count(r, &format!("/errors/{}", kind.name()))?);
-    }
-    for (code, n) in r["statusCodes"].as_object().into_iter().flatten() {
-        let code: u16 = code.parse().map_err(|_| format!("status code '{code}' is not a number"))?;
-        c.add_status(code, n.as_u64().ok_or("a status count is not a number")?);
-    }
     // Reports from before Retry-After was counted have none.
     if let Some(retry) = r.get("retryAfter") {
         for (code, n) in retry["statusCodes"].as_object().into_iter().flatten() {
@@ -134,9 +132,46 @@ fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
         stream_limit: r["streamLimit"].as_u64().and_then(|n| u32::try_from(n).ok()),
         partial: r["totalsAreLowerBounds"].as_bool().unwrap_or(false),
         intervals: Vec::new(),
-        // A saved report's numbers are its measurement already; its warm-up is not merged.
-        warm_up: None,
+        // A saved report's numbers are its measurement already; its warm-up is apart.
+        warm_up: warm_up(&r["warmUp"]).map_err(|why| format!("warmUp: {why}"))?,
     })
+}
+
+/// What a report's section (the report itself, or its warm-up) says of its requests: ok,
+/// aborted, refused, errors by kind, statuses, connections made.
+fn requests(r: &Value, c: &mut Counters) -> Result<(), String> {
+    c.ok = count(r, "/requests/ok")?;
+    c.aborted = count(r, "/requests/aborted")?;
+    c.connects = count(r, "/connectionsMade")?;
+    // Reports from before HTTP/2 have no such field.
+    c.refused = r.pointer("/requests/refused").map_or(Ok(0), |_| count(r, "/requests/refused"))?;
+    for kind in ErrorKind::ALL {
+        c.add_errors(kind, count(r, &format!("/errors/{}", kind.name()))?);
+    }
+    for (code, n) in r["statusCodes"].as_object().into_iter().flatten() {
+        let code: u16 = code.parse().map_err(|_| format!("status code '{code}' is not a number"))?;
+        c.add_status(code, n.as_u64().ok_or("a status count is not a number")?);
+    }
+    Ok(())
+}
+
+/// A report's `warmUp` section as statistics (its requests, statuses, connections and latency
+/// histogram: what the section holds); None when the run had no warm-up.
+fn warm_up(w: &Value) -> Result<Option<Stats>, String> {
+    if w.is_null() {
+        return Ok(None);
+    }
+    let mut stats = Stats::new();
+    requests(w, &mut stats.counters)?;
+    stats.histograms.latency = histogram(w, "latency")?.ok_or("no histograms.latency")?;
+    if stats.histograms.latency.len() != stats.counters.ok {
+        return Err(format!(
+            "its latency histogram holds {} samples but it counts {} ok requests",
+            stats.histograms.latency.len(),
+            stats.counters.ok
+        ));
+    }
+    Ok(Some(stats))
 }
 
 fn count(r: &Value, pointer: &str) -> Result<u64, String> {
