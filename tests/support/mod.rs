@@ -1,4 +1,4 @@
-//! Shared helpers for the end-to-end tests in `tests/*.rs` (use with `mod support;`).
+//! Shared helpers for the end-to-end tests in tests/e2e and tests/timing (each has `mod support;`).
 //!
 //! Everything here makes real servers on loopback and real processes, so a test checks the built
 //! `volley` binary against somebody else's HTTP implementation and against what that server
@@ -40,8 +40,9 @@
 //!   daemons and controllers to signal mid-run.
 //!
 //! One file per concern: `volley.rs`, `certs.rs`, `client.rs`, `test_server.rs`, `nginx.rs`,
-//! `h2_servers.rs`, `h3_server.rs`, `h3_servers.rs`, `h3_client.rs`, `impair.rs`, `fake_worker.rs`, `listener.rs`, `processes.rs`, `prometheus.rs`. Each test binary uses only part of this
-//! module, hence the `allow(dead_code)`.
+//! `h2_servers.rs`, `h3_server.rs`, `h3_servers.rs`, `h3_client.rs`, `impair.rs`, `fake_worker.rs`,
+//! `listener.rs`, `processes.rs`, `prometheus.rs`. Both test binaries (tests/e2e and
+//! tests/timing) include it, and each uses only part of it, hence the `allow(dead_code)`.
 #![allow(dead_code)]
 
 mod certs;

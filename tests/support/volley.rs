@@ -81,44 +81,39 @@ pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Result<Output, O
     if timed_out { Err(output) } else { Ok(output) }
 }
 
-/// [`run_with_timeout`] that also returns the peak resident memory of `cmd`'s process, in KiB
-/// (its `ru_maxrss`, from wait4(2)); panics with what it printed if it runs over `timeout`.
-pub fn run_with_peak_rss(mut cmd: Command, timeout: Duration) -> (Output, u64) {
-    use std::os::unix::process::ExitStatusExt;
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    let shown = format!("{cmd:?}");
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot run {shown}: {e}"));
-    let stdout = drain(child.stdout.take().expect("piped stdout"));
-    let stderr = drain(child.stderr.take().expect("piped stderr"));
-    let pid = child.id() as libc::pid_t;
-    let deadline = Instant::now() + timeout;
-    let (status, usage) = loop {
-        let mut status = 0;
-        // SAFETY: rusage is plain data, valid when zeroed.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: wait4(2) on our own child, writing into these two locals.
-        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        assert!(reaped >= 0, "wait4: {}", std::io::Error::last_os_error());
-        if reaped == pid {
-            break (status, usage);
-        }
-        if Instant::now() >= deadline {
-            // SAFETY: kill(2) on the process group we created.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-            let status = child.wait().expect("waiting for the killed child");
-            let output = Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() };
-            panic!("{shown} still running after {timeout:?}; killed it.\n{}", describe_output(&output));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    // Reaped by wait4 above: `child` must not be waited for again (dropping it does not wait).
-    drop(child);
-    let output = Output {
-        status: std::process::ExitStatus::from_raw(status),
-        stdout: stdout.join().expect("stdout reader"),
-        stderr: stderr.join().expect("stderr reader"),
-    };
-    (output, usage.ru_maxrss as u64)
+/// [`run_with_timeout`] that also returns the peak resident memory of `cmd`'s process, in KiB;
+/// panics with what it printed if it runs over `timeout`.
+///
+/// GNU time forks `cmd` and reads its `ru_maxrss`. wait4(2) here would not do: a child forked
+/// from this test process starts with this process's resident memory, and Linux keeps that
+/// peak across exec, so it would report the test binary's size (hundreds of MB, with the other
+/// tests running) rather than volley's. GNU time's own process is small when it forks.
+pub fn run_with_peak_rss(cmd: Command, timeout: Duration) -> (Output, u64) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let peak_file = dir.path().join("peak-rss");
+    let mut timed = Command::new("/usr/bin/time");
+    timed.arg("--format=%M").arg("--output").arg(&peak_file).arg(cmd.get_program()).args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => timed.env(key, value),
+            None => timed.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        timed.current_dir(dir);
+    }
+    let output = run_with_timeout(timed, timeout).unwrap_or_else(|output| {
+        panic!("{cmd:?} still running after {timeout:?}; killed it.\n{}", describe_output(&output))
+    });
+    // The last line is %M; a line before it says so when the command failed or was killed.
+    let written = std::fs::read_to_string(&peak_file)
+        .unwrap_or_else(|e| panic!("GNU time (Debian's `time`) wrote no {}: {e}", peak_file.display()));
+    let peak_kib = written
+        .lines()
+        .last()
+        .and_then(|line| line.trim().parse().ok())
+        .unwrap_or_else(|| panic!("GNU time wrote {written:?}, not a peak RSS"));
+    (output, peak_kib)
 }
 
 pub(super) fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {

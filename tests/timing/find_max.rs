@@ -3,10 +3,9 @@
 //! X), locally and over two real `volley worker` processes. Each search is bounded: short steps,
 //! a --max-rate and a --max-steps, and the run's own timeout.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -17,15 +16,6 @@ use support::{
 
 /// A search's own flags for these tests: 2 s steps, bounded.
 const SHORT: [&str; 6] = ["--step-duration", "2s", "--max-rate", "5000", "--max-steps", "12"];
-
-/// Searches run one at a time: on a 2-core machine, two at once (each with its server) stall
-/// each other's client and server for tens of milliseconds, which a capacity measured to 5%
-/// notices.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn one_at_a_time() -> MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// `volley find-max` with [`SHORT`] steps, `pause` between them, `flags`, `-j`.
 fn find_max(pause: &str, flags: &[&str], url: &str) -> Output {
@@ -73,7 +63,7 @@ fn within_ten_percent(found: u64, x: u64) -> bool {
 fn find_max_lands_within_ten_percent_of_a_rate_limit_that_answers_503_beyond_it() {
     const X: u64 = 640;
     let server = TestServer::start(Behavior::ok(10).rate_limit(X));
-    let _alone = one_at_a_time();
+    let _alone = crate::one_at_a_time();
     let out = find_max(
         "500ms",
         // The latency SLO is loose: a busy test machine stalls a request now and then.
@@ -103,7 +93,7 @@ fn find_max_lands_within_ten_percent_of_a_latency_knee_with_a_p99_slo() {
     // 10% above the knee waits 1 s, 2% above it 200 ms: steep, so that the SLO can sit well
     // above the stalls of a busy test machine (tens of ms) and still place the knee within 2%.
     let server = TestServer::start(Behavior::ok(10).knee(X, Duration::from_secs(10)));
-    let _alone = one_at_a_time();
+    let _alone = crate::one_at_a_time();
     // Steps apart by the server's window, so that each is measured on its own.
     let pause = format!("{}ms", KNEE_WINDOW.as_millis());
     let out = find_max(&pause, &["--slo", "p99<200ms", "--start", "60", "-c", "32"], &server.url());
@@ -124,7 +114,7 @@ fn find_max_across_two_workers_lands_within_ten_percent_of_a_rate_limit() {
     let server = TestServer::start(Behavior::ok(10).rate_limit(X));
     let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[])];
     let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
-    let _alone = one_at_a_time();
+    let _alone = crate::one_at_a_time();
     let out = find_max(
         "500ms",
         &["--workers", &list, "--slo", "status_5xx<1%", "--start", "80", "-c", "16", "-t", "1"],
@@ -147,7 +137,7 @@ fn the_text_report_has_the_table_of_steps_and_the_capacity_and_o_json_writes_the
     let file = dir.path().join("search.json");
     let json = format!("json:{}", file.display());
     let args = [&args[..], &["--step-pause", "0", "--precision", "50%", "-c", "8", "-o", &json, &url]].concat();
-    let _alone = one_at_a_time();
+    let _alone = crate::one_at_a_time();
     let out = run_volley(args);
     assert_eq!(out.status.code(), Some(0), "{}", describe_output(&out));
     // -o json:FILE writes the search as -j prints it, beside the text.
@@ -172,7 +162,7 @@ fn the_text_report_has_the_table_of_steps_and_the_capacity_and_o_json_writes_the
 #[test]
 fn a_first_step_that_fails_exits_5_with_the_table_and_one_line_saying_why() {
     let server = TestServer::start(Behavior::ok(10).rate_limit(50));
-    let _alone = one_at_a_time();
+    let _alone = crate::one_at_a_time();
     let out = find_max("500ms", &["--slo", "status_5xx<1%", "--start", "200", "-c", "4"], &server.url());
     assert_eq!(out.status.code(), Some(5), "{}", describe_output(&out));
     let line = one_error_line(&out);
@@ -207,7 +197,7 @@ fn ctrl_c_stops_the_search_and_prints_what_it_found_so_far() {
         &server.url(),
     ]);
     cmd.env_remove("VOLLEY_TOKEN");
-    let _alone = one_at_a_time();
+    let _alone = crate::one_at_a_time();
     let mut search = BackgroundProcess::spawn(cmd);
     // Step 1 takes about a second, the pause half of one: by 3.5 s a later step is under way.
     std::thread::sleep(Duration::from_millis(3500));

@@ -2,7 +2,7 @@
 //! sometimes do, each pinned to exact numbers. The servers here write raw frames, so a test
 //! decides exactly which bytes volley gets.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -1,6 +1,6 @@
 //! The live progress line: one merged line per second on a terminal's stderr, nothing on a pipe.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::Duration;

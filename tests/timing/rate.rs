@@ -3,7 +3,7 @@
 //! service time from when it was sent; the rate splits exactly over workers; the client says
 //! how well it kept the schedule.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -33,6 +33,7 @@ fn stalling_server() -> TestServer {
 
 #[test]
 fn a_stall_shows_in_the_latency_from_due_but_not_in_the_service_time_or_a_closed_run() {
+    let _alone = crate::one_at_a_time();
     let server = stalling_server();
     let (rate, c) = (RATE.to_string(), CONNECTIONS.to_string());
     let out = run_volley(["--rate", &rate, "-z", "5s", "-c", &c, "-t", "1", "-j", &server.url()]);
@@ -76,6 +77,7 @@ fn a_stall_shows_in_the_latency_from_due_but_not_in_the_service_time_or_a_closed
 
 #[test]
 fn the_text_report_sets_latency_from_due_beside_service_time_and_the_rate_asked_beside_the_rate_achieved() {
+    let _alone = crate::one_at_a_time();
     let server = TestServer::start(Behavior::ok(10));
     let out = run_volley(["--rate", "100", "-n", "50", "-c", "2", "-t", "1", &server.url()]);
     assert_success(&out);
@@ -94,6 +96,7 @@ fn the_text_report_sets_latency_from_due_beside_service_time_and_the_rate_asked_
 
 #[test]
 fn a_rate_split_over_three_workers_sends_exactly_n_and_each_worker_keeps_its_share() {
+    let _alone = crate::one_at_a_time();
     let server = TestServer::start(Behavior::ok(10));
     let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[]), WorkerProcess::start(&[])];
     let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
@@ -119,6 +122,7 @@ fn a_rate_split_over_three_workers_sends_exactly_n_and_each_worker_keeps_its_sha
 
 #[test]
 fn the_achieved_rate_is_within_one_percent_of_the_rate_asked_for() {
+    let _alone = crate::one_at_a_time();
     let server = Server::start(ServeConfig { addr: "127.0.0.1:0".parse().unwrap(), ..ServeConfig::default() }).unwrap();
     let url = format!("http://{}/", server.local_addr());
     let out = run_volley(["--rate", "2000", "-z", "3s", "-c", "8", "-t", "2", "-j", &url]);
@@ -155,6 +159,7 @@ fn a_rate_that_is_zero_negative_or_not_a_number_is_a_usage_error() {
 
 #[test]
 fn a_rate_beyond_what_the_connections_can_carry_is_warned_about_and_the_run_still_goes() {
+    let _alone = crate::one_at_a_time();
     let server = TestServer::start(Behavior::ok(10));
     let out = run_volley(["--rate", "50000", "-n", "200", "-c", "2", "-t", "1", "-j", &server.url()]);
     assert_success(&out);

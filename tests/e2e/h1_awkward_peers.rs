@@ -1,7 +1,7 @@
 //! End to end: servers that answer or close at awkward moments. Each test pins down a bug the
 //! engine once had, against a real (hand-written) server on loopback.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

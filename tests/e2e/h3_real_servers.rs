@@ -6,7 +6,7 @@
 //! Without a server installed its tests say so and pass; under CI they must run (.ci/run
 //! installs both).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! `goaway_after` nginx sends GOAWAY as documented. The frames are read off the wire by a few
 //! lines of raw HTTP/2 here, independent of volley's codec.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::io::{ErrorKind, Read, Write};

@@ -3,7 +3,7 @@
 //! (10 connections, each answer 20 ms late: about 500 requests/s), so a slower server is a
 //! regression of a known size and the same server is none.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -3,7 +3,7 @@
 //! beside real `volley worker` processes. Nothing a worker says may crash the controller, hang
 //! it, exhaust its memory, forge its report or drive the terminal it prints to.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

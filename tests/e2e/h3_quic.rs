@@ -10,7 +10,7 @@
 //! default buffer holds the largest datagram UDP carries, so nothing a peer sends can be cut
 //! short by it, which is checked too), and the report counts exactly those it sent.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! in `tests/support` (TestServer, nginx, the timeout runner), with small hand-written clients
 //! over real loopback sockets, and quinn + h3 for HTTP/3. The `volley` CLI itself is tested elsewhere.
 
-mod support;
+use crate::support;
 
 use std::io::{BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -3,7 +3,7 @@
 //! every worker within a second of the breach, which the server's own clock and counts show,
 //! exit 4 and say which threshold stopped the run and when.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 use std::time::{Duration, Instant};

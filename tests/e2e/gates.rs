@@ -3,7 +3,7 @@
 //! for the JSON Schema). The target is an in-test hyper server with a fixed delay, a share of
 //! 500s and a share of slow answers, so each threshold has a known side to fall on.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 use std::time::Duration;

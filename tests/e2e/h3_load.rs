@@ -2,7 +2,7 @@
 //! in-test quinn + h3 server of tests/support/h3_server.rs and `volley serve --http3`, with
 //! every count checked against what the server itself answered.
 
-mod support;
+use crate::support;
 
 use std::net::UdpSocket;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! server, which counts what it received and when and logs its open connections, locally and
 //! over two real workers.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
@@ -33,6 +33,7 @@ fn per_second(arrivals: &[Instant], start: Instant, seconds: usize) -> Vec<u64> 
 
 #[test]
 fn the_rate_follows_the_stages_second_by_second_and_the_total_is_exact() {
+    let _alone = crate::one_at_a_time();
     let server = TestServer::start(Behavior::ok(10));
     // From 0 up to 200/s, up to 600/s, down to 0, a second each: 100, 400 and 300 requests.
     let out = run_volley(["--rate", "0", "--stages", "1s:200,1s:600,1s:0", "-c", "8", "-t", "1", "-j", &server.url()]);
@@ -108,6 +109,7 @@ fn assert_open_connections_follow_the_ramp(server: &TestServer, r: &Value, what:
 
 #[test]
 fn without_a_rate_the_stages_ramp_the_open_connections_and_no_request_is_lost() {
+    let _alone = crate::one_at_a_time();
     // Each response takes 20 ms, so a connection the ramp closes has a request in flight; over
     // HTTP/2 four of them (a connection retiring finishes its streams and starts none).
     for protocol in [&[][..], &["--http2", "-p", "4"][..]] {
@@ -135,6 +137,7 @@ fn without_a_rate_the_stages_ramp_the_open_connections_and_no_request_is_lost() 
 
 #[test]
 fn two_workers_ramp_their_own_connections_and_together_follow_the_whole_ramp() {
+    let _alone = crate::one_at_a_time();
     let server = TestServer::start(Behavior::ok(10).delay(Duration::from_millis(20)));
     let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[])];
     let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
@@ -151,6 +154,7 @@ fn two_workers_ramp_their_own_connections_and_together_follow_the_whole_ramp() {
 
 #[test]
 fn a_timed_warm_up_is_counted_apart_and_the_two_add_up_to_what_the_server_saw() {
+    let _alone = crate::one_at_a_time();
     let server = TestServer::start(Behavior::ok(10));
     let out = run_volley(["-z", "3s", "--warm-up", "1s", "-c", "4", "-t", "1", "-j", &server.url()]);
     assert_success(&out);
@@ -188,6 +192,7 @@ fn a_timed_warm_up_is_counted_apart_and_the_two_add_up_to_what_the_server_saw() 
 
 #[test]
 fn with_n_the_warm_up_comes_first_and_n_counts_exactly_the_requests_after_it() {
+    let _alone = crate::one_at_a_time();
     for rate in [None, Some("200")] {
         let server = TestServer::start(Behavior::ok(10));
         let mut args = vec!["-n", "300", "--warm-up", "1s", "-c", "4", "-t", "2", "-j"];
@@ -215,6 +220,7 @@ fn with_n_the_warm_up_comes_first_and_n_counts_exactly_the_requests_after_it() {
 
 #[test]
 fn two_workers_switch_from_warm_up_together_and_their_counts_add_up_to_the_servers() {
+    let _alone = crate::one_at_a_time();
     let server = TestServer::start(Behavior::ok(10));
     let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[])];
     let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
@@ -305,6 +311,7 @@ fn malformed_stages_and_warm_ups_are_usage_errors_in_one_line() {
 
 #[test]
 fn merging_saved_reports_merges_their_warm_ups_apart_from_their_measurements() {
+    let _alone = crate::one_at_a_time();
     let server = TestServer::start(Behavior::ok(10));
     let dir = tempfile::tempdir().unwrap();
     let mut reports = Vec::new();

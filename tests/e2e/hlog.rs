@@ -1,11 +1,11 @@
 //! End to end: `--hlog FILE`, the HdrHistogram interval log, read back by an independent reader:
 //! the `hdrhistogram` package from PyPI (HdrHistogram_py's HistogramLogReader and codec, through
-//! tests/hlog_read.py), for a local run and for a run on two real `volley worker` processes.
+//! tests/e2e/hlog_read.py), for a local run and for a run on two real `volley worker` processes.
 //! Its intervals must add up, kind by kind, to the report's own histograms, and its seconds
 //! be the report's seconds. Without Python's package the tests say so and pass, except under
 //! CI, which installs it (.ci/run).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -30,10 +30,10 @@ const KINDS: [(&str, &str, &str); 6] = [
     ("hold", "/clientHoldSeconds", "clientHold"),
 ];
 
-/// What tests/hlog_read.py found in `path`, or None (with a note) when Python's `hdrhistogram`
+/// What tests/e2e/hlog_read.py found in `path`, or None (with a note) when Python's `hdrhistogram`
 /// package is missing outside CI.
 fn read_with_hdrhistogram_py(path: &Path) -> Option<Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("hlog_read.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("e2e").join("hlog_read.py");
     let out = Command::new("python3").arg(&script).arg(path).output();
     match out {
         Ok(out) if out.status.success() => Some(serde_json::from_slice(&out.stdout).expect("hlog_read.py prints JSON")),

@@ -2,7 +2,7 @@
 """Reads a volley --hlog interval log with the `hdrhistogram` package from PyPI (HdrHistogram_py:
 HdrHistogram's log format and codec written by others, not volley's code) and prints what it
 found as JSON on stdout: per tag, every interval's start, length, count and max, and the count,
-min, max, percentiles and recorded values (bucket, count) of all its intervals added up. tests/hlog.rs compares that with the
+min, max, percentiles and recorded values (bucket, count) of all its intervals added up. tests/e2e/hlog.rs compares that with the
 run's own report.
 
 Usage: hlog_read.py FILE

@@ -3,7 +3,7 @@
 //! controller against an in-test server, checked against the JSON report and against what the
 //! server itself counted. Every load is bounded by a request count or a short duration.
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::process::{Command, Output};

@@ -3,7 +3,7 @@
 //! against the server's own access log: nginx sending GOAWAY after a few requests, and every
 //! server sending responses whose 48 KiB of headers need CONTINUATION frames.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

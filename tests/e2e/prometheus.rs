@@ -4,7 +4,7 @@
 //! status totals, from the controller and from the workers' own endpoints added up, and a p99
 //! from the histogram's buckets in the bucket where the report's exact p99 lies.
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::time::Duration;

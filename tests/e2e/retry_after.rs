@@ -2,7 +2,7 @@
 //! delay-seconds asked and the dates apart, over HTTP/1.1, HTTP/2 and HTTP/3, locally and across
 //! real `volley worker` processes, and checked against what the server itself sent.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::process::Output;

@@ -3,7 +3,7 @@
 //! fails what it cannot do with its reason, leaks nothing, never spins, and serves the next
 //! controller. The limits are set on the worker process only (prlimit), never on the machine.
 
-mod support;
+use crate::support;
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};

@@ -4,7 +4,7 @@
 //! and volley must still count every request exactly once: an `-n` run's ok is its -n, and
 //! the server answered exactly that many.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! End to end: `volley --http2` against real HTTP/2 servers (hyper in the test, `volley serve`,
 //! remote `volley worker`s), each report checked against what the server counted.
 
-mod support;
+use crate::support;
 
 use std::io::Read;
 use std::net::TcpListener;

@@ -4,7 +4,7 @@
 //! page's script says what it drew in `#render-check` (read with `--dump-dom`); the screenshot
 //! is decoded and must show the charts' lines; the browser's log must hold no console message.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

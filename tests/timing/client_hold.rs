@@ -2,7 +2,7 @@
 //! is measured and reported beside the latency it is part of, bounded by --max-hold, and never
 //! applied to a light load.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -49,6 +49,7 @@ fn delayed_run(max_hold: &str) -> serde_json::Value {
 
 #[test]
 fn latency_beyond_the_server_delay_is_the_hold_the_client_reports() {
+    let _alone = crate::one_at_a_time();
     let r = delayed_run("100ms");
     let (latency, hold) = (seconds(&r, "/latencySeconds/mean"), seconds(&r, "/clientHoldSeconds/mean"));
     let beyond = latency - mean_server_delay();
@@ -64,6 +65,7 @@ fn latency_beyond_the_server_delay_is_the_hold_the_client_reports() {
 
 #[test]
 fn with_max_hold_zero_no_response_is_held() {
+    let _alone = crate::one_at_a_time();
     let r = delayed_run("0");
     assert_eq!(seconds(&r, "/clientHoldSeconds/max"), 0.0, "{r}");
     let latency = seconds(&r, "/latencySeconds/mean");
@@ -73,6 +75,7 @@ fn with_max_hold_zero_no_response_is_held() {
 
 #[test]
 fn a_light_load_is_never_held() {
+    let _alone = crate::one_at_a_time();
     let server = Server::start(ServeConfig { addr: "127.0.0.1:0".parse().unwrap(), ..ServeConfig::default() }).unwrap();
     let url = format!("http://{}/", server.local_addr());
     for args in [&["-c", "4"][..], &["-c", "1", "--http2", "-p", "16"][..]] {

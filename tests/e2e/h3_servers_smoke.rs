@@ -3,7 +3,7 @@
 //! and counts exactly, sends GOAWAY after N requests of a connection, sends large response
 //! headers, and holds a client to its stream limit.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! as curl trusts it, against nginx over HTTP/1.1 and HTTP/2; a certificate that does not
 //! verify ends the run with one line on stderr saying what is wrong and what to do.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 

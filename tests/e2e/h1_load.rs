@@ -1,7 +1,7 @@
 //! End to end: the built `volley` binary loading real HTTP/1.1 and HTTPS servers on loopback,
 //! checked against what the servers themselves counted.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
