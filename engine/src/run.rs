@@ -218,10 +218,6 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         connect_timeout: plan.connect_timeout,
         keepalive: plan.keepalive,
         max_hold: plan.max_hold,
-        streams: match plan.protocol {
-            Protocol::Http1 => 1,
-            Protocol::Http2 { streams } | Protocol::Http3 { streams } => streams,
-        },
         udp_buffer,
         session,
     });

@@ -114,6 +114,8 @@ pub(super) struct Loop<'r> {
     refused_in_a_row: u64,
     /// Responses in the batch being handled, to record its hold for each.
     batch_responses: u64,
+    /// Requests taken and not yet answered, failed or refused: what a batch can be made of.
+    in_flight: u64,
     /// The connections are QUIC over UDP.
     udp: bool,
     /// UDP: the header every multishot RECVMSG is armed with.
@@ -175,6 +177,7 @@ impl<'r> Loop<'r> {
             stream_limit: None,
             refused_in_a_row: 0,
             batch_responses: 0,
+            in_flight: 0,
             udp,
             recvmsg: RecvMsg::new(),
             shared,
@@ -282,12 +285,15 @@ impl<'r> Loop<'r> {
         }
     }
 
-    /// Completions worth collecting before handling a batch: one per sixteen requests the open
-    /// connections carry, up to 32, and no more than there are connections, since a connection's
+    /// Completions worth collecting before handling a batch: one per sixteen requests in
+    /// flight, up to 32, and no more than there are open connections, since a connection's
     /// responses often come in one receive. A load too light for two (under 32 requests in
-    /// flight, or one connection) is handled completion by completion.
+    /// flight, or one connection) is handled completion by completion. In flight, not the
+    /// connections' capacity: an open-model run at a moderate rate has most connections idle,
+    /// and holding for completions that are not coming would only delay those that are.
     fn batch_target(&self) -> usize {
-        (self.open * self.shared.streams as usize / 16).min(self.open).min(32)
+        let in_flight = usize::try_from(self.in_flight).unwrap_or(usize::MAX);
+        (in_flight / 16).min(self.open).min(32)
     }
 
     /// With a completion ready, holds out (at most `max_hold`, never past `until`) for a batch
@@ -680,6 +686,7 @@ impl<'r> Loop<'r> {
             let mut units = Units::new(&mut c.claimed, &mut self.schedule, &mut self.stats);
             session.start_requests(now, &mut units, &mut self.events);
             room = units.found_none_due();
+            self.in_flight += u64::from(units.taken());
             if !self.events.is_empty() {
                 self.count_events(i);
             }
@@ -733,6 +740,7 @@ impl<'r> Loop<'r> {
                 Event::Response { status, due, sent_at, at } => {
                     self.refused_in_a_row = 0;
                     self.batch_responses += 1;
+                    self.in_flight = self.in_flight.saturating_sub(1);
                     let counters = &mut self.stats.counters;
                     counters.ok += 1;
                     counters.status(status);
@@ -743,8 +751,14 @@ impl<'r> Loop<'r> {
                     }
                 }
                 Event::RetryAfter { status, value } => self.stats.counters.retry_after.record(status, value),
-                Event::Refused(n) => self.refused(n),
-                Event::Failed { kind, n, why } => self.count_errors(kind, n, why),
+                Event::Refused(n) => {
+                    self.in_flight = self.in_flight.saturating_sub(n);
+                    self.refused(n);
+                }
+                Event::Failed { kind, n, why } => {
+                    self.in_flight = self.in_flight.saturating_sub(n);
+                    self.count_errors(kind, n, why);
+                }
                 Event::SetupFailed { kind, why } => self.setup_failed(i, kind, why),
                 Event::Limited(limit) => {
                     self.stream_limit = Some(self.stream_limit.map_or(limit, |l| l.min(limit)));

@@ -37,8 +37,6 @@ pub(crate) struct Shared {
     pub keepalive: bool,
     /// How long the loop may hold completions to collect a larger batch.
     pub max_hold: Duration,
-    /// Requests a connection carries at once, as planned (1 for HTTP/1.1).
-    pub streams: u32,
     /// How every connection's session starts.
     pub session: SessionConfig,
     /// UDP: the size of each provided receive buffer; GRO only when it holds a whole batch.

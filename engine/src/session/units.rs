@@ -18,11 +18,13 @@ pub(crate) struct Units<'a> {
     stats: &'a mut Stats,
     /// A take found the next request not yet due: the session has room and waits for it.
     not_due: bool,
+    /// Requests the session took (to send, or to fail unsent).
+    taken: u32,
 }
 
 impl<'a> Units<'a> {
     pub(crate) fn new(claimed: &'a mut bool, schedule: &'a mut Schedule, stats: &'a mut Stats) -> Self {
-        Units { claimed, schedule, stats, not_due: false }
+        Units { claimed, schedule, stats, not_due: false, taken: 0 }
     }
 
     /// One request to start at `now`, with the instant it was due (`now` in the closed model);
@@ -30,8 +32,12 @@ impl<'a> Units<'a> {
     #[inline]
     pub(crate) fn take(&mut self, now: Instant) -> Option<Instant> {
         match self.schedule.take(now, self.claimed) {
-            Take::Now => Some(now),
+            Take::Now => {
+                self.taken += 1;
+                Some(now)
+            }
             Take::Due(due) => {
+                self.taken += 1;
                 let lateness = now.saturating_duration_since(due);
                 let counters = &mut self.stats.counters;
                 counters.late += u64::from(lateness > LATE);
@@ -52,8 +58,14 @@ impl<'a> Units<'a> {
         let unused = std::mem::take(self.claimed);
         if unused {
             self.schedule.drop_claim();
+            self.taken += 1;
         }
         unused
+    }
+
+    /// How many requests the session took: each ends as a response, a failure or a refusal.
+    pub(crate) fn taken(&self) -> u32 {
+        self.taken
     }
 
     /// The session asked for a request and the next was not due yet: it has room, and waits.
