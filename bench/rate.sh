@@ -11,7 +11,8 @@
 # Per rate and tool: achieved requests/s against the rate asked, volley's p99 send lateness
 # (oha does not report one), p99 latency (both corrected for coordinated omission), client CPU
 # per request and peak RSS; medians over interleaved runs, printed as markdown and saved with
-# the raw rows under bench/results/. See bench/README.md.
+# the raw rows under bench/results/. Run as root, it also captures on lo how each client spaced
+# its requests in one more run per rate (bench/lib/sends.py). See bench/README.md.
 #
 # Environment:
 #   BENCH_RATES="10000 50000 max"   requests/s asked ("max": see above)
@@ -75,11 +76,12 @@ URL="http://127.0.0.1:$PORT/"
 start_nginx "$PORT" "listen 127.0.0.1:$PORT;"
 cp "$TMP/nginx.conf" "$RESULTS/$NAME-$STAMP.nginx.conf"
 
-# Sets CMD for one run of TOOL at RATE.
-cmd_of() { # tool rate
+# Sets CMD for one run of TOOL at RATE, for SECONDS (default: BENCH_SECONDS).
+cmd_of() { # tool rate [seconds]
+  local d=${3:-$S}s
   case $1 in
-  volley) CMD=("$VOLLEY" --rate "$2" -c "$CONNS" -t 1 -z "${S}s" -j "$URL") ;;
-  oha) CMD=("$OHA" -q "$2" --latency-correction -c "$CONNS" -z "${S}s" --no-tui --output-format json "$URL") ;;
+  volley) CMD=("$VOLLEY" --rate "$2" -c "$CONNS" -t 1 -z "$d" -j "$URL") ;;
+  oha) CMD=("$OHA" -q "$2" --latency-correction -c "$CONNS" -z "$d" --no-tui --output-format json "$URL") ;;
   esac
 }
 
@@ -128,6 +130,25 @@ for ((run = 1; run <= RUNS; run++)); do
   done
 done
 
+# How evenly each client spaces its requests: one more run per rate and tool, not measured for
+# CPU, with the requests' departures captured on lo (bench/lib/sends.py; needs root).
+SPACING=()
+if [[ $(id -u) == 0 ]]; then
+  for rate in "${ASKED[@]}"; do
+    for tool in "${TOOLS[@]}"; do
+      base=$RAW/$tool-r$rate-spacing
+      cmd_of "$tool" "$rate" 3
+      check_nginx
+      python3 "$ROOT/bench/lib/sends.py" record "$PORT" 4 "$base.stamps" &
+      sniffer=$!
+      sleep 0.5
+      run_child timeout -k 5 30 taskset -c "$CLIENT_CPU" "${CMD[@]}" </dev/null >"$base.out" 2>"$base.err" || true
+      wait "$sniffer" || true
+      SPACING+=("$(python3 "$ROOT/bench/lib/sends.py" summary "$tool" "$rate" "$base.stamps")")
+    done
+  done
+fi
+
 REPORT=$RESULTS/$NAME-$STAMP.md
 {
   echo "# volley open-model benchmark — $STAMP"
@@ -145,5 +166,13 @@ REPORT=$RESULTS/$NAME-$STAMP.md
   echo '```'
   echo
   python3 "$LIB" rate-summary "$CSV"
+  if ((${#SPACING[@]})); then
+    echo
+    echo "How the requests left (one more 3 s run each, captured on lo; a bunch: requests less than half the even spacing apart):"
+    echo
+    echo "| rate asked | tool | requests | requests per bunch (mean) | gap p50 µs | gap p99 µs |"
+    echo "|--:|---|--:|--:|--:|--:|"
+    printf '%s\n' "${SPACING[@]}"
+  fi
 } | tee "$REPORT"
 log "report: $REPORT"
