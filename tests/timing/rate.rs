@@ -141,6 +141,32 @@ fn the_achieved_rate_is_within_one_percent_of_the_rate_asked_for() {
     assert!(sent.abs_diff(6000) <= 2, "{sent} sent in 3 s at 2000/s");
 }
 
+/// With `--rate`, a request may wait up to a fifth of `--max-hold` past its due instant for the
+/// ones due after it, to leave with them: `--max-hold 50ms` lets them wait 10 ms, and the send
+/// lateness shows it; `--max-hold 0` sends each at its own instant. Either way the server sees
+/// exactly `-n`.
+#[test]
+fn a_larger_max_hold_lets_requests_wait_for_the_next_ones_and_the_lateness_says_so() {
+    let _alone = crate::one_at_a_time();
+    let lateness = |max_hold: &str| {
+        let server = TestServer::start(Behavior::ok(10));
+        let args = ["--rate", "2000", "-n", "2000", "-c", "64", "-t", "1", "--max-hold", max_hold, "-j"];
+        let out = run_volley(args.iter().copied().chain([server.url().as_str()]));
+        assert_success(&out);
+        let r = json_report(&out);
+        assert_eq!(number(&r, "/requests/ok"), 2000, "{max_hold}: {r}");
+        assert_eq!(server.requests(), 2000, "{max_hold}: the server's count");
+        let p = |q: &str| seconds(&r, &format!("/schedule/latenessSeconds/percentiles/{q}"));
+        (p("p50"), p("p90"))
+    };
+    // Due every 500 µs, bunched up to 10 ms: the median request waits about 5 ms.
+    let (p50, p90) = lateness("50ms");
+    assert!((0.002..0.008).contains(&p50), "--max-hold 50ms: median lateness {p50} s");
+    assert!(p90 < 0.012, "--max-hold 50ms: p90 lateness {p90} s is beyond the 10 ms allowed");
+    let (p50, _) = lateness("0");
+    assert!(p50 < 0.001, "--max-hold 0: median lateness {p50} s");
+}
+
 #[test]
 fn a_rate_that_is_zero_negative_or_not_a_number_is_a_usage_error() {
     for (rate, says) in [
