@@ -8,6 +8,8 @@
 # Rates: BENCH_RATES, where "max" stands for the highest rate one client core holds here
 # (achieved within 0.5%, p99 send lateness under 200 µs), found first by bisection with 3 s
 # probes below what a closed-loop volley run with the same connections completes.
+# volley runs twice: as it comes (requests may wait up to 100 µs to leave together), and as
+# volley-1ms with --max-hold 5ms (up to 1 ms, about what oha's 1 ms timer tick does).
 # Per rate and tool: achieved requests/s against the rate asked, volley's p99 send lateness
 # (oha does not report one), p99 latency (both corrected for coordinated omission), client CPU
 # per request and peak RSS; medians over interleaved runs, printed as markdown and saved with
@@ -81,6 +83,9 @@ cmd_of() { # tool rate [seconds]
   local d=${3:-$S}s
   case $1 in
   volley) CMD=("$VOLLEY" --rate "$2" -c "$CONNS" -t 1 -z "$d" -j "$URL") ;;
+  # A fifth of the hold is the send slack: requests may wait up to 1 ms to leave together,
+  # about as a client waking once per 1 ms timer tick sends them.
+  volley-1ms) CMD=("$VOLLEY" --rate "$2" -c "$CONNS" -t 1 --max-hold 5ms -z "$d" -j "$URL") ;;
   oha) CMD=("$OHA" -q "$2" --latency-correction -c "$CONNS" -z "$d" --no-tui --output-format json "$URL") ;;
   esac
 }
@@ -120,7 +125,7 @@ done
 ASKED=()
 for r in "${RATES[@]}"; do ASKED+=("${r/max/$MAX}"); done
 
-TOOLS=(volley oha)
+TOOLS=(volley volley-1ms oha)
 for ((run = 1; run <= RUNS; run++)); do
   log "run $run/$RUNS"
   for rate in "${ASKED[@]}"; do

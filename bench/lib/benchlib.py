@@ -507,7 +507,7 @@ def _rate_parse(tool: str, text: str) -> dict:
     """A fixed-rate run's numbers: responses ok, seconds, p99 latency (corrected for
     coordinated omission by both tools) and, for volley, the p99 send lateness."""
     doc = json.loads(text.strip())
-    if tool == "volley":
+    if tool.startswith("volley"):
         lateness = ((doc.get("schedule") or {}).get("latenessSeconds") or {}).get("percentiles", {})
         return {"ok": int(doc["requests"]["ok"]), "duration_s": float(doc["durationSeconds"]),
                 "latency_p99_s": doc["latencySeconds"]["percentiles"]["p99"],
@@ -574,7 +574,7 @@ def cmd_rate_summary(args) -> int:
           "| CPU µs/req | peak RSS MB | runs |")
     print("|--:|---|--:|--:|--:|--:|--:|--:|--:|")
     verdicts = []
-    for (rate, tool) in sorted(cells, key=lambda k: (k[0], k[1] != SUBJECT)):
+    for (rate, tool) in sorted(cells, key=lambda k: (k[0], {SUBJECT: 0, f"{SUBJECT}-1ms": 1}.get(k[1], 2))):
         rs = cells[(rate, tool)]
         achieved = med(rs, "achieved")
         late = [r for r in rs if r["lateness_p99_s"]]
@@ -583,9 +583,11 @@ def cmd_rate_summary(args) -> int:
         print(f"| {rate:,} | {tool} | {achieved:,.0f} | {achieved / rate:.4f} | "
               f"{'–' if late_us is None else f'{late_us:.0f}'} | {med(rs, 'latency_p99_s') * 1e3:.3f} | "
               f"{cpu:.2f} | {med(rs, 'rss_mb'):.1f} | {len(rs)} |")
+        theirs = cells.get((rate, "oha"))
+        oha_cpu = med(theirs, "cpu_us_per_req") if theirs else None
+        if tool == f"{SUBJECT}-1ms" and oha_cpu:
+            verdicts.append(f"- {rate:,}/s with requests bunched up to 1 ms: CPU/req {cpu / oha_cpu:.2f} × oha's")
         if tool == SUBJECT:
-            theirs = cells.get((rate, "oha"))
-            oha_cpu = med(theirs, "cpu_us_per_req") if theirs else None
             verdicts.append(
                 f"- {rate:,}/s: achieved within 0.5% {_verdict(abs(achieved / rate - 1), 0.005)}, "
                 f"p99 lateness under 200 µs {_verdict(late_us, 200)}, CPU/req below oha's "
@@ -673,7 +675,7 @@ def main(argv: list[str]) -> int:
     s = sub.add_parser("rate-record")
     for name in ("csv", "stdout", "time"):
         s.add_argument("--" + name, required=True)
-    s.add_argument("--tool", required=True, choices=["volley", "oha"])
+    s.add_argument("--tool", required=True, choices=["volley", "volley-1ms", "oha"])
     for name in ("rate", "run", "rc"):
         s.add_argument("--" + name, required=True, type=int)
     s.set_defaults(fn=cmd_rate_record)
