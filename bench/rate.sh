@@ -62,8 +62,9 @@ fi
 [[ -x $VOLLEY ]] || die "$VOLLEY not found"
 OHA=${OHA:-$(command -v oha || echo "$TOOLS_ROOT/bin/oha")}
 if [[ ! -x $OHA && ${BENCH_NO_INSTALL:-0} != 1 ]] && command -v cargo >/dev/null; then
-  log "installing oha $OHA_VERSION: cargo install oha --root $TOOLS_ROOT"
-  run_child timeout 3600 cargo install --locked --version "$OHA_VERSION" --root "$TOOLS_ROOT" oha >&2 ||
+  # With http3, as bench/h3.sh installs it into the same folder: either script finds the other's.
+  log "installing oha $OHA_VERSION: cargo install oha --features http3 --root $TOOLS_ROOT"
+  run_child timeout 3600 cargo install --locked --version "$OHA_VERSION" --features http3 --root "$TOOLS_ROOT" oha >&2 ||
     die "cargo install oha failed"
   OHA=$TOOLS_ROOT/bin/oha
 fi
