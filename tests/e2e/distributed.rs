@@ -14,8 +14,9 @@ use hdrhistogram::Histogram;
 use serde_json::Value;
 use support::fake_worker::{self, FakeWorker, Script};
 use support::{
-    BackgroundProcess, Behavior, TestCert, TestServer, WorkerProcess, assert_success, describe_output, free_port,
-    in_netns, json_report, number, one_error_line, run_with_timeout, volley_bin, volley_command, wait_until,
+    BackgroundProcess, Behavior, TestCert, TestServer, WorkerProcess, assert_success, controller_command,
+    describe_output, free_port, in_netns, json_report, number, one_error_line, run_with_timeout, run_within,
+    volley_bin, volley_command, wait_until,
 };
 use tonic::Code;
 use volley_proto::PROTOCOL_VERSION;
@@ -34,16 +35,12 @@ fn stderr(out: &Output) -> String {
 
 /// `volley ARGS` as a controller, with no token from the test's own environment.
 fn controller(args: &[&str]) -> Command {
-    let mut cmd = volley_command(args);
-    cmd.env_remove("VOLLEY_TOKEN");
-    cmd
+    controller_command(args)
 }
 
 /// Runs `cmd` to completion within [`RUN_TIMEOUT`].
 fn run(cmd: Command) -> Output {
-    let shown = format!("{cmd:?}");
-    run_with_timeout(cmd, RUN_TIMEOUT)
-        .unwrap_or_else(|out| panic!("{shown} still running after {RUN_TIMEOUT:?}\n{}", describe_output(&out)))
+    run_within(cmd, RUN_TIMEOUT)
 }
 
 fn run_controller(args: &[&str]) -> Output {

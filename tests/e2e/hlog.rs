@@ -15,8 +15,8 @@ use base64::Engine;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 use support::{
-    Behavior, TestServer, WorkerProcess, assert_success, describe_output, in_ci, json_report, number, one_error_line,
-    run_volley, run_with_timeout, volley_command,
+    Behavior, TestServer, WorkerProcess, assert_success, controller_command, describe_output, in_ci, json_report,
+    number, one_error_line, run_volley, run_within,
 };
 
 /// Each tag of the log, where the JSON report summarises the same histogram (null, as the
@@ -135,11 +135,7 @@ fn assert_log_is_the_report(log: &Value, report: &Value) {
 }
 
 fn run(args: &[&str]) -> Output {
-    let mut cmd = volley_command(args);
-    cmd.env_remove("VOLLEY_TOKEN");
-    let shown = format!("{cmd:?}");
-    run_with_timeout(cmd, Duration::from_secs(60))
-        .unwrap_or_else(|out| panic!("{shown} still running\n{}", describe_output(&out)))
+    run_within(controller_command(args), Duration::from_secs(60))
 }
 
 #[test]

@@ -15,8 +15,8 @@ use support::fake_worker::{
     volley_histogram,
 };
 use support::{
-    BackgroundProcess, Behavior, TestServer, WorkerProcess, assert_success, describe_output, json_report,
-    run_with_peak_rss, run_with_timeout, send_signal, volley_command, wait_until,
+    BackgroundProcess, Behavior, TestServer, WorkerProcess, assert_success, controller_command, describe_output,
+    json_report, run_with_peak_rss, run_within, send_signal, wait_until,
 };
 use volley_proto::v1;
 
@@ -31,15 +31,11 @@ const PEAK_LIMIT_KIB: u64 = 100 * 1024;
 
 /// `volley ARGS` as a controller, with no token from the test's own environment.
 fn controller(args: &[&str]) -> Command {
-    let mut cmd = volley_command(args);
-    cmd.env_remove("VOLLEY_TOKEN");
-    cmd
+    controller_command(args)
 }
 
 fn run(cmd: Command) -> Output {
-    let shown = format!("{cmd:?}");
-    run_with_timeout(cmd, RUN_TIMEOUT)
-        .unwrap_or_else(|out| panic!("{shown} still running after {RUN_TIMEOUT:?}\n{}", describe_output(&out)))
+    run_within(cmd, RUN_TIMEOUT)
 }
 
 /// The one line a failed command prints on stderr, free of anything a terminal would act on;

@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde_json::Value;
 use support::h3_server::{H3Options, H3TestServer};
 use support::{
-    Behavior, TestServer, WorkerProcess, assert_success, describe_output, json_report, number, run_volley,
-    run_with_timeout, volley_command,
+    Behavior, TestServer, WorkerProcess, assert_success, controller_command, describe_output, json_report, number,
+    run_volley, run_within,
 };
 
 const DATE: &str = "Fri, 31 Dec 1999 23:59:59 GMT";
@@ -145,11 +145,7 @@ fn a_plain_server_gets_no_retry_after_line_and_zero_counts() {
 }
 
 fn run_with_workers(args: &[&str]) -> Output {
-    let mut cmd = volley_command(args);
-    cmd.env_remove("VOLLEY_TOKEN");
-    let shown = format!("{cmd:?}");
-    run_with_timeout(cmd, Duration::from_secs(60))
-        .unwrap_or_else(|out| panic!("{shown} still running\n{}", describe_output(&out)))
+    run_within(controller_command(args), Duration::from_secs(60))
 }
 
 #[test]

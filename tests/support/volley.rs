@@ -44,7 +44,24 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let cmd = volley_command(args);
+    run_within(volley_command(args), timeout)
+}
+
+/// `volley ARGS` as a controller, without the test's own VOLLEY_TOKEN (if it has one), as a user
+/// without a token runs it.
+pub fn controller_command<I, S>(args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut cmd = volley_command(args);
+    cmd.env_remove("VOLLEY_TOKEN");
+    cmd
+}
+
+/// Runs `cmd` to completion and returns its output; panics (with what it printed) if it runs
+/// longer than `timeout`.
+pub fn run_within(cmd: Command, timeout: Duration) -> Output {
     let shown = format!("{cmd:?}");
     match run_with_timeout(cmd, timeout) {
         Ok(output) => output,
