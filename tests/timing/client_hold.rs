@@ -33,12 +33,14 @@ fn mean_server_delay() -> f64 {
     ((REQUESTS - slow) as f64 * DELAY.as_secs_f64() + slow as f64 * SLOW.as_secs_f64()) / REQUESTS as f64
 }
 
-/// `-n REQUESTS` over 2 connections of 16 streams against the delaying server: the client holds
-/// out for 2 completions at a time.
+/// `-n REQUESTS` over 8 connections of 16 streams against the delaying server: with 128
+/// requests in flight the client holds out for 8 completions at a time (one per 16 in flight),
+/// which makes the holds long enough to see (2 connections, holding for 2, averaged about 2 ms,
+/// too close to the slack).
 fn delayed_run(max_hold: &str) -> serde_json::Value {
     let server = TestServer::start(Behavior::ok(10).delay(DELAY).slow_every(SLOW_EVERY, SLOW));
     let n = REQUESTS.to_string();
-    let args = ["--http2", "-p", "16", "-c", "2", "-t", "1", "-n", &n, "--max-hold", max_hold, "-j"];
+    let args = ["--http2", "-p", "16", "-c", "8", "-t", "1", "-n", &n, "--max-hold", max_hold, "-j"];
     let out = run_volley(args.iter().copied().chain([server.url().as_str()]));
     let r = json_report(&out);
     assert_eq!(number(&r, "/requests/ok"), REQUESTS, "{r}");
@@ -78,18 +80,27 @@ fn a_light_load_is_never_held() {
     let _alone = crate::one_at_a_time();
     let server = Server::start(ServeConfig { addr: "127.0.0.1:0".parse().unwrap(), ..ServeConfig::default() }).unwrap();
     let url = format!("http://{}/", server.local_addr());
-    // The open model at a moderate rate: 64 connections, but only a request or two in flight
-    // at a time, so there is never a batch to wait for.
-    let open_model = ["-c", "64", "--rate", "5000"];
-    for (args, n) in
-        [(&["-c", "4"][..], "20000"), (&["-c", "1", "--http2", "-p", "16"][..], "20000"), (&open_model[..], "10000")]
-    {
+    for args in [&["-c", "4"][..], &["-c", "1", "--http2", "-p", "16"][..]] {
         let mut all = args.to_vec();
-        all.extend(["-t", "1", "-n", n, "-j", &url]);
+        all.extend(["-t", "1", "-n", "20000", "-j", &url]);
         let r = json_report(&run_volley(&all));
-        assert_eq!(number(&r, "/requests/ok"), n.parse::<u64>().unwrap(), "{args:?}: {r}");
+        assert_eq!(number(&r, "/requests/ok"), 20000, "{args:?}: {r}");
         assert_eq!(seconds(&r, "/clientHoldSeconds/max"), 0.0, "{args:?}: {r}");
     }
+}
+
+/// The open model at a moderate rate: 64 connections open, but only a request or two in flight
+/// at a time, so there is no batch to wait for. (A stall of the server can pile 32 up for a
+/// moment, and those few are held: hence the 90th percentile. Sized by the open connections,
+/// the hold used to apply to most responses: a mean of 310 µs here.)
+#[test]
+fn many_idle_connections_of_an_open_model_run_are_not_held() {
+    let _alone = crate::one_at_a_time();
+    let server = Server::start(ServeConfig { addr: "127.0.0.1:0".parse().unwrap(), ..ServeConfig::default() }).unwrap();
+    let url = format!("http://{}/", server.local_addr());
+    let r = json_report(&run_volley(["-c", "64", "--rate", "5000", "-t", "1", "-n", "10000", "-j", &url]));
+    assert_eq!(number(&r, "/requests/ok"), 10000, "{r}");
+    assert_eq!(seconds(&r, "/clientHoldSeconds/percentiles/p90"), 0.0, "{r}");
 }
 
 #[test]

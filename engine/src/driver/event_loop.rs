@@ -338,6 +338,9 @@ impl<'r> Loop<'r> {
     fn try_release(&mut self, now: Instant) -> io::Result<()> {
         let Some(now) = self.lifecycle.try_release(now) else { return Ok(()) };
         self.schedule.start(now);
+        if let Some(end) = self.lifecycle.end() {
+            self.schedule.end_at(end);
+        }
         if let Some(ramp) = &self.ramp {
             self.ramp_start = Some(now);
             self.open_allowed = ramp.open_at(Duration::ZERO);

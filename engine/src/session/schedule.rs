@@ -58,6 +58,8 @@ struct Pace {
     next_due: Option<Instant>,
     /// Slots below this have been counted as blocked (due with no connection free).
     blocked_upto: u64,
+    /// A timed run's end: slots due at or after it are not part of the run.
+    end: Option<Instant>,
 }
 
 enum Shape {
@@ -70,18 +72,29 @@ enum Shape {
 
 impl Pace {
     fn due(&mut self, first: Instant, slot: u64) -> Option<Instant> {
-        match &mut self.shape {
+        let due = match &mut self.shape {
             Shape::Constant(per_second) => {
                 let nanos = u128::from(slot) * 1_000_000_000 / u128::from(*per_second);
                 Some(first + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX)))
             }
             Shape::Stages { curve, hint } => curve.due(slot, hint).map(|d| first + d),
+        }?;
+        if self.end.is_some_and(|end| due >= end) {
+            return None;
         }
+        Some(due)
     }
 
-    /// Slots due at or before `now`.
+    /// Slots due at or before `now` (and before the run's end).
     fn due_by(&self, now: Instant) -> u64 {
         let Some(first) = self.first else { return 0 };
+        let now = match self.end {
+            Some(end) if now >= end => match end.checked_sub(Duration::from_nanos(1)) {
+                Some(last) => last,
+                None => return 0,
+            },
+            _ => now,
+        };
         let Some(since) = now.checked_duration_since(first) else { return 0 };
         match &self.shape {
             Shape::Constant(per_second) => {
@@ -127,7 +140,8 @@ impl Schedule {
     }
 
     fn paced(budget: Option<u64>, rate: Rate, shape: Shape) -> Self {
-        let pace = Pace { shape, offset: rate.offset, first: None, taken: 0, next_due: None, blocked_upto: 0 };
+        let pace =
+            Pace { shape, offset: rate.offset, first: None, taken: 0, next_due: None, blocked_upto: 0, end: None };
         Schedule { pace: Some(pace), ..Schedule::closed(budget) }
     }
 
@@ -158,6 +172,18 @@ impl Schedule {
             let first = at + pace.offset;
             pace.first = Some(first);
             pace.next_due = pace.due(first, 0);
+        }
+    }
+
+    /// A timed run's load ends at `end`: a slot due then or later is not part of the run, so
+    /// that a run of D seconds at R per second has R × D slots, however late the loop wakes
+    /// at its end.
+    pub(crate) fn end_at(&mut self, end: Instant) {
+        if let Some(pace) = &mut self.pace {
+            pace.end = Some(end);
+            if pace.next_due.is_some_and(|due| due >= end) {
+                pace.next_due = None;
+            }
         }
     }
 
