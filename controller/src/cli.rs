@@ -159,7 +159,7 @@ pub(crate) struct LoadArgs {
     pub timeout: String,
     /// How long a thread may hold completions to handle them in larger batches (less CPU per
     /// request); each response's hold is part of its latency and is reported. 0 handles every
-    /// completion at once. Loads under 32 requests in flight are never held. With --rate, a
+    /// completion at once. Loads under 8 requests in flight are never held. With --rate, a
     /// due request may also wait up to a fifth of this (100us by default) to leave with the
     /// next: fewer wake-ups, each request up to that much late.
     #[arg(long, value_name = "DURATION", default_value = "500us")]

@@ -34,7 +34,7 @@ fn mean_server_delay() -> f64 {
 }
 
 /// `-n REQUESTS` over 8 connections of 16 streams against the delaying server: with 128
-/// requests in flight the client holds out for 8 completions at a time (one per 16 in flight),
+/// requests in flight the client holds out for 8 completions at a time (one per connection),
 /// which makes the holds long enough to see (2 connections, holding for 2, averaged about 2 ms,
 /// too close to the slack).
 fn delayed_run(max_hold: &str) -> serde_json::Value {
