@@ -103,6 +103,23 @@ fn many_idle_connections_of_an_open_model_run_are_not_held() {
     assert_eq!(seconds(&r, "/clientHoldSeconds/percentiles/p90"), 0.0, "{r}");
 }
 
+/// The open model with every connection busy: requests are due faster than 8 connections to
+/// a server taking 10 ms can carry, so each completion frees a connection a request is already
+/// waiting for. Holding it for the next completion (1.25 ms later, so for the whole
+/// `--max-hold`) would only make that request later still: the hold ends when the next request
+/// due must leave, which here has always passed.
+#[test]
+fn an_open_model_run_short_of_connections_is_not_held() {
+    let _alone = crate::one_at_a_time();
+    let server = TestServer::start(Behavior::ok(10).delay(Duration::from_millis(10)));
+    let url = server.url();
+    let r = json_report(&run_volley(["-c", "8", "--rate", "1000", "-t", "1", "-n", "1000", "-j", &url]));
+    assert_eq!(number(&r, "/requests/ok"), 1000, "{r}");
+    assert_eq!(server.requests(), 1000);
+    assert!(number(&r, "/schedule/blocked") > 0, "the connections were not short: {r}");
+    assert_eq!(seconds(&r, "/clientHoldSeconds/percentiles/p90"), 0.0, "{r}");
+}
+
 #[test]
 fn a_hold_beyond_the_limit_or_not_a_duration_is_a_usage_error() {
     for (hold, expect) in [

@@ -251,12 +251,14 @@ impl<'r> Loop<'r> {
             if let Some(at) = self.ramp_next {
                 until = until.min(at);
             }
+            // Open model: when the next request must leave, slack included.
+            let send_by = self.schedule.next_due().map(|due| due + self.shared.max_hold / SEND_SLACK_SHARE);
             // Only a connection waiting can take the next request due: with none, the next
             // completion frees one.
             if self.waiting_count > 0
-                && let Some(due) = self.schedule.next_due()
+                && let Some(at) = send_by
             {
-                until = until.min(due + self.shared.max_hold / SEND_SLACK_SHARE);
+                until = until.min(at);
             }
             self.uring.wait(now, until)?;
             if self.open_model && self.waiting_count == 0 && self.lifecycle.released() {
@@ -264,7 +266,10 @@ impl<'r> Loop<'r> {
                 // for a connection. Counted now, before the completions free some.
                 self.stats.counters.blocked += self.schedule.mark_blocked(Instant::now());
             }
-            let held = self.hold(until)?;
+            // Nor may a hold keep the completions that would free a connection past that
+            // instant: with every connection busy and a quarter of those in flight to wait
+            // for, it held a run at 37,000/s 2 to 13 ms late at p99.
+            let held = self.hold(send_by.map_or(until, |at| until.min(at)))?;
             self.drain()?;
             self.note_hold(held);
         }
