@@ -141,7 +141,10 @@ impl<'r> Loop<'r> {
             let size = shared.udp_buffer;
             BufRing::new(uring.submitter(), (n * 2).next_power_of_two().clamp(16, 256) as u16, size, 0)?
         } else {
-            BufRing::new(uring.submitter(), (n * 2).next_power_of_two().clamp(64, 4096) as u16, BUF_SIZE, 0)?
+            // Every buffer is touched as the ring cycles through them: at 256 HTTP/1.1
+            // connections a second buffer each was 0.6 MB of the peak RSS.
+            let entries = n * shared.session.receive_buffers_per_connection();
+            BufRing::new(uring.submitter(), entries.next_power_of_two().clamp(64, 4096) as u16, BUF_SIZE, 0)?
         };
         let now = Instant::now();
         let mut l = Loop {

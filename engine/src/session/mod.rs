@@ -42,6 +42,17 @@ impl SessionConfig {
         }
     }
 
+    /// TCP receive buffers to provide per connection: the receives a connection may complete
+    /// before the loop hands their buffers back. An HTTP/1.1 connection has one response in
+    /// flight, which a receive of a buffer usually holds whole; an HTTP/2 connection's batch of
+    /// responses can fill more than one.
+    pub(crate) fn receive_buffers_per_connection(&self) -> usize {
+        match self {
+            SessionConfig::H1(_) => 1,
+            SessionConfig::H2(_) | SessionConfig::H3(_) => 2,
+        }
+    }
+
     /// Whether the connection's transport is QUIC over UDP (else TCP, maybe with TLS).
     pub(crate) fn is_udp(&self) -> bool {
         matches!(self, SessionConfig::H3(_))
