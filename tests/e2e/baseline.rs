@@ -54,17 +54,25 @@ fn a_slower_server_fails_the_baseline_gate_and_the_same_server_passes_it() {
     }
     gate.extend(args(&["--max-regression", "20%", "--threshold", "p90<1s", "-n", "300", "-c", "10", "-j"]));
 
-    // The same server: within 20% on every metric.
+    // The same server: within 20% on every metric. The p99 of 300 requests is their third
+    // slowest, so one stall of this machine while the other tests run (13 ms in one CI run,
+    // with 10 requests in flight) can move it by half: a run that failed so may be repeated,
+    // twice at most. A gate that failed the same server every time fails this test.
     let mut same = gate.clone();
     same.push(fast.url());
-    let out = run_volley(&same);
-    assert_eq!(code(&out), Some(0), "{}", describe_output(&out));
-    let r = json_report(&out);
-    for metric in ["rps", "p50", "p99", "p90"] {
-        let c = compared(&r, metric);
-        assert_eq!(c["passed"], true, "{c}");
-        assert!(c["delta"].as_f64().unwrap().abs() < 0.2, "{c}");
-    }
+    let mut attempts = Vec::new();
+    let passed = (0..3).any(|_| {
+        let out = run_volley(&same);
+        let r = json_report(&out);
+        let within = ["rps", "p50", "p99", "p90"].iter().all(|metric| {
+            let c = compared(&r, metric);
+            c["passed"] == true && c["delta"].as_f64().is_some_and(|d| d.abs() < 0.2)
+        });
+        let ok = code(&out) == Some(0) && within;
+        attempts.push(describe_output(&out));
+        ok
+    });
+    assert!(passed, "the same server failed the gate three times:\n{}", attempts.join("\n"));
 
     // Twice as slow: half the rate, twice the latency, beyond 20% each way.
     let slow = server(40);
