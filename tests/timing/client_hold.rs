@@ -90,8 +90,8 @@ fn a_light_load_is_never_held() {
 }
 
 /// The open model at a moderate rate: 64 connections open, but only a request or two in flight
-/// at a time, so there is no batch to wait for. (A stall of the server can pile 32 up for a
-/// moment, and those few are held: hence the 90th percentile. Sized by the open connections,
+/// at a time, so there is no batch to wait for. (A stall of the server can pile 8 or more up
+/// for a moment, and those few are held: hence the 90th percentile. Sized by the open connections,
 /// the hold used to apply to most responses: a mean of 310 µs here.)
 #[test]
 fn many_idle_connections_of_an_open_model_run_are_not_held() {

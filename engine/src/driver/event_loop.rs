@@ -134,17 +134,16 @@ impl<'r> Loop<'r> {
         let n = plan.connections.max(1);
         let uring = Uring::new(ring, n as u32, shared.connect_timeout)?;
         let udp = shared.session.is_udp();
+        let entries = (n * shared.session.receive_buffers_per_connection()).next_power_of_two();
         // A UDP receive buffer holds a whole GRO batch (a smaller one would cut a batch short
         // and lose the datagrams past the cut; see `Shared::udp_buffer`); its pages are touched
         // only as far as datagrams fill them, so fewer of them cost less than their size suggests.
+        // A TCP one is touched whole as the ring cycles through them: at 256 HTTP/1.1
+        // connections a second buffer each was 0.6 MB of the peak RSS.
         let bufs = if udp {
-            let size = shared.udp_buffer;
-            BufRing::new(uring.submitter(), (n * 2).next_power_of_two().clamp(16, 256) as u16, size, 0)?
+            BufRing::new(uring.submitter(), entries.clamp(16, 256) as u16, shared.udp_buffer, 0)?
         } else {
-            // Every buffer is touched as the ring cycles through them: at 256 HTTP/1.1
-            // connections a second buffer each was 0.6 MB of the peak RSS.
-            let entries = n * shared.session.receive_buffers_per_connection();
-            BufRing::new(uring.submitter(), entries.next_power_of_two().clamp(64, 4096) as u16, BUF_SIZE, 0)?
+            BufRing::new(uring.submitter(), entries.clamp(64, 4096) as u16, BUF_SIZE, 0)?
         };
         let now = Instant::now();
         let mut l = Loop {
@@ -300,9 +299,9 @@ impl<'r> Loop<'r> {
     /// often come in one receive. A load too light for two (under 8 requests in flight, or one
     /// connection) is handled completion by completion. A quarter, not less: at 50 HTTP/1.1
     /// connections over TLS, holding for 12 instead of 3 cut the system calls per request to a
-    /// third and the sleeps by half, and took about a tenth off the client's CPU per request, with a mean hold of
-    /// some 50 µs in a latency of 550 µs (bench/README.md). In flight, not the connections'
-    /// capacity: an open-model run at a moderate rate has most connections idle, and holding
+    /// third and the sleeps by half, and took about a tenth off the client's CPU per request,
+    /// with a mean hold of some 50 µs in a latency of 550 µs (bench/README.md). In flight, not
+    /// the connections' capacity: an open-model run at a moderate rate has most connections idle, and holding
     /// for completions that are not coming would only delay those that are.
     fn batch_target(&self) -> usize {
         let in_flight = usize::try_from(self.in_flight).unwrap_or(usize::MAX);

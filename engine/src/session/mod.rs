@@ -42,10 +42,10 @@ impl SessionConfig {
         }
     }
 
-    /// TCP receive buffers to provide per connection: the receives a connection may complete
+    /// Receive buffers to provide per connection: the receives a connection may complete
     /// before the loop hands their buffers back. An HTTP/1.1 connection has one response in
     /// flight, which a receive of a buffer usually holds whole; an HTTP/2 connection's batch of
-    /// responses can fill more than one.
+    /// responses can fill more than one, and so can a QUIC connection's datagrams.
     pub(crate) fn receive_buffers_per_connection(&self) -> usize {
         match self {
             SessionConfig::H1(_) => 1,

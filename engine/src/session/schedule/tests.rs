@@ -333,12 +333,18 @@ fn a_budget_deferred_past_the_warm_up_counts_only_what_comes_after_it() {
     assert_eq!(take_all_bounded(&mut s, t0, 1000), 1000);
 }
 
-#[test]
-fn a_timed_run_has_rate_times_duration_slots_and_none_at_or_after_its_end() {
-    let t0 = Instant::now();
+/// A timed run of 3 s at 1000/s, started at `t0`.
+fn three_seconds_at_1000(t0: Instant) -> Schedule {
     let mut s = Schedule::open(None, Rate::per_second(1000));
     s.start(t0);
     s.end_at(ms(t0, 3000));
+    s
+}
+
+#[test]
+fn a_timed_run_has_rate_times_duration_slots_and_none_at_or_after_its_end() {
+    let t0 = Instant::now();
+    let mut s = three_seconds_at_1000(t0);
     // Woken well after the end, the loop finds exactly the slots before it: 0 ms to 2999 ms.
     let late = ms(t0, 3005);
     assert_eq!(take_all(&mut s, late).len(), 3000);
@@ -350,9 +356,7 @@ fn a_timed_run_has_rate_times_duration_slots_and_none_at_or_after_its_end() {
 #[test]
 fn slots_before_the_end_that_were_never_taken_are_overdue_and_later_ones_are_not() {
     let t0 = Instant::now();
-    let mut s = Schedule::open(None, Rate::per_second(1000));
-    s.start(t0);
-    s.end_at(ms(t0, 3000));
+    let mut s = three_seconds_at_1000(t0);
     assert_eq!(take_all(&mut s, us(t0, 2_997_500)).len(), 2998);
     assert_eq!(s.overdue(ms(t0, 3010)), 2, "2998 ms and 2999 ms");
 }
