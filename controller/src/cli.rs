@@ -161,7 +161,8 @@ pub(crate) struct LoadArgs {
     /// request); each response's hold is part of its latency and is reported. 0 handles every
     /// completion at once. Loads under 8 requests in flight are never held. With --rate, a
     /// due request may also wait up to a fifth of this (100us by default) to leave with the
-    /// next: fewer wake-ups, each request up to that much late.
+    /// next: fewer wake-ups, each request up to that much late; and while a connection is free,
+    /// responses wait for that wake-up, their latency taken from when they arrived.
     #[arg(long, value_name = "DURATION", default_value = "500us")]
     pub max_hold: String,
     /// A fresh connection for every request.

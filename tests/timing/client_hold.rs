@@ -103,6 +103,25 @@ fn many_idle_connections_of_an_open_model_run_are_not_held() {
     assert_eq!(seconds(&r, "/clientHoldSeconds/percentiles/p90"), 0.0, "{r}");
 }
 
+/// The open model at a gentle rate: with a connection free for the next request due within
+/// `--max-hold`, the loop sleeps until that request must leave (every 4 to 8 ms here) and lets
+/// the responses wait in the kernel meanwhile. Their latency ends when their bytes arrived (the
+/// kernel's receive timestamp), not when the loop woke: were it the wake-up, the median service
+/// time would be a few milliseconds; it is the server's own fraction of one.
+#[test]
+fn responses_waiting_for_the_next_send_keep_the_latency_of_their_arrival() {
+    let _alone = crate::one_at_a_time();
+    let server = Server::start(ServeConfig { addr: "127.0.0.1:0".parse().unwrap(), ..ServeConfig::default() }).unwrap();
+    let url = format!("http://{}/", server.local_addr());
+    let args = ["-c", "8", "--rate", "250", "--max-hold", "20ms", "-t", "1", "-n", "500", "-j", &url];
+    let r = json_report(&run_volley(args));
+    assert_eq!(number(&r, "/requests/ok"), 500, "{r}");
+    // The requests did wait for their wake-up: sent up to the slack (a fifth of 20 ms) late.
+    assert!(seconds(&r, "/schedule/latenessSeconds/percentiles/p50") > 0.000_5, "{r}");
+    let service = seconds(&r, "/serviceTimeSeconds/percentiles/p50");
+    assert!(service < 0.001, "median service time {service} s: the responses' wait is in it: {r}");
+}
+
 /// The open model with every connection busy: requests are due faster than 8 connections to
 /// a server taking 10 ms can carry, so each completion frees a connection a request is already
 /// waiting for. Holding it for the next completion (1.25 ms later, so for the whole

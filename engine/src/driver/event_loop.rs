@@ -34,11 +34,13 @@ use std::time::{Duration, Instant};
 
 use io_uring::{IoUring, cqueue};
 
+use super::arrival::ArrivalClock;
 use super::buf_ring::BufRing;
 use super::conn::{Conn, Phase};
 use super::lifecycle::Lifecycle;
+use super::recvmsg::RecvMsg;
 use super::socket::new_socket;
-use super::udp::{self, GRO_BUF_SIZE, RecvMsg, UdpSend};
+use super::udp::{self, GRO_BUF_SIZE, UdpSend};
 use super::uring::{Completion, Op, Uring, untoken};
 use super::{Shared, ThreadDone, ThreadPlan};
 use crate::plan::ConnectionRamp;
@@ -120,8 +122,13 @@ pub(super) struct Loop<'r> {
     in_flight: u64,
     /// The connections are QUIC over UDP.
     udp: bool,
-    /// UDP: the header every multishot RECVMSG is armed with.
+    /// The header every multishot RECVMSG is armed with.
     recvmsg: RecvMsg,
+    /// Both clocks, read as the batch being handled was collected.
+    clock: ArrivalClock,
+    /// A TCP receive has come with its arrival time: the kernel stamps packets (it starts a
+    /// moment after the first socket asks).
+    arrivals_stamped: bool,
 }
 
 impl<'r> Loop<'r> {
@@ -184,6 +191,8 @@ impl<'r> Loop<'r> {
             in_flight: 0,
             udp,
             recvmsg: RecvMsg::new(),
+            clock: ArrivalClock::read(),
+            arrivals_stamped: false,
             shared,
         };
         if l.warm_up_ticks > 0 {
@@ -262,7 +271,11 @@ impl<'r> Loop<'r> {
             {
                 until = until.min(at);
             }
-            self.uring.wait(now, until)?;
+            if self.sleeps_through_responses(now, send_by) {
+                self.uring.sleep(now, until)?;
+            } else {
+                self.uring.wait(now, until)?;
+            }
             if self.open_model && self.waiting_count == 0 && self.lifecycle.released() {
                 // Nothing was free while the thread slept: whatever came due meanwhile waited
                 // for a connection. Counted now, before the completions free some.
@@ -275,6 +288,21 @@ impl<'r> Loop<'r> {
             self.drain()?;
             self.note_hold(held);
         }
+    }
+
+    /// Open model: whether to sleep until the next request must leave rather than wake for each
+    /// response. A connection is free for that request, it is due within `--max-hold`, and a
+    /// response's latency ends at its arrival (`arrival`), so the responses that wait for the
+    /// wake-up lose nothing of their latency, and at a moderate rate the client wakes once per
+    /// request (or bunch) instead of twice. Until the kernel stamps arrivals, and over UDP
+    /// (QUIC's packets carry no arrival time here, and its acknowledgements must not wait), the
+    /// loop wakes for every completion.
+    fn sleeps_through_responses(&self, now: Instant, send_by: Option<Instant>) -> bool {
+        self.arrivals_stamped
+            && !self.udp
+            && self.waiting_count > 0
+            && !self.shared.max_hold.is_zero()
+            && send_by.is_some_and(|at| at.saturating_duration_since(now) <= self.shared.max_hold)
     }
 
     /// Hands out the second just completed, if one has. The warm-up ends with its last tick:
@@ -452,6 +480,9 @@ impl<'r> Loop<'r> {
     /// Handles a batch of completions, then writes what it left to send.
     fn drain(&mut self) -> io::Result<()> {
         self.uring.completions(&mut self.completions);
+        if self.stamped() {
+            self.clock = ArrivalClock::read();
+        }
         for k in 0..self.completions.len() {
             let (data, res, flags) = self.completions[k];
             self.complete(data, res, flags)?;
@@ -535,7 +566,7 @@ impl<'r> Loop<'r> {
         if self.udp {
             return self.start_udp_conn(i, now);
         }
-        let fd = match new_socket(&self.shared.addr) {
+        let fd = match new_socket(&self.shared.addr, self.stamped()) {
             Ok(fd) => fd,
             Err(e) => {
                 self.setup_failed(i, ErrorKind::Connect, format!("socket: {e}").into());
@@ -833,15 +864,25 @@ impl<'r> Loop<'r> {
     }
 
     fn arm_recv(&mut self, i: usize) -> io::Result<()> {
+        let with_header = self.udp || self.stamped();
         let c = &mut self.conns[i];
         c.recv_armed = true;
         c.pending_ops += 1;
-        if self.udp {
+        if with_header {
             // SAFETY: the header lives in `self.recvmsg` for the whole loop, which drains every
             // operation before it drops.
             return unsafe { self.uring.recvmsg_multishot(i, c.generation, self.bufs.group, self.recvmsg.header()) };
         }
         self.uring.recv_multishot(i, c.generation, self.bufs.group)
+    }
+
+    /// TCP receives carry their arrival time (RECVMSG with SO_TIMESTAMPNS) in the open model,
+    /// whose loop lets responses wait for the next send (`sleeps_through_responses`). The
+    /// closed model wakes for every batch of responses anyway, and there the timestamps cost
+    /// about a tenth more CPU per request (RECVMSG, and a clock read per packet on both sides,
+    /// the server's included, since the kernel stamps every packet once one socket asks).
+    fn stamped(&self) -> bool {
+        self.open_model && !self.udp
     }
 
     /// Sends the session's output and TLS records unless a send is already in flight (its
@@ -1020,16 +1061,29 @@ impl<'r> Loop<'r> {
             }
             return if !cqueue::more(flags) { self.rearm(i) } else { Ok(()) };
         }
-        if res == 0 {
+        let (data, arrived) = if self.stamped() {
+            // A buffer without the kernel's layout cannot happen.
+            let Some(received) = buf.and_then(|bid| self.recvmsg.parse(self.bufs.bytes(bid, res as usize))) else {
+                return Ok(());
+            };
+            self.arrivals_stamped |= received.timestamp.is_some();
+            // The session sees the bytes as of their arrival: a response's latency ends there.
+            (received.payload, self.clock.instant(received.timestamp, now))
+        } else {
+            if res == 0 {
+                return self.on_eof(i, now);
+            }
+            let Some(bid) = buf else { return Ok(()) };
+            (self.bufs.bytes(bid, res as usize), now)
+        };
+        if data.is_empty() {
             return self.on_eof(i, now);
         }
-        let Some(bid) = buf else { return Ok(()) };
-        let data = self.bufs.bytes(bid, res as usize);
-        self.stats.counters.bytes_received += res as u64;
+        self.stats.counters.bytes_received += data.len() as u64;
         if self.conns[i].tls.is_some() {
-            self.on_ciphertext(i, data, now)?;
+            self.on_ciphertext(i, data, arrived, now)?;
         } else {
-            self.on_plaintext(i, data, now)?;
+            self.on_plaintext(i, data, arrived, now)?;
         }
         if !cqueue::more(flags) { self.rearm(i) } else { Ok(()) }
     }
@@ -1058,7 +1112,8 @@ impl<'r> Loop<'r> {
         }
     }
 
-    fn on_ciphertext(&mut self, i: usize, data: &[u8], now: Instant) -> io::Result<()> {
+    /// Received TLS records: their plaintext for the session, as of `arrived` (see `on_plaintext`).
+    fn on_ciphertext(&mut self, i: usize, data: &[u8], arrived: Instant, now: Instant) -> io::Result<()> {
         let mut plain = std::mem::take(&mut self.plain);
         plain.clear();
         let Some(tls) = self.conns[i].tls.as_mut() else { return Ok(()) };
@@ -1079,7 +1134,7 @@ impl<'r> Loop<'r> {
                     r = self.flush(i);
                 }
                 if r.is_ok() && !plain.is_empty() {
-                    r = self.on_plaintext(i, &plain, now);
+                    r = self.on_plaintext(i, &plain, arrived, now);
                 }
                 if r.is_ok() && received.closed { self.on_eof(i, now) } else { r }
             }
@@ -1088,14 +1143,15 @@ impl<'r> Loop<'r> {
         result
     }
 
-    /// Received plaintext, for the session.
-    fn on_plaintext(&mut self, i: usize, data: &[u8], now: Instant) -> io::Result<()> {
+    /// Received plaintext, for the session: its responses end at `arrived` (when the bytes
+    /// reached the host, if known), while the requests it starts next leave `now`.
+    fn on_plaintext(&mut self, i: usize, data: &[u8], arrived: Instant, now: Instant) -> io::Result<()> {
         let c = &mut self.conns[i];
         if !matches!(c.phase, Phase::Open | Phase::SettingUp) {
             return Ok(());
         }
         let Some(session) = c.session.as_mut() else { return Ok(()) };
-        session.receive(data, now, &mut self.events);
+        session.receive(data, arrived, &mut self.events);
         self.advance(i, now)
     }
 

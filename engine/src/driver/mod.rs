@@ -2,10 +2,12 @@
 //! `lifecycle` the run's course (gate, ticks, end), `conn` a transport with its session, and
 //! `event_loop` the loop that ties them together.
 
+mod arrival;
 mod buf_ring;
 mod conn;
 mod event_loop;
 mod lifecycle;
+mod recvmsg;
 mod socket;
 mod udp;
 mod uring;

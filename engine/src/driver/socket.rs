@@ -3,8 +3,9 @@
 
 use std::io;
 
-/// A TCP socket with Nagle off: requests are small and must leave at once.
-pub(super) fn new_socket(addr: &std::net::SocketAddr) -> io::Result<i32> {
+/// A TCP socket with Nagle off (requests are small and must leave at once), and with
+/// `stamped`, a receive timestamp on every read (see `arrival`).
+pub(super) fn new_socket(addr: &std::net::SocketAddr, stamped: bool) -> io::Result<i32> {
     let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
     // SAFETY: plain syscalls on a descriptor we own.
     unsafe {
@@ -13,13 +14,13 @@ pub(super) fn new_socket(addr: &std::net::SocketAddr) -> io::Result<i32> {
             return Err(io::Error::last_os_error());
         }
         let one: libc::c_int = 1;
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            (&raw const one).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
+        let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, (&raw const one).cast(), size);
+        if stamped {
+            // Failing (no kernel refuses it), receives come without one and the loop wakes
+            // for each as in the closed model.
+            libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, (&raw const one).cast(), size);
+        }
         Ok(fd)
     }
 }

@@ -13,8 +13,6 @@
 use std::io;
 use std::net::SocketAddr;
 
-use io_uring::types::RecvMsgOut;
-
 use super::socket::encode_sockaddr;
 use super::uring::Uring;
 
@@ -27,13 +25,6 @@ pub(crate) const GRO_BUF_SIZE: usize = 65_536 + 64;
 /// our control message and the largest datagram QUIC lets a peer send us (quinn-proto's
 /// max_udp_payload_size, 1472 bytes), rounded up.
 pub(crate) const MIN_BUF_SIZE: usize = 2048;
-/// What a receive buffer holds besides the payload: the kernel's `io_uring_recvmsg_out` header
-/// and our control message.
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) const BUF_OVERHEAD: usize = 16 + CONTROL_LEN;
-
-/// Room for one control message carrying an int (UDP_GRO's segment size).
-const CONTROL_LEN: usize = 32;
 /// The most one GSO send may carry: the kernel's UDP_MAX_SEGMENTS (before Linux 6.9) and a
 /// datagram's 16-bit length. QUIC's batches are made to stay within both (`quic::Config`).
 pub(crate) const GSO_MAX_SEGMENTS: usize = 64;
@@ -75,72 +66,6 @@ fn set_int(fd: i32, level: libc::c_int, name: libc::c_int, value: libc::c_int) -
     unsafe {
         libc::setsockopt(fd, level, name, (&raw const value).cast(), size_of::<libc::c_int>() as libc::socklen_t) == 0
     }
-}
-
-/// What one RECVMSG completion's buffer holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Received<'a> {
-    /// One datagram, or several of `segment_size` bytes (the last may be shorter) under GRO.
-    pub payload: &'a [u8],
-    pub segment_size: Option<usize>,
-    /// The datagram (or GRO batch) did not fit the buffer: `payload` is its start only.
-    pub truncated: bool,
-}
-
-/// A thread's multishot RECVMSG: the message header every receive is armed with (no name, the
-/// socket being connected; room for the GRO control message), kept at one address for as
-/// long as receives may use it.
-pub(crate) struct RecvMsg {
-    msg: Box<libc::msghdr>,
-}
-
-impl RecvMsg {
-    pub(crate) fn new() -> Self {
-        // SAFETY: msghdr is plain old data; all-zero is a valid value.
-        let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
-        // With buffer selection the kernel only reads the lengths: where name and control go
-        // is decided in the provided buffer.
-        msg.msg_controllen = CONTROL_LEN as _;
-        RecvMsg { msg }
-    }
-
-    pub(super) fn header(&self) -> *const libc::msghdr {
-        &raw const *self.msg
-    }
-
-    /// Reads a completion's buffer (the first `res` bytes of it); None if the kernel's layout
-    /// is not there.
-    pub(crate) fn parse<'a>(&self, buf: &'a [u8]) -> Option<Received<'a>> {
-        let out = RecvMsgOut::parse(buf, &self.msg).ok()?;
-        let truncated = out.is_payload_truncated();
-        // RecvMsgOut lends the payload for its own lifetime only; it is a part of `buf`.
-        let payload = out.payload_data();
-        let start = (payload.as_ptr() as usize).checked_sub(buf.as_ptr() as usize)?;
-        let payload = buf.get(start..start + payload.len())?;
-        Some(Received { payload, segment_size: gro_segment(out.control_data()), truncated })
-    }
-}
-
-/// The segment size from a UDP_GRO control message, if one is among `control`.
-fn gro_segment(mut control: &[u8]) -> Option<usize> {
-    // struct cmsghdr: a size_t length, then level and type (ints); the data follows, aligned
-    // to size_t, and the next header after the data, aligned the same way.
-    const WORD: usize = size_of::<usize>();
-    const HEADER: usize = WORD + 8;
-    while control.len() >= HEADER {
-        let len = usize::from_ne_bytes(control[..WORD].try_into().ok()?);
-        let level = i32::from_ne_bytes(control[WORD..WORD + 4].try_into().ok()?);
-        let kind = i32::from_ne_bytes(control[WORD + 4..HEADER].try_into().ok()?);
-        if len < HEADER || len > control.len() {
-            return None;
-        }
-        if level == libc::SOL_UDP && kind == libc::UDP_GRO && len >= HEADER + 4 {
-            let size = i32::from_ne_bytes(control[HEADER..HEADER + 4].try_into().ok()?);
-            return usize::try_from(size).ok().filter(|&s| s > 0);
-        }
-        control = control.get(len.next_multiple_of(WORD)..)?;
-    }
-    None
 }
 
 /// One connection's UDP sends: the SENDMSG header, its iovec and its UDP_SEGMENT control

@@ -1,7 +1,7 @@
 //! Ring plumbing for one thread: operation tokens, submitting, the one wait with its deadline,
 //! collecting completions, and building the operations the loop submits (connect with its
-//! timeout, multishot receive, sends, cancel-and-close; for UDP, multishot RECVMSG and SENDMSG,
-//! see `udp.rs`). Sockets are fixed-file slots here; no protocol is known.
+//! timeout, multishot receive or RECVMSG, sends, cancel-and-close; for UDP, SENDMSG, see
+//! `udp.rs`). Sockets are fixed-file slots here; no protocol is known.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -104,6 +104,14 @@ impl<'r> Uring<'r> {
         self.enter(1, &SubmitArgs::new().timespec(&ts))
     }
 
+    /// Submits what is queued and sleeps until `until`, whatever completes meanwhile (unless a
+    /// batch's worth does: the completion queue is not to overflow).
+    pub(super) fn sleep(&mut self, now: Instant, until: Instant) -> io::Result<()> {
+        let ts = Timespec::from(until.saturating_duration_since(now).max(Duration::from_micros(1)));
+        let batch = self.sq_entries();
+        self.enter(batch, &SubmitArgs::new().timespec(&ts))
+    }
+
     /// Completions ready to be collected.
     pub(super) fn ready(&mut self) -> usize {
         self.cq.sync();
@@ -201,9 +209,9 @@ impl<'r> Uring<'r> {
         unsafe { self.push(sqe) }
     }
 
-    /// One multishot RECVMSG on UDP socket `slot` into buffer group `group`: each completion
-    /// is one datagram (or GRO batch) in a buffer laid out as `msg` says (see `udp::RecvMsg`).
-    /// It completes as a multishot receive does, so it carries `Op::Recv`'s token.
+    /// One multishot RECVMSG on socket `slot` into buffer group `group`: each completion is
+    /// stream bytes, or one datagram (or GRO batch), in a buffer laid out as `msg` says (see
+    /// `recvmsg::RecvMsg`).
     ///
     /// # Safety
     /// `msg` must stay valid until the receive has ended (a completion without MORE).

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use io_uring::cqueue;
 
 use super::super::buf_ring::BufRing;
+use super::super::recvmsg::{BUF_OVERHEAD, RecvMsg};
 use super::super::uring::{Completion, Op, Uring, untoken};
-use super::{BUF_OVERHEAD, GRO_BUF_SIZE, RecvMsg, UdpSend, new_connected_socket, open_connected, set_int};
+use super::{GRO_BUF_SIZE, UdpSend, new_connected_socket, open_connected, set_int};
 
 const SLOTS: u32 = 4;
 
