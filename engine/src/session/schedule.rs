@@ -269,6 +269,17 @@ impl Schedule {
         pace.next_due
     }
 
+    /// How far apart the next request due and the one after it are: the pace now, under
+    /// stages too. None in the closed model, and when the next request due is the last.
+    pub(crate) fn spacing(&mut self) -> Option<Duration> {
+        let next = self.next_due()?;
+        let last = self.last_slot(self.pace.as_ref()?);
+        let pace = self.pace.as_mut()?;
+        let slot = pace.taken.checked_add(1).filter(|&k| k < last)?;
+        let after = pace.due(pace.first?, slot)?;
+        Some(after.saturating_duration_since(next))
+    }
+
     /// Requests still to be sent: those unclaimed and those held for connections.
     fn remaining(&self) -> Option<u64> {
         self.left.map(|l| l.saturating_add(self.held))

@@ -107,6 +107,19 @@ fn an_open_schedule_spaces_its_requests_evenly_whatever_the_rate() {
 }
 
 #[test]
+fn the_spacing_is_the_time_between_the_next_two_requests_due() {
+    let t0 = Instant::now();
+    let mut closed = Schedule::closed(None);
+    assert_eq!(closed.spacing(), None, "the closed model has no pace");
+    let mut s = Schedule::open(Some(3), Rate::per_second(10_000));
+    assert_eq!(s.spacing(), None, "nothing is due before the start");
+    s.start(t0);
+    assert_eq!(s.spacing(), Some(Duration::from_micros(100)));
+    assert_eq!(take_all(&mut s, us(t0, 100)).len(), 2);
+    assert_eq!(s.spacing(), None, "the next request due is the last");
+}
+
+#[test]
 fn a_second_at_a_rate_holds_exactly_that_many_requests_with_remainders_spread() {
     // 7 per second: slots at 0, 142857142, 285714285, ... ns; one second (exclusive) holds 7.
     let t0 = Instant::now();
