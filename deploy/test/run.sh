@@ -177,8 +177,9 @@ rm -f "$work/host.tar"
 step "hosts: three systemd containers at the addresses Terraform reported"
 # They run with volley's seccomp profile: the runtime's default would block the workers' io_uring.
 # crun refuses a cgroup hierarchy whose v2 part holds controllers (here: hugetlb alone, when no
-# v1 hierarchy has it); giving hugetlb a v1 hierarchy of its own empties the v2 part.
-if [ -s /sys/fs/cgroup/unified/cgroup.controllers ] && [ ! -d /sys/fs/cgroup/hugetlb ] &&
+# v1 hierarchy has it); giving hugetlb a v1 hierarchy of its own empties the v2 part. (Not
+# `-s`: a cgroup file reports a size of 0 whatever it holds.)
+if [ -f /sys/fs/cgroup/unified/cgroup.controllers ] && [ ! -d /sys/fs/cgroup/hugetlb ] &&
     grep -qw hugetlb /sys/fs/cgroup/unified/cgroup.controllers; then
     mkdir -p /sys/fs/cgroup/hugetlb
     mount -t cgroup -o hugetlb cgroup /sys/fs/cgroup/hugetlb
