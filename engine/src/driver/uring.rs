@@ -100,16 +100,14 @@ impl<'r> Uring<'r> {
 
     /// Submits what is queued and waits until `until` for the first completion.
     pub(super) fn wait(&mut self, now: Instant, until: Instant) -> io::Result<()> {
-        let ts = Timespec::from(until.saturating_duration_since(now).max(Duration::from_micros(1)));
-        self.enter(1, &SubmitArgs::new().timespec(&ts))
+        self.enter_until(1, now, until)
     }
 
     /// Submits what is queued and sleeps until `until`, whatever completes meanwhile (unless a
     /// batch's worth does: the completion queue is not to overflow).
     pub(super) fn sleep(&mut self, now: Instant, until: Instant) -> io::Result<()> {
-        let ts = Timespec::from(until.saturating_duration_since(now).max(Duration::from_micros(1)));
         let batch = self.sq_entries();
-        self.enter(batch, &SubmitArgs::new().timespec(&ts))
+        self.enter_until(batch, now, until)
     }
 
     /// Completions ready to be collected.
@@ -122,6 +120,13 @@ impl<'r> Uring<'r> {
     pub(super) fn hold(&mut self, batch: usize, limit: Duration) -> io::Result<()> {
         let ts = Timespec::from(limit);
         self.enter(batch, &SubmitArgs::new().timespec(&ts))
+    }
+
+    /// Submits what is queued and waits until `want` completions are ready or `until` passes.
+    fn enter_until(&mut self, want: usize, now: Instant, until: Instant) -> io::Result<()> {
+        // A zero timeout would return at once without waiting for even one completion.
+        let ts = Timespec::from(until.saturating_duration_since(now).max(Duration::from_micros(1)));
+        self.enter(want, &SubmitArgs::new().timespec(&ts))
     }
 
     /// Submits what is queued and waits as `args` says; a timeout or a signal is not an error.
