@@ -31,7 +31,21 @@ pub(crate) struct Decoder {
     max_table_size: usize,
     /// The Huffman-coded values last validated, by field position.
     seen: [Seen; SEEN_FIELDS],
+    /// The last block that left the table alone, and what it said.
+    last: LastBlock,
 }
+
+/// A server that keeps no dynamic table sends the same block for the same response, byte for
+/// byte, until its date changes (nginx: once a second). Such a block decodes to the same thing
+/// and changes nothing, so one compare of its bytes replaces walking its fields again.
+#[derive(Debug, Default)]
+struct LastBlock {
+    raw: Vec<u8>,
+    decoded: Option<Decoded>,
+}
+
+/// Longer blocks are always walked, so the memory stays small.
+const LAST_BLOCK_MAX_LEN: usize = 256;
 
 /// A Huffman-coded value that was validated, and its decoded length. Servers repeat most
 /// response fields byte for byte (nginx: server, content-type and content-length every time,
@@ -187,7 +201,12 @@ impl Decoder {
     /// but the peer may use the default 4096 until it sees our SETTINGS, so start at 4096 and
     /// let `set_max_table_size` lower it).
     pub(crate) fn new(max_table_size: usize) -> Self {
-        Decoder { table: DynamicTable::new(max_table_size), max_table_size, seen: Default::default() }
+        Decoder {
+            table: DynamicTable::new(max_table_size),
+            max_table_size,
+            seen: Default::default(),
+            last: LastBlock::default(),
+        }
     }
 
     /// Applies a new SETTINGS_HEADER_TABLE_SIZE once the peer has acknowledged it: the limit
@@ -204,6 +223,26 @@ impl Decoder {
     /// decoded size (sum of name+value lengths). Any error leaves the table out of step with
     /// the peer's: the connection must end with COMPRESSION_ERROR.
     pub(crate) fn decode(&mut self, block: &[u8]) -> Result<Decoded, HpackError> {
+        // A block decoded into a table that holds nothing, and that opens without a size
+        // update, leaves the table as it was: its result depends on its bytes alone.
+        let pure = self.table.holds_nothing() && block.first().is_some_and(|&b| b & 0xe0 != 0x20);
+        if !pure {
+            return self.decode_fields(block);
+        }
+        if let Some(decoded) = self.last.decoded.filter(|_| self.last.raw == block) {
+            return Ok(decoded);
+        }
+        let decoded = self.decode_fields(block)?;
+        if block.len() <= LAST_BLOCK_MAX_LEN {
+            self.last.raw.clear();
+            self.last.raw.extend_from_slice(block);
+            self.last.decoded = Some(decoded);
+        }
+        Ok(decoded)
+    }
+
+    /// Walks a block's fields, as `decode` describes.
+    fn decode_fields(&mut self, block: &[u8]) -> Result<Decoded, HpackError> {
         let mut r = Reader { buf: block, pos: 0 };
         let mut out = Decoded { status: None, header_bytes: 0, retry_after: None };
         let mut field_seen = false;
@@ -778,5 +817,38 @@ pub(crate) mod tests {
         d.decode(&[0x20]).unwrap();
         assert_eq!(d.table_size(), 0);
         assert_eq!(d.decode(&[0xbe]), Err(HpackError::IndexOutOfRange { index: 62, len: 61 }));
+    }
+
+    #[test]
+    fn a_repeated_block_reads_as_walking_it_would_whatever_came_between() {
+        // Blocks that keep the table empty, and ones that size it, fill it and point into it.
+        let blocks = [
+            NGINX_FIRST,
+            NGINX_NEXT,
+            "88",
+            "8d",
+            "880f260135",
+            "3fe11f 4001 7801 62 88",
+            "88be",
+            "2088",
+            "40 0178 0163 88",
+            "0f2681",
+            "",
+        ]
+        .map(hex);
+        let mut remembering = Decoder::new(4096);
+        let mut walking = Decoder::new(4096);
+        let mut rng = crate::test_rng::Rng(0x5eed_b10c);
+        for step in 0..2000 {
+            let block = &blocks[rng.below(blocks.len())];
+            let want = walking.decode_fields(block);
+            assert_eq!(remembering.decode(block), want, "step {step}, block {block:02x?}");
+            assert_eq!(remembering.table_entries(), walking.table_entries(), "step {step}");
+            if want.is_err() {
+                // A failed block ends the connection; start both afresh.
+                remembering = Decoder::new(4096);
+                walking = Decoder::new(4096);
+            }
+        }
     }
 }
