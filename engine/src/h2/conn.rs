@@ -142,7 +142,7 @@ pub(crate) struct Connection {
     /// Where a stream sits in `streams`, by `slot(id)`: a guess, checked against `ids`, with a
     /// scan of `ids` when it misses. Open ids span little more than the streams in flight, so
     /// in a table of twice that they rarely share a slot; at 100 streams the scan for every
-    /// frame was a quarter of the client's time in `process`.
+    /// frame was a third of the client's time in `process`.
     slots: Vec<u32>,
     next_stream_id: u32,
     /// Streams whose body has not all gone out.
