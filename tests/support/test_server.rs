@@ -213,6 +213,8 @@ struct Stats {
     latest_at: Mutex<Option<Instant>>,
     /// When every request head arrived, in order (a test's runs are bounded: thousands).
     arrived_at: Mutex<Vec<Instant>>,
+    /// The delays as they ran, summed: the timer wakes a little after each one is due.
+    delayed_nanos: AtomicU64,
     /// Requests that arrived after a `fail_after` breach.
     after_breach: AtomicU64,
     /// Responses sent with Retry-After, by (status, value).
@@ -405,6 +407,13 @@ impl TestServer {
         self.stats.requests.load(Ordering::SeqCst)
     }
 
+    /// The mean of the delays the server added, as its timer ran them, over the requests
+    /// received.
+    pub fn mean_delay(&self) -> Duration {
+        let requests = self.requests().max(1);
+        Duration::from_nanos(self.stats.delayed_nanos.load(Ordering::SeqCst) / requests)
+    }
+
     /// Complete final responses sent.
     pub fn responses(&self) -> u64 {
         self.stats.responses.load(Ordering::SeqCst)
@@ -568,7 +577,9 @@ async fn handle(
         }
     }
     if !delay.is_zero() {
+        let start = Instant::now();
         tokio::time::sleep(delay).await;
+        stats.delayed_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::SeqCst);
     }
     let nth = served.fetch_add(1, Ordering::SeqCst) + 1;
     let chunks = match behavior.chunk_size {
