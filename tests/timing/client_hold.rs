@@ -18,9 +18,10 @@ const SLOW_EVERY: u64 = 3;
 const REQUESTS: u64 = 640;
 /// Loopback and both sides' scheduling (0.7 to 1.2 ms here without any hold; the server's timer
 /// wakes some 1.5 ms late on top, which the server measures and the tests take out): what the
-/// mean latency may exceed the server's mean delay by beyond the client's mean hold. The holds in this run must average more than that to show if hidden: a batch that
-/// comes up short waits for the next bunch of responses, up to --max-hold 100ms (at 40ms they
-/// averaged 6-7 ms on an older machine but under 2 ms on a faster one, too close to the slack).
+/// mean latency may exceed the server's mean delay by beyond the client's mean hold. The holds
+/// in this run must average more than that to show if hidden: a batch that comes up short
+/// waits for the next bunch of responses, up to --max-hold 100ms (at 40ms they averaged 6-7 ms
+/// on an older machine but under 2 ms on a faster one, too close to the slack).
 const SLACK: f64 = 0.0025;
 
 fn seconds(r: &serde_json::Value, pointer: &str) -> f64 {
