@@ -188,7 +188,8 @@ fn set_status(out: &mut Decoded, value: Option<&[u8]>) -> Result<(), HpackError>
         return Err(HpackError::DuplicateStatus);
     }
     match value {
-        Some(&[a, b, c]) if [a, b, c].iter().all(u8::is_ascii_digit) => {
+        // 000 to 099 are no status (RFC 9110 §15): a status of 0 means none yet to the connection.
+        Some(&[a, b, c]) if [a, b, c].iter().all(u8::is_ascii_digit) && a != b'0' => {
             out.status = Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'));
             Ok(())
         }
@@ -722,9 +723,10 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn rejects_status_not_three_digits() {
+    fn rejects_status_not_three_digits_from_100() {
         for block in [
             &[0x48, 0x02, b'2', b'0'][..],                                 // too short
+            &[0x48, 0x03, b'0', b'0', b'0'],                               // below 100
             &[0x48, 0x04, b'2', b'0', b'0', b'0'],                         // too long
             &[0x08, 0x03, b'2', b'0', b'x'],                               // not a digit, without indexing
             &[0x00, 0x07, b':', b's', b't', b'a', b't', b'u', b's', 0x00], // literal name, empty

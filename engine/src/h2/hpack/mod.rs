@@ -46,7 +46,7 @@ pub(crate) enum HpackError {
     SizeUpdateTooLarge { size: usize, max: usize },
     #[error("HPACK dynamic table size update after the first header field")]
     SizeUpdateNotAtStart,
-    #[error(":status is not three digits")]
+    #[error(":status is not three digits from 100")]
     BadStatus,
     #[error(":status appears more than once")]
     DuplicateStatus,
