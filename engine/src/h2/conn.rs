@@ -188,7 +188,6 @@ pub(crate) struct Connection {
     ids: Vec<u32>,
     /// Places in `streams` that are free, the one freed last on top.
     free: Vec<u32>,
-    open: usize,
     /// Where a stream sits in `streams`, by `slot(id)`: a guess, checked against `ids`, with a
     /// scan of `ids` when it misses. Open ids span little more than the streams in flight, so
     /// in a table of twice that they rarely share a slot; at 100 streams the scan for every
@@ -242,7 +241,6 @@ impl Connection {
             streams: Vec::with_capacity(want_streams.clamp(1, 1024) as usize),
             ids: Vec::with_capacity(want_streams.clamp(1, 1024) as usize),
             free: Vec::new(),
-            open: 0,
             slots: vec![0; (want_streams.clamp(1, 1 << 15) as usize * 2).next_power_of_two()],
             retry_after: Vec::new(),
             next_stream_id: 1,
@@ -274,7 +272,7 @@ impl Connection {
             return 0;
         }
         let peer = self.peer_max_streams.unwrap_or(ASSUMED_PEER_STREAMS);
-        self.want_streams.min(peer).saturating_sub(self.open as u32)
+        self.want_streams.min(peer).saturating_sub(self.open_streams() as u32)
     }
 
     /// Starts one request, due at `due`: a new stream id, HEADERS (+CONTINUATION) and as much of the body as
@@ -314,7 +312,6 @@ impl Connection {
         };
         let slot = self.slot(id);
         self.slots[slot] = i;
-        self.open += 1;
         if has_body {
             self.bodies_pending += 1;
             self.send_bodies();
@@ -369,7 +366,7 @@ impl Connection {
         let mut expired = 0;
         for i in 0..self.ids.len() {
             if self.ids[i] != FREE && self.streams[i].sent_at < cutoff {
-                let (id, _) = self.remove(i);
+                let (id, ..) = self.remove(i);
                 frame::encode_rst_stream(&mut self.out, id, code::CANCEL);
                 expired += 1;
             }
@@ -411,7 +408,7 @@ impl Connection {
     }
 
     pub(crate) fn open_streams(&self) -> usize {
-        self.open
+        self.ids.len() - self.free.len()
     }
 
     /// When the oldest open stream started.
@@ -489,7 +486,8 @@ impl Connection {
             }
             Frame::Headers { stream, block, end_stream, end_headers, .. } => {
                 self.check_stream(stream)?;
-                if let Some(i) = self.index(stream) {
+                let i = self.index(stream);
+                if let Some(i) = i {
                     let s = &mut self.streams[i];
                     if s.first_byte == NO_BYTE_YET {
                         s.first_byte = now.saturating_duration_since(s.sent_at).as_nanos() as u64;
@@ -497,7 +495,7 @@ impl Connection {
                 }
                 if end_headers {
                     // The usual case: the whole block in one frame, decoded in place.
-                    self.on_header_block(stream, block, end_stream, events)
+                    self.on_header_block(stream, i, block, end_stream, events)
                 } else {
                     self.block.clear();
                     self.block.extend_from_slice(block);
@@ -516,7 +514,8 @@ impl Connection {
                 if end_headers {
                     self.pending = None;
                     let assembled = std::mem::take(&mut self.block);
-                    let result = self.on_header_block(p.stream, &assembled, p.end_stream, events);
+                    let i = self.index(p.stream);
+                    let result = self.on_header_block(p.stream, i, &assembled, p.end_stream, events);
                     self.block = assembled;
                     self.block.clear();
                     result?;
@@ -526,7 +525,7 @@ impl Connection {
             Frame::RstStream { stream, code } => {
                 self.check_stream(stream)?;
                 if let Some(i) = self.index(stream) {
-                    let (_, s) = self.remove(i);
+                    let (_, s, _) = self.remove(i);
                     events.push(Event::StreamReset { stream, code, sent_at: s.sent_at });
                 }
                 Ok(())
@@ -558,7 +557,7 @@ impl Connection {
                 let mut unanswered = Vec::new();
                 for i in 0..self.ids.len() {
                     if self.ids[i] > last {
-                        let (id, s) = self.remove(i);
+                        let (id, s, _) = self.remove(i);
                         unanswered.push((id, s.sent_at));
                     }
                 }
@@ -631,17 +630,18 @@ impl Connection {
         Ok(())
     }
 
-    /// A whole header block: decoded even for a closed stream, since it may change the dynamic
-    /// table that later blocks refer to.
+    /// A whole header block of `stream`, at `streams[i]` if still open: decoded even for a
+    /// closed stream, since it may change the dynamic table that later blocks refer to.
     fn on_header_block(
         &mut self,
         stream: u32,
+        i: Option<usize>,
         block: &[u8],
         end_stream: bool,
         events: &mut Vec<Event>,
     ) -> Result<(), ConnError> {
         let decoded = self.hpack.decode(block)?;
-        let Some(i) = self.index(stream) else { return Ok(()) };
+        let Some(i) = i else { return Ok(()) };
         let s = &mut self.streams[i];
         if s.status == 0 {
             let status = decoded.status.ok_or(ConnError::Protocol("response HEADERS without :status"))?;
@@ -669,8 +669,7 @@ impl Connection {
     /// The response on `streams[i]` is complete.
     fn complete(&mut self, i: usize, events: &mut Vec<Event>) {
         let body_len = self.body.len();
-        let retry_after = self.streams[i].retry_after.then(|| self.take_retry_after(self.ids[i])).flatten();
-        let (id, s) = self.remove(i);
+        let (id, s, retry_after) = self.remove(i);
         if s.body_sent < body_len {
             // The server answered before reading the whole body; stop sending it (RFC 9113 §8.1).
             frame::encode_rst_stream(&mut self.out, id, code::NO_ERROR);
@@ -692,26 +691,22 @@ impl Connection {
         });
     }
 
-    /// Closes `streams[i]`: returns its id and what it held. Its slot may go on pointing here;
-    /// `index` checks.
-    fn remove(&mut self, i: usize) -> (u32, Stream) {
+    /// Closes `streams[i]`: returns its id, what it held and its `retry-after` value, taken
+    /// out of the side list. Its slot may go on pointing here; `index` checks.
+    fn remove(&mut self, i: usize) -> (u32, Stream, Option<RetryAfter>) {
         let id = std::mem::replace(&mut self.ids[i], FREE);
         self.free.push(i as u32);
-        self.open -= 1;
         let s = self.streams[i];
         if s.body_sent < self.body.len() {
             self.bodies_pending -= 1;
         }
-        if s.retry_after && !self.retry_after.is_empty() {
-            self.take_retry_after(id);
-        }
-        (id, s)
-    }
-
-    /// Takes stream `id`'s `retry-after` value out of the side list.
-    fn take_retry_after(&mut self, id: u32) -> Option<RetryAfter> {
-        let at = self.retry_after.iter().position(|&(stream, _)| stream == id)?;
-        Some(self.retry_after.swap_remove(at).1)
+        let retry_after = if s.retry_after {
+            let at = self.retry_after.iter().position(|&(stream, _)| stream == id);
+            at.map(|at| self.retry_after.swap_remove(at).1)
+        } else {
+            None
+        };
+        (id, s, retry_after)
     }
 
     /// Asks the CPU for the streams that the next `PREFETCH` HEADERS frames from `buf[at..]`
