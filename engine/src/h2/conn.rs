@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::frame::{self, Frame, FrameError, code, setting};
 use super::hpack::{self, HpackError};
+use crate::session::OpenStreams;
 use crate::stats::RetryAfter;
 
 /// Our receive window, for every stream and for the connection.
@@ -87,8 +88,8 @@ impl ConnError {
 
 /// One request in flight, in one cache line. At 64 × 100 a thread's streams do not stay in
 /// L2, and touching a response's stream for the first time was half of `process` while it
-/// spanned two lines; so its times are nanoseconds from `sent_at`, its id lives in
-/// `Connection::ids` and a `retry-after` value in `Connection::retry_after`.
+/// spanned two lines; so its times are nanoseconds from `sent_at`, its id lives beside it in
+/// `OpenStreams` and a `retry-after` value in `Connection::retry_after`.
 #[derive(Debug, Clone, Copy)]
 #[repr(align(64))]
 struct Stream {
@@ -113,22 +114,6 @@ struct Stream {
 }
 
 const _: () = assert!(std::mem::size_of::<Stream>() == 64);
-
-/// Starts loading `s` into the cache, without waiting for it.
-#[inline(always)]
-fn prefetch(s: &Stream) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads nothing the program sees and cannot fault.
-    unsafe {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>((s as *const Stream).cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = s;
-}
-
-/// `Connection::ids` at a free place: client streams have odd ids.
-const FREE: u32 = 0;
 
 /// `Stream::first_byte` before any of the response arrived.
 const NO_BYTE_YET: u64 = u64::MAX;
@@ -181,18 +166,8 @@ pub(crate) struct Connection {
     table_size_update: Option<u32>,
     body: Arc<[u8]>,
     want_streams: u32,
-    /// Open streams, each in its place until it closes. A new stream takes the place closed
-    /// last, whose memory is still in cache; closing moves nothing.
-    streams: Vec<Stream>,
-    /// The id of the stream at `streams[i]`, or `FREE`.
-    ids: Vec<u32>,
-    /// Places in `streams` that are free, the one freed last on top.
-    free: Vec<u32>,
-    /// Where a stream sits in `streams`, by `slot(id)`: a guess, checked against `ids`, with a
-    /// scan of `ids` when it misses. Open ids span little more than the streams in flight, so
-    /// in a table of twice that they rarely share a slot; at 100 streams the scan for every
-    /// frame was a third of the client's time in `process`.
-    slots: Vec<u32>,
+    /// Open streams (client ids are odd: `id >> 1` numbers them).
+    streams: OpenStreams<Stream>,
     /// The `retry-after` values of open streams whose final HEADERS carried one, by stream id.
     retry_after: Vec<(u32, RetryAfter)>,
     next_stream_id: u32,
@@ -238,10 +213,7 @@ impl Connection {
             table_size_update: None,
             body,
             want_streams: want_streams.max(1),
-            streams: Vec::with_capacity(want_streams.clamp(1, 1024) as usize),
-            ids: Vec::with_capacity(want_streams.clamp(1, 1024) as usize),
-            free: Vec::new(),
-            slots: vec![0; (want_streams.clamp(1, 1 << 15) as usize * 2).next_power_of_two()],
+            streams: OpenStreams::new(want_streams, 1),
             retry_after: Vec::new(),
             next_stream_id: 1,
             bodies_pending: 0,
@@ -298,20 +270,7 @@ impl Connection {
             status: 0,
             retry_after: false,
         };
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.streams[i as usize] = stream;
-                self.ids[i as usize] = id;
-                i
-            }
-            None => {
-                self.streams.push(stream);
-                self.ids.push(id);
-                (self.ids.len() - 1) as u32
-            }
-        };
-        let slot = self.slot(id);
-        self.slots[slot] = i;
+        self.streams.insert(u64::from(id), stream);
         if has_body {
             self.bodies_pending += 1;
             self.send_bodies();
@@ -364,8 +323,8 @@ impl Connection {
     /// they ran out of time. Returns how many.
     pub(crate) fn expire(&mut self, cutoff: Instant) -> u32 {
         let mut expired = 0;
-        for i in 0..self.ids.len() {
-            if self.ids[i] != FREE && self.streams[i].sent_at < cutoff {
+        for i in 0..self.streams.places() {
+            if self.streams.is_open(i) && self.streams.get(i).sent_at < cutoff {
                 let (id, ..) = self.remove(i);
                 frame::encode_rst_stream(&mut self.out, id, code::CANCEL);
                 expired += 1;
@@ -408,17 +367,17 @@ impl Connection {
     }
 
     pub(crate) fn open_streams(&self) -> usize {
-        self.ids.len() - self.free.len()
+        self.streams.len()
     }
 
     /// When the oldest open stream started.
     pub(crate) fn oldest_stream_start(&self) -> Option<Instant> {
-        self.ids.iter().zip(&self.streams).filter(|&(&id, _)| id != FREE).map(|(_, s)| s.sent_at).min()
+        self.streams.iter().map(|(_, _, s)| s.sent_at).min()
     }
 
     /// Open streams whose HEADERS were taken with `take_output`: the server may have seen them.
     pub(crate) fn sent_open_streams(&self) -> usize {
-        self.ids.iter().filter(|&&id| id != FREE && id < self.taken_below).count()
+        self.streams.iter().filter(|&(_, id, _)| id < u64::from(self.taken_below)).count()
     }
 
     /// The peer acknowledged our SETTINGS.
@@ -488,7 +447,7 @@ impl Connection {
                 self.check_stream(stream)?;
                 let i = self.index(stream);
                 if let Some(i) = i {
-                    let s = &mut self.streams[i];
+                    let s = self.streams.get_mut(i);
                     if s.first_byte == NO_BYTE_YET {
                         s.first_byte = now.saturating_duration_since(s.sent_at).as_nanos() as u64;
                     }
@@ -555,8 +514,8 @@ impl Connection {
                 let last = self.goaway.map_or(last_stream_id, |old| old.min(last_stream_id));
                 self.goaway = Some(last);
                 let mut unanswered = Vec::new();
-                for i in 0..self.ids.len() {
-                    if self.ids[i] > last {
+                for i in 0..self.streams.places() {
+                    if self.streams.is_open(i) && self.streams.id(i) > u64::from(last) {
                         let (id, s, _) = self.remove(i);
                         unanswered.push((id, s.sent_at));
                     }
@@ -575,7 +534,7 @@ impl Connection {
             Frame::WindowUpdate { stream, increment } => {
                 self.check_stream(stream)?;
                 if let Some(i) = self.index(stream) {
-                    let s = &mut self.streams[i];
+                    let s = self.streams.get_mut(i);
                     s.send_window = changed_window(s.send_window, i64::from(increment))
                         .ok_or(ConnError::FlowControl("stream window above 2^31-1"))?;
                 }
@@ -607,7 +566,7 @@ impl Connection {
             self.recv_unreleased = 0;
         }
         let Some(i) = self.index(stream) else { return Ok(()) };
-        let s = &mut self.streams[i];
+        let s = self.streams.get_mut(i);
         if s.status == 0 {
             return Err(ConnError::Protocol("DATA before the response HEADERS"));
         }
@@ -642,7 +601,7 @@ impl Connection {
     ) -> Result<(), ConnError> {
         let decoded = self.hpack.decode(block)?;
         let Some(i) = i else { return Ok(()) };
-        let s = &mut self.streams[i];
+        let s = self.streams.get_mut(i);
         if s.status == 0 {
             let status = decoded.status.ok_or(ConnError::Protocol("response HEADERS without :status"))?;
             if (100..200).contains(&status) {
@@ -694,9 +653,8 @@ impl Connection {
     /// Closes `streams[i]`: returns its id, what it held and its `retry-after` value, taken
     /// out of the side list. Its slot may go on pointing here; `index` checks.
     fn remove(&mut self, i: usize) -> (u32, Stream, Option<RetryAfter>) {
-        let id = std::mem::replace(&mut self.ids[i], FREE);
-        self.free.push(i as u32);
-        let s = self.streams[i];
+        let s = *self.streams.get(i);
+        let id = self.streams.remove(i) as u32;
         if s.body_sent < self.body.len() {
             self.bodies_pending -= 1;
         }
@@ -720,10 +678,7 @@ impl Connection {
             && let Some(head) = buf.get(at..).and_then(|b| b.first_chunk::<{ frame::HEADER_LEN }>())
         {
             let head = frame::Head::parse(head);
-            if head.kind == frame::kind::HEADERS
-                && let Some(i) = self.index(head.stream)
-            {
-                prefetch(&self.streams[i]);
+            if head.kind == frame::kind::HEADERS && self.streams.prefetch(u64::from(head.stream)) {
                 fetched += 1;
             }
             at += frame::HEADER_LEN + head.len as usize;
@@ -731,19 +686,8 @@ impl Connection {
         at
     }
 
-    fn slot(&self, stream: u32) -> usize {
-        (stream >> 1) as usize & (self.slots.len() - 1)
-    }
-
     fn index(&self, stream: u32) -> Option<usize> {
-        if stream == FREE {
-            return None;
-        }
-        let guess = self.slots[self.slot(stream)] as usize;
-        if self.ids.get(guess) == Some(&stream) {
-            return Some(guess);
-        }
-        self.ids.iter().position(|&id| id == stream)
+        self.streams.index(u64::from(stream))
     }
 
     /// A frame may name a stream we opened (open or closed since), never one we did not.
@@ -772,7 +716,7 @@ impl Connection {
                 // The change applies to every open stream's window (RFC 9113 §6.9.2).
                 let delta = i64::from(value) - i64::from(self.peer_initial_window);
                 self.peer_initial_window = value;
-                for (s, _) in self.streams.iter_mut().zip(&self.ids).filter(|&(_, &id)| id != FREE) {
+                for (_, s) in self.streams.iter_mut() {
                     s.send_window = changed_window(s.send_window, delta)
                         .ok_or(ConnError::FlowControl("stream window beyond 2^31-1"))?;
                 }
@@ -806,7 +750,7 @@ impl Connection {
             return;
         }
         let body = &self.body;
-        for (s, &id) in self.streams.iter_mut().zip(&self.ids).filter(|&(_, &id)| id != FREE) {
+        for (id, s) in self.streams.iter_mut() {
             if self.send_window <= 0 {
                 break;
             }
@@ -817,7 +761,7 @@ impl Connection {
             let n = (left as i64).min(i64::from(s.send_window)).min(self.send_window) as usize;
             let end = s.body_sent + n;
             let last = end == body.len();
-            frame::encode_data(&mut self.out, id, &body[s.body_sent..end], last, self.peer_max_frame);
+            frame::encode_data(&mut self.out, id as u32, &body[s.body_sent..end], last, self.peer_max_frame);
             s.body_sent = end;
             // n is at most the stream's window, which is positive here.
             s.send_window -= n as i32;
@@ -1269,7 +1213,7 @@ mod tests {
                 started += 1;
             }
             max_open = max_open.max(c.open_streams());
-            let open: Vec<u32> = c.ids.iter().copied().filter(|&id| id != FREE).collect();
+            let open: Vec<u32> = c.streams.iter().map(|(_, id, _)| id as u32).collect();
             let mut s = Vec::new();
             for id in open {
                 headers(&mut s, id, 200, false);

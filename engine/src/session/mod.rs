@@ -9,6 +9,7 @@
 //! instants.
 
 mod event;
+mod open_streams;
 mod schedule;
 mod units;
 
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub(crate) use event::{Event, Why};
+pub(crate) use open_streams::OpenStreams;
 pub(crate) use schedule::Schedule;
 pub(crate) use units::Units;
 
