@@ -1,8 +1,9 @@
 //! What every HTTP/3 connection of a run sends, encoded once before any load starts: our
 //! control stream's opening and the request stream's frames.
 
-use std::sync::Arc;
 use std::time::Duration;
+
+use bytes::Bytes;
 
 use super::frame;
 use super::qpack;
@@ -14,11 +15,13 @@ use crate::target::Target;
 #[derive(Debug)]
 pub(crate) struct Config {
     /// Our control stream's bytes: its type and our SETTINGS (`frame::encode_control_stream`).
-    pub control: Arc<[u8]>,
+    pub control: Bytes,
     /// A request stream's bytes before the body: HEADERS, then the header of the DATA frame
-    /// that carries the body when there is one. The body follows, then the stream's end.
-    pub request_head: Arc<[u8]>,
-    pub body: Arc<[u8]>,
+    /// that carries the body when there is one. The body follows, then the stream's end. Each
+    /// session takes its own copy of the head, so that the threads do not share its count of
+    /// references; the body is shared.
+    pub request_head: Bytes,
+    pub body: Bytes,
     /// The request's field section alone, whose size a server's SETTINGS_MAX_FIELD_SECTION_SIZE
     /// limits (RFC 9114 §4.2.2 counts it decoded: names, values and 32 bytes a field).
     pub field_section_size: u64,
@@ -59,7 +62,7 @@ impl Config {
         Config {
             control: control.into(),
             request_head: request_head.into(),
-            body: spec.body.clone().into(),
+            body: Bytes::from(spec.body.clone()),
             field_section_size,
             streams,
             connect_timeout,

@@ -33,6 +33,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+
 use super::H3Error;
 use super::error::code;
 use super::frame::Settings;
@@ -75,6 +77,8 @@ struct Request {
 
 pub(crate) struct Session {
     setup: Arc<Setup>,
+    /// This connection's copy of the run's request head (see `RequestConfig::request_head`).
+    head: Bytes,
     transport: Transport,
     /// The handshake is done with h3: the connection is made.
     established: bool,
@@ -123,6 +127,7 @@ impl Session {
             .map_err(|e| Why::from(e.to_string()))?;
         let streams = setup.request.streams;
         let mut session = Session {
+            head: Bytes::copy_from_slice(&setup.request.request_head),
             setup,
             transport,
             established: false,
@@ -195,7 +200,7 @@ impl Session {
                 first_byte: false,
                 response: ResponseStream::default(),
             };
-            write_request(&mut self.transport, &self.setup.request, &mut request);
+            write_request(&mut self.transport, &self.head, &self.setup.request.body, &mut request);
             self.requests.insert(stream.number(), request);
             self.oldest_started.get_or_insert(now);
             self.poked = true;
@@ -365,7 +370,8 @@ impl Session {
             },
             QuicEvent::Writable(stream) => {
                 if let Some(i) = self.requests.index(stream.number()) {
-                    write_request(&mut self.transport, &self.setup.request, self.requests.get_mut(i));
+                    let body = &self.setup.request.body;
+                    write_request(&mut self.transport, &self.head, body, self.requests.get_mut(i));
                 }
             }
             QuicEvent::Stopped { stream, code } => self.stopped(stream, code),
@@ -404,7 +410,7 @@ impl Session {
             self.transport.close(now, code::H3_GENERAL_PROTOCOL_ERROR, b"");
             return self.fail(ErrorKind::Protocol, why.into(), events);
         };
-        let _ = self.transport.write(control, &self.setup.request.control);
+        let _ = self.transport.write(control, self.setup.request.control.clone());
         self.established = true;
     }
 
@@ -566,13 +572,15 @@ impl Session {
 }
 
 /// Hands the request's bytes to QUIC as far as its windows take them, and its end after.
-fn write_request(transport: &mut Transport, config: &RequestConfig, request: &mut Request) {
-    let RequestConfig { request_head: head, body, .. } = config;
+fn write_request(transport: &mut Transport, head: &Bytes, body: &Bytes, request: &mut Request) {
     let stream = request.stream;
     let total = head.len() + body.len();
     while request.written < total {
-        let rest =
-            if request.written < head.len() { &head[request.written..] } else { &body[request.written - head.len()..] };
+        let rest = if request.written < head.len() {
+            head.slice(request.written..)
+        } else {
+            body.slice(request.written - head.len()..)
+        };
         match transport.write(stream, rest) {
             Ok(0) => return,
             Ok(n) => request.written += n,

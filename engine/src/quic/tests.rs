@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use quinn_proto::crypto::rustls::QuicServerConfig;
 use quinn_proto::{
     ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, ServerConfig, StreamEvent, TransportConfig, VarInt,
@@ -345,7 +345,7 @@ impl Net {
     /// Sends `request` on a new stream and finishes it.
     fn request(&mut self, request: &[u8]) -> StreamId {
         let stream = self.client.open_bi().expect("a stream within the server's limit");
-        assert_eq!(self.client.write(stream, request).unwrap(), request.len());
+        assert_eq!(self.client.write(stream, Bytes::copy_from_slice(request)).unwrap(), request.len());
         self.client.finish(stream).unwrap();
         stream
     }
@@ -385,7 +385,11 @@ fn a_request_on_a_bidi_stream_gets_its_response_and_its_end() {
     let stream = net.request(b"GET /");
     // The client's first bidirectional stream is stream 0 (RFC 9000 §2.1).
     assert_eq!(stream.number(), 0);
-    assert_eq!(net.client.write(stream, b"more"), Err(StreamError::Closed), "written after its end");
+    assert_eq!(
+        net.client.write(stream, Bytes::from_static(b"more")),
+        Err(StreamError::Closed),
+        "written after its end"
+    );
     let response = net.response(stream);
     assert_eq!(response, b"GET /rrrrrrrrrrrrrrrrrrrr");
     assert_eq!(net.server.tally.requests, 1);
@@ -528,8 +532,8 @@ fn burst_with(cert: &Cert, config: &Config) -> usize {
     net.connected();
     net.run_until(Duration::ZERO, |_| false);
     let stream = net.client.open_bi().unwrap();
-    let body = vec![b'b'; 1 << 20];
-    let written = net.client.write(stream, &body).unwrap();
+    let body = Bytes::from(vec![b'b'; 1 << 20]);
+    let written = net.client.write(stream, body.clone()).unwrap();
     let mut sent = 0;
     while let Some(batch) = net.client.poll_transmit(net.now, &mut net.buf) {
         sent += batch.len;
@@ -572,7 +576,7 @@ fn a_cancelled_request_is_reset_at_the_server_and_never_answered() {
     let mut net = Net::pair(&cert, ServerOptions::default());
     net.connected();
     let stream = net.client.open_bi().unwrap();
-    net.client.write(stream, b"GET /slow").unwrap();
+    net.client.write(stream, Bytes::from_static(b"GET /slow")).unwrap();
     net.exchange();
     net.client.cancel(stream, 0x10c);
     net.run_until(Duration::from_secs(1), |n| n.server.tally.resets > 0);
