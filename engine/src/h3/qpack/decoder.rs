@@ -233,7 +233,8 @@ pub(crate) fn decode_head(section: &[u8]) -> Result<Head, QpackError> {
             }
             let mut digits = [0u8; 3];
             head.status = match line.value.decode_into(&mut digits)? {
-                Some(3) if digits.iter().all(u8::is_ascii_digit) => {
+                // 000 to 099 are no status (RFC 9110 §15), as in HTTP/2's decoder.
+                Some(3) if digits.iter().all(u8::is_ascii_digit) && digits[0] != b'0' => {
                     Some(digits.iter().fold(0u16, |n, d| n * 10 + u16::from(d - b'0')))
                 }
                 _ => return Err(QpackError::BadStatus),

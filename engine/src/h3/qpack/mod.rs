@@ -45,7 +45,7 @@ pub(crate) enum QpackError {
     HuffmanEos,
     #[error("QPACK Huffman padding is longer than 7 bits or not all ones")]
     HuffmanPadding,
-    #[error(":status is not three digits")]
+    #[error(":status is not three digits from 100")]
     BadStatus,
     #[error(":status appears more than once")]
     DuplicateStatus,

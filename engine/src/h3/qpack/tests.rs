@@ -226,7 +226,7 @@ fn a_head_cache_answers_a_repeated_section_and_decodes_a_changed_one() {
 
 #[test]
 fn malformed_sections_are_typed_errors() {
-    let cases: [(&str, QpackError); 10] = [
+    let cases: [(&str, QpackError); 12] = [
         ("", QpackError::Truncated),
         ("00", QpackError::Truncated),
         ("0000 ff", QpackError::Truncated),
@@ -236,6 +236,8 @@ fn malformed_sections_are_typed_errors() {
         ("0000 d9 d9", QpackError::DuplicateStatus),
         ("0000 5f09 04 32303030", QpackError::BadStatus),
         ("0000 5f09 03 32306f", QpackError::BadStatus),
+        ("0000 5f09 03 303939", QpackError::BadStatus),
+        ("0000 5f09 03 303030", QpackError::BadStatus),
         ("0000 5f09 81 ff", QpackError::HuffmanPadding),
     ];
     for (section, error) in cases {
