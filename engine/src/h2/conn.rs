@@ -372,12 +372,12 @@ impl Connection {
 
     /// When the oldest open stream started.
     pub(crate) fn oldest_stream_start(&self) -> Option<Instant> {
-        self.streams.iter().map(|(_, _, s)| s.sent_at).min()
+        self.streams.iter().map(|(_, s)| s.sent_at).min()
     }
 
     /// Open streams whose HEADERS were taken with `take_output`: the server may have seen them.
     pub(crate) fn sent_open_streams(&self) -> usize {
-        self.streams.iter().filter(|&(_, id, _)| id < u64::from(self.taken_below)).count()
+        self.streams.iter().filter(|&(id, _)| id < u64::from(self.taken_below)).count()
     }
 
     /// The peer acknowledged our SETTINGS.
@@ -1213,7 +1213,7 @@ mod tests {
                 started += 1;
             }
             max_open = max_open.max(c.open_streams());
-            let open: Vec<u32> = c.streams.iter().map(|(_, id, _)| id as u32).collect();
+            let open: Vec<u32> = c.streams.iter().map(|(id, _)| id as u32).collect();
             let mut s = Vec::new();
             for id in open {
                 headers(&mut s, id, 200, false);

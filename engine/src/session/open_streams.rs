@@ -2,8 +2,8 @@
 //! closes, found by stream id without hashing.
 //!
 //! With hundreds of streams in flight their state does not stay in cache, and finding a
-//! stream was the first touch of cold memory for every response (half of HTTP/2's receive
-//! path, a quarter of HTTP/3's session, in perf profiles). So: a new stream takes the place
+//! stream was the first touch of cold memory for every response (in perf profiles, half of
+//! HTTP/2's `Connection::process`; in a hash map, 70% of HTTP/3's `Session::process`). So: a new stream takes the place
 //! closed last, whose memory is still warm; closing moves nothing; and a stream's place can be
 //! prefetched as soon as a frame naming it is seen, before it is handled.
 
@@ -136,9 +136,9 @@ impl<T> OpenStreams<T> {
         &mut self.items[i]
     }
 
-    /// Every open stream, by place: `(place, id, state)`.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, u64, &T)> {
-        self.ids.iter().zip(&self.items).enumerate().filter(|(_, (id, _))| **id != FREE).map(|(i, (&id, s))| (i, id, s))
+    /// Every open stream: `(id, state)`.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, &T)> {
+        self.ids.iter().zip(&self.items).filter(|(id, _)| **id != FREE).map(|(&id, s)| (id, s))
     }
 
     /// Every open stream's state, to change.
@@ -197,7 +197,7 @@ mod tests {
         }
         s.remove(s.index(16).unwrap());
         assert_eq!(s.index(16), None);
-        assert_eq!(s.iter().map(|(_, id, _)| id).collect::<Vec<_>>(), [0, 8, 4]);
+        assert_eq!(s.iter().map(|(id, _)| id).collect::<Vec<_>>(), [0, 8, 4]);
         assert!(s.prefetch(8) && !s.prefetch(16));
     }
 
