@@ -303,15 +303,14 @@ impl Session {
 
     /// Cancels (H3_REQUEST_CANCELLED) every request `which` picks; returns how many.
     fn cancel_where(&mut self, which: impl Fn(&Request) -> bool) -> u64 {
-        let mut n = 0;
-        for i in 0..self.requests.places() {
-            if self.requests.is_open(i) && which(self.requests.get(i)) {
-                let stream = self.requests.get(i).stream;
-                self.requests.remove(i);
-                self.transport.cancel(stream, code::H3_REQUEST_CANCELLED);
-                n += 1;
+        let transport = &mut self.transport;
+        let n = self.requests.close_where(|_, r| {
+            let pick = which(r);
+            if pick {
+                transport.cancel(r.stream, code::H3_REQUEST_CANCELLED);
             }
-        }
+            pick
+        });
         self.poked |= n > 0;
         n
     }
@@ -548,13 +547,7 @@ impl Session {
     /// those a GOAWAY said were not processed, which are sent again.
     fn lost(&mut self, lost: quic::Lost, events: &mut Vec<Event>) {
         if let Some(id) = self.goaway {
-            let mut refused = 0;
-            for i in 0..self.requests.places() {
-                if self.requests.is_open(i) && self.requests.id(i) >= id {
-                    self.requests.remove(i);
-                    refused += 1;
-                }
-            }
+            let refused = self.requests.close_where(|stream, _| stream >= id);
             if refused > 0 {
                 events.push(Event::Refused(refused));
             }

@@ -117,6 +117,21 @@ impl<T> OpenStreams<T> {
         id
     }
 
+    /// Closes every open stream `pick` says to, calling it once per open stream with its id
+    /// and state (it may act on a stream it picks: the state stays readable until then);
+    /// returns how many it closed.
+    pub(crate) fn close_where(&mut self, mut pick: impl FnMut(u64, &T) -> bool) -> u64 {
+        let mut closed = 0;
+        for (i, id) in self.ids.iter_mut().enumerate() {
+            if *id != FREE && pick(*id, &self.items[i]) {
+                *id = FREE;
+                self.free.push(i as u32);
+                closed += 1;
+            }
+        }
+        closed
+    }
+
     /// Closes every stream.
     pub(crate) fn clear(&mut self) {
         self.items.clear();
@@ -199,6 +214,24 @@ mod tests {
         assert_eq!(s.index(16), None);
         assert_eq!(s.iter().map(|(id, _)| id).collect::<Vec<_>>(), [0, 8, 4]);
         assert!(s.prefetch(8) && !s.prefetch(16));
+    }
+
+    #[test]
+    fn close_where_sees_each_open_stream_once_and_frees_the_places_it_picks() {
+        let mut s = OpenStreams::new(4, 2);
+        for id in [0u64, 8, 16, 4] {
+            s.insert(id, id);
+        }
+        s.remove(s.index(16).unwrap());
+        let mut seen = Vec::new();
+        let closed = s.close_where(|id, &item| {
+            seen.push(id);
+            item >= 4
+        });
+        assert_eq!((closed, seen, s.len()), (2, vec![0, 8, 4], 1));
+        assert_eq!((s.index(8), s.index(4), s.index(0)), (None, None, Some(0)));
+        // Both places went on the free list: the next two streams take them, the later one first.
+        assert_eq!([s.insert(12, 12), s.insert(20, 20)], [3, 1]);
     }
 
     #[test]
