@@ -6,8 +6,8 @@
 # One local nginx (1 worker, pinned to BENCH_SERVER_CPU) answers "hello, world!\n" over
 # HTTP/1.1; each client runs pinned to BENCH_CLIENT_CPU for a fixed duration under GNU time.
 # Rates: BENCH_RATES, where "max" stands for the highest rate one client core holds here
-# (achieved within 0.5%, p99 send lateness under 200 µs), found first by bisection with 3 s
-# probes below what a closed-loop volley run with the same connections completes.
+# (achieved within 0.5%, p99 send lateness under 200 µs), found first by bisection below what a
+# closed-loop volley run with the same connections completes, each probe judged like a row.
 # volley runs twice: as it comes (requests may wait up to 100 µs to leave together), and as
 # volley-1ms with --max-hold 5ms (up to 1 ms, about what oha's 1 ms timer tick does).
 # Per rate and tool: achieved requests/s against the rate asked, volley's p99 send lateness
@@ -102,8 +102,10 @@ run_one() { # tool rate run
 }
 
 # "max": the highest rate volley holds here (achieved within 0.5%, p99 send lateness under
-# 200 µs), to 1000s: bisected with 3 s probes (two of three must hold) between a tenth of what a
-# closed-loop run with the same connections completes and all of it.
+# 200 µs), to 1000s: bisected between a tenth of what a closed-loop run with the same connections
+# completes and all of it. A probe is judged as the measured rows are: RUNS runs of S seconds, and
+# the rate holds when most of them hold (one stall of this host fails a single run; 3 s probes
+# held rates whose 5 s runs then missed the lateness goal).
 MAX=
 for r in "${RATES[@]}"; do
   [[ $r == max ]] || continue
@@ -112,18 +114,19 @@ for r in "${RATES[@]}"; do
   CLOSED=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["requestsPerSec"]))' "$RAW/closed.json")
   log "closed loop: $CLOSED requests/s; searching for the highest rate held"
   LO=$((CLOSED / 10 / 1000 * 1000)) HI=$((CLOSED / 1000 * 1000))
+  NEED=$((RUNS / 2 + 1))
   while ((HI - LO > 1000 && HI - LO > CLOSED / 50)); do
     MID=$(((LO + HI) / 2 / 1000 * 1000))
-    # A rate holds when two of three probes hold: one stall of this host fails a single probe.
     held=0
-    for probe in 1 2 3; do
+    for ((probe = 1; probe <= RUNS; probe++)); do
       check_nginx
-      run_child timeout -k 5 30 taskset -c "$CLIENT_CPU" "$VOLLEY" --rate "$MID" -c "$CONNS" -t 1 -z 3s -j "$URL" \
+      run_child timeout -k 5 $((S + 20)) taskset -c "$CLIENT_CPU" "$VOLLEY" --rate "$MID" -c "$CONNS" -t 1 -z "${S}s" -j "$URL" \
         </dev/null >"$RAW/probe-$MID-$probe.json" 2>"$RAW/probe-$MID-$probe.err" || true
       if python3 "$LIB" rate-holds --rate "$MID" --stdout "$RAW/probe-$MID-$probe.json"; then held=$((held + 1)); fi
-      ((held >= 2 || held + 3 - probe < 2)) && break
+      ((held >= NEED || held + RUNS - probe < NEED)) && break
     done
-    if ((held >= 2)); then LO=$MID; else HI=$MID; fi
+    log "probe $MID/s: held in $held of $probe"
+    if ((held >= NEED)); then LO=$MID; else HI=$MID; fi
   done
   MAX=$LO
   log "max rate $MAX"
