@@ -759,13 +759,22 @@ impl<'r> Loop<'r> {
     fn queue_output(&mut self, i: usize) -> io::Result<()> {
         let c = &mut self.conns[i];
         let Some(session) = &c.session else { return Ok(()) };
-        if session.wants_transmit() && !c.dirty {
+        let wants = session.wants_transmit();
+        let deadline = session.poll_timeout();
+        if wants {
+            self.mark_dirty(i);
+        }
+        self.note_deadline(deadline);
+        Ok(())
+    }
+
+    /// `i` has output for the end of the batch (`flush_dirty`).
+    fn mark_dirty(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if !c.dirty {
             c.dirty = true;
             self.dirty.push(i);
         }
-        let deadline = session.poll_timeout();
-        self.note_deadline(deadline);
-        Ok(())
     }
 
     /// The connection is set up: counted, and its connect time recorded.
@@ -1138,9 +1147,11 @@ impl<'r> Loop<'r> {
                 if self.conns[i].phase == Phase::Handshaking && handshake_done {
                     r = self.connected(i, now);
                 }
-                if r.is_ok() {
-                    r = self.flush(i);
-                }
+                // What TLS has to say (the handshake's next flight, an alert) goes out with the
+                // batch's other sends: flushing here would also send the requests queued by this
+                // connection's earlier receive in the batch, splitting one send into several
+                // (at 64 × 100 over TLS, 1.7 times shb's segments per request).
+                self.mark_dirty(i);
                 if r.is_ok() && !plain.is_empty() {
                     r = self.on_plaintext(i, &plain, arrived, now);
                 }
