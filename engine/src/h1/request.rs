@@ -5,8 +5,9 @@ use crate::target::Target;
 
 /// The request's bytes: request line, headers, blank line and body.
 ///
-/// Host, User-Agent and Accept get defaults unless the user gave them; Content-Length is
-/// always ours (a user-supplied one is dropped, since a wrong one would desynchronise the
+/// Host gets a default unless the user gave one; no other field is added that the user did not
+/// ask for (a default User-Agent or Accept would cost the server work on every request, and
+/// `-H` adds them when wanted). Content-Length is always ours (a user-supplied one is dropped, since a wrong one would desynchronise the
 /// connection). With `close`, `Connection: close` asks the server to end the connection
 /// after its response.
 pub(crate) fn encode_request(target: &Target, spec: &RequestSpec, close: bool) -> Vec<u8> {
@@ -18,12 +19,6 @@ pub(crate) fn encode_request(target: &Target, spec: &RequestSpec, close: bool) -
     let has = |name: &str| spec.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
     if !has("host") {
         header(&mut out, "Host", &target.authority());
-    }
-    if !has("user-agent") {
-        header(&mut out, "User-Agent", concat!("volley/", env!("CARGO_PKG_VERSION")));
-    }
-    if !has("accept") {
-        header(&mut out, "Accept", "*/*");
     }
     for (name, value) in &spec.headers {
         if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("connection") {
@@ -58,16 +53,10 @@ mod tests {
     }
 
     #[test]
-    fn get_request_has_default_headers_and_no_body() {
+    fn a_get_carries_host_and_nothing_the_user_did_not_ask_for() {
         let spec = RequestSpec::new("GET", vec![], vec![]);
         let bytes = encode_request(&target(), &spec, false);
-        assert_eq!(
-            String::from_utf8(bytes).unwrap(),
-            format!(
-                "GET /a/b?c=d HTTP/1.1\r\nHost: example.test:8080\r\nUser-Agent: volley/{}\r\nAccept: */*\r\n\r\n",
-                env!("CARGO_PKG_VERSION")
-            )
-        );
+        assert_eq!(String::from_utf8(bytes).unwrap(), "GET /a/b?c=d HTTP/1.1\r\nHost: example.test:8080\r\n\r\n");
     }
 
     #[test]

@@ -11,8 +11,9 @@ const CONNECTION_SPECIFIC: [&str; 6] =
     ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"];
 
 /// The request's fields as HTTP/2 and HTTP/3 send them, the same request `h1::encode_request`
-/// writes: the same defaults (user-agent, accept; content-length ours), names lowercased as
-/// both require, connection-specific fields dropped, and a user's `Host` as the authority.
+/// writes: the user's fields and what the protocol needs (content-length ours), no defaults,
+/// names lowercased as both require, connection-specific fields dropped, and a user's `Host`
+/// as the authority.
 pub(crate) struct RequestFields {
     pub scheme: &'static str,
     pub authority: String,
@@ -21,19 +22,12 @@ pub(crate) struct RequestFields {
 }
 
 pub(crate) fn request_fields(target: &Target, spec: &RequestSpec) -> RequestFields {
-    let has = |name: &str| spec.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
     let authority = spec
         .headers
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case("host"))
         .map_or_else(|| target.authority(), |(_, v)| v.clone());
-    let mut headers: Vec<(String, String)> = Vec::with_capacity(spec.headers.len() + 3);
-    if !has("user-agent") {
-        headers.push(("user-agent".into(), concat!("volley/", env!("CARGO_PKG_VERSION")).into()));
-    }
-    if !has("accept") {
-        headers.push(("accept".into(), "*/*".into()));
-    }
+    let mut headers: Vec<(String, String)> = Vec::with_capacity(spec.headers.len() + 1);
     for (name, value) in &spec.headers {
         let name = name.to_ascii_lowercase();
         if name == "host" || name == "content-length" || CONNECTION_SPECIFIC.contains(&name.as_str()) {
@@ -83,11 +77,11 @@ mod tests {
     }
 
     #[test]
-    fn pseudo_headers_come_first_then_defaults() {
+    fn a_get_carries_the_pseudo_headers_and_nothing_the_user_did_not_ask_for() {
         let target = Target::parse("https://example.test:8443/a?b=c").expect("valid url");
         let fields = decoded(&encode_request(&target, &RequestSpec::new("GET", vec![], vec![])));
         let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, [":method", ":scheme", ":authority", ":path", "user-agent", "accept"]);
+        assert_eq!(names, [":method", ":scheme", ":authority", ":path"]);
         assert_eq!(fields[1].1, "https");
         assert_eq!(fields[2].1, "example.test:8443");
         assert_eq!(fields[3].1, "/a?b=c");

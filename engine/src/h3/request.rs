@@ -104,12 +104,12 @@ mod tests {
     }
 
     #[test]
-    fn a_get_carries_the_pseudo_headers_then_the_defaults_and_no_data_frame() {
+    fn a_get_carries_the_pseudo_headers_only_and_no_data_frame() {
         let target = Target::parse("https://example.test:8443/a?b=c").expect("valid url");
         let config = Config::new(&target, &RequestSpec::new("GET", vec![], vec![]), 1, Duration::from_secs(1), None);
         let (fields, body) = read_request(&config);
         let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, [":method", ":scheme", ":authority", ":path", "user-agent", "accept"]);
+        assert_eq!(names, [":method", ":scheme", ":authority", ":path"]);
         assert_eq!(fields[0].1, "GET");
         assert_eq!(fields[1].1, "https");
         assert_eq!(fields[2].1, "example.test:8443");
@@ -152,11 +152,11 @@ mod tests {
     }
 
     #[test]
-    fn huffman_literals_make_a_default_get_a_32_byte_headers_frame() {
+    fn huffman_literals_make_a_plain_get_a_19_byte_headers_frame() {
         // ARCHITECTURE.md quotes this size.
         let target = Target::parse("https://127.0.0.1:8443/").expect("valid url");
         let config = Config::new(&target, &RequestSpec::new("GET", vec![], vec![]), 1, Duration::from_secs(1), None);
-        assert_eq!(config.request_head.len(), 32);
+        assert_eq!(config.request_head.len(), 19);
     }
 
     #[test]

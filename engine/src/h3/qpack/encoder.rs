@@ -4,7 +4,7 @@
 //! smallest static-table form: an indexed field line when the static table has name and value,
 //! a literal with a static name reference when it has the name, a literal name otherwise.
 //! Literals are Huffman-coded when that makes them shorter: with no dynamic table every
-//! request carries its literals (the authority, the user agent) again, so the few bytes saved
+//! request carries its literals (the authority, the user's fields) again, so the few bytes saved
 //! are saved on every request, not once as with HTTP/2's indexing.
 
 use super::static_table::STATIC_TABLE;
