@@ -20,9 +20,13 @@ import tempfile
 
 
 def run(binary, args, cpu):
-    # timeout waits for the client, so the client's rusage is inside timeout's.
-    cmd = ["timeout", "-k", "5", "600", "taskset", "-c", cpu, binary] + args
-    with tempfile.TemporaryFile() as err:
+    # timeout waits for the client, so the client's rusage is inside timeout's. Its peak RSS
+    # comes from GNU time instead: a process's maxrss counts the memory it had before exec, so
+    # the child of this Python process would report at least Python's own (about 15 MB).
+    rss_file = tempfile.NamedTemporaryFile()
+    cmd = ["timeout", "-k", "5", "600", "/usr/bin/time", "-f", "%M", "-o", rss_file.name,
+           "taskset", "-c", cpu, binary] + args
+    with rss_file, tempfile.TemporaryFile() as err:
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err)
         out = p.stdout.read()
         _, status, usage = os.wait4(p.pid, 0)
@@ -31,6 +35,7 @@ def run(binary, args, cpu):
             err.seek(0)
             why = err.read().decode(errors="replace").strip()[:300]
             raise RuntimeError(f"{binary} exited with {code}: {why}")
+        rss_kb = int(open(rss_file.name).read().split()[-1])
     report = json.loads(out)
     ok = report["requests"]["ok"]
     if ok == 0:
@@ -39,7 +44,7 @@ def run(binary, args, cpu):
         (usage.ru_utime + usage.ru_stime) * 1e6 / ok,
         usage.ru_utime * 1e6 / ok,
         ok / report["durationSeconds"],
-        usage.ru_maxrss / 1024,
+        rss_kb / 1024,
     )
 
 
