@@ -8,7 +8,7 @@
 #
 # The same driver as bench/h1.sh and bench/h2.sh (bench/lib/clients.sh): each server pinned to
 # BENCH_SERVER_CPU, each client pinned to BENCH_CLIENT_CPU with 1 thread for a fixed duration,
-# wrapped in GNU time for CPU time and peak RSS; medians over interleaved runs, printed as a
+# measured by benchlib.py rusage (CPU time to the µs, peak RSS); medians over interleaved runs, printed as a
 # markdown table and saved with the raw rows under bench/results/. See bench/README.md.
 #
 # Environment:

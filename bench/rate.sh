@@ -4,7 +4,7 @@
 # its latency correction in the same run.
 #
 # One local nginx (1 worker, pinned to BENCH_SERVER_CPU) answers "hello, world!\n" over
-# HTTP/1.1; each client runs pinned to BENCH_CLIENT_CPU for a fixed duration under GNU time.
+# HTTP/1.1; each client runs pinned to BENCH_CLIENT_CPU for a fixed duration under benchlib.py's rusage (CPU to the µs, GNU time's peak RSS).
 # Rates: BENCH_RATES, where "max" stands for the highest rate one client core holds here
 # (achieved within 0.5%, p99 send lateness under 200 µs), found first by bisection below what a
 # closed-loop volley run with the same connections completes, each probe judged like a row.
@@ -95,7 +95,7 @@ run_one() { # tool rate run
   local base=$RAW/$1-r$2-$3 rc=0
   cmd_of "$1" "$2"
   check_nginx
-  run_child timeout -k 5 $((S + 20)) /usr/bin/time -f '%U %S %M' -o "$base.time" \
+  run_child timeout -k 5 $((S + 20)) python3 "$LIB" rusage -o "$base.time" -- \
     taskset -c "$CLIENT_CPU" "${CMD[@]}" </dev/null >"$base.out" 2>"$base.err" || rc=$?
   python3 "$LIB" rate-record --csv "$CSV" --tool "$1" --rate "$2" --run "$3" --rc "$rc" \
     --stdout "$base.out" --time "$base.time"
@@ -176,7 +176,7 @@ REPORT=$RESULTS/$NAME-$STAMP.md
   echo '```'
   for tool in "${TOOLS[@]}"; do
     cmd_of "$tool" RATE
-    show_cmd /usr/bin/time -f '%U %S %M' taskset -c "$CLIENT_CPU" "${CMD[@]}"
+    show_cmd python3 bench/lib/benchlib.py rusage -o FILE -- taskset -c "$CLIENT_CPU" "${CMD[@]}"
   done
   echo '```'
   echo

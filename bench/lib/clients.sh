@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # bench/lib/clients.sh — the client comparison that bench/h1.sh and bench/h2.sh run: one
 # local nginx (bench/lib/common.sh), each client pinned to CLIENT_CPU with 1 thread for a
-# fixed duration under GNU time, repetitions interleaved, medians printed as a markdown
+# fixed duration under benchlib.py's rusage (CPU times to the µs, GNU time's peak RSS), repetitions interleaved, medians printed as a markdown
 # report and saved with the raw rows under bench/results/. See bench/README.md.
 #
 # The sourcing script sets ROOT, NAME (it is bench/$NAME.sh), TITLE (the report heading),
@@ -31,7 +31,6 @@ CLIENT_CPU=${BENCH_CLIENT_CPU:-0}
 SERVER_CPU=${BENCH_SERVER_CPU:-1}
 VOLLEY_DEFAULT=./target/release/volley
 VOLLEY=${VOLLEY:-$VOLLEY_DEFAULT}
-TIME_FMT='%U %S %M' # user s, sys s, max RSS KiB
 KILL_AFTER=5        # timeout -k: SIGKILL this long after the SIGTERM
 
 # shellcheck source-path=SCRIPTDIR source-path=SCRIPTDIR/lib source=common.sh # checked alone or from bench/*.sh
@@ -130,7 +129,7 @@ wrapped_cmd() { # proto tool point seconds timefile
   split_point "$3"
   "cmd_$1_$2" "$P_CONNS" "$4" "${URLS[$1]}" ${P_STREAMS:+"$P_STREAMS"}
   WRAPPED=(timeout -k "$KILL_AFTER" "$(($4 + 20))"
-    /usr/bin/time -f "$TIME_FMT" -o "$5"
+    python3 "$LIB" rusage -o "$5" --
     taskset -c "$CLIENT_CPU" "${CMD[@]}")
 }
 
@@ -256,9 +255,9 @@ print_header() {
   done
   for note in "${UNAVAILABLE_NOTES[@]}"; do echo "- $note"; done
   echo "- each point: ${S} s, 1 client thread pinned to CPU $CLIENT_CPU, $POINTS_DESC, runs $RUNS (tools interleaved, order rotated per run); medians below"
-  echo "- CPU µs/req = client (user+sys) time × 1e6 / requests completed; peak RSS = GNU time %M"
+  echo "- CPU µs/req = client (user+sys) time (wait4, µs) × 1e6 / requests completed; peak RSS = GNU time %M"
   echo
-  echo "Commands (\`FILE\` is the per-run GNU time output under $RAW_REL/):"
+  echo "Commands (\`FILE\` is the per-run CPU time and peak RSS under $RAW_REL/, see \`benchlib.py rusage\`):"
   echo
   echo '```'
   server_commands
