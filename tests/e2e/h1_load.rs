@@ -128,6 +128,26 @@ fn method_headers_and_body_arrive_as_given() {
 }
 
 #[test]
+fn a_request_carries_no_field_volley_adds_of_its_own() {
+    // No User-Agent or Accept: the server would read them on every request, and the user did
+    // not ask for them. HTTP/1.1 needs Host; HTTP/2 carries the authority as a pseudo-header.
+    let server = TestServer::start(Behavior::ok(2));
+    for (protocol, want) in [(None, vec!["host"]), (Some("--http2"), vec![])] {
+        let mut args = vec!["-n", "3", "-c", "1", "-j"];
+        args.extend(protocol);
+        let out = run_volley(args.iter().copied().chain([server.url().as_str()]));
+        assert_eq!(number(&json_report(&out), "/requests/ok"), 3, "{}", describe_output(&out));
+        let seen = server.last_request().unwrap();
+        let names: Vec<&str> = seen.headers.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, want, "{protocol:?}: {:?}", seen.headers);
+    }
+    // What the user gives is sent as given.
+    let out = run_volley(["-n", "1", "-H", "User-Agent: probe/1", "-j", &server.url()]);
+    assert_eq!(number(&json_report(&out), "/requests/ok"), 1, "{}", describe_output(&out));
+    assert_eq!(server.last_request().unwrap().header("user-agent"), Some("probe/1"));
+}
+
+#[test]
 fn data_comes_from_a_file_or_stdin_and_implies_post() {
     let server = TestServer::start(Behavior::ok(2));
     let dir = tempfile::tempdir().unwrap();
