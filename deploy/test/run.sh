@@ -282,11 +282,13 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 : >"$work/nginx/access.log"
-# Requests volley sent, by its user agent: the readiness probe's curl line can be logged after
-# the truncation above (nginx logs once the response is out, curl may exit first).
-volley_requests() { grep -c '"volley/' "$work/nginx/access.log" || true; }
+# Requests volley sent, by the user agent these runs give it (volley adds none of its own): the
+# readiness probe's curl line can be logged after the truncation above (nginx logs once the
+# response is out, curl may exit first).
+agent="volley-fleet-test"
+volley_requests() { grep -c "\"$agent\"" "$work/nginx/access.log" || true; }
 timeout 60 "$binary" --workers "@$work/workers.json" --token-file "$work/token" --worker-ca "$work/ca.crt" \
-    -c 6 -n 3000 -j "http://$host_ip:$nginx_port/" >"$work/report.json"
+    -c 6 -n 3000 -H "User-Agent: $agent" -j "http://$host_ip:$nginx_port/" >"$work/report.json"
 ok=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["requests"]["ok"])' "$work/report.json")
 sleep 0.5
 seen=$(volley_requests)
@@ -337,7 +339,7 @@ run_against() {
         sleep 0.1
     done
     : >"$work/nginx/access.log"
-    timeout 60 "$binary" --workers "$worker:7700" --token-file "$work/token" -c 2 -n "$n" -j \
+    timeout 60 "$binary" --workers "$worker:7700" --token-file "$work/token" -c 2 -n "$n" -H "User-Agent: $agent" -j \
         "http://$host_ip:$nginx_port/" >"$work/report-$worker.json"
     ok=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["requests"]["ok"])' "$work/report-$worker.json")
     sleep 0.3
