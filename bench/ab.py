@@ -14,28 +14,25 @@ import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from benchlib import run_measured  # noqa: E402
+
 
 def run(binary, args, cpu):
-    # timeout waits for the client, so the client's rusage is inside timeout's. Its peak RSS
-    # comes from GNU time instead: a process's maxrss counts the memory it had before exec, so
-    # the child of this Python process would report at least Python's own (about 15 MB).
-    rss_file = tempfile.NamedTemporaryFile()
-    cmd = ["timeout", "-k", "5", "600", "/usr/bin/time", "-f", "%M", "-o", rss_file.name,
-           "taskset", "-c", cpu, binary] + args
-    with rss_file, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err)
-        out = p.stdout.read()
-        _, status, usage = os.wait4(p.pid, 0)
-        code = os.waitstatus_to_exitcode(status)
+    # timeout waits for the client, so the client's rusage is inside timeout's; the peak RSS
+    # is GNU time's (see benchlib.run_measured).
+    cmd = ["timeout", "-k", "5", "600", "taskset", "-c", cpu, binary] + args
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        code, usage, rss_kb, _ = run_measured(cmd, stdout=out, stderr=err)
         if code not in (0, 4):  # 4: a threshold failed, the report still stands
             err.seek(0)
             why = err.read().decode(errors="replace").strip()[:300]
             raise RuntimeError(f"{binary} exited with {code}: {why}")
-        rss_kb = int(open(rss_file.name).read().split()[-1])
+        out.seek(0)
+        out = out.read()
     report = json.loads(out)
     ok = report["requests"]["ok"]
     if ok == 0:

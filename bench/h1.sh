@@ -4,8 +4,8 @@
 #
 # One local nginx (1 worker, pinned to BENCH_SERVER_CPU) answers "hello, world!\n" on
 # 127.0.0.1, one port per protocol; each client runs pinned to BENCH_CLIENT_CPU with 1 thread for a fixed duration,
-# measured by benchlib.py rusage (CPU time to the µs, peak RSS). Medians over the runs are printed as a
-# markdown table and saved, with the raw rows as CSV, under bench/results/.
+# measured by benchlib.py rusage (CPU time to the µs, peak RSS). Medians over the runs are
+# printed as a markdown table and saved, with the raw rows as CSV, under bench/results/.
 # See bench/README.md.
 #
 # Environment:

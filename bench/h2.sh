@@ -6,8 +6,8 @@
 # BENCH_SERVER_CPU) answers "hello, world!\n" on 127.0.0.1, now with one h2c port and one TLS
 # port (a self-signed certificate made at start in the temp dir); each client runs pinned to
 # BENCH_CLIENT_CPU with 1 thread for a fixed duration, measured by benchlib.py rusage (CPU
-# time to the µs, peak RSS). Medians over the runs are printed as a markdown table and saved, with the raw
-# rows as CSV, under bench/results/. See bench/README.md.
+# time to the µs, peak RSS). Medians over the runs are printed as a markdown table and saved,
+# with the raw rows as CSV, under bench/results/. See bench/README.md.
 #
 # Environment:
 #   BENCH_SECONDS=5                duration of each client run

@@ -8,8 +8,9 @@
 #
 # The same driver as bench/h1.sh and bench/h2.sh (bench/lib/clients.sh): each server pinned to
 # BENCH_SERVER_CPU, each client pinned to BENCH_CLIENT_CPU with 1 thread for a fixed duration,
-# measured by benchlib.py rusage (CPU time to the µs, peak RSS); medians over interleaved runs, printed as a
-# markdown table and saved with the raw rows under bench/results/. See bench/README.md.
+# measured by benchlib.py rusage (CPU time to the µs, peak RSS); medians over interleaved
+# runs, printed as a markdown table and saved with the raw rows under bench/results/. See
+# bench/README.md.
 #
 # Environment:
 #   BENCH_SECONDS=5                 duration of each client run

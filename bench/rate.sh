@@ -4,7 +4,8 @@
 # its latency correction in the same run.
 #
 # One local nginx (1 worker, pinned to BENCH_SERVER_CPU) answers "hello, world!\n" over
-# HTTP/1.1; each client runs pinned to BENCH_CLIENT_CPU for a fixed duration under benchlib.py's rusage (CPU to the µs, GNU time's peak RSS).
+# HTTP/1.1; each client runs pinned to BENCH_CLIENT_CPU for a fixed duration under
+# benchlib.py's rusage (CPU to the µs, GNU time's peak RSS).
 # Rates: BENCH_RATES, where "max" stands for the highest rate one client core holds here
 # (achieved within 0.5%, p99 send lateness under 200 µs), found first by bisection below what a
 # closed-loop volley run with the same connections completes, each probe judged like a row.

@@ -56,6 +56,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 CSV_FIELDS = [
@@ -639,29 +640,35 @@ def cmd_soak_summary(args) -> int:
     return 0
 
 
+def run_measured(cmd: list[str], stdout=None, stderr=None):
+    """Runs `cmd` under GNU time and returns its exit code (128 + N for signal N), its rusage
+    from wait4 (CPU to the microsecond, where GNU time prints hundredths), its peak RSS in KiB
+    from GNU time (0 if GNU time wrote none), and any other lines GNU time wrote (such as
+    "Command exited with non-zero status N"). GNU time, not this Python, is the command's
+    parent for the RSS: a process's maxrss counts the memory it had before its exec, so a child
+    of Python would report at least Python's own."""
+    with tempfile.NamedTemporaryFile(mode="r", encoding="utf-8", errors="replace") as rss:
+        child = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", rss.name] + cmd,
+                                 stdout=stdout, stderr=stderr)
+        _, status, usage = os.wait4(child.pid, 0)
+        lines = [ln.strip() for ln in rss if ln.strip()]
+    code = os.waitstatus_to_exitcode(status)
+    maxrss = int(lines[-1]) if lines and lines[-1].isdigit() else 0
+    return (code if code >= 0 else 128 - code), usage, maxrss, lines[:-1] if maxrss else lines
+
+
 def cmd_rusage(args) -> int:
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not cmd:
         print("rusage: no command", file=sys.stderr)
         return 2
-    rss_file = args.o + ".rss"
-    child = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", rss_file] + cmd)
-    _, status, usage = os.wait4(child.pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    try:
-        with open(rss_file, encoding="utf-8", errors="replace") as f:
-            lines = [ln.strip() for ln in f if ln.strip()]
-        os.unlink(rss_file)
-    except FileNotFoundError:
-        lines = []
+    code, usage, maxrss, notes = run_measured(cmd)
     with open(args.o, "w", encoding="utf-8") as f:
-        # GNU time's "Command exited with non-zero status N" line, if any, goes first, as GNU
-        # time itself would write it.
-        for line in lines[:-1]:
+        # GNU time's own lines go first, as GNU time itself would write them.
+        for line in notes:
             print(line, file=f)
-        maxrss = lines[-1] if lines and lines[-1].isdigit() else "0"
         print(f"{usage.ru_utime:.6f} {usage.ru_stime:.6f} {maxrss}", file=f)
-    return code if code >= 0 else 128 - code
+    return code
 
 
 def main(argv: list[str]) -> int:

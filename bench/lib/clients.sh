@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # bench/lib/clients.sh — the client comparison that bench/h1.sh and bench/h2.sh run: one
 # local nginx (bench/lib/common.sh), each client pinned to CLIENT_CPU with 1 thread for a
-# fixed duration under benchlib.py's rusage (CPU times to the µs, GNU time's peak RSS), repetitions interleaved, medians printed as a markdown
-# report and saved with the raw rows under bench/results/. See bench/README.md.
+# fixed duration under benchlib.py's rusage (CPU times to the µs, GNU time's peak RSS),
+# repetitions interleaved, medians printed as a markdown report and saved with the raw rows
+# under bench/results/. See bench/README.md.
 #
 # The sourcing script sets ROOT, NAME (it is bench/$NAME.sh), TITLE (the report heading),
 # POINTS (the measured points: "C" connections, or "CxM" connections × M HTTP/2 streams per
