@@ -7,9 +7,9 @@ use crate::target::Target;
 ///
 /// Host gets a default unless the user gave one; no other field is added that the user did not
 /// ask for (a default User-Agent or Accept would cost the server work on every request, and
-/// `-H` adds them when wanted). Content-Length is always ours (a user-supplied one is dropped, since a wrong one would desynchronise the
-/// connection). With `close`, `Connection: close` asks the server to end the connection
-/// after its response.
+/// `-H` adds them when wanted). Content-Length is always ours (a user-supplied one is dropped,
+/// since a wrong one would desynchronise the connection). With `close`, `Connection: close`
+/// asks the server to end the connection after its response.
 pub(crate) fn encode_request(target: &Target, spec: &RequestSpec, close: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(256 + spec.body.len());
     out.extend_from_slice(spec.method.as_bytes());

@@ -79,6 +79,11 @@ impl TlsSession {
         self.conn.is_handshaking()
     }
 
+    /// Whether TLS has records of its own to send (a handshake flight, an alert, a key update).
+    pub(crate) fn wants_write(&self) -> bool {
+        self.conn.wants_write()
+    }
+
     /// The protocol the server chose with ALPN, once the handshake is done.
     pub(crate) fn alpn(&self) -> Option<&[u8]> {
         self.conn.alpn_protocol()
