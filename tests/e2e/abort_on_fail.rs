@@ -115,8 +115,12 @@ fn nothing_is_judged_during_the_grace_and_the_text_report_says_what_stopped_the_
         .unwrap_or_else(|| panic!("{line}"));
     assert!((2.0..3.5).contains(&after), "{line}");
     assert!(text.contains("Warning: aborted after"), "{text}");
+    // The grace counts from the run's start, which is a connect before the server's first
+    // request, and the last request the server sees comes a little before the abort: the span
+    // it saw may fall a few milliseconds short of 2 s. Judged during the grace, the run would
+    // have stopped near 0.2 s.
     let ran = server.latest_request_at().unwrap() - server.first_request_at().unwrap();
-    assert!(ran >= Duration::from_secs(2) && ran < Duration::from_secs(4), "{ran:?}");
+    assert!(ran >= Duration::from_millis(1900) && ran < Duration::from_secs(4), "{ran:?}");
 }
 
 #[test]
