@@ -9,7 +9,7 @@
 //! allowed on which stream is the business of the stream's reader (`response`, `uni`).
 
 use super::H3Error;
-use super::varint;
+use crate::quic::varint;
 
 /// Frame types (RFC 9114 §7.2).
 pub(crate) mod kind {

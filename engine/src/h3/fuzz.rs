@@ -8,7 +8,7 @@ use super::frame::tests::frame;
 use super::response::Response;
 use super::streams_tests::read_response;
 use super::uni::{ControlEvent, SeenStreams, UniStream};
-use super::varint;
+use crate::quic::varint;
 use crate::test_rng::Rng;
 
 /// A random valid-looking response: informational heads, a final status, body frames, unknown

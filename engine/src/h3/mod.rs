@@ -1,8 +1,8 @@
 //! Sans-I/O HTTP/3 (RFC 9114) and QPACK (RFC 9204) for the client: what goes over QUIC streams,
 //! not QUIC itself.
 //!
-//! - `varint`, `frame`: QUIC's variable-length integers; HTTP/3 frames, a streaming decoder
-//!   for one stream's bytes in any pieces, and encoders for our control stream and a request.
+//! - `frame`: HTTP/3 frames (with `quic::varint`), a streaming decoder for one stream's bytes
+//!   in any pieces, and encoders for our control stream and a request.
 //! - `qpack`: the static table, the request field section encoder, and the response decoder
 //!   that finds `:status` and refuses the dynamic table (we advertise a capacity of 0).
 //! - `response`: one request stream's response: status, body bytes, end, or an error.
@@ -20,7 +20,6 @@ pub(crate) mod request;
 pub(crate) mod response;
 pub(crate) mod session;
 pub(crate) mod uni;
-pub(crate) mod varint;
 
 pub(crate) use error::H3Error;
 pub(crate) use request::Config;

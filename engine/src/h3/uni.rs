@@ -16,7 +16,7 @@
 
 use super::H3Error;
 use super::frame::{Frame, FrameDecoder, Settings, stream_type};
-use super::varint;
+use crate::quic::varint;
 
 /// What the server's control stream tells the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,6 +14,7 @@ mod config;
 mod congestion;
 mod lost;
 mod transport;
+pub(crate) mod varint;
 
 #[cfg(test)]
 pub(crate) mod tests;

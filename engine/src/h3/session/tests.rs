@@ -13,12 +13,13 @@ use bytes::BytesMut;
 use quinn_proto::{ConnectionHandle, DatagramEvent, Dir, Endpoint, StreamEvent, StreamId, VarInt};
 
 use super::{GOAWAY_GRACE, Session, Setup};
+use crate::h3::Config as RequestConfig;
 use crate::h3::error::code;
 use crate::h3::frame::{Frame, FrameDecoder, encode_head, kind};
 use crate::h3::streams_tests::{OK, data, headers};
-use crate::h3::{Config as RequestConfig, varint};
 use crate::plan::RequestSpec;
 use crate::quic::tests::{Cert, SERVER_NAME, self_signed, server_endpoint, trusting};
+use crate::quic::varint;
 use crate::quic::{Config as QuicConfig, Congestion};
 use crate::session::{Event, Schedule, Transmit, Units};
 use crate::stats::ErrorKind;
