@@ -8,6 +8,7 @@ use std::time::Duration;
 use quinn_proto::crypto::rustls::QuicClientConfig;
 use quinn_proto::{ClientConfig, EndpointConfig, IdleTimeout, TransportConfig, VarInt};
 
+use super::client;
 use super::congestion::FixedWindow;
 use crate::driver::{GSO_MAX_BYTES, GSO_MAX_SEGMENTS};
 use crate::error::EngineError;
@@ -48,6 +49,8 @@ pub(crate) use crate::plan::QuicCongestion as Congestion;
 
 /// Everything a run's QUIC connections share.
 pub(crate) struct Config {
+    /// Our own QUIC's settings on loopback-class paths; None to run on quinn-proto.
+    pub(super) own: Option<Arc<client::Settings>>,
     pub(super) client: ClientConfig,
     pub(super) endpoint: Arc<EndpointConfig>,
     pub(super) connect_timeout: Duration,
@@ -78,17 +81,36 @@ impl Config {
         congestion: Congestion,
         connect_timeout: Duration,
     ) -> Result<Self, EngineError> {
+        let own = match congestion {
+            Congestion::Loopback => Some(Arc::new(own_settings(rustls.clone(), connect_timeout))),
+            Congestion::Standard => None,
+        };
         let crypto = QuicClientConfig::try_from(rustls).map_err(|e| EngineError::TlsSetup(format!("QUIC: {e}")))?;
         let mut client = ClientConfig::new(Arc::new(crypto));
         let transport = transport(congestion);
         let mtu = transport_mtu(congestion);
         client.transport_config(Arc::new(transport));
         Ok(Config {
+            own,
             client,
             endpoint: Arc::new(EndpointConfig::default()),
             connect_timeout,
             max_datagrams: (GSO_MAX_BYTES / usize::from(mtu)).min(GSO_MAX_SEGMENTS),
         })
+    }
+}
+
+/// Our own QUIC's settings: the same windows, timers and MTU as quinn-proto's loopback setting.
+fn own_settings(tls: Arc<rustls::ClientConfig>, connect_timeout: Duration) -> client::Settings {
+    client::Settings {
+        tls,
+        mtu: usize::from(LOOPBACK_MTU),
+        max_datagrams: (GSO_MAX_BYTES / usize::from(LOOPBACK_MTU)).min(GSO_MAX_SEGMENTS),
+        connect_timeout,
+        idle_timeout: IDLE_TIMEOUT,
+        keep_alive: KEEP_ALIVE,
+        initial_rtt: LOOPBACK_INITIAL_RTT,
+        stream_window: u64::from(STREAM_WINDOW),
     }
 }
 

@@ -27,6 +27,52 @@ impl Lost {
         )
     }
 
+    /// A connection that could not be set up, for `why`.
+    pub(crate) fn connect(why: String) -> Self {
+        Lost::new(ErrorKind::Connect, why)
+    }
+
+    /// A TLS failure on our side (the words already say what to do).
+    pub(crate) fn tls(why: String) -> Self {
+        Lost::new(ErrorKind::Tls, why)
+    }
+
+    /// The server broke QUIC; we closed the connection.
+    pub(crate) fn protocol(why: String) -> Self {
+        Lost::new(ErrorKind::Protocol, why)
+    }
+
+    /// The server's stateless reset: it has no state for the connection any more.
+    pub(crate) fn stateless_reset() -> Self {
+        Lost::new(ErrorKind::Reset, "the server reset the QUIC connection (stateless reset)".into())
+    }
+
+    /// Nothing from the server for the idle timeout.
+    pub(crate) fn idle() -> Self {
+        Lost::new(ErrorKind::Reset, "the QUIC connection went silent for its idle timeout".into())
+    }
+
+    /// The server's CONNECTION_CLOSE: an `application` one (HTTP/3's codes) or QUIC's own.
+    pub(crate) fn closed_by_peer(application: bool, code: u64, reason: &str, connected: bool) -> Self {
+        let said = if reason.is_empty() { format!("code {code:#x}") } else { format!("code {code:#x}: {reason}") };
+        if application {
+            return Lost {
+                kind: if connected { ErrorKind::Reset } else { ErrorKind::Connect },
+                why: format!("the server closed the connection: {said}"),
+                application_code: Some(code),
+            };
+        }
+        match tls_alert(code) {
+            Some(alert) => Lost::tls(format!("the server ended the TLS handshake with alert {alert}")),
+            None if code == 0 => {
+                let kind = if connected { ErrorKind::Reset } else { ErrorKind::Connect };
+                Lost::new(kind, "the server closed the QUIC connection".into())
+            }
+            None if !connected => Lost::connect(format!("the server refused the QUIC connection: {said}")),
+            None => Lost::protocol(format!("the server closed the QUIC connection with an error: {said}")),
+        }
+    }
+
     /// Why quinn-proto gave up on the connection; `connected` says whether the handshake was done.
     pub(crate) fn from_quinn(reason: ConnectionError, connected: bool) -> Self {
         match reason {
@@ -38,11 +84,11 @@ impl Lost {
                 Lost::new(ErrorKind::Connect, "the server speaks no QUIC version volley does (version 1)".into())
             }
             ConnectionError::CidsExhausted => Lost::new(ErrorKind::Connect, "out of QUIC connection IDs".into()),
-            ConnectionError::TransportError(e) => match tls_alert(e.code) {
+            ConnectionError::TransportError(e) => match tls_alert(e.code.into()) {
                 Some(alert) => Lost::new(ErrorKind::Tls, local_tls(alert, &e.reason)),
                 None => Lost::new(ErrorKind::Protocol, format!("the server broke QUIC: {e}")),
             },
-            ConnectionError::ConnectionClosed(close) => match tls_alert(close.error_code) {
+            ConnectionError::ConnectionClosed(close) => match tls_alert(close.error_code.into()) {
                 Some(alert) => {
                     Lost::new(ErrorKind::Tls, format!("the server ended the TLS handshake with alert {alert}"))
                 }
@@ -63,23 +109,20 @@ impl Lost {
                 why: format!("the server closed the connection: {close}"),
                 application_code: Some(close.error_code.into_inner()),
             },
-            ConnectionError::Reset => {
-                Lost::new(ErrorKind::Reset, "the server reset the QUIC connection (stateless reset)".into())
-            }
+            ConnectionError::Reset => Lost::stateless_reset(),
             ConnectionError::LocallyClosed => Lost::new(ErrorKind::Reset, "closed by volley".into()),
         }
     }
 }
 
 /// The TLS alert a QUIC CRYPTO_ERROR carries (RFC 9001 §4.8: 0x100 + alert).
-fn tls_alert(code: TransportErrorCode) -> Option<u8> {
-    let code = u64::from(code);
+fn tls_alert(code: u64) -> Option<u8> {
     (0x100..=0x1ff).contains(&code).then(|| (code - 0x100) as u8)
 }
 
 /// A TLS failure found on our side. quinn-proto hands rustls' error over as text only, so the
 /// advice (`--cacert`, `-k`) comes from the alert rustls chose for it.
-fn local_tls(alert: u8, reason: &str) -> String {
+pub(crate) fn local_tls(alert: u8, reason: &str) -> String {
     // bad_certificate, unsupported_certificate, certificate_revoked, certificate_expired,
     // certificate_unknown, unknown_ca (RFC 8446 §6.2).
     let certificate = matches!(alert, 42..=46 | 48);

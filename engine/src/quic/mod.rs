@@ -1,18 +1,22 @@
-//! QUIC for HTTP/3: quinn-proto's Sans-I/O state machine behind a narrow seam, driven only by
-//! the engine's loop (no async runtime, no quinn endpoint driver).
+//! QUIC for HTTP/3, Sans-I/O, driven only by the engine's loop (no async runtime).
 //!
 //! [`Transport`] is one client connection: `receive` datagrams (several at once from UDP GRO),
 //! `poll_transmit` batches for one GSO send, `poll_timeout`/`handle_timeout`, streams
 //! (`open_bi`, `write`, `finish`, `read`, our and the peer's uni streams) and [`Event`]s out.
-//! Nothing of quinn-proto shows through it, so an own QUIC could take its place if a profile
-//! says quinn-proto costs too much. [`Config`] is decided once per run: ALPN h3, rustls with
-//! ring and the same `-k`/`--cacert` meaning as TCP's TLS, large flow-control windows and, on
-//! loopback-class paths (the default), no pacing, a fixed window and a fixed MTU; the plan's
-//! `quic_congestion` chooses the standard controller for a real WAN.
+//! Behind it runs one of two QUICs, chosen per run by the plan's `quic_congestion`:
+//! - `client`, our own, on loopback-class paths (the default): lean per-stream state, ACKs and
+//!   sends once per batch, no congestion control or pacing, a fixed MTU and a fixed window.
+//! - `quinn`, quinn-proto's state machine, for `--quic-congestion standard`: its CUBIC,
+//!   pacing and QUIC's minimum MTU for a real WAN.
+//!
+//! [`Config`] is decided once per run: ALPN h3, rustls with ring and the same `-k`/`--cacert`
+//! meaning as TCP's TLS, large flow-control windows.
 
+mod client;
 mod config;
 mod congestion;
 mod lost;
+mod quinn;
 mod transport;
 pub(crate) mod varint;
 

@@ -681,6 +681,6 @@ fn a_request_body_the_server_stops_is_reset_not_sent_and_the_response_still_coun
     // body it is sent after stopping it, a connection that kept sending stalled.
     let resets = |n: &mut Net| n.server.conns.values().map(|c| c.conn.stats().frame_rx.reset_stream).sum::<u64>();
     net.run_until(Duration::from_secs(1), |n| resets(n) == 6);
-    assert_eq!(resets(&mut net), 6);
+    assert_eq!(resets(&mut net), 6, "{} bytes sent", net.sent_bytes);
     assert!(net.sent_bytes < 6 * (3 << 20) / 2, "{} bytes sent for 6 requests stopped early", net.sent_bytes);
 }
