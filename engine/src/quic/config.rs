@@ -1,6 +1,6 @@
 //! How every QUIC connection of a run is set up, decided once per run: TLS (the same `-k` and
-//! `--cacert` meaning as TCP's, ALPN h3), and transport parameters for loopback-class paths or,
-//! with `--quic-congestion standard`, for a real WAN.
+//! `--cacert` meaning as TCP's, ALPN h3), and which QUIC runs it: our own for loopback-class
+//! paths or, with `--quic-congestion standard`, quinn-proto with its settings for a real WAN.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +9,6 @@ use quinn_proto::crypto::rustls::QuicClientConfig;
 use quinn_proto::{ClientConfig, EndpointConfig, IdleTimeout, TransportConfig, VarInt};
 
 use super::client;
-use super::congestion::FixedWindow;
 use crate::driver::{GSO_MAX_BYTES, GSO_MAX_SEGMENTS};
 use crate::error::EngineError;
 use crate::plan::{Plan, TlsOptions};
@@ -27,7 +26,7 @@ pub(crate) const MIN_MTU: u16 = 1200;
 /// Flow-control windows: large enough that no window update needs to flow in a run of small
 /// responses (16 MiB per stream, as HTTP/2's; the connection's is QUIC's maximum).
 const STREAM_WINDOW: u32 = 16 << 20;
-/// How much of our own stream data may be in flight unacknowledged.
+/// How much of our own stream data may be in flight unacknowledged (quinn-proto).
 const SEND_WINDOW: u64 = 16 << 20;
 /// Uni streams the server may open at once: HTTP/3's control and two QPACK streams, with room
 /// for reserved (grease) stream types a server may add.
@@ -41,16 +40,20 @@ const KEEP_ALIVE: Duration = Duration::from_secs(10);
 /// unknown paths: here it would make a lost handshake packet cost a second.
 const LOOPBACK_INITIAL_RTT: Duration = Duration::from_millis(10);
 
-/// How QUIC reacts to the path: the plan's choice (`--quic-congestion`). `Loopback` is a
-/// fixed window above quinn-proto's pacing limit (no pacing, no slow start, no backing off on
-/// loss), a fixed MTU of [`LOOPBACK_MTU`] and a short initial RTT; `Standard` is quinn-proto's
-/// standard controller (CUBIC, with pacing), its initial RTT, and QUIC's minimum MTU.
+/// How QUIC reacts to the path: the plan's choice (`--quic-congestion`). `Loopback` is our own
+/// QUIC with a fixed window (no pacing, no slow start, no backing off on loss), a fixed MTU of
+/// [`LOOPBACK_MTU`] and a short initial RTT; `Standard` is quinn-proto's standard controller
+/// (CUBIC, with pacing), its initial RTT, and QUIC's minimum MTU.
 pub(crate) use crate::plan::QuicCongestion as Congestion;
 
-/// Everything a run's QUIC connections share.
-pub(crate) struct Config {
-    /// Our own QUIC's settings on loopback-class paths; None to run on quinn-proto.
-    pub(super) own: Option<Arc<client::Settings>>,
+/// Everything a run's QUIC connections share: which QUIC, and its settings.
+pub(crate) enum Config {
+    Own(Arc<client::Settings>),
+    Quinn(QuinnConfig),
+}
+
+/// quinn-proto's side of [`Config`].
+pub(crate) struct QuinnConfig {
     pub(super) client: ClientConfig,
     pub(super) endpoint: Arc<EndpointConfig>,
     pub(super) connect_timeout: Duration,
@@ -81,26 +84,22 @@ impl Config {
         congestion: Congestion,
         connect_timeout: Duration,
     ) -> Result<Self, EngineError> {
-        let own = match congestion {
-            Congestion::Loopback => Some(Arc::new(own_settings(rustls.clone(), connect_timeout))),
-            Congestion::Standard => None,
-        };
+        if congestion == Congestion::Loopback {
+            return Ok(Config::Own(Arc::new(own_settings(rustls, connect_timeout))));
+        }
         let crypto = QuicClientConfig::try_from(rustls).map_err(|e| EngineError::TlsSetup(format!("QUIC: {e}")))?;
         let mut client = ClientConfig::new(Arc::new(crypto));
-        let transport = transport(congestion);
-        let mtu = transport_mtu(congestion);
-        client.transport_config(Arc::new(transport));
-        Ok(Config {
-            own,
+        client.transport_config(Arc::new(standard_transport()));
+        Ok(Config::Quinn(QuinnConfig {
             client,
             endpoint: Arc::new(EndpointConfig::default()),
             connect_timeout,
-            max_datagrams: (GSO_MAX_BYTES / usize::from(mtu)).min(GSO_MAX_SEGMENTS),
-        })
+            max_datagrams: (GSO_MAX_BYTES / usize::from(MIN_MTU)).min(GSO_MAX_SEGMENTS),
+        }))
     }
 }
 
-/// Our own QUIC's settings: the same windows, timers and MTU as quinn-proto's loopback setting.
+/// Our own QUIC's settings on loopback-class paths.
 fn own_settings(tls: Arc<rustls::ClientConfig>, connect_timeout: Duration) -> client::Settings {
     client::Settings {
         tls,
@@ -114,14 +113,8 @@ fn own_settings(tls: Arc<rustls::ClientConfig>, connect_timeout: Duration) -> cl
     }
 }
 
-fn transport_mtu(congestion: Congestion) -> u16 {
-    match congestion {
-        Congestion::Loopback => LOOPBACK_MTU,
-        Congestion::Standard => MIN_MTU,
-    }
-}
-
-fn transport(congestion: Congestion) -> TransportConfig {
+/// quinn-proto's transport for a real WAN: its standard controller and initial RTT.
+fn standard_transport() -> TransportConfig {
     let mut t = TransportConfig::default();
     // HTTP/3 servers open no bidirectional streams (RFC 9114 §6.1): quinn-proto then treats
     // one as the peer's protocol error.
@@ -133,15 +126,12 @@ fn transport(congestion: Congestion) -> TransportConfig {
         .keep_alive_interval(Some(KEEP_ALIVE))
         .datagram_receive_buffer_size(None)
         .mtu_discovery_config(None)
-        .initial_mtu(transport_mtu(congestion))
-        .min_mtu(transport_mtu(congestion))
+        .initial_mtu(MIN_MTU)
+        .min_mtu(MIN_MTU)
         .enable_segmentation_offload(true);
     // 30 s is far below IdleTimeout's bound (2^62 ms), so this cannot fail.
     if let Ok(idle) = IdleTimeout::try_from(IDLE_TIMEOUT) {
         t.max_idle_timeout(Some(idle));
-    }
-    if congestion == Congestion::Loopback {
-        t.congestion_controller_factory(Arc::new(FixedWindow)).initial_rtt(LOOPBACK_INITIAL_RTT);
     }
     t
 }

@@ -14,7 +14,6 @@
 
 mod client;
 mod config;
-mod congestion;
 mod lost;
 mod quinn;
 mod transport;

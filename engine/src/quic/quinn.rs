@@ -13,7 +13,7 @@ use quinn_proto::{
     WriteError,
 };
 
-use super::config::Config;
+use super::config::QuinnConfig;
 use super::lost::Lost;
 use super::transport::{Datagrams, Event, ReadEnd, StreamError, StreamId};
 use crate::error::EngineError;
@@ -43,7 +43,7 @@ pub(crate) struct QuinnTransport {
 impl QuinnTransport {
     /// Starts a connection to `server` (its first datagrams wait in `poll_transmit`).
     pub(crate) fn connect(
-        config: &Config,
+        config: &QuinnConfig,
         server: SocketAddr,
         server_name: &str,
         now: Instant,

@@ -616,6 +616,26 @@ fn a_cancelled_request_is_reset_at_the_server_and_never_answered() {
 }
 
 #[test]
+fn a_key_update_by_the_server_is_followed_and_requests_go_on_under_the_new_keys() {
+    let cert = self_signed();
+    let mut net = Net::pair(&cert, ServerOptions::default());
+    net.connected();
+    for round in 0..3 {
+        let before = net.request(b"before");
+        assert_eq!(net.response(before).len(), 26, "round {round}");
+        for conn in net.server.conns.values_mut() {
+            conn.force_key_update();
+        }
+        // The next requests ride on the server's new keys, then ours: both sides must follow.
+        let streams: Vec<StreamId> = (0..4).map(|_| net.request(b"after")).collect();
+        for stream in streams {
+            assert_eq!(net.response(stream).len(), 25, "round {round}");
+        }
+    }
+    assert!(net.lost().is_none(), "{:?}", net.lost());
+}
+
+#[test]
 fn a_server_that_forgot_the_connection_is_found_out_by_its_stateless_reset() {
     let cert = self_signed();
     let keyed = |cert: &Cert| {

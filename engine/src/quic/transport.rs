@@ -108,11 +108,13 @@ impl Transport {
         server_name: &str,
         now: Instant,
     ) -> Result<Self, EngineError> {
-        match &config.own {
-            Some(settings) => client::Connection::connect(settings.clone(), server_name, now)
+        match config {
+            Config::Own(settings) => client::Connection::connect(settings.clone(), server_name, now)
                 .map(|c| Transport::Own(Box::new(c)))
                 .map_err(EngineError::TlsSetup),
-            None => QuinnTransport::connect(config, server, server_name, now).map(|c| Transport::Quinn(Box::new(c))),
+            Config::Quinn(config) => {
+                QuinnTransport::connect(config, server, server_name, now).map(|c| Transport::Quinn(Box::new(c)))
+            }
         }
     }
 

@@ -470,8 +470,9 @@ impl Connection {
                 let (key, update): (&dyn PacketKey, bool) = if head.key_phase == one.phase {
                     (one.remote.as_ref(), false)
                 } else if let Some(prev) = one.previous_remote.as_deref()
-                    && one.phase_first_received.is_some_and(|first| head.pn < first)
+                    && one.phase_first_received.is_none_or(|first| head.pn < first)
                 {
+                    // Sent before the update: late, or the peer has yet to see ours.
                     (prev, false)
                 } else {
                     (one.next_keys().remote.as_ref(), true)
