@@ -42,6 +42,8 @@ const KEY_UPDATE_AFTER: u64 = 1 << 22;
 /// window at once, and QUIC servers in user space drop what overflows their queue (quic-go
 /// keeps 256 packets per connection): against caddy, 1 MiB bodies lost half their packets.
 const MAX_IN_FLIGHT: u64 = 128 * 1452;
+/// A request stream's place in `Streams::bidi` once it is retired.
+const RETIRED: u32 = u32::MAX;
 /// Spare connection IDs from the server we keep (we advertise a limit of this many).
 const ACTIVE_CID_LIMIT: u64 = 4;
 
@@ -210,9 +212,10 @@ struct Bidi {
 /// ours bidirectional 4n, ours unidirectional 4n + 2, the server's unidirectional 4n + 3.
 #[derive(Default)]
 struct Streams {
-    /// Our request streams still in use, from index `bidi_base` on (a finished one is None
-    /// until those before it are done too).
-    bidi: VecDeque<Option<Bidi>>,
+    /// Our request streams still in use, by stream number from `bidi_base` on: the slot in
+    /// `slots` each one has, or [`RETIRED`]. Slots are reused in place, so a request costs
+    /// neither an allocation nor a move of its stream's state.
+    bidi: VecDeque<u32>,
     bidi_base: u64,
     bidi_opened: u64,
     bidi_limit: u64,
@@ -222,6 +225,9 @@ struct Streams {
     peer_uni_accepted: usize,
     /// Streams with something to send, in the order they got it.
     queue: VecDeque<u64>,
+    slots: Vec<Bidi>,
+    /// Slots of retired streams, for the next ones.
+    free: Vec<u32>,
     /// The peer's limits on new stream data: per stream, and connection-wide (MAX_DATA).
     send_window_bidi: u64,
     send_window_uni: u64,
@@ -240,7 +246,8 @@ impl Streams {
 
     fn bidi_mut(&mut self, id: u64) -> Option<&mut Bidi> {
         let index = (id >> 2).checked_sub(self.bidi_base)?;
-        self.bidi.get_mut(index as usize)?.as_mut()
+        let slot = *self.bidi.get(index as usize)?;
+        self.slots.get_mut(slot as usize)
     }
 
     fn recv(&mut self, id: u64) -> Option<&mut RecvStream> {
@@ -271,8 +278,9 @@ impl Streams {
             return;
         }
         let index = ((id >> 2) - self.bidi_base) as usize;
-        self.bidi[index] = None;
-        while self.bidi.front().is_some_and(|b| b.is_none()) {
+        let slot = std::mem::replace(&mut self.bidi[index], RETIRED);
+        self.free.push(slot);
+        while self.bidi.front() == Some(&RETIRED) {
             self.bidi.pop_front();
             self.bidi_base += 1;
         }
@@ -944,9 +952,18 @@ impl Connection {
         }
         let id = self.streams.bidi_opened << 2;
         self.streams.bidi_opened += 1;
-        let send = SendStream::new(self.streams.send_window_bidi);
-        let recv = RecvStream::new(self.settings.stream_window);
-        self.streams.bidi.push_back(Some(Bidi { send, recv }));
+        let streams = &mut self.streams;
+        let slot = match streams.free.pop() {
+            Some(slot) => slot,
+            None => {
+                streams.slots.push(Bidi::default());
+                (streams.slots.len() - 1) as u32
+            }
+        };
+        let stream = &mut streams.slots[slot as usize];
+        stream.send.reuse(streams.send_window_bidi);
+        stream.recv.reuse(self.settings.stream_window);
+        streams.bidi.push_back(slot);
         Some(StreamId(id))
     }
 

@@ -55,6 +55,24 @@ impl SendStream {
         SendStream { max_data, ..Default::default() }
     }
 
+    /// This stream's state, cleared for a new stream with `max_data`; its buffers' capacity
+    /// is kept (a request stream each, so no allocation per request).
+    pub(crate) fn reuse(&mut self, max_data: u64) {
+        self.data.clear();
+        self.len = 0;
+        self.fin = false;
+        self.sent = 0;
+        self.fin_sent = false;
+        self.acked = 0;
+        self.acked_above.clear();
+        self.fin_acked = false;
+        self.lost.clear();
+        self.lost_fin = false;
+        self.max_data = max_data;
+        self.reset = false;
+        self.queued = false;
+    }
+
     pub(crate) fn write(&mut self, bytes: Bytes) {
         self.len += bytes.len() as u64;
         if !bytes.is_empty() {
@@ -234,6 +252,20 @@ impl RecvStream {
     /// A stream whose window starts at `window` bytes.
     pub(crate) fn new(window: u64) -> Self {
         RecvStream { window, ..Default::default() }
+    }
+
+    /// This stream's state, cleared for a new stream with `window`; the buffer's capacity is
+    /// kept.
+    pub(crate) fn reuse(&mut self, window: u64) {
+        self.buf.clear();
+        self.offset = 0;
+        self.out_of_order.clear();
+        self.final_size = None;
+        self.reset = None;
+        self.consumed = 0;
+        self.window = window;
+        self.signalled = false;
+        self.ended = false;
     }
 
     /// Takes a STREAM frame's data; true when there is something new to read.
