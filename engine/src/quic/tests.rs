@@ -116,11 +116,13 @@ struct ServerOptions {
     response_len: usize,
     /// Closes the connection (HTTP/3's H3_NO_ERROR) once it answered this many requests.
     close_after: Option<u64>,
+    /// Answers a new connection's first Initial with a Retry (address validation).
+    retry: bool,
 }
 
 impl Default for ServerOptions {
     fn default() -> Self {
-        ServerOptions { max_streams: 100, silent: false, response_len: 20, close_after: None }
+        ServerOptions { max_streams: 100, silent: false, response_len: 20, close_after: None, retry: false }
     }
 }
 
@@ -163,6 +165,14 @@ impl Server {
         }
         self.buf.clear();
         match self.endpoint.handle(now, client_addr(), None, None, BytesMut::from(datagram), &mut self.buf) {
+            Some(DatagramEvent::NewConnection(incoming))
+                if self.options.retry && !incoming.remote_address_validated() =>
+            {
+                let mut buf = Vec::new();
+                if let Ok(t) = self.endpoint.retry(incoming, &mut buf) {
+                    out.push((buf[..t.size].to_vec(), t.size));
+                }
+            }
             Some(DatagramEvent::NewConnection(incoming)) => {
                 let mut buf = Vec::new();
                 let (handle, conn) = self.endpoint.accept(incoming, now, &mut buf, None).unwrap();
@@ -613,6 +623,44 @@ fn a_cancelled_request_is_reset_at_the_server_and_never_answered() {
     assert_eq!(net.server.tally.requests, 0);
     let next = net.request(b"next");
     assert_eq!(net.response(next), b"nextrrrrrrrrrrrrrrrrrrrr");
+}
+
+#[test]
+fn a_server_asking_for_a_retry_is_a_connect_error_that_names_the_standard_setting() {
+    let cert = self_signed();
+    let mut net = Net::pair(&cert, ServerOptions { retry: true, ..ServerOptions::default() });
+    net.run_until(Duration::from_secs(1), |n| n.lost().is_some());
+    let lost = net.lost().expect("the Retry ends the connection").clone();
+    assert_eq!(lost.kind, ErrorKind::Connect);
+    assert!(lost.why.contains("Retry") && lost.why.contains("--quic-congestion standard"), "{}", lost.why);
+    assert!(net.now - net.started < Duration::from_millis(100), "at once, not at the connect timeout");
+}
+
+#[test]
+fn a_version_negotiation_is_a_connect_error_that_names_version_1() {
+    let cert = self_signed();
+    let mut net = Net::pair(&cert, ServerOptions { silent: true, ..ServerOptions::default() });
+    let batch = net.client.poll_transmit(net.now, &mut net.buf).expect("the client's Initial");
+    // The server's answer (RFC 9000 §17.2.1): version 0, the client's IDs swapped, and the one
+    // version it speaks, not ours.
+    let initial = &net.buf[..batch.segment_size];
+    let dcid_len = usize::from(initial[5]);
+    let dcid = &initial[6..6 + dcid_len];
+    let scid_len = usize::from(initial[6 + dcid_len]);
+    let scid = &initial[7 + dcid_len..7 + dcid_len + scid_len];
+    let mut vn = vec![0xc0, 0, 0, 0, 0, scid_len as u8];
+    vn.extend_from_slice(scid);
+    vn.push(dcid_len as u8);
+    vn.extend_from_slice(dcid);
+    vn.extend_from_slice(&0x6b33_43cfu32.to_be_bytes());
+    net.client.receive(net.now, &vn, None);
+    let lost = std::iter::from_fn(|| net.client.poll_event()).find_map(|e| match e {
+        Event::Lost(lost) => Some(lost),
+        _ => None,
+    });
+    let lost = lost.expect("the version negotiation ends the connection");
+    assert_eq!(lost.kind, ErrorKind::Connect);
+    assert!(lost.why.contains("version 1"), "{}", lost.why);
 }
 
 #[test]
