@@ -7,8 +7,9 @@
 //! - `params`: transport parameters, ours and the server's.
 //! - `ack`: the packet numbers received, for our ACKs.
 //! - `recovery`: what we sent and the peer has yet to acknowledge; loss detection, RTT.
-//! - `stream`: one stream's sending and receiving halves.
-//! - `conn`: the connection: handshake, spaces, streams, timers, events.
+//! - `stream`: one stream's sending and receiving halves; `streams`: a connection's streams.
+//! - `conn`: the connection: handshake, spaces, streams, timers, events; `conn/send.rs`
+//!   its sending half.
 
 mod ack;
 mod conn;
@@ -17,5 +18,6 @@ mod packet;
 mod params;
 mod recovery;
 mod stream;
+mod streams;
 
 pub(crate) use conn::{Connection, Settings};
