@@ -94,9 +94,14 @@ impl Config {
             client,
             endpoint: Arc::new(EndpointConfig::default()),
             connect_timeout,
-            max_datagrams: (GSO_MAX_BYTES / usize::from(MIN_MTU)).min(GSO_MAX_SEGMENTS),
+            max_datagrams: datagrams_per_send(MIN_MTU),
         }))
     }
+}
+
+/// How many datagrams of `mtu` bytes one GSO send carries, within the kernel's limits.
+fn datagrams_per_send(mtu: u16) -> usize {
+    (GSO_MAX_BYTES / usize::from(mtu)).min(GSO_MAX_SEGMENTS)
 }
 
 /// Our own QUIC's settings on loopback-class paths.
@@ -104,7 +109,7 @@ fn own_settings(tls: Arc<rustls::ClientConfig>, connect_timeout: Duration) -> cl
     client::Settings {
         tls,
         mtu: usize::from(LOOPBACK_MTU),
-        max_datagrams: (GSO_MAX_BYTES / usize::from(LOOPBACK_MTU)).min(GSO_MAX_SEGMENTS),
+        max_datagrams: datagrams_per_send(LOOPBACK_MTU),
         connect_timeout,
         idle_timeout: IDLE_TIMEOUT,
         keep_alive: KEEP_ALIVE,

@@ -1,6 +1,6 @@
 //! Why a QUIC connection ended, in the engine's error kinds and in words.
 
-use quinn_proto::{ConnectionError, TransportErrorCode};
+use quinn_proto::ConnectionError;
 
 use crate::stats::ErrorKind;
 
@@ -76,9 +76,7 @@ impl Lost {
     /// Why quinn-proto gave up on the connection; `connected` says whether the handshake was done.
     pub(crate) fn from_quinn(reason: ConnectionError, connected: bool) -> Self {
         match reason {
-            ConnectionError::TimedOut if connected => {
-                Lost::new(ErrorKind::Reset, "the QUIC connection went silent for its idle timeout".into())
-            }
+            ConnectionError::TimedOut if connected => Lost::idle(),
             ConnectionError::TimedOut => Lost::connect_timeout(),
             ConnectionError::VersionMismatch => {
                 Lost::new(ErrorKind::Connect, "the server speaks no QUIC version volley does (version 1)".into())
@@ -88,27 +86,15 @@ impl Lost {
                 Some(alert) => Lost::new(ErrorKind::Tls, local_tls(alert, &e.reason)),
                 None => Lost::new(ErrorKind::Protocol, format!("the server broke QUIC: {e}")),
             },
-            ConnectionError::ConnectionClosed(close) => match tls_alert(close.error_code.into()) {
-                Some(alert) => {
-                    Lost::new(ErrorKind::Tls, format!("the server ended the TLS handshake with alert {alert}"))
-                }
-                None if close.error_code == TransportErrorCode::NO_ERROR => {
-                    let kind = if connected { ErrorKind::Reset } else { ErrorKind::Connect };
-                    Lost::new(kind, "the server closed the QUIC connection".into())
-                }
-                None if !connected => {
-                    Lost::new(ErrorKind::Connect, format!("the server refused the QUIC connection: {close}"))
-                }
-                None => Lost::new(
-                    ErrorKind::Protocol,
-                    format!("the server closed the QUIC connection with an error: {close}"),
-                ),
-            },
-            ConnectionError::ApplicationClosed(close) => Lost {
-                kind: if connected { ErrorKind::Reset } else { ErrorKind::Connect },
-                why: format!("the server closed the connection: {close}"),
-                application_code: Some(close.error_code.into_inner()),
-            },
+            ConnectionError::ConnectionClosed(close) => {
+                Lost::closed_by_peer(false, close.error_code.into(), &String::from_utf8_lossy(&close.reason), connected)
+            }
+            ConnectionError::ApplicationClosed(close) => Lost::closed_by_peer(
+                true,
+                close.error_code.into_inner(),
+                &String::from_utf8_lossy(&close.reason),
+                connected,
+            ),
             ConnectionError::Reset => Lost::stateless_reset(),
             ConnectionError::LocallyClosed => Lost::new(ErrorKind::Reset, "closed by volley".into()),
         }

@@ -71,7 +71,8 @@ pub(crate) struct Settings {
     pub idle_timeout: Duration,
     pub keep_alive: Duration,
     pub initial_rtt: Duration,
-    /// Our stream-level receive window on request streams, and the connection's.
+    /// Our receive window on each stream; the connection's is QUIC's largest (flow control
+    /// per stream is enough for a client that reads everything at once).
     pub stream_window: u64,
 }
 
@@ -606,13 +607,7 @@ impl Connection {
     }
 
     fn requeue_all(&mut self) {
-        let ids: Vec<u64> = (0..self.streams.bidi.len() as u64)
-            .map(|i| (self.streams.bidi_base + i) << 2)
-            .chain((0..self.streams.uni.len() as u64).map(|i| (i << 2) | 2))
-            .collect();
-        for id in ids {
-            self.streams.enqueue(id);
-        }
+        self.streams.enqueue_all();
     }
 
     fn on_crypto(&mut self, space: Space, offset: u64, data: &[u8]) -> Result<(), ConnError> {

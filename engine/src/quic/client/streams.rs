@@ -74,6 +74,16 @@ impl Streams {
         }
     }
 
+    /// Queues every stream with something to send (after the connection's window opened).
+    pub(crate) fn enqueue_all(&mut self) {
+        let base = self.bidi_base;
+        let bidi = (0..self.bidi.len() as u64).map(|i| (base + i) << 2);
+        let uni = (0..self.uni.len() as u64).map(|i| (i << 2) | 2);
+        for id in bidi.chain(uni) {
+            self.enqueue(id);
+        }
+    }
+
     /// Drops a request stream both of whose halves are over.
     pub(crate) fn retire_if_done(&mut self, id: u64) {
         if id & 3 != 0 {
