@@ -12,7 +12,9 @@ pub(crate) struct BufRing {
     ring: *mut BufRingEntry,
     ring_bytes: usize,
     mask: u16,
-    buffers: Box<[u8]>,
+    /// `entries * buf_size` bytes from a boxed slice, owned here (freed on drop): the kernel
+    /// writes into them, and TLS decrypts in place there, so they are reached by pointer.
+    buffers: *mut [u8],
     buf_size: usize,
     tail: u16,
     pub(crate) group: u16,
@@ -41,7 +43,7 @@ impl BufRing {
             ring: ptr.cast(),
             ring_bytes,
             mask: entries - 1,
-            buffers: vec![0u8; entries as usize * buf_size].into_boxed_slice(),
+            buffers: Box::into_raw(vec![0u8; entries as usize * buf_size].into_boxed_slice()),
             buf_size,
             tail: 0,
             group,
@@ -65,14 +67,27 @@ impl BufRing {
         let len = len.min(self.buf_size);
         // SAFETY: in bounds (bid < entries, len <= buf_size); `buffers` never moves or frees
         // while the loop runs.
-        unsafe { std::slice::from_raw_parts(self.buffers.as_ptr().add(start), len) }
+        unsafe { std::slice::from_raw_parts(self.buffers.cast::<u8>().add(start), len) }
+    }
+
+    /// `part`, which `bytes` lent from buffer `bid`, to be changed in place (TLS decrypts
+    /// records where they lie). The caller keeps no other view of it while this one lives,
+    /// and recycles `bid` afterwards as with `bytes`.
+    pub(crate) fn bytes_mut<'a>(&self, bid: u16, part: &[u8]) -> &'a mut [u8] {
+        let buffer = bid as usize * self.buf_size;
+        let base = self.buffers.cast::<u8>() as usize;
+        let start = (part.as_ptr() as usize).saturating_sub(base);
+        assert!(start >= buffer && start + part.len() <= buffer + self.buf_size, "not a part of buffer {bid}");
+        // SAFETY: in bounds (checked above); `buffers` is only ever written by the kernel
+        // before the completion that lent it, and the caller holds no other view.
+        unsafe { std::slice::from_raw_parts_mut(self.buffers.cast::<u8>().add(start), part.len()) }
     }
 
     /// Hands buffer `bid` back; the kernel sees it after the next `publish`.
     pub(crate) fn push(&mut self, bid: u16) {
         // SAFETY: the index is masked into the ring.
         let entry = unsafe { &mut *self.ring.add((self.tail & self.mask) as usize) };
-        entry.set_addr(self.buffers.as_ptr() as u64 + (bid as usize * self.buf_size) as u64);
+        entry.set_addr(self.buffers.cast::<u8>() as u64 + (bid as usize * self.buf_size) as u64);
         entry.set_len(self.buf_size as u32);
         entry.set_bid(bid);
         self.tail = self.tail.wrapping_add(1);
@@ -89,5 +104,7 @@ impl Drop for BufRing {
     fn drop(&mut self) {
         // SAFETY: mapped in `new` with this size.
         unsafe { libc::munmap(self.ring.cast(), self.ring_bytes) };
+        // SAFETY: from Box::into_raw in `new`, freed only here.
+        drop(unsafe { Box::from_raw(self.buffers) });
     }
 }

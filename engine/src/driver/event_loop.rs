@@ -1098,7 +1098,9 @@ impl<'r> Loop<'r> {
         }
         self.stats.counters.bytes_received += data.len() as u64;
         if self.conns[i].tls.is_some() {
-            self.on_ciphertext(i, data, arrived, now)?;
+            // TLS opens records where they lie.
+            let Some(bid) = buf else { return Ok(()) };
+            self.on_ciphertext(i, self.bufs.bytes_mut(bid, data), arrived, now)?;
         } else {
             self.on_plaintext(i, data, arrived, now)?;
         }
@@ -1130,7 +1132,7 @@ impl<'r> Loop<'r> {
     }
 
     /// Received TLS records: their plaintext for the session, as of `arrived` (see `on_plaintext`).
-    fn on_ciphertext(&mut self, i: usize, data: &[u8], arrived: Instant, now: Instant) -> io::Result<()> {
+    fn on_ciphertext(&mut self, i: usize, data: &mut [u8], arrived: Instant, now: Instant) -> io::Result<()> {
         let mut plain = std::mem::take(&mut self.plain);
         plain.clear();
         let Some(tls) = self.conns[i].tls.as_mut() else { return Ok(()) };

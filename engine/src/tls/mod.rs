@@ -5,16 +5,18 @@ mod cacert;
 mod cert_fields;
 mod describe;
 mod insecure;
+mod records;
 mod utc;
 
-use std::io::{Read, Write};
 use std::sync::Arc;
 
+use rustls::client::UnbufferedClientConnection;
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::ServerCertVerifier;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{ClientConfig, ClientConnection, RootCertStore};
+use rustls::unbuffered::{ConnectionState, EncodeError, InsufficientSizeError};
+use rustls::{ClientConfig, RootCertStore};
 
 use crate::error::EngineError;
 use crate::plan::TlsOptions;
@@ -48,6 +50,8 @@ pub(crate) fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<Arc<Cli
     };
     let mut config = builder.with_custom_certificate_verifier(verifier).with_no_client_auth();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    // Past the handshake, records are protected by `records` with keys rustls hands over.
+    config.enable_secret_extraction = true;
     Ok(Arc::new(config))
 }
 
@@ -55,9 +59,28 @@ pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, EngineError
     ServerName::try_from(host.to_string()).map_err(|e| EngineError::TlsSetup(format!("server name '{host}': {e}")))
 }
 
-/// One TLS session on one connection.
+/// One TLS session on one connection: the handshake through rustls's unbuffered API, then
+/// the records through `records` (see there for why).
 pub(crate) struct TlsSession {
-    conn: ClientConnection,
+    state: State,
+    /// Received ciphertext not yet processed: during the handshake, what rustls has not
+    /// taken; after it, a record cut short by its receive.
+    incoming: Vec<u8>,
+    /// Ciphertext to send.
+    outgoing: Vec<u8>,
+    /// The protocol the server chose with ALPN.
+    alpn: Option<Vec<u8>>,
+    /// Plaintext queued before the handshake was done.
+    early: Vec<u8>,
+    /// A failure while sealing, reported with the next receive.
+    failed: Option<rustls::Error>,
+}
+
+enum State {
+    Handshaking(Box<UnbufferedClientConnection>),
+    Records(Box<records::Records>),
+    /// After close_notify, or a failure: nothing more is read.
+    Done,
 }
 
 /// What feeding ciphertext produced.
@@ -68,67 +91,153 @@ pub(crate) struct Received {
 
 impl TlsSession {
     pub(crate) fn new(config: &Arc<ClientConfig>, name: &ServerName<'static>) -> Result<Self, rustls::Error> {
-        let mut conn = ClientConnection::new(config.clone(), name.clone())?;
-        // rustls would otherwise refuse plaintext beyond 64 KiB of unsent records; the loop
-        // takes every record out after each `send`, so the limit only loses data.
-        conn.set_buffer_limit(None);
-        Ok(TlsSession { conn })
+        let conn = UnbufferedClientConnection::new(config.clone(), name.clone())?;
+        let mut session = TlsSession {
+            state: State::Handshaking(Box::new(conn)),
+            incoming: Vec::new(),
+            outgoing: Vec::new(),
+            alpn: None,
+            early: Vec::new(),
+            failed: None,
+        };
+        // The ClientHello.
+        session.handshake(&mut Vec::new())?;
+        Ok(session)
     }
 
     pub(crate) fn is_handshaking(&self) -> bool {
-        self.conn.is_handshaking()
+        matches!(self.state, State::Handshaking(_))
     }
 
-    /// Whether TLS has records of its own to send (a handshake flight, an alert, a key update).
+    /// Whether TLS has records of its own to send (a handshake flight, a key update).
     pub(crate) fn wants_write(&self) -> bool {
-        self.conn.wants_write()
+        !self.outgoing.is_empty()
     }
 
     /// The protocol the server chose with ALPN, once the handshake is done.
     pub(crate) fn alpn(&self) -> Option<&[u8]> {
-        self.conn.alpn_protocol()
+        self.alpn.as_deref()
     }
 
-    /// Takes ciphertext from the wire; appends any plaintext it carried to `plain`.
-    pub(crate) fn receive(&mut self, mut data: &[u8], plain: &mut Vec<u8>) -> Result<Received, rustls::Error> {
-        let mut closed = false;
-        while !data.is_empty() {
-            // read_tls from a slice cannot fail for I/O reasons; it stops when its buffer is full,
-            // which process_new_packets below drains.
-            match self.conn.read_tls(&mut data) {
-                // After close_notify rustls takes nothing more: whatever follows is discarded.
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(_) => return Err(rustls::Error::General("TLS receive buffer overflow".into())),
+    /// Takes ciphertext from the wire (decrypted where it lies); appends any plaintext it
+    /// carried to `plain`.
+    pub(crate) fn receive(&mut self, data: &mut [u8], plain: &mut Vec<u8>) -> Result<Received, rustls::Error> {
+        if let Some(e) = self.failed.take() {
+            self.state = State::Done;
+            return Err(e);
+        }
+        let closed = match &mut self.state {
+            State::Done => false,
+            State::Handshaking(_) => {
+                self.incoming.extend_from_slice(data);
+                self.handshake(plain)?
             }
-            let state = self.conn.process_new_packets()?;
-            closed |= state.peer_has_closed();
-            let n = state.plaintext_bytes_to_read();
-            if n > 0 {
-                let start = plain.len();
-                plain.resize(start + n, 0);
-                let got = self.conn.reader().read(&mut plain[start..]).unwrap_or(0);
-                plain.truncate(start + got);
+            State::Records(records) if self.incoming.is_empty() => {
+                // The common case: whole records, opened where the kernel put them.
+                let opened = records.open(data, plain, &mut self.outgoing)?;
+                if !opened.closed {
+                    self.incoming.extend_from_slice(&data[opened.used..]);
+                }
+                opened.closed
             }
-            if closed {
-                break;
+            State::Records(records) => {
+                self.incoming.extend_from_slice(data);
+                let opened = records.open(&mut self.incoming, plain, &mut self.outgoing)?;
+                self.incoming.drain(..opened.used);
+                opened.closed
             }
+        };
+        if closed {
+            self.state = State::Done;
+            self.incoming.clear();
         }
         Ok(Received { closed })
     }
 
+    /// Drives the handshake over what has arrived; returns whether the server closed.
+    fn handshake(&mut self, plain: &mut Vec<u8>) -> Result<bool, rustls::Error> {
+        let State::Handshaking(conn) = &mut self.state else { return Ok(false) };
+        loop {
+            let status = conn.process_tls_records(&mut self.incoming);
+            let discard = status.discard;
+            let mut done = false;
+            match status.state? {
+                ConnectionState::EncodeTlsData(mut data) => {
+                    let mut room = 2048;
+                    loop {
+                        let start = self.outgoing.len();
+                        self.outgoing.resize(start + room, 0);
+                        match data.encode(&mut self.outgoing[start..]) {
+                            Ok(n) => {
+                                self.outgoing.truncate(start + n);
+                                break;
+                            }
+                            Err(EncodeError::InsufficientSize(InsufficientSizeError { required_size })) => {
+                                self.outgoing.truncate(start);
+                                room = required_size;
+                            }
+                            Err(e) => return Err(rustls::Error::General(format!("TLS: {e}"))),
+                        }
+                    }
+                }
+                // Queued in `outgoing`, which the loop sends before anything sent later.
+                ConnectionState::TransmitTlsData(data) => data.done(),
+                ConnectionState::ReadTraffic(mut records) => {
+                    while let Some(record) = records.next_record() {
+                        plain.extend_from_slice(record?.payload);
+                    }
+                }
+                ConnectionState::BlockedHandshake => {
+                    self.incoming.drain(..discard);
+                    return Ok(false);
+                }
+                ConnectionState::PeerClosed | ConnectionState::Closed => {
+                    self.incoming.drain(..discard);
+                    return Ok(true);
+                }
+                ConnectionState::WriteTraffic(_) => done = true,
+                _ => return Err(rustls::Error::General("TLS: unexpected early data".into())),
+            }
+            self.incoming.drain(..discard);
+            if done {
+                break;
+            }
+        }
+        let State::Handshaking(conn) = std::mem::replace(&mut self.state, State::Done) else { unreachable!() };
+        self.alpn = conn.alpn_protocol().map(<[u8]>::to_vec);
+        let (secrets, kernel) = conn.dangerous_into_kernel_connection()?;
+        let mut records = Box::new(records::Records::new(secrets, kernel)?);
+        // What came with the server's last flight, and what was written meanwhile.
+        let opened = records.open(&mut self.incoming, plain, &mut self.outgoing)?;
+        self.incoming.drain(..opened.used);
+        let early = std::mem::take(&mut self.early);
+        records.seal(&early, &mut self.outgoing)?;
+        if opened.closed {
+            return Ok(true);
+        }
+        self.state = State::Records(records);
+        Ok(false)
+    }
+
     /// Queues plaintext to be encrypted.
     pub(crate) fn send(&mut self, data: &[u8]) {
-        // Without a buffer limit the writer takes everything (it only buffers inside rustls).
-        let _ = self.conn.writer().write_all(data);
+        match &mut self.state {
+            State::Records(records) => {
+                if let Err(e) = records.seal(data, &mut self.outgoing) {
+                    self.failed = Some(e);
+                }
+            }
+            State::Handshaking(_) => self.early.extend_from_slice(data),
+            State::Done => {}
+        }
     }
 
     /// Moves every pending TLS record into `out`.
     pub(crate) fn take_ciphertext(&mut self, out: &mut Vec<u8>) {
-        while self.conn.wants_write() {
-            if self.conn.write_tls(out).is_err() {
-                break;
-            }
+        if out.is_empty() {
+            std::mem::swap(out, &mut self.outgoing);
+        } else {
+            out.append(&mut self.outgoing);
         }
     }
 }

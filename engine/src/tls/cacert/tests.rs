@@ -87,7 +87,7 @@ fn handshake(options: &TlsOptions, server: Arc<ServerConfig>, name: &str) -> Res
         while server.wants_write() {
             server.write_tls(&mut wire).unwrap();
         }
-        client.receive(&wire, &mut plain).map_err(|e| describe(&e))?;
+        client.receive(&mut wire, &mut plain).map_err(|e| describe(&e))?;
         if !client.is_handshaking() && !server.is_handshaking() {
             return Ok(());
         }
