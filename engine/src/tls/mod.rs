@@ -203,7 +203,7 @@ impl TlsSession {
                 break;
             }
         }
-        let State::Handshaking(conn) = std::mem::replace(&mut self.state, State::Done) else { unreachable!() };
+        let State::Handshaking(conn) = std::mem::replace(&mut self.state, State::Done) else { return Ok(false) };
         self.alpn = conn.alpn_protocol().map(<[u8]>::to_vec);
         let (secrets, kernel) = conn.dangerous_into_kernel_connection()?;
         let mut records = Box::new(records::Records::new(secrets, kernel)?);
