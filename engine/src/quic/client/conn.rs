@@ -10,7 +10,7 @@
 //! (see `recovery`), 0-RTT, Retry and version negotiation (a clear error), migration, MTU
 //! discovery, streams the server opens both ways (HTTP/3 has none).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,6 +58,7 @@ mod code {
     pub const FINAL_SIZE_ERROR: u64 = 0x06;
     pub const PROTOCOL_VIOLATION: u64 = 0x0a;
     pub const APPLICATION_ERROR: u64 = 0x0c;
+    pub const CRYPTO_BUFFER_EXCEEDED: u64 = 0x0d;
     pub const CRYPTO_ERROR: u64 = 0x100;
 }
 
@@ -98,9 +99,9 @@ struct PacketSpace {
     crypto_out: Vec<u8>,
     crypto_sent: u64,
     crypto_lost: Vec<(u64, u64)>,
-    /// The CRYPTO stream we receive: handed to TLS up to here; what came early waits.
-    crypto_in: u64,
-    crypto_early: BTreeMap<u64, Vec<u8>>,
+    /// The CRYPTO stream we receive, put in order for TLS; its window (16 MiB, far beyond any
+    /// handshake) bounds what the server may send ahead.
+    crypto_in: RecvStream,
     /// A PING is due (a probe with nothing to send again).
     ping: bool,
 }
@@ -612,33 +613,16 @@ impl Connection {
 
     fn on_crypto(&mut self, space: Space, offset: u64, data: &[u8]) -> Result<(), ConnError> {
         let s = &mut self.spaces[space_index(space)];
-        let end = offset + data.len() as u64;
-        if end <= s.crypto_in {
-            return Ok(());
-        }
-        if offset > s.crypto_in {
-            s.crypto_early.entry(offset).or_insert_with(|| data.to_vec());
-            return Ok(());
-        }
-        let fresh = &data[(s.crypto_in - offset) as usize..];
-        s.crypto_in = end;
-        self.read_tls(fresh)?;
-        loop {
-            let s = &mut self.spaces[space_index(space)];
-            let Some(entry) = s.crypto_early.first_entry() else { break };
-            if *entry.key() > s.crypto_in {
-                break;
-            }
-            let start = *entry.key();
-            let data = entry.remove();
-            let end = start + data.len() as u64;
-            if end > s.crypto_in {
-                let from = (s.crypto_in - start) as usize;
-                s.crypto_in = end;
-                self.read_tls(&data[from..])?;
+        match s.crypto_in.on_data(offset, data, false) {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(_) => {
+                return Err(ConnError::new(code::CRYPTO_BUFFER_EXCEEDED, "more CRYPTO data than any handshake needs"));
             }
         }
-        Ok(())
+        let mut fresh = Vec::new();
+        s.crypto_in.read(|b| fresh.extend_from_slice(b));
+        self.read_tls(&fresh)
     }
 
     fn read_tls(&mut self, data: &[u8]) -> Result<(), ConnError> {
