@@ -87,18 +87,14 @@ fn random_cid() -> ConnectionId {
 }
 
 /// The state of one packet number space.
-#[derive(Default)]
 struct PacketSpace {
     /// Initial and Handshake keys (1-RTT keys live in `OneRtt`); None once discarded.
     keys: Option<Keys>,
     next_pn: u64,
     received: Received,
     sent: SentPackets,
-    /// The CRYPTO stream we send: every byte from offset 0, sent up to `crypto_sent`, and
-    /// ranges to send again.
-    crypto_out: Vec<u8>,
-    crypto_sent: u64,
-    crypto_lost: Vec<(u64, u64)>,
+    /// The CRYPTO stream we send (no flow control: its limit is the largest offset).
+    crypto_out: SendStream,
     /// The CRYPTO stream we receive, put in order for TLS; its window (16 MiB, far beyond any
     /// handshake) bounds what the server may send ahead.
     crypto_in: RecvStream,
@@ -106,9 +102,23 @@ struct PacketSpace {
     ping: bool,
 }
 
+impl Default for PacketSpace {
+    fn default() -> Self {
+        PacketSpace {
+            keys: None,
+            next_pn: 0,
+            received: Received::default(),
+            sent: SentPackets::default(),
+            crypto_out: SendStream::new(u64::MAX),
+            crypto_in: RecvStream::default(),
+            ping: false,
+        }
+    }
+}
+
 impl PacketSpace {
     fn crypto_pending(&self) -> bool {
-        !self.crypto_lost.is_empty() || self.crypto_sent < self.crypto_out.len() as u64
+        self.crypto_out.has_pending()
     }
 
     fn wants_send(&self) -> bool {
@@ -557,7 +567,7 @@ impl Connection {
             self.pto_count = 0;
         }
         for f in acked.drain(..) {
-            self.on_acked(f);
+            self.on_acked(i, f);
         }
         self.on_lost_frames(space, &mut lost);
         self.acked = acked;
@@ -565,12 +575,16 @@ impl Connection {
         Ok(())
     }
 
-    fn on_acked(&mut self, f: Resend) {
-        if let Resend::Stream { id, offset, len, fin } = f
-            && let Some(send) = self.streams.send(id)
-        {
-            send.on_acked(offset, len as usize, fin);
-            self.streams.retire_if_done(id);
+    fn on_acked(&mut self, space: usize, f: Resend) {
+        match f {
+            Resend::Stream { id, offset, len, fin } => {
+                if let Some(send) = self.streams.send(id) {
+                    send.on_acked(offset, len as usize, fin);
+                    self.streams.retire_if_done(id);
+                }
+            }
+            Resend::Crypto { offset, len } => self.spaces[space].crypto_out.on_acked(offset, len as usize, false),
+            _ => {}
         }
     }
 
@@ -584,10 +598,7 @@ impl Connection {
                         self.streams.enqueue(id);
                     }
                 }
-                Resend::Crypto { offset, len } => {
-                    let s = &mut self.spaces[i];
-                    s.crypto_lost.push((offset, offset + u64::from(len)));
-                }
+                Resend::Crypto { offset, len } => self.spaces[i].crypto_out.on_lost(offset, len as usize, false),
                 Resend::ResetStream { id, code, final_size } => {
                     self.controls.push(Control::ResetStream { id, code, final_size })
                 }
@@ -654,7 +665,9 @@ impl Connection {
             let space = self.tls_space;
             let mut out = Vec::new();
             let change = self.tls.write_hs(&mut out);
-            self.spaces[space_index(space)].crypto_out.extend_from_slice(&out);
+            if !out.is_empty() {
+                self.spaces[space_index(space)].crypto_out.write(Bytes::from(out));
+            }
             match change {
                 None => break,
                 Some(KeyChange::Handshake { keys }) => {
@@ -704,7 +717,8 @@ impl Connection {
             let hs = &mut self.spaces[1];
             hs.keys = None;
             hs.sent.discard();
-            hs.crypto_lost.clear();
+            // Nothing more goes out in a discarded space.
+            hs.crypto_out.reset = true;
             hs.received.ack_due = false;
             hs.ping = false;
         }
@@ -714,7 +728,7 @@ impl Connection {
         let s = &mut self.spaces[0];
         if s.keys.take().is_some() {
             s.sent.discard();
-            s.crypto_lost.clear();
+            s.crypto_out.reset = true;
             s.received.ack_due = false;
             s.ping = false;
         }

@@ -80,6 +80,11 @@ impl SendStream {
         }
     }
 
+    /// Bytes written in all.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
     /// The stream's final size if it is reset now: what has gone out, which is what the
     /// peer's flow control counted (RFC 9000 §4.5), not what was written.
     pub(crate) fn final_size_if_reset(&self) -> u64 {

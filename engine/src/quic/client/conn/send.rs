@@ -98,24 +98,12 @@ impl Connection {
             if room < 16 {
                 break;
             }
-            let (offset, end) = match s.crypto_lost.first().copied() {
-                Some(range) => {
-                    s.crypto_lost.remove(0);
-                    range
-                }
-                None => (s.crypto_sent, s.crypto_out.len() as u64),
-            };
-            let max = room - frame::crypto_header_len(offset, room);
-            let len = ((end - offset) as usize).min(max);
-            frame::encode_crypto_header(buf, offset, len);
-            buf.extend_from_slice(&s.crypto_out[offset as usize..offset as usize + len]);
-            let sent_to = offset + len as u64;
-            // The rest of a range sent again goes back to the front; new bytes just wait.
-            if sent_to < end && s.crypto_sent >= end {
-                s.crypto_lost.insert(0, (sent_to, end));
-            }
-            s.crypto_sent = s.crypto_sent.max(sent_to);
-            frames.push(Resend::Crypto { offset, len: len as u32 });
+            // The header's size depends on the offset `next_chunk` picks: room for the largest.
+            let max = room - frame::crypto_header_len(s.crypto_out.len(), room);
+            let Some(chunk) = s.crypto_out.next_chunk(max, u64::MAX) else { break };
+            frame::encode_crypto_header(buf, chunk.offset, chunk.len);
+            s.crypto_out.copy(chunk.offset, chunk.len, buf);
+            frames.push(Resend::Crypto { offset: chunk.offset, len: chunk.len as u32 });
             eliciting = true;
         }
         if s.ping && !eliciting {
