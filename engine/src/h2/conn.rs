@@ -422,14 +422,11 @@ impl Connection {
             if used >= prefetched {
                 prefetched = self.prefetch_streams(buf, used);
             }
-            let rest = &buf[used..];
-            if let Some(n) = self.plain_frame(rest, now, events)? {
-                used += n;
-                continue;
+            let Some(raw) = frame::split(&buf[used..], frame::DEFAULT_MAX_FRAME_SIZE)? else { break };
+            used += raw.len;
+            if !self.plain_frame(raw.head, raw.payload, now, events)? {
+                self.on_frame(frame::parse(raw.head, raw.payload)?, now, events)?;
             }
-            let Some((f, n)) = frame::decode(rest, frame::DEFAULT_MAX_FRAME_SIZE)? else { break };
-            used += n;
-            self.on_frame(f, now, events)?;
         }
         Ok(used)
     }
@@ -437,31 +434,32 @@ impl Connection {
     /// Nearly every frame of a run: a DATA frame without padding, or a HEADERS frame that is a
     /// whole header block without padding or priority, between header blocks. Handled
     /// straight from its header, without the `Frame` that `on_frame` matches on (building and
-    /// moving that was a sixth of HTTP/2's own time at 64 × 100); any other frame, or one
-    /// cut short, is left to `decode` (None).
-    fn plain_frame(&mut self, buf: &[u8], now: Instant, events: &mut Vec<Event>) -> Result<Option<usize>, ConnError> {
+    /// moving that was a sixth of HTTP/2's own time at 64 × 100); false for any other frame,
+    /// which is left to `frame::parse` and `on_frame`.
+    fn plain_frame(
+        &mut self,
+        head: frame::Head,
+        payload: &[u8],
+        now: Instant,
+        events: &mut Vec<Event>,
+    ) -> Result<bool, ConnError> {
         use frame::{flag, kind};
-        let Some(head) = buf.first_chunk::<{ frame::HEADER_LEN }>() else { return Ok(None) };
-        let head = frame::Head::parse(head);
-        let end = frame::HEADER_LEN + head.len as usize;
-        if head.len > frame::DEFAULT_MAX_FRAME_SIZE
-            || head.stream == 0
+        if head.stream == 0
             || head.flags & (flag::PADDED | flag::PRIORITY) != 0
             || self.pending.is_some()
             || !self.peer_settings_seen
         {
-            return Ok(None);
+            return Ok(false);
         }
-        let Some(payload) = buf.get(frame::HEADER_LEN..end) else { return Ok(None) };
         let end_stream = head.flags & flag::END_STREAM != 0;
         match head.kind {
             kind::DATA => self.on_data(head.stream, payload.len(), end_stream, head.len, events)?,
             kind::HEADERS if head.flags & flag::END_HEADERS != 0 => {
                 self.on_headers(head.stream, payload, end_stream, true, now, events)?
             }
-            _ => return Ok(None),
+            _ => return Ok(false),
         }
-        Ok(Some(end))
+        Ok(true)
     }
 
     fn on_frame(&mut self, f: Frame<'_>, now: Instant, events: &mut Vec<Event>) -> Result<(), ConnError> {
@@ -687,10 +685,6 @@ impl Connection {
         (id, s, retry_after)
     }
 
-    /// Asks the CPU for the streams that the next `PREFETCH` HEADERS frames from `buf[at..]`
-    /// answer, all at once, before they are handled one by one; returns where it stopped. With
-    /// many streams open their memory is out of cache, and fetched one at a time the misses
-    /// were half of `process`. A few at a time, so the first are not evicted by the last.
     /// A HEADERS frame's header block fragment (padding and priority already stepped over).
     fn on_headers(
         &mut self,
@@ -720,6 +714,10 @@ impl Connection {
         }
     }
 
+    /// Asks the CPU for the streams that the next `PREFETCH` HEADERS frames from `buf[at..]`
+    /// answer, all at once, before they are handled one by one; returns where it stopped. With
+    /// many streams open their memory is out of cache, and fetched one at a time the misses
+    /// were half of `process`. A few at a time, so the first are not evicted by the last.
     fn prefetch_streams(&self, buf: &[u8], mut at: usize) -> usize {
         const PREFETCH: usize = 16;
         let mut fetched = 0;

@@ -225,13 +225,28 @@ pub(crate) enum Frame<'a> {
     },
 }
 
-/// Decodes the first frame in `buf`. `Ok(None)` means more bytes are needed; otherwise the
-/// frame and how many bytes of `buf` it used. A frame longer than `max_frame_size` (what we
+/// Decodes the first frame in `buf`: `split`, then `parse`. The tests read frames whole;
+/// the receive loop splits first, to handle the common frames from their header.
+#[cfg(test)]
+pub(crate) fn decode(buf: &[u8], max_frame_size: u32) -> Result<Option<(Frame<'_>, usize)>, FrameError> {
+    let Some(raw) = split(buf, max_frame_size)? else { return Ok(None) };
+    Ok(Some((parse(raw.head, raw.payload)?, raw.len)))
+}
+
+/// A whole frame, not yet read by its type.
+pub(crate) struct RawFrame<'a> {
+    pub head: Head,
+    pub payload: &'a [u8],
+    /// Header and payload: the bytes it takes.
+    pub len: usize,
+}
+
+/// The first whole frame in `buf`. `Ok(None)` means more bytes are needed. A frame longer than `max_frame_size` (what we
 /// advertised) is refused as soon as its header is seen, so it is never buffered.
 // Inlined into the receive loop, the frame is not stored and read back on its way out (the
 // read-back stalled on the stores: a quarter of `Connection::process` at h2c 16 × 32).
 #[inline]
-pub(crate) fn decode(buf: &[u8], max_frame_size: u32) -> Result<Option<(Frame<'_>, usize)>, FrameError> {
+pub(crate) fn split(buf: &[u8], max_frame_size: u32) -> Result<Option<RawFrame<'_>>, FrameError> {
     let Some(head) = buf.first_chunk::<HEADER_LEN>() else { return Ok(None) };
     let head = Head::parse(head);
     if head.len > max_frame_size {
@@ -239,10 +254,11 @@ pub(crate) fn decode(buf: &[u8], max_frame_size: u32) -> Result<Option<(Frame<'_
     }
     let end = HEADER_LEN + head.len as usize;
     let Some(payload) = buf.get(HEADER_LEN..end) else { return Ok(None) };
-    Ok(Some((parse(head, payload)?, end)))
+    Ok(Some(RawFrame { head, payload, len: end }))
 }
 
-fn parse(head: Head, p: &[u8]) -> Result<Frame<'_>, FrameError> {
+/// A frame's payload read by its type, with every rule RFC 9113 sets on it.
+pub(crate) fn parse(head: Head, p: &[u8]) -> Result<Frame<'_>, FrameError> {
     let Head { len, kind, flags, stream } = head;
     let bad_len = |kind| FrameError::BadLength { kind, len };
     let on_stream = |kind| if stream == 0 { Err(FrameError::StreamZero { kind }) } else { Ok(()) };
