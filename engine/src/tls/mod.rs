@@ -130,7 +130,8 @@ impl TlsSession {
             State::Done => false,
             State::Handshaking(_) => {
                 self.incoming.extend_from_slice(data);
-                self.handshake(plain)?
+                // Records that came with the server's last flight are opened as soon as it is done.
+                self.handshake(plain)? || self.open_incoming(plain)?
             }
             State::Records(records) if self.incoming.is_empty() => {
                 // The common case: whole records, opened where the kernel put them.
@@ -140,11 +141,9 @@ impl TlsSession {
                 }
                 opened.closed
             }
-            State::Records(records) => {
+            State::Records(_) => {
                 self.incoming.extend_from_slice(data);
-                let opened = records.open(&mut self.incoming, plain, &mut self.outgoing)?;
-                self.incoming.drain(..opened.used);
-                opened.closed
+                self.open_incoming(plain)?
             }
         };
         if closed {
@@ -207,16 +206,18 @@ impl TlsSession {
         self.alpn = conn.alpn_protocol().map(<[u8]>::to_vec);
         let (secrets, kernel) = conn.dangerous_into_kernel_connection()?;
         let mut records = Box::new(records::Records::new(secrets, kernel)?);
-        // What came with the server's last flight, and what was written meanwhile.
-        let opened = records.open(&mut self.incoming, plain, &mut self.outgoing)?;
-        self.incoming.drain(..opened.used);
-        let early = std::mem::take(&mut self.early);
-        records.seal(&early, &mut self.outgoing)?;
-        if opened.closed {
-            return Ok(true);
-        }
+        records.seal(&std::mem::take(&mut self.early), &mut self.outgoing)?;
         self.state = State::Records(records);
         Ok(false)
+    }
+
+    /// Opens the whole records in `incoming`, keeping a record cut short; returns whether the
+    /// server closed.
+    fn open_incoming(&mut self, plain: &mut Vec<u8>) -> Result<bool, rustls::Error> {
+        let State::Records(records) = &mut self.state else { return Ok(false) };
+        let opened = records.open(&mut self.incoming, plain, &mut self.outgoing)?;
+        self.incoming.drain(..opened.used);
+        Ok(opened.closed)
     }
 
     /// Queues plaintext to be encrypted.

@@ -17,7 +17,7 @@ use rustls::{
 };
 
 /// A record's header: content type, legacy version, length.
-pub(super) const HEADER: usize = 5;
+const HEADER: usize = 5;
 const TAG: usize = 16;
 /// TLS 1.2 AES-GCM records carry the last 8 bytes of their nonce.
 const EXPLICIT_NONCE: usize = 8;
@@ -253,30 +253,33 @@ impl Records {
     }
 
     fn seal_record(&mut self, kind: u8, data: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
-        let start = out.len();
         let nonce = self.tx.nonce();
-        if self.tls13 {
-            let len = data.len() + 1 + TAG;
-            out.extend_from_slice(&[content::APPLICATION_DATA, 3, 3]);
-            out.extend_from_slice(&(len as u16).to_be_bytes());
-            out.extend_from_slice(data);
-            out.push(kind);
-            let (header, body) = out[start..].split_at_mut(HEADER);
-            let aad = Aad::from(&*header);
-            let tag = self.tx.key.seal_in_place_separate_tag(Nonce::assume_unique_for_key(nonce), aad, body);
-            out.extend_from_slice(tag.map_err(|_| Error::EncryptError)?.as_ref());
+        // TLS 1.3 hides the real type after the data (RFC 8446 §5.2) and authenticates the
+        // header; TLS 1.2 authenticates sequence number, type and length, and its AES-GCM
+        // sends the nonce's last 8 bytes.
+        let (outer, inner, explicit) = if self.tls13 {
+            (content::APPLICATION_DATA, Some(kind), 0)
         } else {
-            let explicit = if self.explicit_nonce { EXPLICIT_NONCE } else { 0 };
-            let len = explicit + data.len() + TAG;
-            out.extend_from_slice(&[kind, 3, 3]);
-            out.extend_from_slice(&(len as u16).to_be_bytes());
-            out.extend_from_slice(&nonce[12 - explicit..]);
-            out.extend_from_slice(data);
-            let aad = Aad::from(self.tx.aad12(kind, data.len()));
-            let body = &mut out[start + HEADER + explicit..];
-            let tag = self.tx.key.seal_in_place_separate_tag(Nonce::assume_unique_for_key(nonce), aad, body);
-            out.extend_from_slice(tag.map_err(|_| Error::EncryptError)?.as_ref());
-        }
+            (kind, None, if self.explicit_nonce { EXPLICIT_NONCE } else { 0 })
+        };
+        let len = explicit + data.len() + usize::from(inner.is_some()) + TAG;
+        let start = out.len();
+        out.extend_from_slice(&[outer, 3, 3]);
+        out.extend_from_slice(&(len as u16).to_be_bytes());
+        out.extend_from_slice(&nonce[12 - explicit..]);
+        out.extend_from_slice(data);
+        out.extend(inner);
+        let mut aad = [0; 13];
+        let aad = if self.tls13 {
+            aad[..HEADER].copy_from_slice(&out[start..start + HEADER]);
+            &aad[..HEADER]
+        } else {
+            aad = self.tx.aad12(kind, data.len());
+            &aad[..]
+        };
+        let body = &mut out[start + HEADER + explicit..];
+        let tag = self.tx.key.seal_in_place_separate_tag(Nonce::assume_unique_for_key(nonce), Aad::from(aad), body);
+        out.extend_from_slice(tag.map_err(|_| Error::EncryptError)?.as_ref());
         self.tx.seq += 1;
         Ok(())
     }
