@@ -27,6 +27,11 @@ impl Lost {
         )
     }
 
+    /// The server's version negotiation offered no version of ours.
+    pub(crate) fn no_common_version() -> Self {
+        Lost::connect("the server speaks no QUIC version volley does (version 1)".into())
+    }
+
     /// A connection that could not be set up, for `why`.
     pub(crate) fn connect(why: String) -> Self {
         Lost::new(ErrorKind::Connect, why)
@@ -78,9 +83,7 @@ impl Lost {
         match reason {
             ConnectionError::TimedOut if connected => Lost::idle(),
             ConnectionError::TimedOut => Lost::connect_timeout(),
-            ConnectionError::VersionMismatch => {
-                Lost::new(ErrorKind::Connect, "the server speaks no QUIC version volley does (version 1)".into())
-            }
+            ConnectionError::VersionMismatch => Lost::no_common_version(),
             ConnectionError::CidsExhausted => Lost::new(ErrorKind::Connect, "out of QUIC connection IDs".into()),
             ConnectionError::TransportError(e) => match tls_alert(e.code.into()) {
                 Some(alert) => Lost::new(ErrorKind::Tls, local_tls(alert, &e.reason)),

@@ -367,7 +367,7 @@ impl Connection {
                 packet::Kind::Short => Space::Data,
                 packet::Kind::VersionNegotiation { .. } | packet::Kind::UnsupportedVersion(_) => {
                     if self.server_scid.is_none() {
-                        self.lose(Lost::connect("the server speaks no QUIC version volley does (version 1)".into()));
+                        self.lose(Lost::no_common_version());
                     }
                     return Ok(());
                 }
