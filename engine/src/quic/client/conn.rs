@@ -117,12 +117,8 @@ impl Default for PacketSpace {
 }
 
 impl PacketSpace {
-    fn crypto_pending(&self) -> bool {
-        self.crypto_out.has_pending()
-    }
-
     fn wants_send(&self) -> bool {
-        self.received.ack_due || self.crypto_pending() || self.ping
+        self.received.ack_due || self.crypto_out.has_pending() || self.ping
     }
 }
 
@@ -567,7 +563,7 @@ impl Connection {
             self.pto_count = 0;
         }
         for f in acked.drain(..) {
-            self.on_acked(i, f);
+            self.on_acked(space, f);
         }
         self.on_lost_frames(space, &mut lost);
         self.acked = acked;
@@ -575,7 +571,7 @@ impl Connection {
         Ok(())
     }
 
-    fn on_acked(&mut self, space: usize, f: Resend) {
+    fn on_acked(&mut self, space: Space, f: Resend) {
         match f {
             Resend::Stream { id, offset, len, fin } => {
                 if let Some(send) = self.streams.send(id) {
@@ -583,7 +579,9 @@ impl Connection {
                     self.streams.retire_if_done(id);
                 }
             }
-            Resend::Crypto { offset, len } => self.spaces[space].crypto_out.on_acked(offset, len as usize, false),
+            Resend::Crypto { offset, len } => {
+                self.spaces[space_index(space)].crypto_out.on_acked(offset, len as usize, false)
+            }
             _ => {}
         }
     }

@@ -93,7 +93,7 @@ impl Connection {
             frame::encode_ack(buf, ranges, delay >> 3);
             s.received.ack_due = false;
         }
-        while s.crypto_pending() {
+        while s.crypto_out.has_pending() {
             let room = builder.room(buf, limit - start);
             if room < 16 {
                 break;
