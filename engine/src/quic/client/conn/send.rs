@@ -38,9 +38,6 @@ impl Connection {
             if segment == 0 {
                 segment = len;
             }
-            if len < segment {
-                break;
-            }
             if len < room {
                 // A datagram short of the segment size ends the batch (GSO's rule).
                 break;
@@ -198,16 +195,15 @@ impl Connection {
             };
             frame::encode_stream_header(buf, id, chunk.offset, chunk.len, chunk.fin);
             send.copy(chunk.offset, chunk.len, buf);
+            // Out of the queue once nothing is left to send.
             let pending = send.has_pending();
+            send.queued = pending;
             if !chunk.again {
                 streams.data_sent += chunk.len as u64;
             }
             frames.push(Resend::Stream { id, offset: chunk.offset, len: chunk.len as u32, fin: chunk.fin });
             eliciting = true;
             if !pending {
-                if let Some(send) = streams.send(id) {
-                    send.queued = false;
-                }
                 streams.queue.pop_front();
             }
         }
