@@ -45,7 +45,7 @@ use super::uring::{Completion, Op, Uring, untoken};
 use super::{Shared, ThreadDone, ThreadPlan};
 use crate::plan::ConnectionRamp;
 use crate::session::{Event, Negotiated, Schedule, Session, Transmit, Units, Why};
-use crate::stats::{ErrorKind, Stats};
+use crate::stats::{ErrorKind, Spans, Stats};
 use crate::tls::{self, TlsSession};
 
 /// Receive buffers: small, since benchmark responses are small and RSS counts.
@@ -794,11 +794,12 @@ impl<'r> Loop<'r> {
     /// Counts what the session of `i` reported.
     fn count_events(&mut self, i: usize) {
         let mut events = std::mem::take(&mut self.events);
+        // Recorded a run of equal spans at a time (a receive's responses share an arrival).
+        let (mut ttfb, mut latency, mut service) = (Spans::default(), Spans::default(), Spans::default());
         for event in events.drain(..) {
             match event {
                 Event::FirstByte { sent_at, at } => {
-                    let ttfb = at.saturating_duration_since(sent_at);
-                    Stats::record(&mut self.stats.counters, &mut self.stats.histograms.ttfb, ttfb);
+                    ttfb.add(sent_at, at, &mut self.stats.counters, &mut self.stats.histograms.ttfb);
                 }
                 Event::Response { status, due, sent_at, at } => {
                     self.refused_in_a_row = 0;
@@ -808,9 +809,9 @@ impl<'r> Loop<'r> {
                     counters.ok += 1;
                     counters.status(status);
                     let h = &mut self.stats.histograms;
-                    Stats::record(counters, &mut h.latency, at.saturating_duration_since(due));
+                    latency.add(due, at, counters, &mut h.latency);
                     if self.open_model {
-                        Stats::record(counters, &mut h.service, at.saturating_duration_since(sent_at));
+                        service.add(sent_at, at, counters, &mut h.service);
                     }
                 }
                 Event::RetryAfter { status, value } => self.stats.counters.retry_after.record(status, value),
@@ -828,6 +829,10 @@ impl<'r> Loop<'r> {
                 }
             }
         }
+        let (counters, h) = (&mut self.stats.counters, &mut self.stats.histograms);
+        ttfb.flush(counters, &mut h.ttfb);
+        latency.flush(counters, &mut h.latency);
+        service.flush(counters, &mut h.service);
         self.events = events;
     }
 

@@ -119,7 +119,11 @@ const _: () = assert!(std::mem::size_of::<Stream>() == 64);
 const NO_BYTE_YET: u64 = u64::MAX;
 
 /// Nanoseconds from `base` to `t`, below 0 when `t` is earlier (saturating at about 292 years).
+/// The closed model's requests are due when sent: that case costs a comparison, not a subtraction.
 fn nanos_from(base: Instant, t: Instant) -> i64 {
+    if t == base {
+        return 0;
+    }
     match t.checked_duration_since(base) {
         Some(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
         None => i64::try_from(base.duration_since(t).as_nanos()).map_or(i64::MIN, |n| -n),
@@ -128,6 +132,9 @@ fn nanos_from(base: Instant, t: Instant) -> i64 {
 
 /// The instant `nanos` from `base`, as `nanos_from` measured it.
 fn at_nanos(base: Instant, nanos: i64) -> Instant {
+    if nanos == 0 {
+        return base;
+    }
     let d = Duration::from_nanos(nanos.unsigned_abs());
     if nanos >= 0 { base + d } else { base.checked_sub(d).unwrap_or(base) }
 }

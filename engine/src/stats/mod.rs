@@ -3,10 +3,12 @@
 mod counters;
 mod histogram;
 mod retry_after;
+mod spans;
 
 pub use counters::{Counters, ErrorKind};
 pub use histogram::{HistogramError, decode_histogram, encode_histogram, new_histogram};
 pub use retry_after::{RetryAfter, RetryAfterCounts};
+pub(crate) use spans::Spans;
 
 use hdrhistogram::Histogram;
 use std::time::Duration;
