@@ -71,15 +71,19 @@ impl BufRing {
     }
 
     /// `part`, which `bytes` lent from buffer `bid`, to be changed in place (TLS decrypts
-    /// records where they lie). The caller keeps no other view of it while this one lives,
-    /// and recycles `bid` afterwards as with `bytes`.
-    pub(crate) fn bytes_mut<'a>(&self, bid: u16, part: &[u8]) -> &'a mut [u8] {
+    /// records where they lie); recycle `bid` afterwards as with `bytes`.
+    ///
+    /// # Safety
+    /// While the returned slice lives, nothing else reads or writes `part` (no other view of
+    /// it is used, and `bid` is not pushed back), and the ring outlives it.
+    pub(crate) unsafe fn bytes_mut<'a>(&self, bid: u16, part: &[u8]) -> &'a mut [u8] {
         let buffer = bid as usize * self.buf_size;
         let base = self.buffers.cast::<u8>() as usize;
         let start = (part.as_ptr() as usize).saturating_sub(base);
         assert!(start >= buffer && start + part.len() <= buffer + self.buf_size, "not a part of buffer {bid}");
-        // SAFETY: in bounds (checked above); `buffers` is only ever written by the kernel
-        // before the completion that lent it, and the caller holds no other view.
+        // SAFETY: in bounds (checked above); the kernel wrote this buffer before the completion
+        // that lent it and does not again until `bid` is pushed back; the caller's contract
+        // covers every other view.
         unsafe { std::slice::from_raw_parts_mut(self.buffers.cast::<u8>().add(start), part.len()) }
     }
 

@@ -1083,19 +1083,20 @@ impl<'r> Loop<'r> {
             }
             return if !cqueue::more(flags) { self.rearm(i) } else { Ok(()) };
         }
+        if res == 0 && !self.stamped() {
+            return self.on_eof(i, now);
+        }
+        // A receive that read something names its buffer.
+        let Some(bid) = buf else { return Ok(()) };
         let (data, arrived) = if self.stamped() {
             // A buffer without the kernel's layout cannot happen.
-            let Some(received) = buf.and_then(|bid| self.recvmsg.parse(self.bufs.bytes(bid, res as usize))) else {
+            let Some(received) = self.recvmsg.parse(self.bufs.bytes(bid, res as usize)) else {
                 return Ok(());
             };
             self.arrivals_stamped |= received.timestamp.is_some();
             // The session sees the bytes as of their arrival: a response's latency ends there.
             (received.payload, self.clock.instant(received.timestamp, now))
         } else {
-            if res == 0 {
-                return self.on_eof(i, now);
-            }
-            let Some(bid) = buf else { return Ok(()) };
             (self.bufs.bytes(bid, res as usize), now)
         };
         if data.is_empty() {
@@ -1104,8 +1105,10 @@ impl<'r> Loop<'r> {
         self.stats.counters.bytes_received += data.len() as u64;
         if self.conns[i].tls.is_some() {
             // TLS opens records where they lie.
-            let Some(bid) = buf else { return Ok(()) };
-            self.on_ciphertext(i, self.bufs.bytes_mut(bid, data), arrived, now)?;
+            // SAFETY: `data` is not used again, and `bid` goes back to the ring only after
+            // this completion is handled.
+            let data = unsafe { self.bufs.bytes_mut(bid, data) };
+            self.on_ciphertext(i, data, arrived, now)?;
         } else {
             self.on_plaintext(i, data, arrived, now)?;
         }
