@@ -33,6 +33,12 @@ mod content {
     pub(super) const APPLICATION_DATA: u8 = 23;
 }
 
+mod alert {
+    pub(super) const WARNING: u8 = 1;
+    pub(super) const CLOSE_NOTIFY: u8 = 0;
+    pub(super) const USER_CANCELED: u8 = 90;
+}
+
 mod handshake {
     pub(super) const HELLO_REQUEST: u8 = 0;
     pub(super) const NEW_SESSION_TICKET: u8 = 4;
@@ -145,13 +151,13 @@ impl Records {
                         return Err(Error::InvalidMessage(InvalidMessage::MessageTooShort));
                     };
                     match description {
-                        0 => {
+                        alert::CLOSE_NOTIFY => {
                             opened.closed = true;
                             return Ok(opened);
                         }
                         // user_canceled, and TLS 1.2's warnings: rustls reads on past them too.
-                        90 => {}
-                        _ if level == 1 && !self.tls13 => {}
+                        alert::USER_CANCELED => {}
+                        _ if level == alert::WARNING && !self.tls13 => {}
                         _ => return Err(Error::AlertReceived(AlertDescription::from(description))),
                     }
                 }
