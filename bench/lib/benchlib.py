@@ -412,6 +412,27 @@ def _verdict(value: float | None, limit: float, at_least: bool = False) -> str:
     return "PASS" if (value >= limit if at_least else value <= limit) else "FAIL"
 
 
+def _paired(mine: list[dict], theirs: list[dict], key: str) -> list[float]:
+    """The ratios mine / theirs of `key`, run by run: runs with the same number ran back to
+    back (the tools are interleaved), so each ratio sees one stretch of the host's load."""
+    by_run = {r["run"]: float(r[key]) for r in theirs if float(r[key]) > 0}
+    return [float(r[key]) / by_run[r["run"]] for r in mine if r["run"] in by_run]
+
+
+def _noise(ratios: list[float], limit: float, at_least: bool = False) -> str:
+    """How the target fares run by run: met in every pair, in none, or only in some, which
+    on these machines means the difference is within the run-to-run noise."""
+    if not ratios:
+        return ""
+    met = sum(1 for r in ratios if (r >= limit if at_least else r <= limit))
+    spread = f"runs {min(ratios):.2f}–{max(ratios):.2f}, median {statistics.median(ratios):.2f}"
+    if met == len(ratios):
+        return f"; {spread}, met in every run"
+    if met == 0:
+        return f"; {spread}, met in no run"
+    return f"; {spread}, met in {met} of {len(ratios)}: within noise"
+
+
 def cmd_summarize(args) -> int:
     with open(args.csv, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
@@ -468,7 +489,9 @@ def cmd_summarize(args) -> int:
             texts.append(text)
     print()
     print(f"Ratios of medians, {SUBJECT} / other"
-          + (f" (targets from the issue: {'; '.join(texts)})" if texts else "") + ":")
+          + (f" (targets from the issue: {'; '.join(texts)})" if texts else "") + ". "
+          "Beside each target, the ratios of the runs that ran back to back: a target met "
+          "in only some of them is within this machine's run-to-run noise:")
     print()
     for proto in protos:
         targets = TARGETS.get(proto, NO_TARGETS)
@@ -487,11 +510,16 @@ def cmd_summarize(args) -> int:
                 cpu = _ratio(g(mine, "cpu"), g(theirs, "cpu"))
                 rps = _ratio(g(mine, "rps"), g(theirs, "rps"))
                 rss = _ratio(g(mine, "rss"), g(theirs, "rss"))
+                ok = lambda tool: [r for r in cells[(proto, tool, conns, streams)]  # noqa: E731
+                                   if r["status"] == "ok"]
+                pairs_cpu = _paired(ok(SUBJECT), ok(other), "cpu_us_per_req")
+                pairs_rps = _paired(ok(SUBJECT), ok(other), "rps")
                 limit = targets.cpu_vs.get(other)
-                target = f" (target ≤ {limit}: {_verdict(cpu, limit)})" if limit else ""
+                target = (f" (target ≤ {limit}: {_verdict(cpu, limit)}"
+                          f"{_noise(pairs_cpu, limit)})" if limit else "")
                 floor = targets.rps_vs.get(other)
-                rps_target = (f" (target ≥ {floor:g}: {_verdict(rps, floor, at_least=True)})"
-                              if floor else "")
+                rps_target = (f" (target ≥ {floor:g}: {_verdict(rps, floor, at_least=True)}"
+                              f"{_noise(pairs_rps, floor, at_least=True)})" if floor else "")
                 parts.append(f"vs {other}: CPU/req {_fmt(cpu, 2)}{target}, "
                              f"req/s {_fmt(rps, 2)}{rps_target}, RSS {_fmt(rss, 2)}")
             line = f"- {label}: " + ("; ".join(parts) if parts else "no other tool")
