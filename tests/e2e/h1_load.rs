@@ -213,6 +213,19 @@ fn https_is_verified_against_cacert_and_counted() {
 }
 
 #[test]
+fn the_bytes_reported_sent_are_the_bytes_the_server_read_over_tcp_and_over_tls() {
+    // A small request leaves in a send that posts no completion, so its bytes are counted
+    // when it is queued; over TLS those are its records, and the handshakes count too.
+    for server in [TestServer::start(Behavior::ok(14)), TestServer::start_tls(Behavior::ok(14))] {
+        let out = run_volley(["-k", "-n", "3000", "-c", "8", "-j", &server.url()]);
+        let r = json_report(&out);
+        assert_eq!(number(&r, "/requests/ok"), 3000, "{r}");
+        assert_eq!(server.requests(), 3000);
+        assert_eq!(number(&r, "/bytesSent"), server.wire_bytes_received(), "{}: {r}", server.url());
+    }
+}
+
+#[test]
 fn https_with_an_unknown_issuer_fails_as_tls_errors_unless_insecure() {
     let server = TestServer::start_tls(Behavior::ok(14));
     let out = run_volley(["-n", "10", "-c", "2", "-j", &server.url()]);

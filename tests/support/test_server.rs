@@ -206,6 +206,8 @@ struct Stats {
     connections: AtomicU64,
     bad_heads: AtomicU64,
     request_body_bytes: AtomicU64,
+    /// Bytes read off the hyper connections' sockets: TLS records and handshakes included.
+    wire_bytes_in: AtomicU64,
     methods: Mutex<BTreeMap<String, u64>>,
     last: Mutex<Option<SeenRequest>>,
     /// When the first and the latest request heads arrived.
@@ -450,6 +452,12 @@ impl TestServer {
         self.stats.request_body_bytes.load(Ordering::SeqCst)
     }
 
+    /// Bytes read off the sockets of the hyper server (plain or TLS), as they came: for TLS,
+    /// the records and handshakes.
+    pub fn wire_bytes_received(&self) -> u64 {
+        self.stats.wire_bytes_in.load(Ordering::SeqCst)
+    }
+
     /// Requests received per method.
     pub fn methods(&self) -> BTreeMap<String, u64> {
         self.stats.methods.lock().unwrap().clone()
@@ -508,6 +516,40 @@ impl Drop for TestServer {
     }
 }
 
+/// A socket that counts the bytes read from it into [`Stats::wire_bytes_in`].
+struct WireCount {
+    inner: tokio::net::TcpStream,
+    stats: Arc<Stats>,
+}
+
+impl AsyncRead for WireCount {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let read = buf.filled().len() - before;
+        self.stats.wire_bytes_in.fetch_add(read as u64, Ordering::SeqCst);
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for WireCount {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
 async fn hyper_connection(
     stream: tokio::net::TcpStream,
     tls: Option<tokio_rustls::TlsAcceptor>,
@@ -517,6 +559,7 @@ async fn hyper_connection(
 ) {
     // Responses on this connection so far, for close_every.
     let served = Arc::new(AtomicU64::new(0));
+    let stream = WireCount { inner: stream, stats: stats.clone() };
     let service = service_fn(move |req| handle(req, behavior.clone(), body.clone(), stats.clone(), served.clone()));
     let builder = auto::Builder::new(TokioExecutor::new());
     match tls {

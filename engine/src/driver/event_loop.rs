@@ -920,17 +920,26 @@ impl<'r> Loop<'r> {
         c.send_buf.clear();
         c.send_off = 0;
         let mut from_request = false;
+        // The output is one HTTP/1.1 request (over TLS: its records, and any the receive
+        // queued before them): a candidate for a quiet send.
+        let mut one_request = false;
         if let Some(session) = c.session.as_mut() {
             match c.tls.as_mut() {
                 Some(tls) => match session.poll_transmit(&mut self.plain_out) {
-                    Transmit::Request => tls.send(&self.shared.request),
+                    Transmit::Request => {
+                        tls.send(&self.shared.request);
+                        one_request = true;
+                    }
                     Transmit::Bytes => {
                         tls.send(&self.plain_out);
                         self.plain_out.clear();
                     }
                     Transmit::Nothing | Transmit::Datagrams { .. } => {}
                 },
-                None => from_request = session.poll_transmit(&mut c.send_buf) == Transmit::Request,
+                None => {
+                    from_request = session.poll_transmit(&mut c.send_buf) == Transmit::Request;
+                    one_request = from_request;
+                }
             }
         }
         if let Some(tls) = &mut c.tls {
@@ -943,7 +952,7 @@ impl<'r> Loop<'r> {
             return Ok(());
         }
         c.send_from_request = from_request;
-        self.submit_send(i)
+        self.submit_send(i, one_request)
     }
 
     /// UDP: the session's next batch of datagrams goes out as one GSO send (or one send a
@@ -1014,11 +1023,13 @@ impl<'r> Loop<'r> {
         self.begin_close(i)
     }
 
-    fn submit_send(&mut self, i: usize) -> io::Result<()> {
+    /// Sends the connection's output from `send_off` on; `one_request` says it is a whole
+    /// HTTP/1.1 request (see `flush`).
+    fn submit_send(&mut self, i: usize, one_request: bool) -> io::Result<()> {
         let c = &mut self.conns[i];
         let bytes: &[u8] = if c.send_from_request { &self.shared.request } else { &c.send_buf };
         let rest = &bytes[c.send_off.min(bytes.len())..];
-        if c.send_from_request && c.send_off == 0 && rest.len() <= QUIET_SEND_MAX {
+        if one_request && c.send_off == 0 && rest.len() <= QUIET_SEND_MAX {
             // One request at a time never fills the socket buffer, so the kernel takes all of
             // a small request at submit; MSG_WAITALL covers the rest, and only a failure posts
             // a completion. That is one completion per request fewer on the hot path.
@@ -1026,7 +1037,14 @@ impl<'r> Loop<'r> {
             if let Some(session) = c.session.as_mut() {
                 session.written();
             }
-            // SAFETY: the run's request lives in `shared`, which outlives the ring.
+            // SAFETY: a plain request is the run's, in `shared`, which outlives the ring. TLS
+            // records stay unchanged in `send_buf` until this connection's next flush, which
+            // only follows bytes from the server (`queue_output`, `on_ciphertext`): its answer
+            // to this request, sent after reading it, by which time the kernel has long taken
+            // the records. Only a server that answered without reading, and then let its
+            // receive buffer fill, could find later bytes in their place; its TLS fails on
+            // them. The memory stays the loop's until the slot's close, whose cancel ends the
+            // send.
             return unsafe { self.uring.send_quiet(i, c.generation, rest) };
         }
         c.sending = true;
@@ -1053,7 +1071,7 @@ impl<'r> Loop<'r> {
         let c = &mut self.conns[i];
         c.send_off += res as usize;
         let len = if c.send_from_request { self.shared.request.len() } else { c.send_buf.len() };
-        if c.send_off < len { self.submit_send(i) } else { self.flush(i) }
+        if c.send_off < len { self.submit_send(i, false) } else { self.flush(i) }
     }
 
     fn on_recv(&mut self, i: usize, res: i32, flags: u32, buf: Option<u16>, now: Instant) -> io::Result<()> {

@@ -288,8 +288,9 @@ impl<'r> Uring<'r> {
     /// submit, and MSG_WAITALL covers the rest.
     ///
     /// # Safety
-    /// `bytes` must stay valid and unchanged until the ring is drained (no completion says
-    /// when the send is done).
+    /// `bytes` must stay valid and unchanged until the kernel has taken them: at submit when
+    /// the socket has room, else whenever it gets room, which no completion reports; a cancel
+    /// of the slot's operations ends the send either way.
     pub(super) unsafe fn send_quiet(&mut self, slot: usize, generation: u16, bytes: &[u8]) -> io::Result<()> {
         let sqe = opcode::Send::new(Fixed(slot as u32), bytes.as_ptr(), bytes.len() as u32)
             .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
