@@ -1044,9 +1044,9 @@ impl<'r> Loop<'r> {
             // only follows bytes from the server (`queue_output`, `on_ciphertext`): its answer
             // to this request, sent after reading it, by which time the kernel has long taken
             // the records. Only a server that answered without reading, and then let its
-            // receive buffer fill, could find later bytes in their place; its TLS fails on
-            // them. The memory stays the loop's until the slot's close, whose cancel ends the
-            // send.
+            // receive buffer fill, could have them sent after the buffer moved on (to later
+            // records, or freed at the slot's close, whose cancel then ends the send): the
+            // kernel only reads the memory, so that server gets wrong bytes and its TLS fails.
             return unsafe { self.uring.send_quiet(i, c.generation, rest) };
         }
         c.sending = true;
