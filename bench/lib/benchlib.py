@@ -445,6 +445,7 @@ def cmd_summarize(args) -> int:
                          []).append(r)
 
     med: dict[tuple[str, str, int, int], dict] = {}
+    ok_rows: dict[tuple[str, str, int, int], list[dict]] = {}
     point_col = "conns × streams" if has_streams else "conns"
     print(f"| proto | tool | {point_col} | req/s | CPU µs/req | peak RSS MB | client CPU % "
           f"| runs ok |")
@@ -455,7 +456,7 @@ def cmd_summarize(args) -> int:
         proto, tool, conns, streams = key
         point = f"{conns} × {streams}" if has_streams else f"{conns}"
         rs = cells[key]
-        ok = [r for r in rs if r["status"] == "ok"]
+        ok = ok_rows[key] = [r for r in rs if r["status"] == "ok"]
         attempted = [r for r in rs if r["status"] != "unavailable"]
         if ok:
             m = {
@@ -510,10 +511,10 @@ def cmd_summarize(args) -> int:
                 cpu = _ratio(g(mine, "cpu"), g(theirs, "cpu"))
                 rps = _ratio(g(mine, "rps"), g(theirs, "rps"))
                 rss = _ratio(g(mine, "rss"), g(theirs, "rss"))
-                ok = lambda tool: [r for r in cells[(proto, tool, conns, streams)]  # noqa: E731
-                                   if r["status"] == "ok"]
-                pairs_cpu = _paired(ok(SUBJECT), ok(other), "cpu_us_per_req")
-                pairs_rps = _paired(ok(SUBJECT), ok(other), "rps")
+                mine_ok = ok_rows[(proto, SUBJECT, conns, streams)]
+                theirs_ok = ok_rows[(proto, other, conns, streams)]
+                pairs_cpu = _paired(mine_ok, theirs_ok, "cpu_us_per_req")
+                pairs_rps = _paired(mine_ok, theirs_ok, "rps")
                 limit = targets.cpu_vs.get(other)
                 target = (f" (target ≤ {limit}: {_verdict(cpu, limit)}"
                           f"{_noise(pairs_cpu, limit)})" if limit else "")
@@ -1060,11 +1061,7 @@ def _dist_cmd_summarize(args) -> int:
 
     lr, dr = med["local"]["rps"], med["distributed"]["rps"]
     ratio = _ratio(dr, lr)
-    paired = []
-    for r in ok["distributed"]:
-        mate = [x for x in ok["local"] if x["run"] == r["run"]]
-        if mate:
-            paired.append(r["rps"] / mate[0]["rps"])
+    paired = _paired(ok["distributed"], ok["local"], "rps")
     print("Targets from the issue:")
     print()
     line = (f"- req/s, distributed / local: {cell(ratio, 3)} "
