@@ -50,6 +50,7 @@ import argparse
 import csv
 import http.client
 import json
+import math
 import os
 import re
 import socket
@@ -419,18 +420,29 @@ def _paired(mine: list[dict], theirs: list[dict], key: str) -> list[float]:
     return [float(r[key]) / by_run[r["run"]] for r in mine if r["run"] in by_run]
 
 
+def _sign_p(n: int, k: int) -> float:
+    """P(at least k of n) for a fair coin: how often a target that the two tools meet half
+    the time each would still look met in k of n pairs."""
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n
+
+
 def _noise(ratios: list[float], limit: float, at_least: bool = False) -> str:
-    """How the target fares run by run: met in every pair, in none, or only in some, which
-    on these machines means the difference is within the run-to-run noise."""
+    """How the target fares run by run, and whether that is beyond the noise. A one-sided
+    sign test on the pairs: met in so many of them that a coin would do as well less than
+    one time in twenty is beyond the noise, either way; anything between is within it. With
+    5 pairs only "every run" or "no run" is beyond it; with 9, 8 of 9 is too."""
     if not ratios:
         return ""
+    n = len(ratios)
     met = sum(1 for r in ratios if (r >= limit if at_least else r <= limit))
     spread = f"runs {min(ratios):.2f}–{max(ratios):.2f}, median {statistics.median(ratios):.2f}"
-    if met == len(ratios):
-        return f"; {spread}, met in every run"
-    if met == 0:
-        return f"; {spread}, met in no run"
-    return f"; {spread}, met in {met} of {len(ratios)}: within noise"
+    count = "every run" if met == n else "no run" if met == 0 else f"{met} of {n}"
+    if _sign_p(n, met) < 0.05:
+        return f"; {spread}, met in {count}: beyond noise (sign test p {_sign_p(n, met):.3f})"
+    if _sign_p(n, n - met) < 0.05:
+        return (f"; {spread}, met in {count}: missed beyond noise "
+                f"(sign test p {_sign_p(n, n - met):.3f})")
+    return f"; {spread}, met in {count}: within noise"
 
 
 def cmd_summarize(args) -> int:
@@ -491,8 +503,9 @@ def cmd_summarize(args) -> int:
     print()
     print(f"Ratios of medians, {SUBJECT} / other"
           + (f" (targets from the issue: {'; '.join(texts)})" if texts else "") + ". "
-          "Beside each target, the ratios of the runs that ran back to back: a target met "
-          "in only some of them is within this machine's run-to-run noise:")
+          "Beside each target, the ratios of the runs that ran back to back, and whether a "
+          "sign test over them puts the target met or missed beyond this machine's "
+          "run-to-run noise:")
     print()
     for proto in protos:
         targets = TARGETS.get(proto, NO_TARGETS)
