@@ -130,25 +130,7 @@ mod tests {
         stats.counters.ok = sent;
         stats.counters.add_status(200, sent - fives);
         stats.counters.add_status(503, fives);
-        let worker = WorkerLine {
-            address: "local".into(),
-            info: None,
-            connections: 4,
-            rate: Some(rate),
-            threads: 1,
-            duration: Duration::from_secs(1),
-            client_cpu: Duration::ZERO,
-            interrupted: false,
-            start_offset: None,
-            stats: Some(stats),
-            error_samples: Vec::new(),
-            ring: None,
-            failure: None,
-            stream_limit: None,
-            partial: false,
-            intervals: Vec::new(),
-            warm_up: None,
-        };
+        let worker = WorkerLine { connections: 4, rate: Some(rate), ..WorkerLine::measured("local", stats) };
         Report::from_workers("http://127.0.0.1:1/".into(), vec![worker], false, false, Vec::new())
     }
 

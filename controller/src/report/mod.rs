@@ -450,16 +450,11 @@ pub(crate) fn per_sec(n: u64, d: Duration) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use volley_engine::Stats;
-    use volley_worker::wire;
-
-    use super::{Report, WorkerLine};
-
-    fn worker(address: &str, stats: Stats) -> WorkerLine {
-        WorkerLine {
+impl WorkerLine {
+    /// A worker that ran one connection on one thread for a second and measured `stats`: the
+    /// tests' worker, changed where a test needs it.
+    pub(crate) fn measured(address: &str, stats: Stats) -> Self {
+        Self {
             address: address.into(),
             info: None,
             connections: 1,
@@ -478,6 +473,18 @@ mod tests {
             intervals: Vec::new(),
             warm_up: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use volley_engine::Stats;
+    use volley_worker::wire;
+
+    use super::{Report, WorkerLine};
+
+    fn worker(address: &str, stats: Stats) -> WorkerLine {
+        WorkerLine::measured(address, stats)
     }
 
     /// Latencies spread over six orders of magnitude, deterministic.
