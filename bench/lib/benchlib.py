@@ -421,8 +421,8 @@ def _paired(mine: list[dict], theirs: list[dict], key: str) -> list[float]:
 
 
 def _sign_p(n: int, k: int) -> float:
-    """P(at least k of n) for a fair coin: how often a target that the two tools meet half
-    the time each would still look met in k of n pairs."""
+    """P(at least k of n) for a fair coin: how likely k or more of n pairs would meet a target
+    by chance alone, were each pair a coin's toss."""
     return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n
 
 
