@@ -483,10 +483,6 @@ mod tests {
 
     use super::{Report, WorkerLine};
 
-    fn worker(address: &str, stats: Stats) -> WorkerLine {
-        WorkerLine::measured(address, stats)
-    }
-
     /// Latencies spread over six orders of magnitude, deterministic.
     fn samples(n: usize, seed: u64) -> Vec<u64> {
         let mut x = seed;
@@ -515,7 +511,7 @@ mod tests {
             }
             // Through the wire, as a remote worker's result travels.
             let travelled = wire::stats_from_proto(&wire::stats_to_proto(&mine)).unwrap();
-            workers.push(worker(&format!("w{w}"), travelled));
+            workers.push(WorkerLine::measured(&format!("w{w}"), travelled));
         }
         let report = Report::from_workers("http://x/".into(), workers, true, false, Vec::new());
         let (merged, direct) = (&report.stats.histograms.latency, &all.histograms.latency);
