@@ -437,11 +437,11 @@ def _noise(ratios: list[float], limit: float, at_least: bool = False) -> str:
     met = sum(1 for r in ratios if (r >= limit if at_least else r <= limit))
     spread = f"runs {min(ratios):.2f}–{max(ratios):.2f}, median {statistics.median(ratios):.2f}"
     count = "every run" if met == n else "no run" if met == 0 else f"{met} of {n}"
-    if _sign_p(n, met) < 0.05:
-        return f"; {spread}, met in {count}: beyond noise (sign test p {_sign_p(n, met):.3f})"
-    if _sign_p(n, n - met) < 0.05:
-        return (f"; {spread}, met in {count}: missed beyond noise "
-                f"(sign test p {_sign_p(n, n - met):.3f})")
+    p_met, p_missed = _sign_p(n, met), _sign_p(n, n - met)
+    if p_met < 0.05:
+        return f"; {spread}, met in {count}: beyond noise (sign test p {p_met:.3f})"
+    if p_missed < 0.05:
+        return f"; {spread}, met in {count}: missed beyond noise (sign test p {p_missed:.3f})"
     return f"; {spread}, met in {count}: within noise"
 
 
