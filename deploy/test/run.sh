@@ -41,11 +41,12 @@ mounted_hugetlb=
 
 cleanup() {
     set +e
-    podman pod rm -f "$prefix-kube" volley-worker-0 >/dev/null 2>&1
+    # Each podman call bounded: a hung one (see the kube step) must not hold the run.
+    timeout -s KILL 60 podman pod rm -f "$prefix-kube" volley-worker-0 >/dev/null 2>&1
     for c in $(podman ps -a --format '{{.Names}}' | grep "^$prefix-"); do
-        podman rm -f -t 0 "$c" >/dev/null 2>&1
+        timeout -s KILL 60 podman rm -f -t 0 "$c" >/dev/null 2>&1
     done
-    podman network rm -f "$net" >/dev/null 2>&1
+    timeout -s KILL 60 podman network rm -f "$net" >/dev/null 2>&1
     podman secret rm volley-token >/dev/null 2>&1
     podman rmi -f localhost/volley:fleet-test localhost/volley-fleet-host:test >/dev/null 2>&1
     [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null
@@ -385,8 +386,18 @@ EOF
 python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["data"]["token"])' \
     "$work/token-secret.yaml" >"$work/kube-token"
 podman secret create volley-token "$work/token-secret.yaml" >/dev/null
-podman kube play --quiet --network "$net" --ip "$kube_worker_ip" --seccomp-profile-root "$work/seccomp" \
-    "$work/worker-pod.yaml" >/dev/null
+# podman 4.3 can hang for good creating a container in a pod (seen once in CI: the pod's infra
+# container made, the worker's never): a kube play that has not finished in 120 s is killed, its
+# pod removed, and it is tried once more, so a hang costs minutes and says so, never the run.
+kube_play() {
+    timeout -s KILL 120 podman kube play --quiet --network "$net" --ip "$kube_worker_ip" \
+        --seccomp-profile-root "$work/seccomp" "$work/worker-pod.yaml" >/dev/null
+}
+if ! kube_play; then
+    echo "podman kube play failed or did not finish in 120 s: removing its pod and trying once more"
+    timeout -s KILL 60 podman pod rm -f volley-worker-0 >/dev/null 2>&1 || true
+    kube_play || fail "podman kube play failed twice"
+fi
 cp "$work/kube-token" "$work/token"
 run_against "$kube_worker_ip" 1000
 
