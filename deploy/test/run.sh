@@ -32,6 +32,7 @@ net=volley-fleet-test
 host_ip=198.18.0.1
 image_worker_ip=198.18.0.20
 kube_worker_ip=198.18.0.21
+kube_pod=volley-worker-0 # the StatefulSet's first pod, as the kube step plays it
 prefix=volley-fleet-test
 work=$(mktemp -d /tmp/volley-fleet.XXXXXX)
 moto_pid=
@@ -39,10 +40,20 @@ nginx_pid=
 rootfs_pid=
 mounted_hugetlb=
 
+# The kube step's pod, and whatever a killed `podman kube play` left of its containers in
+# storage alone (podman lists those only with --external, and they keep their names taken).
+# Each podman call is bounded: a hung one (see the kube step) must not hold the run.
+remove_kube_pod() {
+    local c
+    timeout -s KILL 60 podman pod rm -f "$kube_pod" >/dev/null 2>&1 || true
+    for c in $(timeout -s KILL 60 podman ps -a --external --format '{{.Names}}' | grep "^$kube_pod-"); do
+        timeout -s KILL 60 podman rm -f --storage "$c" >/dev/null 2>&1 || true
+    done
+}
+
 cleanup() {
     set +e
-    # Each podman call bounded: a hung one (see the kube step) must not hold the run.
-    timeout -s KILL 60 podman pod rm -f "$prefix-kube" volley-worker-0 >/dev/null 2>&1
+    remove_kube_pod
     for c in $(podman ps -a --format '{{.Names}}' | grep "^$prefix-"); do
         timeout -s KILL 60 podman rm -f -t 0 "$c" >/dev/null 2>&1
     done
@@ -386,16 +397,17 @@ EOF
 python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["data"]["token"])' \
     "$work/token-secret.yaml" >"$work/kube-token"
 podman secret create volley-token "$work/token-secret.yaml" >/dev/null
-# podman 4.3 can hang for good creating a container in a pod (seen once in CI: the pod's infra
-# container made, the worker's never): a kube play that has not finished in 120 s is killed, its
-# pod removed, and it is tried once more, so a hang costs minutes and says so, never the run.
+# podman 4.3 can hang for good creating a container in a pod (seen twice on one machine on
+# 2026-12-04: the pod's infra container made, the worker's never): a kube play that has not
+# finished in 120 s is killed, what it made removed, and it is tried once more, so a hang
+# costs minutes and says so, never the run.
 kube_play() {
     timeout -s KILL 120 podman kube play --quiet --network "$net" --ip "$kube_worker_ip" \
         --seccomp-profile-root "$work/seccomp" "$work/worker-pod.yaml" >/dev/null
 }
 if ! kube_play; then
     echo "podman kube play failed or did not finish in 120 s: removing its pod and trying once more"
-    timeout -s KILL 60 podman pod rm -f volley-worker-0 >/dev/null 2>&1 || true
+    remove_kube_pod
     kube_play || fail "podman kube play failed twice"
 fi
 cp "$work/kube-token" "$work/token"
