@@ -111,7 +111,7 @@ fn a_histogram_bomb_in_a_saved_report_is_refused_by_merge_without_the_memory_it_
 
     let (out, peak_kib) = run_with_peak_rss(controller(&["merge", &path]), RUN_TIMEOUT);
     assert!(peak_kib < PEAK_LIMIT_KIB, "merge's memory peaked at {} MB", peak_kib / 1024);
-    assert_eq!(out.status.code(), Some(1), "{}", describe_output(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", describe_output(&out));
     let line = one_clean_error_line(&out);
     assert!(line.contains(&path) && line.contains("histograms.latency"), "{line}");
     assert!(line.contains(&format!("declares a payload of {BOMB_BYTES} bytes")), "{line}");

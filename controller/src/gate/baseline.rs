@@ -52,7 +52,7 @@ pub(crate) fn load(paths: &[PathBuf], flag: &str) -> Result<Vec<Report>, CliErro
         .iter()
         .map(|path| {
             from_saved(std::slice::from_ref(path)).map_err(|e| match e {
-                CliError::File { path, why } => CliError::Usage(format!("{flag} {path}: {why}")),
+                CliError::BadReport { path, why } => CliError::Usage(format!("{flag} {path}: {why}")),
                 other => CliError::Usage(format!("{flag} {}: {other}", path.display())),
             })
         })

@@ -2,7 +2,6 @@
 //! with its counters and its histograms decoded from the report itself, and its warm-up
 //! section, if any, merged apart like a worker's warm-up.
 
-use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine;
@@ -14,18 +13,37 @@ use super::{Report, WorkerLine};
 use crate::error::CliError;
 use crate::printable::one_line;
 
+/// The longest span any field of a saved report may say, in seconds (about 31 years): far past
+/// the longest run the engine takes (a year) and its CPU time on every thread, far below what a
+/// `Duration` and the report's arithmetic hold. A larger number is a broken or hostile file.
+const LONGEST_SECONDS: f64 = 1e9;
+
 /// One report merged from saved reports, as if each had been a worker of one run.
 pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliError> {
-    let mut workers = Vec::with_capacity(paths.len());
+    let mut texts = Vec::with_capacity(paths.len());
+    for path in paths {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| CliError::BadReport { path: path.display().to_string(), why: e.to_string() })?;
+        texts.push((path.display().to_string(), text));
+    }
+    from_texts(&texts)
+}
+
+/// [`from_saved`] on reports already read: (the file's name, its text).
+fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
+    let mut workers = Vec::with_capacity(texts.len());
     let mut urls: Vec<String> = Vec::new();
     let mut protocols: Vec<String> = Vec::new();
     let mut streams: Vec<Option<u32>> = Vec::new();
     let mut congestions: Vec<Option<QuicCongestion>> = Vec::new();
     let mut warm_up_seconds = 0;
-    for path in paths {
-        let bad = |why: String| CliError::File { path: path.display().to_string(), why };
-        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-        let report: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not a JSON report: {e}")))?;
+    // What the merged report will count, added up checked: a sum past u64 is refused here,
+    // where the file that broke it can be named, not saturated later without a word.
+    let mut totals = Counters::default();
+    let mut warm_up_totals = Counters::default();
+    for (path, text) in texts {
+        let bad = |why: String| CliError::BadReport { path: path.clone(), why };
+        let report: Value = serde_json::from_str(text).map_err(|e| bad(format!("not a JSON report: {e}")))?;
         let url = one_line(report["url"].as_str().unwrap_or_default());
         if !urls.contains(&url) {
             urls.push(url);
@@ -48,7 +66,20 @@ pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliErro
         // the others.
         let seconds = report["warmUp"]["seconds"].as_u64().and_then(|s| u32::try_from(s).ok()).unwrap_or(0);
         warm_up_seconds = warm_up_seconds.max(seconds);
-        workers.push(line(path, &report).map_err(bad)?);
+        let line = line(path, &report).map_err(bad)?;
+        let beyond =
+            || bad("its counts and those of the reports before it add up past what a 64-bit count holds".into());
+        if !totals.checked_merge(&line.stats.as_ref().map(|s| s.counters.clone()).unwrap_or_default())
+            || totals.total_checked().is_none()
+        {
+            return Err(beyond());
+        }
+        if let Some(w) = &line.warm_up
+            && (!warm_up_totals.checked_merge(&w.counters) || warm_up_totals.total_checked().is_none())
+        {
+            return Err(beyond());
+        }
+        workers.push(line);
     }
     let mut report = Report::from_workers(urls.join(", "), workers, true, false, Vec::new());
     if let Some(w) = &mut report.warm_up {
@@ -68,7 +99,7 @@ pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliErro
     Ok(report)
 }
 
-fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
+fn line(path: &str, r: &Value) -> Result<WorkerLine, String> {
     let mut stats = Stats::new();
     requests(r, &mut stats.counters)?;
     let c = &mut stats.counters;
@@ -116,13 +147,17 @@ fn line(path: &Path, r: &Value) -> Result<WorkerLine, String> {
         .filter_map(|k| r["errorSamples"][k.name()].as_str().map(|why| (*k, one_line(why))))
         .collect();
     Ok(WorkerLine {
-        address: path.display().to_string(),
+        address: path.to_string(),
         info: None,
         connections: count(r, "/connections")? as usize,
         rate: r["schedule"]["requestedPerSec"].as_u64(),
         threads: count(r, "/threads")? as usize,
         duration: seconds(r, "/durationSeconds")?,
-        client_cpu: seconds(r, "/clientCpuSeconds").unwrap_or_default(),
+        // Reports from before the client's CPU was measured have none.
+        client_cpu: match r.pointer("/clientCpuSeconds") {
+            None => Duration::ZERO,
+            Some(_) => seconds(r, "/clientCpuSeconds")?,
+        },
         interrupted: r["interrupted"].as_bool().unwrap_or(false),
         start_offset: None,
         stats: Some(stats),
@@ -179,11 +214,12 @@ fn count(r: &Value, pointer: &str) -> Result<u64, String> {
 }
 
 fn seconds(r: &Value, pointer: &str) -> Result<Duration, String> {
-    r.pointer(pointer)
-        .and_then(Value::as_f64)
-        .filter(|s| s.is_finite() && *s >= 0.0)
+    let value = r.pointer(pointer).ok_or_else(|| format!("no duration at {pointer}"))?;
+    value
+        .as_f64()
+        .filter(|s| (0.0..=LONGEST_SECONDS).contains(s))
         .map(Duration::from_secs_f64)
-        .ok_or_else(|| format!("no duration at {pointer}"))
+        .ok_or_else(|| format!("{pointer} is {value}, not a number of seconds from 0 to {LONGEST_SECONDS:e}"))
 }
 
 /// `histograms.FIELD` of a saved report, if it has one.
@@ -194,3 +230,6 @@ fn histogram(r: &Value, field: &str) -> Result<Option<Histogram<u64>>, String> {
         .map_err(|e| format!("histograms.{field} is not base64: {e}"))?;
     decode_histogram(&bytes).map(Some).map_err(|e| format!("histograms.{field}: {e}"))
 }
+
+#[cfg(test)]
+mod tests;

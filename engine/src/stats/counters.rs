@@ -112,6 +112,11 @@ impl Counters {
         self.errors.iter().fold(0, |sum, n| sum.saturating_add(*n))
     }
 
+    /// [`Counters::total`], or None when it is past what a u64 holds.
+    pub fn total_checked(&self) -> Option<u64> {
+        self.errors.iter().try_fold(self.ok, |sum, n| sum.checked_add(*n))
+    }
+
     /// Requests attempted and finished one way or the other: ok plus errors.
     pub fn total(&self) -> u64 {
         self.ok.saturating_add(self.errors())
@@ -137,7 +142,26 @@ impl Counters {
     /// Adds `other`, saturating: counts from other machines or files may be absurd, and a
     /// total that wrapped around would look plausible.
     pub fn merge(&mut self, other: &Counters) {
-        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        self.merge_with(other, |a, b| *a = a.saturating_add(b));
+    }
+
+    /// Adds `other` unless some count would pass what a u64 holds; then `self` is unchanged
+    /// and false says so. For saved reports, whose absurd counts are refused rather than
+    /// saturated without a word.
+    pub fn checked_merge(&mut self, other: &Counters) -> bool {
+        let mut fits = true;
+        let mut probe = self.clone();
+        probe.merge_with(other, |a, b| match a.checked_add(b) {
+            Some(sum) => *a = sum,
+            None => fits = false,
+        });
+        if fits {
+            *self = probe;
+        }
+        fits
+    }
+
+    fn merge_with(&mut self, other: &Counters, mut add: impl FnMut(&mut u64, u64)) {
         add(&mut self.ok, other.ok);
         for (a, b) in self.errors.iter_mut().zip(other.errors.iter()) {
             add(a, *b);

@@ -1,0 +1,184 @@
+use serde_json::Value;
+use volley_engine::{ErrorKind, Stats};
+
+use super::{LONGEST_SECONDS, from_texts};
+use crate::error::CliError;
+use crate::report::{Report, WarmUp, WorkerLine};
+
+/// A report as `-j` writes it, from a run that measured something of every kind a report
+/// carries: latencies over several orders of magnitude, statuses, errors, a warm-up.
+fn real_report() -> Value {
+    let mut stats = Stats::new();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..500 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let v = 1_000 + (x % 1_000) * 10u64.pow((x >> 20) as u32 % 5);
+        stats.histograms.latency.record(v).unwrap();
+        stats.histograms.connect.record(v / 3).unwrap();
+        stats.histograms.ttfb.record(v / 2).unwrap();
+        stats.counters.ok += 1;
+        stats.counters.status(if x.is_multiple_of(7) { 503 } else { 200 });
+    }
+    stats.counters.add_errors(ErrorKind::Timeout, 3);
+    stats.counters.connects = 4;
+    stats.counters.bytes_sent = 51_000;
+    stats.counters.bytes_received = 90_000;
+    let mut warm = Stats::new();
+    warm.histograms.latency.record(12_345).unwrap();
+    warm.counters.ok = 1;
+    warm.counters.status(200);
+    let mut line = WorkerLine::measured("local", stats);
+    line.warm_up = Some(warm);
+    line.client_cpu = std::time::Duration::from_millis(250);
+    let mut report = Report::from_workers("http://127.0.0.1:8080/".into(), vec![line], false, false, Vec::new());
+    report.warm_up = report.warm_up.take().map(|w| WarmUp { seconds: 2, ..w });
+    crate::output::report_json(&report, &[])
+}
+
+fn refusal(texts: &[(String, String)]) -> String {
+    match from_texts(texts) {
+        Err(e @ CliError::BadReport { .. }) => {
+            assert_eq!(e.exit_code(), std::process::ExitCode::from(2));
+            e.to_string()
+        }
+        Err(other) => panic!("refused as {other:?}, not as a bad report"),
+        Ok(_) => panic!("accepted"),
+    }
+}
+
+fn named(name: &str, report: &Value) -> (String, String) {
+    (name.to_string(), report.to_string())
+}
+
+#[test]
+fn a_real_report_reads_back_with_its_numbers() {
+    let report = real_report();
+    let merged = from_texts(&[named("a.json", &report), named("b.json", &report)]).unwrap();
+    assert_eq!(merged.stats.counters.ok, 1_000);
+    assert_eq!(merged.stats.counters.errors_of(ErrorKind::Timeout), 6);
+    assert_eq!(merged.client_cpu, std::time::Duration::from_millis(500));
+}
+
+#[test]
+fn a_duration_past_any_run_is_refused_naming_the_file_and_the_field() {
+    for field in ["durationSeconds", "clientCpuSeconds"] {
+        for hostile in [
+            serde_json::json!(1e300),
+            serde_json::json!(LONGEST_SECONDS * 2.0),
+            serde_json::json!(-1.0),
+            serde_json::json!("5"),
+        ] {
+            let mut report = real_report();
+            report[field] = hostile.clone();
+            let line = refusal(&[named("huge.json", &report)]);
+            assert!(line.starts_with("huge.json: ") && line.contains(field), "{field} = {hostile}: {line}");
+        }
+    }
+}
+
+#[test]
+fn counts_that_add_up_past_a_u64_are_refused_not_saturated() {
+    let mut report = real_report();
+    report["errors"]["timeout"] = (1u64 << 63).into();
+    let line = refusal(&[named("one.json", &report), named("two.json", &report)]);
+    assert!(line.starts_with("two.json: ") && line.contains("64-bit"), "{line}");
+    // One such report alone adds up: its numbers are kept as they are.
+    let alone = from_texts(&[named("one.json", &report)]).unwrap();
+    assert_eq!(alone.stats.counters.errors_of(ErrorKind::Timeout), 1 << 63);
+    // Errors and ok requests that together pass a u64 within one report, too.
+    report["errors"]["timeout"] = u64::MAX.into();
+    refusal(&[named("one.json", &report)]);
+}
+
+/// The places of every value in `v`, as JSON pointers.
+fn pointers(v: &Value, at: String, into: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            map.iter().for_each(|(k, v)| pointers(v, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), into))
+        }
+        Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| pointers(v, format!("{at}/{i}"), into)),
+        _ => {}
+    }
+    into.push(at);
+}
+
+/// Seeded xorshift, so that a failure reproduces from its iteration.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+/// Whatever is read back must also be shown: the text and JSON reports of an accepted merge
+/// run over the same numbers a user's would.
+fn read_and_show(texts: &[(String, String)]) {
+    if let Ok(report) = from_texts(texts) {
+        let _ = crate::report::to_text(&report);
+        let _ = crate::output::report_json(&report, &[]);
+    }
+}
+
+#[test]
+fn mutated_real_reports_never_panic_the_reader() {
+    let real = real_report();
+    let mut places = Vec::new();
+    pointers(&real, String::new(), &mut places);
+    let hostile = [
+        serde_json::json!(null),
+        serde_json::json!(-1),
+        serde_json::json!(0),
+        serde_json::json!(1e308),
+        serde_json::json!(-1e308),
+        serde_json::json!(u64::MAX),
+        serde_json::json!(i64::MIN),
+        serde_json::json!(1u64 << 63),
+        serde_json::json!(0.5),
+        serde_json::json!(""),
+        serde_json::json!("AAAA"),
+        serde_json::json!("not base64 !"),
+        serde_json::json!([]),
+        serde_json::json!({}),
+        serde_json::json!({ "999999": 1, "200": u64::MAX, "x": "y" }),
+        serde_json::json!(true),
+    ];
+    let mut rng = Rng(0x5eed_0001);
+    for iteration in 0..3_000 {
+        let mut report = real.clone();
+        for _ in 0..1 + rng.below(3) {
+            let place = &places[rng.below(places.len())];
+            let value = hostile[rng.below(hostile.len())].clone();
+            if let Some(slot) = report.pointer_mut(place) {
+                *slot = value;
+            }
+        }
+        let twice = rng.below(2) == 0;
+        let texts = if twice { vec![named("a", &real), named("b", &report)] } else { vec![named("b", &report)] };
+        std::panic::catch_unwind(|| read_and_show(&texts))
+            .unwrap_or_else(|_| panic!("iteration {iteration} panicked on {}", texts.last().unwrap().1));
+    }
+    // The bytes themselves: flipped, cut and spliced.
+    let text = real.to_string().into_bytes();
+    for iteration in 0..2_000 {
+        let mut bytes = text.clone();
+        for _ in 0..1 + rng.below(8) {
+            let at = rng.below(bytes.len());
+            match rng.below(3) {
+                0 => bytes[at] = rng.below(256) as u8,
+                1 => {
+                    bytes.truncate(at.max(1));
+                }
+                _ => bytes.insert(at, b"0123456789-.eE\"{}[],:"[rng.below(21)]),
+            }
+        }
+        let texts = [("b".to_string(), String::from_utf8_lossy(&bytes).into_owned())];
+        std::panic::catch_unwind(|| read_and_show(&texts))
+            .unwrap_or_else(|_| panic!("byte iteration {iteration} panicked on {}", texts[0].1));
+    }
+}
