@@ -15,7 +15,6 @@ mod report;
 mod signals;
 mod workers_file;
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -89,7 +88,7 @@ fn worker(args: &WorkerArgs) -> Result<(), CliError> {
 
 fn merge(reports: &[std::path::PathBuf], json: bool) -> Result<(), CliError> {
     let report = report::from_saved(reports)?;
-    print_report(&report, &[], json);
+    print_report(&report, &[], json)?;
     report.outcome()
 }
 
@@ -104,12 +103,7 @@ fn html_report(report: &std::path::Path, output: Option<&str>) -> Result<(), Cli
         Some(path) => {
             std::fs::write(path, page).map_err(|e| CliError::File { path: format!("-o {path}"), why: e.to_string() })
         }
-        None => {
-            let mut out = std::io::stdout().lock();
-            // A closed stdout (`| head`) is not worth a panic.
-            let _ = out.write_all(page.as_bytes()).and_then(|()| out.flush());
-            Ok(())
-        }
+        None => output::to_stdout(&page),
     }
 }
 
@@ -154,7 +148,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
         None => args.gates.abort_on_fail.then_some(std::time::Duration::ZERO),
     }
     .map(|grace| gate::Watch::new(&thresholds, grace));
-    let outputs = output::open_all(&args.outputs)?;
+    let outputs = output::open_all(&args.outputs, args.hlog.as_deref())?;
     let mut hlog = args.hlog.as_deref().map(output::hlog::IntervalLog::create).transpose()?;
     let plan = options::build_plan(args)?;
     if let Some(warning) = options::rate_warning(&plan) {
@@ -219,17 +213,18 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
         logged?;
         return Ok(Finished { report, verdicts });
     }
-    print_report(&report, &verdicts, args.json);
+    let printed = print_report(&report, &verdicts, args.json);
     let written = output::write_all(outputs, &report, &verdicts);
     if let Some(endpoint) = endpoint {
         endpoint.linger(&interrupt);
     }
+    printed?;
     written?;
     logged?;
     Ok(Finished { report, verdicts })
 }
 
-pub(crate) fn print_report(report: &Report, verdicts: &[Verdict], json: bool) {
+pub(crate) fn print_report(report: &Report, verdicts: &[Verdict], json: bool) -> Result<(), CliError> {
     let text = if json {
         let mut s = serde_json::to_string_pretty(&output::report_json(report, verdicts)).unwrap_or_default();
         s.push('\n');
@@ -239,8 +234,5 @@ pub(crate) fn print_report(report: &Report, verdicts: &[Verdict], json: bool) {
         s.push_str(&gate::to_text(verdicts));
         s
     };
-    let mut out = std::io::stdout().lock();
-    // A closed stdout (`| head`) is not worth a panic.
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+    output::to_stdout(&text)
 }

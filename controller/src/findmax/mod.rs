@@ -76,14 +76,13 @@ pub(crate) fn run(args: &FindMaxArgs, matches: Option<&ArgMatches>) -> Result<()
         (Some(json), true) => json.clone(),
         _ => text::to_text(&header, &steps, &found),
     };
-    let mut out = std::io::stdout().lock();
-    // A closed stdout (`| head`) is not worth a panic.
-    let _ = out.write_all(shown.as_bytes()).and_then(|()| out.flush());
+    let printed = crate::output::to_stdout(&shown);
     if let (Some((path, file)), Some(json)) = (file.as_mut(), &json) {
         file.write_all(json.as_bytes())
             .and_then(|()| file.flush())
             .map_err(|e| CliError::File { path: format!("-o {}", path.display()), why: e.to_string() })?;
     }
+    printed?;
     let first_failure = steps.first().filter(|s| s.outcome == StepOutcome::Failed).map(|s| {
         let mut why: Vec<String> = s.note.iter().cloned().collect();
         why.extend(s.failures());

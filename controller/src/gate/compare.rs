@@ -67,8 +67,7 @@ pub(crate) fn compare(
         }
         out
     };
-    let mut stdout = std::io::stdout().lock();
-    let _ = std::io::Write::write_all(&mut stdout, text.as_bytes());
+    crate::output::to_stdout(&text)?;
     let failed: Vec<String> = verdicts.iter().filter(|v| judged && !v.passed).map(|v| v.failure_text()).collect();
     if failed.is_empty() { Ok(()) } else { Err(CliError::ThresholdsFailed(failed.join(", "))) }
 }

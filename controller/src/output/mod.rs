@@ -11,13 +11,26 @@ mod markdown;
 
 use std::fs::File;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::CliError;
 use crate::gate::Verdict;
 use crate::report::Report;
 
 pub(crate) use json::{report_json, verdict as verdict_json};
+
+/// Writes a report to stdout and flushes it. A reader that went away (`| head -1`: EPIPE, since
+/// Rust ignores SIGPIPE) is no error, as for any Unix filter; any other failure (`> run.json` on a
+/// full disk) is, because a CI job would otherwise go green without its report.
+pub(crate) fn to_stdout(text: &str) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::File { path: "stdout".into(), why: format!("the report could not be written: {e}") })
+        }
+        _ => Ok(()),
+    }
+}
 
 /// The formats `-o` writes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -46,9 +59,15 @@ pub(crate) struct Output {
 }
 
 /// Parses every `-o FORMAT:FILE` and opens the files (jsonl appends, the others replace).
-pub(crate) fn open_all(specs: &[String]) -> Result<Vec<Output>, CliError> {
-    let mut seen: Vec<PathBuf> = Vec::new();
-    let mut outputs = Vec::with_capacity(specs.len());
+/// `hlog` is `--hlog`'s file, which no `-o` may name either. Two names for one file, by any
+/// spelling (`t2` and `./t2`, a symbolic link), are refused before any file is opened: the last
+/// writer would win without a word.
+pub(crate) fn open_all(specs: &[String], hlog: Option<&Path>) -> Result<Vec<Output>, CliError> {
+    let mut parsed = Vec::with_capacity(specs.len());
+    let mut seen: Vec<(FileIdentity, String)> = Vec::new();
+    if let Some(hlog) = hlog {
+        seen.push((FileIdentity::of(hlog), format!("--hlog {}", hlog.display())));
+    }
     for spec in specs {
         let bad = |why: &str| CliError::Usage(format!("-o '{spec}': {why}"));
         let (format, path) = spec.split_once(':').ok_or_else(|| bad("expected FORMAT:FILE, e.g. junit:gates.xml"))?;
@@ -65,19 +84,47 @@ pub(crate) fn open_all(specs: &[String]) -> Result<Vec<Output>, CliError> {
             return Err(bad("the file name is missing"));
         }
         let path = PathBuf::from(path);
-        if seen.contains(&path) {
-            return Err(bad("this file is named by another -o too"));
+        let identity = FileIdentity::of(&path);
+        if let Some((_, other)) = seen.iter().find(|(seen, _)| *seen == identity) {
+            return Err(bad(&format!("this file is named by {other} too")));
         }
+        seen.push((identity, format!("-o '{spec}'")));
+        parsed.push((format, path));
+    }
+    let mut outputs = Vec::with_capacity(parsed.len());
+    for (format, path) in parsed {
         let opened = if format == Format::Jsonl {
             File::options().create(true).append(true).open(&path)
         } else {
             File::create(&path)
         };
         let file = opened.map_err(|e| CliError::File { path: format!("-o {}", path.display()), why: e.to_string() })?;
-        seen.push(path.clone());
         outputs.push(Output { format, path, file });
     }
     Ok(outputs)
+}
+
+/// What makes two paths the same file: an existing file's device and inode (whatever links lead
+/// to it), or, for a file not made yet, its folder resolved and its name.
+#[derive(Debug, PartialEq)]
+enum FileIdentity {
+    Existing { device: u64, inode: u64 },
+    ToBe(PathBuf),
+}
+
+impl FileIdentity {
+    fn of(path: &Path) -> FileIdentity {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            return FileIdentity::Existing { device: meta.dev(), inode: meta.ino() };
+        }
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let folder = std::fs::canonicalize(folder).unwrap_or_else(|_| folder.to_path_buf());
+        FileIdentity::ToBe(path.file_name().map_or(folder.clone(), |name| folder.join(name)))
+    }
 }
 
 /// Writes the report in every format asked for; the first file that fails is the error.

@@ -94,7 +94,7 @@ fn schedule(rate: Option<u64>, s: &Stats, duration: std::time::Duration) -> Valu
     let (c, lateness) = (&s.counters, &s.histograms.lateness);
     json!({
         "requestedPerSec": rate,
-        "achievedPerSec": per_sec(lateness.len(), duration),
+        "achievedPerSec": super::achieved_rate(lateness.len(), duration),
         "sent": lateness.len(),
         "late": c.late,
         "lateAfterSeconds": 0.001,

@@ -281,7 +281,7 @@ impl Report {
     /// Open model: requests sent per second of the run (a request declined unprocessed and sent
     /// again counts each time), to set against the rate asked for.
     pub(crate) fn achieved_rate(&self) -> Option<f64> {
-        self.rate.map(|_| per_sec(self.stats.histograms.lateness.len(), self.duration))
+        self.rate.and_then(|_| achieved_rate(self.stats.histograms.lateness.len(), self.duration))
     }
 
     /// Requests the run could have in flight at once: connections × HTTP/2 streams.
@@ -406,7 +406,7 @@ impl Report {
         match self.failure() {
             Some(why) => Err(crate::error::CliError::RunFailed(why)),
             None if self.interrupted => Err(crate::error::CliError::Interrupted),
-            None if !failed.is_empty() => Err(crate::error::CliError::Incomplete(failed.join("; "))),
+            None if !failed.is_empty() => Err(crate::error::CliError::Incomplete(first_few(&failed))),
             None => Ok(()),
         }
     }
@@ -417,7 +417,7 @@ impl Report {
         if self.workers.iter().all(|w| w.stats.is_none()) {
             return Some(match self.failed_workers().as_slice() {
                 [one] if !self.distributed => one.trim_start_matches("local: ").to_string(),
-                all => format!("no worker could run: {}", all.join("; ")),
+                all => format!("no worker could run: {}", first_few(all)),
             });
         }
         if c.ok > 0 {
@@ -442,6 +442,26 @@ impl Report {
         }
         Some(format!("no request succeeded: all {} failed ({kind}: {why})", c.errors()))
     }
+}
+
+/// The first few of many workers' failures, and how many more: one line on stderr stays one a
+/// person can read, however large the fleet (each worker's reason is in the JSON report).
+fn first_few(failed: &[String]) -> String {
+    const SHOWN: usize = 5;
+    if failed.len() <= SHOWN {
+        return failed.join("; ");
+    }
+    format!(
+        "{}; and {} more workers (-j or -o json:FILE lists each)",
+        failed[..SHOWN - 2].join("; "),
+        failed.len() - (SHOWN - 2)
+    )
+}
+
+/// Requests sent per second over `d`; None for fewer than two, which span no interval: one
+/// request over the half millisecond of its own latency is not a rate of two thousand a second.
+pub(crate) fn achieved_rate(sent: u64, d: Duration) -> Option<f64> {
+    (sent >= 2).then(|| per_sec(sent, d))
 }
 
 pub(crate) fn per_sec(n: u64, d: Duration) -> f64 {

@@ -54,8 +54,8 @@ pub(crate) fn to_text(r: &Report) -> String {
             c.truncated
         );
     }
-    if let (Some(rate), Some(achieved)) = (r.rate, r.achieved_rate()) {
-        schedule(&mut out, r, rate, achieved);
+    if let Some(rate) = r.rate {
+        schedule(&mut out, r, rate, r.achieved_rate());
     }
     let statuses: Vec<_> = c.statuses().collect();
     if !statuses.is_empty() {
@@ -137,11 +137,19 @@ fn warm_up(out: &mut String, w: &super::WarmUp) {
 
 /// The open model's own truth: the rate asked for and achieved, and the requests that did not
 /// go out on time.
-fn schedule(out: &mut String, r: &Report, rate: u64, achieved: f64) {
+fn schedule(out: &mut String, r: &Report, rate: u64, achieved: Option<f64>) {
     let c = &r.stats.counters;
     let lateness = &r.stats.histograms.lateness;
-    let _ =
-        writeln!(out, "Rate:         {rate}/s requested, {achieved:.1}/s achieved ({} requests sent)", lateness.len());
+    let _ = match achieved {
+        Some(achieved) => writeln!(
+            out,
+            "Rate:         {rate}/s requested, {achieved:.1}/s achieved ({} requests sent)",
+            lateness.len()
+        ),
+        None => {
+            writeln!(out, "Rate:         {rate}/s requested ({} sent: too few to measure a rate by)", lateness.len())
+        }
+    };
     let _ = writeln!(
         out,
         "Schedule:     {} sent late (over 1 ms after due), {} due with no connection free, {} never sent",
