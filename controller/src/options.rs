@@ -4,8 +4,8 @@ use std::io::Read;
 use std::time::Duration;
 
 use volley_engine::{
-    MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan, Protocol, QuicCongestion, Rate,
-    RequestSpec, Stage, Stop, Target, TlsOptions,
+    MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan, Protocol,
+    QuicCongestion, Rate, RequestSpec, Stage, Stop, Target, TlsOptions,
 };
 use volley_proto::MAX_MESSAGE_BYTES;
 
@@ -117,6 +117,8 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     if let Some(text) = &args.warm_up {
         plan.warm_up = Some(parse_warm_up(text, &plan)?);
     }
+    // The flags' own checks above speak of flags; this is the engine's, which every plan keeps.
+    plan.validate().map_err(|e| CliError::Usage(e.to_string()))?;
     Ok(plan)
 }
 
@@ -360,19 +362,27 @@ pub(crate) fn worker_config(args: &WorkerArgs) -> Result<volley_worker::WorkerCo
 
 /// `--workers a:7700,b:7700`: each a distinct HOST:PORT.
 pub(crate) fn worker_places(workers: &[String]) -> Result<Vec<Place>, CliError> {
-    let mut seen: Vec<&str> = Vec::new();
+    let mut seen: Vec<(&str, Vec<std::net::SocketAddr>)> = Vec::new();
     for w in workers {
         let w = w.trim();
         let port_ok = w.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
         if !port_ok {
             return Err(CliError::Usage(format!("--workers: '{w}' is not HOST:PORT")));
         }
-        if seen.contains(&w) {
-            return Err(CliError::Usage(format!("--workers: {w} is listed twice (a worker runs one shard at a time)")));
+        // One worker by two spellings (127.0.0.1:7700 and localhost:7700) would be asked for
+        // two shards and refuse the second as busy: compare where the names lead. A name that
+        // does not resolve is left to fail as a worker that cannot be reached.
+        let addresses: Vec<std::net::SocketAddr> =
+            std::net::ToSocketAddrs::to_socket_addrs(w).map(Iterator::collect).unwrap_or_default();
+        let twice = seen.iter().find(|(other, theirs)| *other == w || theirs.iter().any(|a| addresses.contains(a)));
+        if let Some((other, _)) = twice {
+            let why =
+                if *other == w { format!("{w} is listed twice") } else { format!("{other} and {w} are one worker") };
+            return Err(CliError::Usage(format!("--workers: {why} (a worker runs one shard at a time)")));
         }
-        seen.push(w);
+        seen.push((w, addresses));
     }
-    Ok(seen.into_iter().map(|w| Place::Remote(w.to_string())).collect())
+    Ok(seen.into_iter().map(|(w, _)| Place::Remote(w.to_string())).collect())
 }
 
 /// How the controller reaches its workers: the token and the TLS files.
@@ -471,10 +481,8 @@ fn parse_header(h: &str) -> Result<(String, String), CliError> {
     Ok((name.to_string(), value.to_string()))
 }
 
-/// The largest request body `-d` takes, locally and on workers alike: it travels to each worker
-/// inside one shard message, and a worker takes messages up to `MAX_MESSAGE_BYTES`, which
-/// leaves 16 MiB for the headers, the URL and `--cacert`.
-const MAX_BODY_BYTES: usize = 64 << 20;
+// The largest request body `-d` takes is the engine's, locally and on workers alike; the shard
+// message that carries it to a worker must leave 16 MiB for the headers, the URL and `--cacert`.
 const _: () = assert!(MAX_BODY_BYTES + (16 << 20) <= MAX_MESSAGE_BYTES);
 
 /// curl's -d: literal text, `@file`, or `@-` for stdin; CR and LF are stripped from files. At

@@ -13,6 +13,8 @@ pub enum EngineError {
     TlsSetup(String),
     #[error("invalid plan: {0}")]
     Plan(&'static str),
+    #[error("invalid plan: {0}")]
+    Invalid(#[from] crate::plan::PlanError),
     #[error(
         "{per_thread} connections on one thread need as many open files, but this process may open only {hard} (ulimit -n): raise the limit (ulimit -n, LimitNOFILE= for a service) or use more threads (-t)"
     )]

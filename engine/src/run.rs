@@ -10,9 +10,7 @@ use crate::driver::{self, GRO_BUF_SIZE, MIN_BUF_SIZE, Shared, ThreadDone, Thread
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
-use crate::plan::{
-    ConnectionRamp, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan, Protocol, Stop,
-};
+use crate::plan::{ConnectionRamp, Plan, Protocol, Stop};
 use crate::quic;
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::session::SessionConfig;
@@ -107,54 +105,7 @@ pub struct RunResult {
 /// Runs `plan` to its end, telling `on_progress` when the connections are up, when the load
 /// started, and once per second that second's delta.
 pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progress)) -> Result<RunResult, EngineError> {
-    if plan.connections == 0 {
-        return Err(EngineError::Plan("connections must be at least 1"));
-    }
-    if plan.connections > MAX_CONNECTIONS {
-        return Err(EngineError::Plan("more than 1000000 connections"));
-    }
-    if plan.threads == 0 {
-        return Err(EngineError::Plan("threads must be at least 1"));
-    }
-    if plan.threads > MAX_THREADS {
-        return Err(EngineError::Plan("more than 1024 threads"));
-    }
-    if plan.stop == Stop::Requests(0) {
-        return Err(EngineError::Plan("requests must be at least 1"));
-    }
-    let run_length = match plan.stop {
-        Stop::Duration(d) => d,
-        Stop::Requests(_) => Duration::ZERO,
-    };
-    if [run_length, plan.connect_timeout, plan.request_timeout.unwrap_or_default()].iter().any(|d| *d > MAX_DURATION) {
-        return Err(EngineError::Plan("the run's duration and timeouts must be at most 365 days"));
-    }
-    if let Some(rate) = plan.rate {
-        if plan.peak_rate().unwrap_or(0) == 0 {
-            return Err(EngineError::Plan("the rate must be at least 1 request per second"));
-        }
-        if plan.peak_rate().unwrap_or(0) > MAX_RATE {
-            return Err(EngineError::Plan("the rate must be at most 1000000000 requests per second"));
-        }
-        if rate.offset > MAX_DURATION {
-            return Err(EngineError::Plan("the rate's offset must be at most 365 days"));
-        }
-    }
-    check_stages(plan)?;
-    if let Some(warm_up) = plan.warm_up {
-        if warm_up.is_zero() || warm_up.subsec_nanos() != 0 {
-            return Err(EngineError::Plan("the warm-up must be a whole number of seconds, at least 1"));
-        }
-        if warm_up > MAX_DURATION {
-            return Err(EngineError::Plan("the warm-up must be at most 365 days"));
-        }
-        if matches!(plan.stop, Stop::Duration(d) if warm_up >= d) {
-            return Err(EngineError::Plan("the warm-up must be shorter than the run"));
-        }
-    }
-    if plan.max_hold > MAX_HOLD {
-        return Err(EngineError::Plan("the client's hold must be at most 100 ms"));
-    }
+    plan.validate()?;
     let ring = probe_io_uring()?;
     let addr = plan.target.resolve()?[0];
     let session = match plan.protocol {
@@ -295,40 +246,6 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         error_samples: collector.error_samples,
         stream_limit: collector.stream_limit,
     })
-}
-
-/// The stages of a plan (the rate's, or without one the connection count's): within the
-/// limits.
-fn check_stages(plan: &Plan) -> Result<(), EngineError> {
-    if plan.stages.is_empty() {
-        return Ok(());
-    }
-    if plan.stages.len() > MAX_STAGES {
-        return Err(EngineError::Plan("more than 100 stages"));
-    }
-    if plan.ramps_connections() {
-        if plan.stages.iter().all(|s| s.target == 0) {
-            return Err(EngineError::Plan("stages that never open a connection"));
-        }
-        if plan.stages.iter().any(|s| s.target > MAX_CONNECTIONS as u64) {
-            return Err(EngineError::Plan("a stage of more than 1000000 connections"));
-        }
-        let indices = plan.connection_indices;
-        let last = indices.step.checked_mul(plan.connections as u64 - 1).and_then(|l| l.checked_add(indices.first));
-        if indices.step == 0 || last.is_none_or(|l| l >= MAX_CONNECTIONS as u64) {
-            return Err(EngineError::Plan("connection indices beyond the 1000000 connections a run may have"));
-        }
-    } else if !(plan.stage_phase > 0.0 && plan.stage_phase <= 1.0) {
-        return Err(EngineError::Plan("the stages' phase must be above 0 and at most 1"));
-    }
-    if plan.stages.iter().any(|s| s.duration.is_zero()) {
-        return Err(EngineError::Plan("a stage must last longer than zero"));
-    }
-    let total = plan.stages.iter().try_fold(Duration::ZERO, |sum, s| sum.checked_add(s.duration));
-    if total.is_none_or(|t| t > MAX_DURATION) {
-        return Err(EngineError::Plan("the stages must last at most 365 days in all"));
-    }
-    Ok(())
 }
 
 /// Merges thread messages: per-second deltas into snapshots, everything into the total.

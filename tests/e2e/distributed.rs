@@ -289,13 +289,13 @@ fn merge_of_saved_reports_equals_the_run_they_came_from() {
     let p99 = r["latencySeconds"]["percentiles"]["p99"].as_f64().unwrap_or_else(|| panic!("no p99: {r}"));
     assert_eq!(p99, sum.value_at_quantile(0.99) as f64 / 1e9, "the merged p99 is that of all samples");
 
-    // A file that is not a report: one line naming it, exit 1.
+    // A file that is not a report: one line naming it, exit 2 (bad input, as a usage error).
     for (name, content) in [("bad.json", "{ this is not json"), ("empty.json", "{}")] {
         let bad = dir.path().join(name);
         std::fs::write(&bad, content).unwrap();
         let bad = bad.display().to_string();
         let out = run_controller(&["merge", &paths[0], &bad, "-j"]);
-        assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
+        assert_eq!(exit_code(&out), Some(2), "{}", describe_output(&out));
         let line = volley_error_line(&out);
         assert!(line.contains(&bad), "the error does not name {bad}: {line}");
         assert!(out.stdout.is_empty(), "a report was printed anyway\n{}", describe_output(&out));
@@ -756,6 +756,10 @@ fn bad_worker_flags_are_usage_errors_with_one_line() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--workers", "nocolon", &url], "HOST:PORT"),
         (vec!["--workers", "127.0.0.1:1,127.0.0.1:1", &url], "listed twice"),
+        (
+            vec!["--workers", "127.0.0.1:17701,localhost:17701", &url],
+            "127.0.0.1:17701 and localhost:17701 are one worker",
+        ),
         (vec!["--workers", "127.0.0.1:1,127.0.0.1:2", "-c", "1", &url], "at least the number of workers"),
         (vec!["--workers", "127.0.0.1:1,127.0.0.1:2", "-n", "1", &url], "at least the number of workers"),
     ];
@@ -891,6 +895,23 @@ fn a_missing_empty_or_malformed_workers_file_is_a_usage_error_with_one_line() {
         assert_eq!(exit_code(&out), Some(2), "{list}: {line}");
         assert!(out.stdout.is_empty(), "{list} printed a report");
     }
+    assert_eq!(server.connections(), 0);
+}
+
+#[test]
+fn a_fleet_of_unreachable_workers_is_summed_up_in_one_short_line() {
+    let server = TestServer::start(Behavior::ok(16));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dead.txt");
+    // Ports nobody listens on: every worker is refused at once.
+    let dead: Vec<String> = (0..300).map(|i| format!("127.0.0.1:{}", 1 + i)).collect();
+    std::fs::write(&path, dead.join("\n")).unwrap();
+    let list = format!("@{}", path.display());
+    let out = run_controller(&["--workers", &list, "-c", "300", "-n", "300", &server.url()]);
+    assert_eq!(exit_code(&out), Some(1), "{}", describe_output(&out));
+    let line = volley_error_line(&out);
+    assert!(line.len() < 2_000, "{} bytes: {line}", line.len());
+    assert!(line.contains("127.0.0.1:1") && line.contains("and 297 more workers"), "{line}");
     assert_eq!(server.connections(), 0);
 }
 

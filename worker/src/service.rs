@@ -118,6 +118,15 @@ impl Worker for WorkerService {
             warn!(%peer, reason = status.message(), "run refused");
             status
         };
+        // Busy first: a second run is refused before its shard (up to 80 MiB) is read and
+        // decoded, so a worker holds one shard in memory however many runs are asked of it.
+        let control = RunControl::gated();
+        let Some(busy) = self.state.try_begin(&control) else {
+            return Err(refused(Status::resource_exhausted(format!(
+                "volley worker {} is busy with another run",
+                self.state.name
+            ))));
+        };
         let mut commands = request.into_inner();
         let first = match tokio::time::timeout(FIRST_MESSAGE_TIMEOUT, commands.message()).await {
             Ok(Ok(Some(first))) => first,
@@ -136,13 +145,6 @@ impl Worker for WorkerService {
         let plan = wire::shard_from_proto(&shard, self.state.cores)
             .map_err(|e| refused(Status::invalid_argument(format!("volley worker: {e}"))))?;
         let plan = self.admit_target(plan).await.map_err(refused)?;
-        let control = RunControl::gated();
-        let Some(busy) = self.state.try_begin(&control) else {
-            return Err(refused(Status::resource_exhausted(format!(
-                "volley worker {} is busy with another run",
-                self.state.name
-            ))));
-        };
         info!(
             %peer,
             target = %plan.target,

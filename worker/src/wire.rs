@@ -221,6 +221,8 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
     };
     plan.keepalive = shard.keepalive;
     plan.tls = TlsOptions { insecure: shard.insecure, extra_ca_pem: shard.extra_ca_pem.clone() };
+    // The rules the command line keeps hold for a shard too: the engine's one check.
+    plan.validate().map_err(|e| WireError::Shard(e.to_string()))?;
     Ok(plan)
 }
 

@@ -449,3 +449,45 @@ async fn a_silent_connection_is_closed_after_the_idle_timeout_and_a_live_run_is_
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_breaking_a_rule_of_the_command_line_is_refused_before_it_runs() {
+    let server = target_server();
+    let worker = worker(|_| {}).await;
+    let mut client = client(&worker, None).await;
+    // Stages beside a request count: the command line refuses it, since the run would never end.
+    let mut endless = shard(&server.url(), 2, Stop::Requests(5));
+    endless.stages = vec![v1::Stage { duration_nanos: 1_000_000_000, target: 10 }];
+    endless.rate = 10;
+    // A body past the 64 MiB the README promises, within the 80 MiB a message may carry.
+    let mut heavy = shard(&server.url(), 1, Stop::Requests(1));
+    heavy.body = vec![b'x'; (64 << 20) + 1];
+    for (bad, expect) in [(endless, "stages with a request count"), (heavy, "67108864 bytes (64 MiB)")] {
+        let status = Run::open(&mut client, bad).await.err().expect("refused");
+        assert_eq!(status.code(), Code::InvalidArgument, "{}", status.message());
+        assert!(status.message().contains(expect), "{}", status.message());
+    }
+    assert_eq!(server.requests(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_run_is_refused_as_busy_before_its_shard_is_read() {
+    let server = target_server();
+    let worker = worker(|_| {}).await;
+    let mut client = client(&worker, None).await;
+    let mut first = Run::open(&mut client, shard(&server.url(), 1, Stop::Requests(5))).await.expect("accepted");
+    first.beat();
+    let accepted = first.next().await;
+    assert!(matches!(accepted, Event::Accepted(_)), "{accepted:?}");
+    // A second run whose shard never comes: refused at once, not after waiting for the shard
+    // (which a worker would then have to read and decode, up to 80 MiB per run asked).
+    let (_hold, rx) = mpsc::channel::<v1::RunCommand>(1);
+    let asked = std::time::Instant::now();
+    let status = tokio::time::timeout(Duration::from_secs(5), client.run(ReceiverStream::new(rx)))
+        .await
+        .expect("an answer within 5 s")
+        .expect_err("refused");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{}", status.message());
+    assert!(status.message().contains("busy"), "{}", status.message());
+    assert!(asked.elapsed() < Duration::from_secs(2), "refused after {:?}", asked.elapsed());
+}

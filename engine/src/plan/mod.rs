@@ -4,11 +4,13 @@
 mod ramp;
 mod split;
 mod stages;
+mod validate;
 
 pub(crate) use ramp::ConnectionRamp;
 pub use ramp::{ConnectionIndices, connections_at};
 pub(crate) use stages::Curve;
 pub use stages::{MAX_STAGES, Stage, requested_between, stage_at};
+pub use validate::PlanError;
 
 use std::time::Duration;
 
@@ -38,6 +40,10 @@ pub const DEFAULT_MAX_HOLD: Duration = Duration::from_micros(500);
 /// The longest hold a plan may ask for: beyond it the client's own delay would dwarf most
 /// latencies worth measuring.
 pub const MAX_HOLD: Duration = Duration::from_millis(100);
+
+/// The largest request body a plan may carry, locally and on workers alike: it travels to each
+/// worker inside one shard message, whose limit (80 MiB) leaves 16 MiB for the rest.
+pub const MAX_BODY_BYTES: usize = 64 << 20;
 
 /// The most requests per second a plan may ask for: one every nanosecond, the clock's grain.
 pub const MAX_RATE: u64 = 1_000_000_000;

@@ -1,0 +1,56 @@
+use std::time::Duration;
+
+use crate::plan::{MAX_BODY_BYTES, Plan, Rate, RequestSpec, Stage, Stop};
+use crate::target::Target;
+
+fn plan(stop: Stop) -> Plan {
+    let target = Target::parse("http://127.0.0.1:8080/").unwrap();
+    Plan::new(target, RequestSpec::new("GET", Vec::new(), Vec::new()), 4, stop)
+}
+
+fn stages() -> Vec<Stage> {
+    vec![Stage { duration: Duration::from_secs(2), target: 4 }, Stage { duration: Duration::from_secs(1), target: 0 }]
+}
+
+#[test]
+fn a_plain_plan_is_valid() {
+    assert_eq!(plan(Stop::Requests(100)).validate(), Ok(()));
+    assert_eq!(plan(Stop::Duration(Duration::from_secs(3))).validate(), Ok(()));
+}
+
+#[test]
+fn stages_beside_a_request_count_are_refused_since_the_run_would_never_end() {
+    for rate in [None, Some(Rate::per_second(10))] {
+        let mut p = plan(Stop::Requests(5));
+        p.stages = stages();
+        p.rate = rate;
+        let why = p.validate().unwrap_err().to_string();
+        assert!(why.contains("stages with a request count"), "{why}");
+        // The same stages with the run's length are a run.
+        p.stop = Stop::Duration(Duration::from_secs(3));
+        assert_eq!(p.validate(), Ok(()), "rate {rate:?}");
+    }
+}
+
+#[test]
+fn a_body_past_the_limit_is_refused_with_the_limit_in_the_message() {
+    let mut p = plan(Stop::Requests(1));
+    p.request.body = vec![b'x'; MAX_BODY_BYTES];
+    assert_eq!(p.validate(), Ok(()));
+    p.request.body.push(b'x');
+    let why = p.validate().unwrap_err().to_string();
+    assert!(why.contains(&MAX_BODY_BYTES.to_string()) && why.contains("64 MiB"), "{why}");
+}
+
+#[test]
+fn limits_are_named_in_their_messages() {
+    let mut p = plan(Stop::Requests(1));
+    p.connections = crate::plan::MAX_CONNECTIONS + 1;
+    assert!(p.validate().unwrap_err().to_string().contains(&crate::plan::MAX_CONNECTIONS.to_string()));
+    let mut p = plan(Stop::Requests(1));
+    p.threads = crate::plan::MAX_THREADS + 1;
+    assert!(p.validate().unwrap_err().to_string().contains(&crate::plan::MAX_THREADS.to_string()));
+    let mut p = plan(Stop::Requests(1));
+    p.connect_timeout = Duration::ZERO;
+    assert!(p.validate().is_err());
+}
