@@ -11,7 +11,7 @@ use crate::support;
 use std::time::Duration;
 
 use support::h3_servers::{Caddy, GtlsOptions, Gtlsserver, H3Server};
-use support::{json_report, number, run_volley_timeout};
+use support::{describe_output, json_report, number, run_volley_timeout};
 
 /// Runs volley `--http3` with `args` against `server`, trusting its CA; the JSON report.
 fn volley(server: &dyn H3Server, args: &[&str]) -> serde_json::Value {
@@ -102,4 +102,20 @@ fn request_bodies_caddy_does_not_read_are_stopped_and_an_n_run_stays_exact() {
     assert!(caddy.log_lines().iter().all(|line| line["request"]["method"] == "POST"));
     // Far less than the 40 MiB of bodies went out: each stopped body was cut short.
     assert!(number(&r, "/bytesSent") < 20 << 20, "{r}");
+}
+
+#[test]
+fn a_server_that_needs_a_host_name_gets_a_hint_when_the_url_names_an_address() {
+    let Some(caddy) = Caddy::start_for_host("localhost") else { return };
+    let url = caddy.url();
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+    let out = run_volley_timeout(
+        ["--http3", "-k", "-n", "2", "-c", "1", "--connect-timeout", "3s", &url],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", describe_output(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("alert"), "{stderr}");
+    assert!(stderr.contains("no server name (SNI) was sent"), "the hint is missing: {stderr}");
+    assert_eq!(caddy.requests(), 0, "{}", caddy.output());
 }

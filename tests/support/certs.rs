@@ -26,6 +26,11 @@ pub struct TestCert {
 
 impl TestCert {
     pub fn generate() -> TestCert {
+        TestCert::generate_for(&["localhost", "127.0.0.1", "::1"])
+    }
+
+    /// A fresh test CA and a server certificate it signed for `names` only.
+    pub fn generate_for(names: &[&str]) -> TestCert {
         use rcgen::{
             BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
             KeyUsagePurpose,
@@ -38,7 +43,7 @@ impl TestCert {
         let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
 
         let key = KeyPair::generate().unwrap();
-        let names = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let mut params = CertificateParams::new(names).unwrap();
         params.distinguished_name.push(DnType::CommonName, "localhost");
         params.use_authority_key_identifier_extension = true;

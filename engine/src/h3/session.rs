@@ -556,10 +556,20 @@ impl Session {
             self.ended = true;
             return;
         }
-        let why = match lost.application_code {
+        let mut why = match lost.application_code {
             Some(code) => format!("{} ({})", lost.why, code_name(code)),
             None => lost.why,
         };
+        if lost.peer_alert.is_some() && !self.established && self.setup.server_name.parse::<std::net::IpAddr>().is_ok()
+        {
+            // A server that picks its certificate by name (caddy with a site bound to one host)
+            // refuses a handshake without one, and a client sends no name (SNI) for an address
+            // (RFC 6066 §3).
+            why.push_str(
+                " (the URL names an IP address, so no server name (SNI) was sent: the server may need one; \
+                 use a host name that resolves to it, such as https://localhost:PORT/)",
+            );
+        }
         self.fail(lost.kind, why.into(), events);
     }
 }

@@ -12,11 +12,13 @@ pub(crate) struct Lost {
     /// The peer closed the connection with this application error code (for HTTP/3, one of
     /// its H3_* codes), which only the session above knows how to read.
     pub application_code: Option<u64>,
+    /// The peer ended the handshake with this TLS alert (a CRYPTO_ERROR it sent).
+    pub peer_alert: Option<u8>,
 }
 
 impl Lost {
     fn new(kind: ErrorKind, why: String) -> Self {
-        Lost { kind, why, application_code: None }
+        Lost { kind, why, application_code: None, peer_alert: None }
     }
 
     /// No handshake within the connect timeout: nothing answers QUIC on that port.
@@ -65,10 +67,14 @@ impl Lost {
                 kind: if connected { ErrorKind::Reset } else { ErrorKind::Connect },
                 why: format!("the server closed the connection: {said}"),
                 application_code: Some(code),
+                peer_alert: None,
             };
         }
         match tls_alert(code) {
-            Some(alert) => Lost::tls(format!("the server ended the TLS handshake with alert {alert}")),
+            Some(alert) => Lost {
+                peer_alert: Some(alert),
+                ..Lost::tls(format!("the server ended the TLS handshake with alert {alert}"))
+            },
             None if code == 0 => {
                 let kind = if connected { ErrorKind::Reset } else { ErrorKind::Connect };
                 Lost::new(kind, "the server closed the QUIC connection".into())
