@@ -149,7 +149,7 @@ fn a_plan_with_a_duration_beyond_a_year_is_refused_before_any_connection_instead
     ];
     for p in plans {
         match run(&p, &RunControl::new(), &mut |_| {}) {
-            Err(EngineError::Plan(why)) => assert!(why.contains("365 days"), "{why}"),
+            Err(EngineError::Invalid(why)) => assert!(why.to_string().contains("365 days"), "{why}"),
             other => panic!(
                 "{:?} / {:?} / {:?}: {:?}",
                 p.stop,

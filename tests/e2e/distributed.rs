@@ -16,7 +16,7 @@ use support::fake_worker::{self, FakeWorker, Script};
 use support::{
     BackgroundProcess, Behavior, TestCert, TestServer, WorkerProcess, assert_success, controller_command,
     describe_output, free_port, in_netns, json_report, number, one_error_line, run_with_timeout, run_within,
-    volley_bin, volley_command, wait_until,
+    send_signal, volley_bin, volley_command, wait_until,
 };
 use tonic::Code;
 use volley_proto::PROTOCOL_VERSION;
@@ -349,6 +349,55 @@ fn a_worker_killed_mid_run_is_named_and_the_rest_reported() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(settled_requests(&server) >= alive_ok + dead_ok);
     assert_no_more_load(&server, Duration::from_millis(500), "after the run");
+}
+
+#[test]
+fn a_worker_stopped_by_a_signal_mid_run_is_named_and_not_taken_for_ctrl_c() {
+    for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT")] {
+        let server = TestServer::start(Behavior::ok(14));
+        let (a, mut b) = (WorkerProcess::start(&[]), WorkerProcess::start(&[]));
+        let mut run = BackgroundProcess::spawn(controller(&[
+            "--workers",
+            &worker_list(&[&a, &b]),
+            "-z",
+            "4s",
+            "-c",
+            "8",
+            "-j",
+            &server.url(),
+        ]));
+        wait_for_load(&server, &mut run);
+        std::thread::sleep(Duration::from_secs(2));
+        send_signal(b.pid(), signal);
+        let out = run.wait(Duration::from_secs(20));
+        assert_eq!(exit_code(&out), Some(3), "{name}: {}", describe_output(&out));
+        let r = json_report(&out);
+        assert_eq!(r["interrupted"], false, "{name}: nobody pressed Ctrl-C: {r}");
+        assert_eq!(r["totalsAreLowerBounds"], true, "{name}: {r}");
+        let workers = r["workers"].as_array().unwrap();
+        assert_eq!(workers.len(), 2);
+        let (alive, stopped) = (&workers[0], &workers[1]);
+        assert_eq!(stopped["address"], b.address().as_str());
+        assert!(alive["failure"].is_null(), "{name}: {alive}");
+        assert_eq!(alive["interrupted"], false, "{name}: {alive}");
+        let failure = stopped["failure"].as_str().unwrap_or_else(|| panic!("{name}: no failure: {stopped}"));
+        assert!(
+            failure.contains("ended early") && failure.contains(name),
+            "{name}: the signal is not named: {failure}"
+        );
+        assert_eq!(stopped["partial"], true, "{name}: {stopped}");
+        assert_eq!(stopped["interrupted"], false, "{name}: {stopped}");
+        // What its intervals said until the signal (about two seconds) counts.
+        let (alive_ok, stopped_ok) = (number(alive, "/requests/ok"), number(stopped, "/requests/ok"));
+        assert!(alive_ok > 0 && stopped_ok > 0, "{name}: {r}");
+        assert_eq!(number(&r, "/requests/ok"), alive_ok + stopped_ok, "{name}");
+        let err = stderr(&out);
+        assert!(err.contains("incomplete run") && err.contains(&b.address()) && err.contains(name), "{err}");
+        assert!(!err.contains("Ctrl-C"), "{name}: {err}");
+        // The worker reported before it went, and then it went.
+        assert!(wait_until(Duration::from_secs(8), || !b.is_running()), "{name}: still running: {}", b.log());
+        assert!(settled_requests(&server) >= alive_ok + stopped_ok, "{name}");
+    }
 }
 
 #[test]

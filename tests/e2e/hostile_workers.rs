@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde_json::Value;
 use support::fake_worker::{
-    FakeWorker, Script, Step, encode, failed, finished, finished_with, hello, histogram_bomb, interval, opening, stats,
-    volley_histogram,
+    FakeWorker, Script, Step, encode, failed, finished, finished_with, hello, histogram_bomb, interval, opening, send,
+    stats, volley_histogram,
 };
 use support::{
     BackgroundProcess, Behavior, TestServer, WorkerProcess, assert_success, controller_command, describe_output,
@@ -351,6 +351,42 @@ fn text_from_workers_reaches_the_terminal_escaped_and_bounded() {
 // ---------------------------------------------------------------------------------------------
 // Lost workers
 // ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_worker_that_ends_early_on_its_own_is_named_and_never_taken_for_ctrl_c() {
+    // What a worker says when its daemon was signalled; nothing, as a worker that predates
+    // `stopped_by` does: the controller knows it sent no Stop either way.
+    for (said, named) in [("the worker got SIGTERM and shut down", "SIGTERM"), ("", "did not say why")] {
+        let fake = FakeWorker::start(Script::run(move |shard| {
+            let mut steps = opening(shard);
+            steps.extend([
+                interval(1, stats(7, 0)),
+                send(v1::run_event::Event::Finished(v1::Finished {
+                    stats: Some(stats(9, 0)),
+                    duration_nanos: 1_500_000_000,
+                    threads: 1,
+                    connections: shard.connections,
+                    interrupted: true,
+                    stopped_by: said.into(),
+                    ..Default::default()
+                })),
+            ]);
+            steps
+        }));
+        let out = run(controller(&["--workers", &fake.address(), "-n", "100", "-c", "1", "-j", NOWHERE]));
+        assert_eq!(out.status.code(), Some(3), "{named}: {}", describe_output(&out));
+        assert_eq!(fake.seen().stops(), 0, "{named}: the controller asked for the stop");
+        let r = json_report(&out);
+        assert_eq!(r["interrupted"], false, "{named}: {r}");
+        let w = &r["workers"][0];
+        assert!(failure(w).contains("ended early") && failure(w).contains(named), "{named}: {w}");
+        assert_eq!(w["partial"], true, "{named}: {w}");
+        assert_eq!(r["totalsAreLowerBounds"], true, "{named}: {r}");
+        assert_eq!(r["requests"]["ok"], 7, "{named}: its intervals are what counts: {r}");
+        let line = one_clean_error_line(&out);
+        assert!(line.contains("incomplete run") && line.contains(named) && !line.contains("Ctrl-C"), "{line}");
+    }
+}
 
 #[test]
 fn a_stopped_workers_requests_are_reported_and_the_totals_called_lower_bounds() {

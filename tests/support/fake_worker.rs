@@ -118,6 +118,7 @@ pub fn finished_with(shard: &v1::Shard, stats: v1::Stats, seconds: u64, samples:
         error_samples: samples,
         stream_limit: 0,
         warm_up: None,
+        stopped_by: String::new(),
     }))
 }
 

@@ -44,8 +44,13 @@ impl RunningWorker {
     }
 
     /// Stops a run in progress, lets it report, and stops serving.
-    pub async fn shutdown(mut self) -> Result<(), WorkerError> {
-        self.state.stop_current();
+    pub async fn shutdown(self) -> Result<(), WorkerError> {
+        self.shutdown_because("the worker was shut down").await
+    }
+
+    /// [`RunningWorker::shutdown`], telling the controller of a run in progress `why` it ended.
+    async fn shutdown_because(mut self, why: &str) -> Result<(), WorkerError> {
+        self.state.stop_current(why);
         let since = Instant::now();
         while self.state.is_busy() && since.elapsed() < RUN_STOP_WAIT {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -70,7 +75,7 @@ impl RunningWorker {
 impl Drop for RunningWorker {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
-            self.state.stop_current();
+            self.state.stop_current("the worker was shut down");
             let _ = stop.send(());
         }
     }
@@ -135,9 +140,9 @@ pub fn serve(config: WorkerConfig) -> Result<(), WorkerError> {
         let mut terminate = signal(SignalKind::terminate()).map_err(WorkerError::Signal)?;
         let mut interrupt = signal(SignalKind::interrupt()).map_err(WorkerError::Signal)?;
         let mut worker = spawn(config).await?;
-        tokio::select! {
-            _ = terminate.recv() => info!("SIGTERM: shutting down"),
-            _ = interrupt.recv() => info!("SIGINT: shutting down"),
+        let caught = tokio::select! {
+            _ = terminate.recv() => "SIGTERM",
+            _ = interrupt.recv() => "SIGINT",
             ended = &mut worker.task => {
                 worker.stop = None;
                 return match ended {
@@ -146,8 +151,10 @@ pub fn serve(config: WorkerConfig) -> Result<(), WorkerError> {
                     Err(e) => Err(WorkerError::Serve(e.to_string())),
                 };
             }
-        }
-        worker.shutdown().await
+        };
+        info!("{caught}: shutting down");
+        // A run in progress ends early; its controller is told why, not left to guess.
+        worker.shutdown_because(&format!("the worker got {caught} and shut down")).await
     })
 }
 

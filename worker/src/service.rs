@@ -14,7 +14,7 @@ use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1::{self, run_command::Command, worker_server::Worker};
 
 use crate::allow::AllowList;
-use crate::state::State;
+use crate::state::{State, StopCause};
 use crate::{clock, session, wire};
 
 /// What a controller that opened a Run stream but sent nothing gets to wait.
@@ -121,7 +121,8 @@ impl Worker for WorkerService {
         // Busy first: a second run is refused before its shard (up to 80 MiB) is read and
         // decoded, so a worker holds one shard in memory however many runs are asked of it.
         let control = RunControl::gated();
-        let Some(busy) = self.state.try_begin(&control) else {
+        let cause = StopCause::default();
+        let Some(busy) = self.state.try_begin(&control, &cause) else {
             return Err(refused(Status::resource_exhausted(format!(
                 "volley worker {} is busy with another run",
                 self.state.name
@@ -153,7 +154,7 @@ impl Worker for WorkerService {
             stop = ?plan.stop,
             "run accepted"
         );
-        let events = session::start(plan, control, commands, busy, self.state.metrics.clone())?;
+        let events = session::start(plan, control, cause, commands, busy, self.state.metrics.clone())?;
         Ok(Response::new(events))
     }
 }

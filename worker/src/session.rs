@@ -4,7 +4,8 @@
 //! A run must never outlive its controller's interest in it: it stops when the request stream
 //! ends or breaks, when no command arrives for [`WATCHDOG`] (the controller sends a heartbeat
 //! every 200 ms), when the response stream is dropped, and, for a timed shard, at its end plus
-//! [`GRACE`] whatever else happens.
+//! [`GRACE`] whatever else happens. A run the worker stops itself says why in its Finished
+//! (`stopped_by`), so that its controller does not take it for a Stop of its own.
 
 use std::future;
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use volley_proto::v1::{self, run_command::Command};
 
 use crate::metrics::Exporter;
 use crate::shard::{self, Event};
-use crate::state::Busy;
+use crate::state::{Busy, StopCause};
 use crate::{clock, wire};
 
 /// Silence from the controller for this long means it is gone.
@@ -35,6 +36,7 @@ type EventSender = mpsc::UnboundedSender<Result<v1::RunEvent, Status>>;
 pub(crate) fn start(
     plan: Plan,
     control: RunControl,
+    cause: StopCause,
     commands: Streaming<v1::RunCommand>,
     busy: Busy,
     metrics: Option<Arc<Exporter>>,
@@ -49,13 +51,20 @@ pub(crate) fn start(
     };
     let engine_tx = tx.clone();
     let engine_control = control.clone();
+    let engine_cause = cause.clone();
     // The engine blocks its thread for the whole run, so it gets its own, not a runtime's.
     std::thread::Builder::new()
         .name("volley-shard".to_string())
         .spawn(move || {
             let _done = done_tx;
             let mut busy = Some(busy);
-            shard::run_shard(&plan, &engine_control, &mut |event| {
+            shard::run_shard(&plan, &engine_control, &mut |mut event| {
+                if let Event::Finished(outcome) = &mut event
+                    && outcome.interrupted
+                {
+                    // None when the controller's Stop ended it: it knows why.
+                    outcome.stopped_by = engine_cause.get();
+                }
                 if let Some(metrics) = &metrics {
                     observe(metrics, &event);
                 }
@@ -72,7 +81,7 @@ pub(crate) fn start(
             drop(busy);
         })
         .map_err(|e| Status::internal(format!("volley worker: cannot start the engine thread: {e}")))?;
-    tokio::spawn(follow_commands(commands, control, timed, tx, done_rx));
+    tokio::spawn(follow_commands(commands, control, cause, timed, tx, done_rx));
     Ok(UnboundedReceiverStream::new(rx))
 }
 
@@ -102,6 +111,7 @@ fn log_end(event: &Event) {
             errors = outcome.stats.counters.errors(),
             duration = ?outcome.duration,
             interrupted = outcome.interrupted,
+            stopped_by = outcome.stopped_by.as_deref().unwrap_or(""),
             "run finished"
         ),
         Event::Failed(reason) => warn!(%reason, "run failed"),
@@ -110,10 +120,11 @@ fn log_end(event: &Event) {
 }
 
 /// Applies the controller's commands to the run until the engine is done, stopping the run
-/// when the controller goes away or the shard overruns its end.
+/// when the controller goes away or the shard overruns its end (and saying so in `cause`).
 async fn follow_commands(
     mut commands: Streaming<v1::RunCommand>,
     control: RunControl,
+    cause: StopCause,
     timed: Option<Duration>,
     events: EventSender,
     mut done: oneshot::Receiver<()>,
@@ -131,11 +142,11 @@ async fn follow_commands(
             _ = &mut done => return,
             () = events.closed() => {
                 warn!("controller gone (it stopped reading events); stopping the run");
-                return control.stop();
+                return cause.stop(&control, "the worker lost its controller: it stopped reading events");
             }
             () = overrun => {
                 warn!("the shard ran past its end plus {GRACE:?}; stopping it");
-                control.stop();
+                cause.stop(&control, &format!("the shard ran past its end plus {GRACE:?} and the worker stopped it"));
                 deadline = None;
             }
             next = tokio::time::timeout(WATCHDOG, commands.message()) => match next {
@@ -159,15 +170,16 @@ async fn follow_commands(
                 Ok(Ok(Some(_))) => {}
                 Ok(Ok(None)) => {
                     info!("controller closed the run stream; stopping the run");
-                    return control.stop();
+                    return cause.stop(&control, "the worker lost its controller: the run stream closed");
                 }
                 Ok(Err(status)) => {
                     warn!(reason = status.message(), "controller gone (the run stream broke); stopping the run");
-                    return control.stop();
+                    let why = format!("the worker lost its controller: the run stream broke ({})", status.message());
+                    return cause.stop(&control, &why);
                 }
                 Err(_) => {
                     warn!("controller gone (no heartbeat for {WATCHDOG:?}); stopping the run");
-                    return control.stop();
+                    return cause.stop(&control, &format!("the worker lost its controller: no heartbeat for {WATCHDOG:?}"));
                 }
             },
         }

@@ -60,6 +60,9 @@ pub struct Outcome {
     pub stream_limit: Option<u32>,
     /// With a warm-up: what was counted during it, apart from `stats`.
     pub warm_up: Option<Stats>,
+    /// Interrupted by the worker itself, not by its controller: why, in one line (a signal, a
+    /// lost controller, the grace deadline). Set by the daemon's session, never by the engine.
+    pub stopped_by: Option<String>,
 }
 
 /// Runs one shard to its end on this thread: probes io_uring (Failed with its one-line reason if
@@ -92,6 +95,7 @@ pub fn run_shard(plan: &Plan, control: &RunControl, sink: &mut dyn FnMut(Event))
             error_samples: r.error_samples,
             stream_limit: r.stream_limit,
             warm_up: r.warm_up,
+            stopped_by: None,
         })),
         Err(e) => Event::Failed(e.to_string()),
     });

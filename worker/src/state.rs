@@ -18,8 +18,8 @@ pub(crate) struct State {
     /// `--prometheus`: every run's seconds and totals go here too.
     pub(crate) metrics: Option<Arc<Exporter>>,
     busy: AtomicBool,
-    /// The run in progress, so that shutting down can stop it.
-    current: Mutex<Option<RunControl>>,
+    /// The run in progress, so that shutting down can stop it and say why.
+    current: Mutex<Option<(RunControl, StopCause)>>,
 }
 
 impl State {
@@ -31,18 +31,44 @@ impl State {
         self.busy.load(Ordering::Acquire)
     }
 
-    /// Takes the worker for a run controlled by `control`; None when another run has it.
-    pub(crate) fn try_begin(self: &Arc<Self>, control: &RunControl) -> Option<Busy> {
+    /// Takes the worker for a run controlled by `control`, whose early end the worker explains
+    /// in `cause`; None when another run has it.
+    pub(crate) fn try_begin(self: &Arc<Self>, control: &RunControl, cause: &StopCause) -> Option<Busy> {
         self.busy.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).ok()?;
-        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(control.clone());
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some((control.clone(), cause.clone()));
         Some(Busy { state: self.clone() })
     }
 
-    /// Stops the run in progress, if any.
-    pub(crate) fn stop_current(&self) {
-        if let Some(control) = &*self.current.lock().unwrap_or_else(PoisonError::into_inner) {
-            control.stop();
+    /// Stops the run in progress, if any, telling its controller `why`.
+    pub(crate) fn stop_current(&self, why: &str) {
+        if let Some((control, cause)) = &*self.current.lock().unwrap_or_else(PoisonError::into_inner) {
+            cause.stop(control, why);
         }
+    }
+}
+
+/// Why the worker stopped a run itself, before its end (not on the controller's Stop): the
+/// first reason given is kept, and the run's Finished carries it (`stopped_by`), so that the
+/// controller names what ended the worker early instead of taking it for its own Ctrl-C.
+#[derive(Clone, Default)]
+pub(crate) struct StopCause(Arc<Mutex<Option<String>>>);
+
+impl StopCause {
+    /// Stops `control`, with `why` as the reason unless one was given already. The reason is
+    /// kept before the stop, so the engine's Finished, which follows the stop, finds it.
+    pub(crate) fn stop(&self, control: &RunControl, why: &str) {
+        {
+            let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            if kept.is_none() {
+                *kept = Some(why.to_string());
+            }
+        }
+        control.stop();
+    }
+
+    /// The reason, when the worker stopped the run itself.
+    pub(crate) fn get(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 }
 
@@ -66,14 +92,18 @@ mod tests {
     #[test]
     fn one_run_at_a_time_and_free_again_after_it() {
         let state = Arc::new(State::new("w".into(), 1, String::new(), AllowList::default()));
-        let control = RunControl::new();
-        let busy = state.try_begin(&control).expect("free");
+        let (control, cause) = (RunControl::new(), StopCause::default());
+        let busy = state.try_begin(&control, &cause).expect("free");
         assert!(state.is_busy());
-        assert!(state.try_begin(&RunControl::new()).is_none());
-        state.stop_current();
+        assert!(state.try_begin(&RunControl::new(), &StopCause::default()).is_none());
+        assert_eq!(cause.get(), None);
+        state.stop_current("the worker got SIGTERM and shut down");
         assert!(control.is_stopped());
+        // The first reason stays.
+        cause.stop(&control, "the worker lost its controller");
+        assert_eq!(cause.get().as_deref(), Some("the worker got SIGTERM and shut down"));
         drop(busy);
         assert!(!state.is_busy());
-        assert!(state.try_begin(&RunControl::new()).is_some());
+        assert!(state.try_begin(&RunControl::new(), &StopCause::default()).is_some());
     }
 }

@@ -412,6 +412,7 @@ pub fn event_to_proto(event: Event) -> v1::RunEvent {
             error_samples: error_samples_to_proto(&outcome.error_samples),
             stream_limit: outcome.stream_limit.unwrap_or(0),
             warm_up: outcome.warm_up.as_ref().map(stats_to_proto),
+            stopped_by: outcome.stopped_by.clone().unwrap_or_default(),
         }),
         Event::Failed(reason) => E::Failed(v1::Failed { reason }),
     };
@@ -443,6 +444,7 @@ pub fn event_from_proto(event: v1::RunEvent) -> Result<Event, WireError> {
             error_samples: error_samples_from_proto(&f.error_samples)?,
             stream_limit: Some(f.stream_limit).filter(|&l| l > 0),
             warm_up: f.warm_up.as_ref().map(stats_from_proto).transpose()?,
+            stopped_by: Some(f.stopped_by).filter(|why| !why.is_empty()),
         })),
         E::Failed(f) => Event::Failed(f.reason),
     })
@@ -477,12 +479,15 @@ mod tests {
         plan.max_hold = Duration::from_micros(70);
         plan.rate = Some(Rate { per_second: 1234, offset: Duration::from_micros(271) });
         plan.warm_up = Some(Duration::from_secs(2));
-        plan.stage_phase = 0.375;
         plan.quic_congestion = QuicCongestion::Standard;
-        plan.stages = vec![
-            Stage { duration: Duration::from_millis(1500), target: 5000 },
-            Stage { duration: Duration::from_secs(3), target: 0 },
-        ];
+        // Stages make the run's length: a counted run has none (Plan::validate).
+        if matches!(stop, Stop::Duration(_)) {
+            plan.stage_phase = 0.375;
+            plan.stages = vec![
+                Stage { duration: Duration::from_millis(1500), target: 5000 },
+                Stage { duration: Duration::from_secs(3), target: 0 },
+            ];
+        }
         plan
     }
 
@@ -641,14 +646,25 @@ mod tests {
             ("method", Box::new(|s| s.method = String::new())),
             ("header name", Box::new(|s| s.headers.push(v1::Header { name: "a b".into(), value: "v".into() }))),
             ("header value", Box::new(|s| s.headers.push(v1::Header { name: "a".into(), value: "v\r\nX: y".into() }))),
-            ("stage phase", Box::new(|s| s.stage_phase = 0.0)),
-            ("stage phase", Box::new(|s| s.stage_phase = f64::NAN)),
             ("quic congestion", Box::new(|s| s.quic_congestion = 2)),
         ];
         for (what, spoil) in cases {
             let mut shard = good.clone();
             spoil(&mut shard);
             assert!(shard_from_proto(&shard, 4).is_err(), "{what} should be refused");
+        }
+        // A timed shard's stages: their phase, and never beside a request count.
+        let timed = shard_to_proto(&plan(Stop::Duration(Duration::from_secs(5))), None);
+        let cases: Vec<(&str, Spoil)> = vec![
+            ("phase", Box::new(|s| s.stage_phase = 0.0)),
+            ("phase", Box::new(|s| s.stage_phase = f64::NAN)),
+            ("stages with a request count", Box::new(|s| (s.requests, s.duration_nanos) = (100, 0))),
+        ];
+        for (what, spoil) in cases {
+            let mut shard = timed.clone();
+            spoil(&mut shard);
+            let err = shard_from_proto(&shard, 4).expect_err(what).to_string();
+            assert!(err.contains(what), "{what}: {err}");
         }
         let mut old = good.clone();
         old.protocol = 0;
@@ -773,6 +789,7 @@ mod tests {
             error_samples: vec![(ErrorKind::Reset, "connection reset by peer".into())],
             stream_limit: Some(16),
             warm_up: Some(sample_stats()),
+            stopped_by: Some("the worker got SIGTERM and shut down".into()),
         };
         let events = vec![
             Event::Accepted { threads: 4, connections: 64, ring: ring.clone() },
@@ -802,6 +819,7 @@ mod tests {
                 (Event::Finished(a), Event::Finished(b)) => {
                     assert_same_stats(&a.stats, &b.stats);
                     assert_same_stats(a.warm_up.as_ref().expect("sent"), b.warm_up.as_ref().expect("received"));
+                    assert_eq!(a.stopped_by, b.stopped_by);
                     assert_eq!(
                         (
                             a.duration,

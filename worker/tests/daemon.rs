@@ -389,6 +389,7 @@ async fn stop_ends_the_run_with_what_was_done() {
     let Event::Finished(finished) = run.next_but_intervals().await else { panic!("no Finished") };
     assert!(asked.elapsed() < Duration::from_secs(1), "took {:?}", asked.elapsed());
     assert!(finished.interrupted);
+    assert_eq!(finished.stopped_by, "", "the controller's own Stop needs no reason");
     let ok = finished.stats.and_then(|s| s.counters).expect("counters").ok;
     assert!(ok > 0);
     let served = settled_count(&server, Duration::from_millis(200), Duration::from_secs(2)).await;
@@ -406,6 +407,7 @@ async fn a_gate_that_never_opens_is_closed_by_the_watchdog() {
     let Event::Ready(_) = run.next().await else { panic!("no Ready") };
     let Event::Finished(finished) = run.next_but_intervals().await else { panic!("no Finished") };
     assert!(finished.interrupted);
+    assert!(finished.stopped_by.contains("no heartbeat"), "the watchdog is not named: {:?}", finished.stopped_by);
     assert_eq!(server.requests(), 0);
 }
 

@@ -4,7 +4,8 @@
 //! A local run is a fleet of one in-process worker, so both take this path. Nothing a worker
 //! sends is taken on trust (`checks.rs`), and no worker can keep the run waiting: one that stops
 //! reporting, falls behind or does not answer a Stop is failed, and what its intervals said
-//! until then is kept for the report.
+//! until then is kept for the report. So is one that ends its shard early when nobody here
+//! asked it to (its daemon was signalled, it lost the heartbeat): that is not this run's Ctrl-C.
 
 mod checks;
 mod clock_sync;
@@ -339,6 +340,16 @@ pub(crate) fn run(
                     }
                     Err(lie) => distrust(&mut fleet, &mut state, &links[i], i, lie),
                 }
+            }
+            // Stopped before its end, and not by a Stop from here (Ctrl-C, --abort-on-fail):
+            // a lost worker, named with what ended it; its intervals are what it is known to
+            // have done, and the totals are lower bounds. Never the run's `interrupted`.
+            LinkEvent::Worker(Event::Finished(outcome)) if outcome.interrupted && stop_deadline.is_none() => {
+                let why = outcome.stopped_by.as_deref().map_or_else(
+                    || "it stopped before its end without being asked to (it did not say why)".to_string(),
+                    one_line,
+                );
+                fail(&mut fleet, &mut state, i, format!("ended early: {why}"));
             }
             LinkEvent::Worker(Event::Finished(mut outcome)) => {
                 let w = &state.workers[i];
