@@ -82,6 +82,29 @@ fn large_response_headers_are_stepped_over() {
 }
 
 #[test]
+fn a_counted_run_against_a_server_that_allows_no_stream_ends_with_every_request_failed() {
+    let server = H3TestServer::start(H3Options { max_streams: Some(0), ..H3Options::default() });
+    let (_dir, ca) = ca_file(server.cert());
+    let ca = ca.to_str().unwrap();
+    for (n, extra) in [("1", &["-c", "1"][..]), ("16", &["-c", "2", "-p", "4"][..])] {
+        let mut args = vec!["--http3", "-n", n, "--timeout", "1s", "--connect-timeout", "1s", "--cacert", ca, "-j"];
+        args.extend_from_slice(extra);
+        let url = server.url();
+        args.push(&url);
+        let started = Instant::now();
+        let out = run_volley_timeout(&args, Duration::from_secs(20));
+        assert!(started.elapsed() < Duration::from_secs(10), "-n {n} took {:?}", started.elapsed());
+        assert_eq!(out.status.code(), Some(1), "-n {n}: {}", support::describe_output(&out));
+        let r = json_report(&out);
+        assert_eq!(number(&r, "/requests/total"), n.parse::<u64>().unwrap(), "every request counted once: {r}");
+        assert_eq!(number(&r, "/requests/ok"), 0, "{r}");
+        let line = one_error_line(&out);
+        assert!(line.contains("the server allowed no request stream on a fresh HTTP/3 connection"), "{line}");
+    }
+    assert_eq!(server.requests(), 0);
+}
+
+#[test]
 fn a_stream_limit_below_p_is_honoured_and_reported() {
     let options = H3Options { max_streams: Some(2), delay: Duration::from_millis(5), ..H3Options::default() };
     let server = H3TestServer::start(options);

@@ -9,6 +9,10 @@
 //!   the request the connection was opened for fails with it.
 //! - Each request stream is one request, started only when the server's stream limit has room:
 //!   a limit below `-p` found when a fresh connection fills up is reported (`Event::Limited`).
+//!   A fresh connection that allows no request stream fails the request it was opened for and
+//!   closes; one whose server allows no further stream for the connect timeout, while requests
+//!   are left to send, closes too (the loop opens another): no stream limit or credit the server
+//!   withholds leaves a run waiting without a deadline.
 //!   A complete response (the stream's FIN after a final status) is ok; a malformed one is a
 //!   protocol error of that stream; a stream the server resets is a reset error, except with
 //!   H3_REQUEST_REJECTED, which RFC 9114 §4.1.1 says was not processed: refused, to be sent
@@ -109,6 +113,10 @@ pub(crate) struct Session {
     /// in flight: the connection is not idle then, but it waits no longer than the connect
     /// timeout.
     blocked_since: Option<Instant>,
+    /// The server allowed no stream when one was wanted: none on a fresh connection, or none
+    /// more for the connect timeout. No request starts here any more and the connection closes
+    /// (`must_close`); the next connection has the server's limit afresh.
+    starved: bool,
     /// No later than the start of the oldest request in flight (None: none since the last
     /// exact look).
     oldest_started: Option<Instant>,
@@ -142,6 +150,7 @@ impl Session {
             spare: None,
             filled: false,
             blocked_since: None,
+            starved: false,
             oldest_started: None,
             quic_deadline: None,
             transmits: 0,
@@ -167,7 +176,7 @@ impl Session {
 
     /// Starts as many requests as `units`, `-p` and the server's stream limit allow.
     pub(crate) fn start_requests(&mut self, now: Instant, units: &mut Units<'_>, events: &mut Vec<Event>) {
-        if self.ended || !self.established {
+        if self.ended || !self.established || self.starved {
             return;
         }
         if self.goaway.is_some() {
@@ -207,16 +216,22 @@ impl Session {
         }
         if limited && !self.filled && self.requests.len() < streams {
             events.push(Event::Limited(self.requests.len() as u32));
-            if self.requests.is_empty() && units.take_unused_claim() {
-                let why = "the server allowed no request stream on a fresh HTTP/3 connection";
-                events.push(Event::Failed { kind: ErrorKind::Protocol, n: 1, why: why.into() });
+            if self.requests.is_empty() {
+                // Nothing can start here: the request the connection was opened for fails, and
+                // the connection closes (as HTTP/2's does at SETTINGS_MAX_CONCURRENT_STREAMS 0
+                // and ours at a GOAWAY first), so the budget runs down rather than wait on it.
+                self.starved = true;
+                if units.take_unused_claim() {
+                    let why = "the server allowed no request stream on a fresh HTTP/3 connection";
+                    events.push(Event::Failed { kind: ErrorKind::Protocol, n: 1, why: why.into() });
+                }
             }
         }
         self.filled = true;
-        self.blocked_since = match (limited, self.requests.is_empty()) {
-            (true, true) => Some(self.blocked_since.unwrap_or(now)),
-            _ => None,
-        };
+        // Requests wait for the server's MAX_STREAMS only while there are requests to send: with
+        // the budget spent the connection is idle, and closes at once.
+        let waiting = limited && !self.starved && self.requests.is_empty() && units.has_more();
+        self.blocked_since = if waiting { Some(self.blocked_since.unwrap_or(now)) } else { None };
     }
 
     /// The next batch of datagrams, written into `out` (cleared first).
@@ -270,9 +285,12 @@ impl Session {
             }
         }
         if self.blocked_since.is_some_and(|t| now.saturating_duration_since(t) >= self.setup.request.connect_timeout) {
-            // The server did not allow another stream in all that time: the connection is idle,
-            // and closes, rather than wait for ever.
+            // The server did not allow another stream in all that time: the connection closes
+            // rather than wait for ever, and for good. Clearing the wait alone was undone by the
+            // loop's next `start_requests`, which found the same limit and waited again: a `-n`
+            // run against a server granting no stream ran idle for ever.
             self.blocked_since = None;
+            self.starved = true;
         }
         if let Some(timeout) = self.setup.request.request_timeout
             && let Some(cutoff) = now.checked_sub(timeout)
@@ -325,9 +343,9 @@ impl Session {
         }
     }
 
-    /// Failed, closed, or going away with nothing left to answer.
+    /// Failed, closed, going away with nothing left to answer, or denied any stream.
     pub(crate) fn must_close(&self) -> bool {
-        self.ended || (self.goaway.is_some() && self.requests.is_empty())
+        self.ended || self.starved || (self.goaway.is_some() && self.requests.is_empty())
     }
 
     /// Nothing in flight, and not waiting for the server to allow a stream.

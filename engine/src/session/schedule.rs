@@ -228,6 +228,18 @@ impl Schedule {
         self.left == Some(0)
     }
 
+    /// Whether `take` may still give a connection (holding its claimed request, if `claimed`) a
+    /// request, now or later: false once the run stops, the stages are over, or a `-n` budget
+    /// is spent and the connection holds no claim.
+    pub(crate) fn has_more(&self, claimed: bool) -> bool {
+        let left = self.left != Some(0);
+        match &self.pace {
+            // As `take`: the closed model gives a claimed request even when stopping.
+            None => claimed || (left && !self.stopping),
+            Some(p) => !(p.first.is_some() && p.next_due.is_none()) && !self.stopping && (claimed || left),
+        }
+    }
+
     /// A request for a connection (or stream) free at `now`, using the connection's own claimed
     /// request first. Open model: only once the next slot is due; the request keeps that due
     /// instant however late it is taken.

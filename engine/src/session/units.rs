@@ -63,6 +63,12 @@ impl<'a> Units<'a> {
         unused
     }
 
+    /// Whether a request may still come from here, now or later (nothing is taken): the
+    /// connection's claimed one, or one of the schedule's while the run goes on.
+    pub(crate) fn has_more(&self) -> bool {
+        self.schedule.has_more(*self.claimed)
+    }
+
     /// How many requests the session took: each ends as a response, a failure or a refusal.
     pub(crate) fn taken(&self) -> u32 {
         self.taken

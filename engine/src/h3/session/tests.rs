@@ -57,6 +57,9 @@ struct ServerOptions {
     /// rest (STOP_SENDING, H3_NO_ERROR), as RFC 9114 §4.1.2 allows and quic-go's server does
     /// with a body its handler did not read.
     answer_early: bool,
+    /// Grants no stream beyond its first `max_streams` (no MAX_STREAMS ever): a server whose
+    /// credit runs out and never comes back.
+    grants_no_more_streams: bool,
 }
 
 impl Default for ServerOptions {
@@ -68,6 +71,7 @@ impl Default for ServerOptions {
             goaway_after: None,
             goaway_like_h3_crate: false,
             answer_early: false,
+            grants_no_more_streams: false,
         }
     }
 }
@@ -151,6 +155,9 @@ impl Server {
                         encode_head(kind::SETTINGS, 0, &mut bytes);
                         c.conn.send_stream(control).write(&bytes).unwrap();
                         c.control = Some(control);
+                        if self.options.grants_no_more_streams {
+                            c.conn.set_max_concurrent_streams(Dir::Bi, VarInt::from_u32(0));
+                        }
                     }
                     quinn_proto::Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) => {
                         let mut accepted = Vec::new();
@@ -496,6 +503,19 @@ impl Net {
         panic!("the exchange did not settle");
     }
 
+    /// What the loop does once the session must close with requests left in the budget: says
+    /// goodbye, then opens another connection for the next request. False once none is left.
+    fn reconnect(&mut self) -> bool {
+        self.session.close(self.now);
+        self.exchange();
+        if !self.budget.claim() {
+            return false;
+        }
+        self.claimed = true;
+        self.session = Session::new(self.session.setup.clone(), self.now).unwrap();
+        true
+    }
+
     /// Runs until the budget is spent and nothing is in flight (or the session must close).
     fn run_all(&mut self) {
         let done = self.run_until(Duration::from_secs(60), |n| {
@@ -683,4 +703,60 @@ fn a_request_body_the_server_stops_is_reset_not_sent_and_the_response_still_coun
     net.run_until(Duration::from_secs(1), |n| resets(n) == 6);
     assert_eq!(resets(&mut net), 6, "{} bytes sent", net.sent_bytes);
     assert!(net.sent_bytes < 6 * (3 << 20) / 2, "{} bytes sent for 6 requests stopped early", net.sent_bytes);
+}
+
+#[test]
+fn a_budget_against_a_server_allowing_no_request_stream_ends_with_each_request_failed_once() {
+    // `-n 16 -p 4` against a server whose initial_max_streams_bidi is 0, as the loop runs it:
+    // each connection fails the request it was opened for and closes at once, and the next
+    // connection takes the next request, until the budget is spent. It waited for ever.
+    let cert = self_signed();
+    let options = ServerOptions { max_streams: 0, ..ServerOptions::default() };
+    let mut net = Net::new(&cert, options, 4, 16, Some(Duration::from_secs(1)));
+    let mut connections = 0;
+    loop {
+        connections += 1;
+        let closed = net.run_until(Duration::from_secs(60), |n| n.session.must_close());
+        assert!(closed, "connection {connections} waits for ever: {:?}", net.counts);
+        if !net.reconnect() {
+            break;
+        }
+    }
+    assert_eq!(connections, 16);
+    assert_eq!(net.server.connections, 16);
+    assert_eq!(net.counts.limited, Some(0));
+    assert_eq!(net.counts.errors.get(&ErrorKind::Protocol), Some(&16), "{:?}", net.counts);
+    assert!(net.counts.why.iter().all(|w| w.contains("allowed no request stream")), "{:?}", net.counts.why);
+    assert_eq!(net.counts.ok + net.server.answered, 0);
+    assert!(net.budget.is_spent() && !net.claimed);
+    assert_eq!(net.now, net.started, "each at its handshake, no timer waited for");
+}
+
+#[test]
+fn a_connection_the_server_grants_no_more_streams_closes_after_the_connect_timeout_not_never() {
+    let cert = self_signed();
+    let options = ServerOptions { max_streams: 2, grants_no_more_streams: true, ..ServerOptions::default() };
+    let mut net = Net::new(&cert, options, 4, 10, None);
+    let closed = net.run_until(Duration::from_secs(60), |n| n.session.must_close());
+    assert!(closed, "waits for MAX_STREAMS for ever: {:?}", net.counts);
+    assert_eq!(net.counts.ok, 2, "{:?}", net.counts);
+    assert!(net.counts.errors.is_empty(), "no request was taken that could not start: {:?}", net.counts);
+    assert_eq!(net.now - net.started, CONNECT_TIMEOUT);
+    // The eight not sent are left in the budget for the next connection.
+    let mut left = 0;
+    while net.budget.claim() {
+        left += 1;
+    }
+    assert_eq!(left, 8);
+}
+
+#[test]
+fn a_connection_out_of_streams_with_the_budget_spent_is_idle_at_once() {
+    let cert = self_signed();
+    let options = ServerOptions { max_streams: 2, grants_no_more_streams: true, ..ServerOptions::default() };
+    let mut net = Net::new(&cert, options, 4, 2, None);
+    net.run_all();
+    assert_eq!(net.counts.ok, 2, "{:?}", net.counts);
+    assert!(net.session.is_idle() && !net.session.must_close(), "nothing left to wait for MAX_STREAMS for");
+    assert_eq!(net.now, net.started, "the run's end waits no connect timeout");
 }

@@ -373,3 +373,19 @@ fn slots_before_the_end_that_were_never_taken_are_overdue_and_later_ones_are_not
     assert_eq!(take_all(&mut s, us(t0, 2_997_500)).len(), 2998);
     assert_eq!(s.overdue(ms(t0, 3010)), 2, "2998 ms and 2999 ms");
 }
+
+#[test]
+fn has_more_says_whether_a_connection_may_still_get_a_request() {
+    let mut s = Schedule::closed(Some(1));
+    assert!(s.has_more(false));
+    assert!(s.claim());
+    assert!(s.has_more(true) && !s.has_more(false), "the last request is the claimed one");
+    s.drop_claim();
+    assert!(!s.has_more(false), "spent");
+    s.give_back(1);
+    assert!(s.has_more(false), "a refused request came back");
+    let mut timed = Schedule::closed(None);
+    assert!(timed.has_more(false));
+    timed.stop();
+    assert!(!timed.has_more(false));
+}
