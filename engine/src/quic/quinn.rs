@@ -38,6 +38,9 @@ pub(crate) struct QuinnTransport {
     /// Events not yet handed out, ours before quinn-proto's.
     events: VecDeque<Event>,
     lost: bool,
+    /// Datagrams the endpoint did not hand to our connection (another version, unparseable,
+    /// another connection ID).
+    dropped: u64,
 }
 
 impl QuinnTransport {
@@ -64,6 +67,7 @@ impl QuinnTransport {
             connected: false,
             events: VecDeque::new(),
             lost: false,
+            dropped: 0,
         })
     }
 
@@ -81,9 +85,10 @@ impl QuinnTransport {
                 Some(DatagramEvent::ConnectionEvent(handle, event)) if handle == self.handle => {
                     self.conn.handle_event(event);
                 }
-                // A stateless reset of some stranger's packet, or a new connection, which a
-                // client endpoint does not accept: nothing for us.
-                _ => {}
+                // Dropped by the endpoint (another version, unparseable, not our connection ID), or a
+                // stateless reset of some stranger's packet, or a new connection, which a client
+                // endpoint does not accept: nothing for us.
+                _ => self.dropped += 1,
             }
         }
         self.pump_endpoint_events();
@@ -275,6 +280,11 @@ impl QuinnTransport {
     pub(crate) fn lost_and_sent_packets(&self) -> (u64, u64) {
         let stats = self.conn.stats();
         (stats.path.lost_packets, stats.path.sent_packets)
+    }
+
+    /// Datagrams dropped before reaching the connection (see `dropped`).
+    pub(crate) fn dropped_packets(&self) -> u64 {
+        self.dropped
     }
 
     fn pump_endpoint_events(&mut self) {

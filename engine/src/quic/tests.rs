@@ -20,6 +20,7 @@ use super::{ALPN_H3, Config, Congestion, Datagrams, Event, ReadEnd, StreamError,
 use crate::plan::{Plan, RequestSpec, Stop, TlsOptions};
 use crate::stats::ErrorKind;
 use crate::target::Target;
+use crate::test_rng::Rng;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) const SERVER_NAME: &str = "localhost";
@@ -370,6 +371,20 @@ impl Net {
         panic!("the exchange did not settle");
     }
 
+    /// Takes the client's first Initial off the wire and returns it, so that a test can answer
+    /// it before the server does (it reaches the server with `to_server`).
+    fn first_initial(&mut self) -> Vec<u8> {
+        let batch = self.client.poll_transmit(self.now, &mut self.buf).expect("the client's Initial");
+        self.buf[..batch.segment_size].to_vec()
+    }
+
+    /// Hands `datagram` from the client to the server (its answer leaves with the next exchange).
+    fn to_server(&mut self, datagram: &[u8]) {
+        let mut stateless = Vec::new();
+        self.server.receive(self.now, datagram, &mut stateless);
+        assert!(stateless.is_empty());
+    }
+
     fn connected(&mut self) {
         assert!(self.run_until(Duration::from_secs(1), |n| n.client.is_connected()), "no handshake: {:?}", self.events);
     }
@@ -636,14 +651,9 @@ fn a_server_asking_for_a_retry_is_a_connect_error_that_names_the_standard_settin
     assert!(net.now - net.started < Duration::from_millis(100), "at once, not at the connect timeout");
 }
 
-#[test]
-fn a_version_negotiation_is_a_connect_error_that_names_version_1() {
-    let cert = self_signed();
-    let mut net = Net::pair(&cert, ServerOptions { silent: true, ..ServerOptions::default() });
-    let batch = net.client.poll_transmit(net.now, &mut net.buf).expect("the client's Initial");
-    // The server's answer (RFC 9000 §17.2.1): version 0, the client's IDs swapped, and the one
-    // version it speaks, not ours.
-    let initial = &net.buf[..batch.segment_size];
+/// A Version Negotiation answering `initial` as RFC 9000 §17.2.1 has it: version 0, the
+/// Initial's connection IDs swapped, and `versions`.
+fn version_negotiation(initial: &[u8], versions: &[u32]) -> Vec<u8> {
     let dcid_len = usize::from(initial[5]);
     let dcid = &initial[6..6 + dcid_len];
     let scid_len = usize::from(initial[6 + dcid_len]);
@@ -652,8 +662,34 @@ fn a_version_negotiation_is_a_connect_error_that_names_version_1() {
     vn.extend_from_slice(scid);
     vn.push(dcid_len as u8);
     vn.extend_from_slice(dcid);
-    vn.extend_from_slice(&0x6b33_43cfu32.to_be_bytes());
-    net.client.receive(net.now, &vn, None);
+    for version in versions {
+        vn.extend_from_slice(&version.to_be_bytes());
+    }
+    vn
+}
+
+/// `n` datagrams of `len` random bytes, every other one with the long-header bit set (so a
+/// long header of some random version other than 1): what noise or a stray sender brings.
+fn random_datagrams(seed: u64, len: usize, n: usize) -> Vec<Vec<u8>> {
+    let mut rng = Rng(seed | 1);
+    (0..n)
+        .map(|i| {
+            let mut datagram: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            if i % 2 == 0 {
+                datagram[0] |= 0x80;
+            }
+            datagram
+        })
+        .collect()
+}
+
+#[test]
+fn a_version_negotiation_is_a_connect_error_that_names_version_1() {
+    let cert = self_signed();
+    let mut net = Net::pair(&cert, ServerOptions { silent: true, ..ServerOptions::default() });
+    let initial = net.first_initial();
+    // The server's answer: the one version it speaks, not ours.
+    net.client.receive(net.now, &version_negotiation(&initial, &[0x6b33_43cf]), None);
     let lost = std::iter::from_fn(|| net.client.poll_event()).find_map(|e| match e {
         Event::Lost(lost) => Some(lost),
         _ => None,
@@ -661,6 +697,76 @@ fn a_version_negotiation_is_a_connect_error_that_names_version_1() {
     let lost = lost.expect("the version negotiation ends the connection");
     assert_eq!(lost.kind, ErrorKind::Connect);
     assert!(lost.why.contains("version 1"), "{}", lost.why);
+    assert_eq!(net.client.dropped_packets(), 0);
+}
+
+#[test]
+fn a_version_negotiation_that_lists_version_1_is_ignored_and_the_handshake_completes() {
+    let cert = self_signed();
+    for congestion in [Congestion::Loopback, Congestion::Standard] {
+        let server = Server::new(&cert, ServerOptions::default());
+        let mut net = Net::new(server, &client_config(&trusting(&cert), congestion));
+        let initial = net.first_initial();
+        // RFC 9000 §6.2: a client discards a Version Negotiation that lists its own version.
+        net.client.receive(net.now, &version_negotiation(&initial, &[0x6b33_43cf, 1]), None);
+        assert_eq!(net.client.poll_event(), None, "{congestion:?}");
+        if congestion == Congestion::Loopback {
+            assert_eq!(net.client.dropped_packets(), 1);
+        }
+        net.to_server(&initial);
+        net.connected();
+        assert!(net.lost().is_none(), "{congestion:?}: {:?}", net.lost());
+    }
+}
+
+#[test]
+fn a_version_negotiation_that_does_not_echo_our_connection_ids_is_ignored() {
+    let cert = self_signed();
+    let mut net = Net::pair(&cert, ServerOptions::default());
+    let initial = net.first_initial();
+    let answer = version_negotiation(&initial, &[0x6b33_43cf]);
+    // One byte off in its Destination Connection ID (our Source's), then in its Source
+    // Connection ID (our first Destination's): not an answer to our Initial (RFC 9000 §17.2.1).
+    let scid_at = 6 + usize::from(answer[5]) + 1;
+    for at in [6, scid_at] {
+        let mut forged = answer.clone();
+        forged[at] ^= 0xff;
+        net.client.receive(net.now, &forged, None);
+    }
+    assert_eq!(net.client.poll_event(), None);
+    assert_eq!(net.client.dropped_packets(), 2);
+    net.to_server(&initial);
+    net.connected();
+    assert!(net.lost().is_none(), "{:?}", net.lost());
+}
+
+#[test]
+fn random_datagrams_of_1200_and_65000_bytes_are_dropped_and_counted_and_the_connection_goes_on() {
+    let cert = self_signed();
+    for congestion in [Congestion::Loopback, Congestion::Standard] {
+        for len in [1200, 65_000] {
+            let shape = format!("{congestion:?}, {len} bytes");
+            let server = Server::new(&cert, ServerOptions::default());
+            let mut net = Net::new(server, &client_config(&trusting(&cert), congestion));
+            let initial = net.first_initial();
+            // Before the server's first packet, while a Version Negotiation would still count.
+            for datagram in random_datagrams(len as u64, len, 8) {
+                net.client.receive(net.now, &datagram, None);
+            }
+            assert_eq!(net.client.poll_event(), None, "{shape}");
+            assert_eq!(net.client.dropped_packets(), 8, "{shape}");
+            net.to_server(&initial);
+            net.connected();
+            // Once connected, the 1-RTT keys open none of them either.
+            for datagram in random_datagrams(len as u64 + 1, len, 8) {
+                net.client.receive(net.now, &datagram, None);
+            }
+            let stream = net.request(b"GET /");
+            assert_eq!(net.response(stream), b"GET /rrrrrrrrrrrrrrrrrrrr", "{shape}");
+            assert!(net.lost().is_none(), "{shape}: {:?}", net.lost());
+            assert!(net.client.dropped_packets() >= 16, "{shape}");
+        }
+    }
 }
 
 #[test]

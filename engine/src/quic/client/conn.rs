@@ -7,8 +7,10 @@
 //! thresholds and a probe timer, stream data sent again where lost, flow control both ways,
 //! key updates both ways, connection IDs the server retires, idle timeout and keep-alive,
 //! CONNECTION_CLOSE both ways. What it leaves out, on purpose: congestion control and pacing
-//! (see `recovery`), 0-RTT, Retry and version negotiation (a clear error), migration, MTU
-//! discovery, streams the server opens both ways (HTTP/3 has none).
+//! (see `recovery`), 0-RTT, Retry and version negotiation (a clear error, for a Version
+//! Negotiation or Retry that is really the server's), migration, MTU discovery, streams the
+//! server opens both ways (HTTP/3 has none). Whatever cannot be parsed or opened is dropped and
+//! counted (`dropped_packets`), never taken for the server's word (RFC 9000 §5.2).
 
 use std::collections::VecDeque;
 use std::hash::{BuildHasher, Hasher};
@@ -249,6 +251,10 @@ pub(crate) struct Connection {
     acked: Vec<Resend>,
     lost: Vec<Resend>,
     sent_packets: u64,
+    /// Packets dropped unread: unparseable, of another version, undecryptable (no keys for
+    /// their space, or failing authentication), or a Version Negotiation or Retry we must
+    /// ignore. A datagram cut short or made up counts here, not as the server's word.
+    dropped_packets: u64,
 }
 
 fn space_index(space: Space) -> usize {
@@ -326,6 +332,7 @@ impl Connection {
             acked: Vec::new(),
             lost: Vec::new(),
             sent_packets: 0,
+            dropped_packets: 0,
             settings,
         };
         conn.write_tls();
@@ -355,33 +362,76 @@ impl Connection {
     fn datagram(&mut self, now: Instant, buf: &mut [u8]) -> Result<(), ConnError> {
         let mut at = 0;
         while at < buf.len() {
-            let Ok(span) = packet::parse(buf, at, CID_LEN) else { return Ok(()) };
+            let Ok(span) = packet::parse(buf, at, CID_LEN) else {
+                // The rest of the datagram cannot be found either (RFC 9000 §12.2).
+                self.dropped_packets += 1;
+                return Ok(());
+            };
             at = span.end;
             let space = match span.kind {
                 packet::Kind::Initial => Space::Initial,
                 packet::Kind::Handshake => Space::Handshake,
                 packet::Kind::Short => Space::Data,
-                packet::Kind::VersionNegotiation { .. } | packet::Kind::UnsupportedVersion(_) => {
-                    if self.server_scid.is_none() {
+                packet::Kind::VersionNegotiation { .. } => {
+                    if self.is_version_negotiation_for_us(buf, &span) {
                         self.lose(Lost::no_common_version());
+                    } else {
+                        self.dropped_packets += 1;
                     }
                     return Ok(());
                 }
+                // Another version's packet: a client discards it (RFC 9000 §5.2.2), and with it
+                // the rest of the datagram, whose packets it cannot find. Half of all random
+                // datagrams look like one (the long-header bit set, a version other than 1).
+                packet::Kind::UnsupportedVersion(_) => {
+                    self.dropped_packets += 1;
+                    return Ok(());
+                }
                 packet::Kind::Retry { .. } => {
-                    if self.server_scid.is_none() {
+                    if self.is_retry_for_us(buf, &span) {
                         self.lose(Lost::connect(
                             "the server asked for a QUIC Retry, which volley's own QUIC does not do: \
                              run with --quic-congestion standard"
                                 .into(),
                         ));
+                    } else {
+                        self.dropped_packets += 1;
                     }
                     return Ok(());
                 }
-                packet::Kind::ZeroRtt => continue,
+                packet::Kind::ZeroRtt => {
+                    self.dropped_packets += 1;
+                    continue;
+                }
             };
             self.packet(now, buf, &span, space)?;
         }
         Ok(())
+    }
+
+    /// Whether a Version Negotiation ends the attempt (RFC 9000 §6.2): only before any packet
+    /// of the server's was processed, only when it echoes our connection IDs (§17.2.1: its
+    /// Destination Connection ID is our Source Connection ID, its Source Connection ID the
+    /// Destination Connection ID of our first Initial), and only when it does not list version
+    /// 1, which §6.2 says to discard. Any other is stray, forged or random, and is dropped.
+    fn is_version_negotiation_for_us(&self, buf: &[u8], span: &packet::PacketSpan) -> bool {
+        let packet::Header::VersionNegotiation { dcid, scid, mut versions } = span.header(buf) else {
+            return false;
+        };
+        self.server_scid.is_none()
+            && dcid == &*self.scid
+            && scid == &*self.original_dcid
+            && !versions.any(|v| v == packet::VERSION_1)
+    }
+
+    /// Whether a Retry is the server's answer to our Initial (RFC 9000 §17.2.5.2): the first
+    /// packet from it, addressed to our connection ID, with a token, and with an integrity tag
+    /// that authenticates under our first Destination Connection ID (RFC 9001 §5.8).
+    fn is_retry_for_us(&self, buf: &[u8], span: &packet::PacketSpan) -> bool {
+        self.server_scid.is_none()
+            && span.dcid.of(buf) == &*self.scid
+            && !span.token.is_empty()
+            && packet::retry_integrity_is_valid(buf, span, &self.original_dcid)
     }
 
     /// One packet of a datagram: opened, checked, its frames taken.
@@ -396,8 +446,12 @@ impl Connection {
         let largest = self.spaces[i].received.largest();
         let plain = match space {
             Space::Data => {
-                let Some(one) = self.one_rtt.as_mut() else { return Ok(()) };
+                let Some(one) = self.one_rtt.as_mut() else {
+                    self.dropped_packets += 1;
+                    return Ok(());
+                };
                 let Ok(head) = packet::unprotect_header(buf, span, one.remote_header.as_ref(), largest) else {
+                    self.dropped_packets += 1;
                     return Ok(());
                 };
                 let (key, update): (&dyn PacketKey, bool) = if head.key_phase == one.phase {
@@ -422,7 +476,7 @@ impl Connection {
                             self.lose(Lost::stateless_reset());
                             return Ok(());
                         }
-                        return packet_error(e);
+                        return self.packet_error(e);
                     }
                 };
                 if update {
@@ -435,13 +489,17 @@ impl Connection {
                 (head, plain)
             }
             _ => {
-                let Some(keys) = self.spaces[i].keys.as_ref() else { return Ok(()) };
+                let Some(keys) = self.spaces[i].keys.as_ref() else {
+                    self.dropped_packets += 1;
+                    return Ok(());
+                };
                 let Ok(head) = packet::unprotect_header(buf, span, keys.remote.header.as_ref(), largest) else {
+                    self.dropped_packets += 1;
                     return Ok(());
                 };
                 let plain = match packet::decrypt(buf, span, &head, keys.remote.packet.as_ref()) {
                     Ok(plain) => plain,
-                    Err(e) => return packet_error(e),
+                    Err(e) => return self.packet_error(e),
                 };
                 (head, plain)
             }
@@ -852,6 +910,23 @@ impl Connection {
         (self.spaces.iter().map(|s| s.sent.lost).sum(), self.sent_packets)
     }
 
+    /// Packets received and dropped unread (see `dropped_packets`).
+    pub(crate) fn dropped_packets(&self) -> u64 {
+        self.dropped_packets
+    }
+
+    /// A packet that failed to open: dropped and counted, unless it authenticated and broke a
+    /// rule.
+    fn packet_error(&mut self, e: packet::PacketError) -> Result<(), ConnError> {
+        match e.code() {
+            Some(code) => Err(ConnError::new(code, format!("the server sent {e}"))),
+            None => {
+                self.dropped_packets += 1;
+                Ok(())
+            }
+        }
+    }
+
     // Streams.
 
     pub(crate) fn open_bi(&mut self) -> Option<StreamId> {
@@ -1054,14 +1129,6 @@ impl Connection {
             self.on_lost_frames(space, &mut lost);
             self.lost = lost;
         }
-    }
-}
-
-/// A packet that failed to open: dropped, unless it authenticated and broke a rule.
-fn packet_error(e: packet::PacketError) -> Result<(), ConnError> {
-    match e.code() {
-        Some(code) => Err(ConnError::new(code, format!("the server sent {e}"))),
-        None => Ok(()),
     }
 }
 

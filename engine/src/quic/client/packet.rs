@@ -13,6 +13,7 @@
 
 use std::ops::Range;
 
+use ring::aead;
 use rustls::quic::{HeaderProtectionKey, Keys, PacketKey, Version};
 
 use crate::quic::varint;
@@ -170,7 +171,6 @@ pub(crate) struct PacketSpan {
 
 impl PacketSpan {
     /// The header as borrowed slices of `datagram`, which must be the datagram `parse` read.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn header<'a>(&self, datagram: &'a [u8]) -> Header<'a> {
         let dcid = self.dcid.of(datagram);
         let scid = self.scid.of(datagram);
@@ -372,6 +372,27 @@ pub(crate) fn parse(datagram: &[u8], at: usize, dcid_len: usize) -> Result<Packe
         .map(|len| pn_offset + len)
         .ok_or(PacketError::LengthBeyondDatagram { length, room })?;
     Ok(PacketSpan { kind, start: at, pn_offset, end, dcid, scid, token })
+}
+
+/// QUIC v1's Retry integrity key and nonce (RFC 9001 §5.8).
+const RETRY_KEY: [u8; 16] =
+    [0xbe, 0x0c, 0x69, 0x0b, 0x9f, 0x66, 0x57, 0x5a, 0x1d, 0x76, 0x6b, 0x54, 0xe3, 0x68, 0xc8, 0x4e];
+const RETRY_NONCE: [u8; 12] = [0x46, 0x15, 0x99, 0xd3, 0x5d, 0x63, 0x2b, 0xf2, 0x23, 0x98, 0x25, 0xbb];
+
+/// Whether Retry `span` of `datagram` carries the tag its server computes over `original_dcid`,
+/// the Destination Connection ID of our first Initial (RFC 9001 §5.8): AES-128-GCM under QUIC
+/// v1's fixed key and nonce, the Retry Pseudo-Packet as associated data, nothing encrypted.
+pub(crate) fn retry_integrity_is_valid(datagram: &[u8], span: &PacketSpan, original_dcid: &[u8]) -> bool {
+    let Kind::Retry { integrity_tag } = span.kind else { return false };
+    let Ok(odcid_len) = u8::try_from(original_dcid.len()) else { return false };
+    let mut pseudo = Vec::with_capacity(1 + original_dcid.len() + (integrity_tag.start - span.start));
+    pseudo.push(odcid_len);
+    pseudo.extend_from_slice(original_dcid);
+    pseudo.extend_from_slice(&datagram[span.start..integrity_tag.start]);
+    let Ok(key) = aead::UnboundKey::new(&aead::AES_128_GCM, &RETRY_KEY) else { return false };
+    let Ok(mut tag) = <[u8; TAG_LEN]>::try_from(integrity_tag.of(datagram)) else { return false };
+    let nonce = aead::Nonce::assume_unique_for_key(RETRY_NONCE);
+    aead::LessSafeKey::new(key).open_in_place(nonce, aead::Aad::from(&pseudo[..]), &mut tag).is_ok()
 }
 
 /// A packet with its header protection removed: the full packet number and what the first byte

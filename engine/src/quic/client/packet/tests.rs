@@ -498,6 +498,20 @@ fn retry_version_negotiation_and_other_versions_parse_without_keys() {
 }
 
 #[test]
+fn rfc_9001_a4_retry_integrity_tag_authenticates_only_under_the_original_dcid() {
+    let retry = hex("ff000000010008f067a5502a4262b574 6f6b656e04a265ba2eff4d829058fb3f 0f2496ba");
+    let span = parse(&retry, 0, 8).expect("retry");
+    assert!(retry_integrity_is_valid(&retry, &span, &RFC_DCID));
+    assert!(!retry_integrity_is_valid(&retry, &span, &RFC_DCID[..7]), "another original DCID");
+    for at in [0, 9, 14, retry.len() - 1] {
+        let mut tampered = retry.clone();
+        tampered[at] ^= 0x01;
+        let Ok(span) = parse(&tampered, 0, 8) else { continue };
+        assert!(!retry_integrity_is_valid(&tampered, &span, &RFC_DCID), "byte {at} flipped");
+    }
+}
+
+#[test]
 fn malformed_v1_headers_are_errors() {
     // A 21-byte connection ID.
     let mut long = hex("c0 00000001 15");
