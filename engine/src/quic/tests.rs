@@ -372,14 +372,14 @@ impl Net {
     }
 
     /// Takes the client's first Initial off the wire and returns it, so that a test can answer
-    /// it before the server does (it reaches the server with `to_server`).
+    /// it before the server does (it reaches the server with `deliver_to_server`).
     fn first_initial(&mut self) -> Vec<u8> {
         let batch = self.client.poll_transmit(self.now, &mut self.buf).expect("the client's Initial");
         self.buf[..batch.segment_size].to_vec()
     }
 
     /// Hands `datagram` from the client to the server (its answer leaves with the next exchange).
-    fn to_server(&mut self, datagram: &[u8]) {
+    fn deliver_to_server(&mut self, datagram: &[u8]) {
         let mut stateless = Vec::new();
         self.server.receive(self.now, datagram, &mut stateless);
         assert!(stateless.is_empty());
@@ -713,7 +713,7 @@ fn a_version_negotiation_that_lists_version_1_is_ignored_and_the_handshake_compl
         if congestion == Congestion::Loopback {
             assert_eq!(net.client.dropped_packets(), 1);
         }
-        net.to_server(&initial);
+        net.deliver_to_server(&initial);
         net.connected();
         assert!(net.lost().is_none(), "{congestion:?}: {:?}", net.lost());
     }
@@ -735,7 +735,7 @@ fn a_version_negotiation_that_does_not_echo_our_connection_ids_is_ignored() {
     }
     assert_eq!(net.client.poll_event(), None);
     assert_eq!(net.client.dropped_packets(), 2);
-    net.to_server(&initial);
+    net.deliver_to_server(&initial);
     net.connected();
     assert!(net.lost().is_none(), "{:?}", net.lost());
 }
@@ -755,7 +755,7 @@ fn random_datagrams_of_1200_and_65000_bytes_are_dropped_and_counted_and_the_conn
             }
             assert_eq!(net.client.poll_event(), None, "{shape}");
             assert_eq!(net.client.dropped_packets(), 8, "{shape}");
-            net.to_server(&initial);
+            net.deliver_to_server(&initial);
             net.connected();
             // Once connected, the 1-RTT keys open none of them either.
             for datagram in random_datagrams(len as u64 + 1, len, 8) {

@@ -236,7 +236,10 @@ impl Schedule {
         match &self.pace {
             // As `take`: the closed model gives a claimed request even when stopping.
             None => claimed || (left && !self.stopping),
-            Some(p) => !(p.first.is_some() && p.next_due.is_none()) && !self.stopping && (claimed || left),
+            Some(p) => {
+                let stages_over = p.first.is_some() && p.next_due.is_none();
+                !stages_over && !self.stopping && (claimed || left)
+            }
         }
     }
 
