@@ -127,6 +127,40 @@ fn prometheus_scraping_a_distributed_run_gets_the_reports_totals_and_its_p99_wit
     assert!((merged - from_buckets).abs() < 1e-9, "workers' buckets give {merged}, the controller's {from_buckets}");
 }
 
+#[test]
+fn a_slowloris_of_a_thousand_sockets_does_not_cost_prometheus_a_scrape() {
+    let metrics = loopback(free_port());
+    let _worker = WorkerProcess::start(&["--prometheus", &metrics.to_string()]);
+    let Some(prometheus) = Prometheus::start(&[("worker", &[metrics])], Duration::from_millis(200)) else {
+        return;
+    };
+    // 1,000 sockets that connect and never ask anything, reopened as the server closes them,
+    // for three seconds: fifteen scrape intervals.
+    let until = std::time::Instant::now() + Duration::from_secs(3);
+    let mut idle: Vec<std::net::TcpStream> = Vec::with_capacity(1_000);
+    let mut opened = 0;
+    while std::time::Instant::now() < until {
+        idle.retain(|s| {
+            let _ = s.set_nonblocking(true);
+            let mut byte = [0u8; 1];
+            // Still open: the read would block.
+            matches!(std::io::Read::read(&mut &*s, &mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        });
+        while idle.len() < 1_000 {
+            idle.push(std::net::TcpStream::connect(metrics).expect("the metrics port accepts"));
+            opened += 1;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(opened >= 1_000);
+    // Every scrape of those seconds got its page: `up` was 1 at each, and there was one about
+    // every interval.
+    let up = raw_samples(&prometheus, "up{job=\"worker\"}[3s]");
+    assert!(up.len() >= 10, "only {} scrapes in 3 s of 200 ms intervals: {up:?}", up.len());
+    assert!(up.iter().all(|v| *v == 1.0), "a scrape failed during the slowloris: {up:?}\n{}", prometheus.log());
+    drop(idle);
+}
+
 /// The one line a failed command printed on stderr.
 fn one_line(out: &std::process::Output) -> String {
     let err = String::from_utf8_lossy(&out.stderr);

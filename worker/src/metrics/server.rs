@@ -4,28 +4,36 @@
 //! It runs on a thread of its own with a one-thread tokio runtime, so it serves whether or not
 //! the process has a runtime (a local run has none), and the engine's threads never wait on it.
 
+use std::collections::VecDeque;
 use std::net::TcpListener as StdListener;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 use super::Shared;
 use super::exposition::CONTENT_TYPE;
 
-/// A scraper that has not sent its request head within this long is dropped.
+/// A scraper sends its request head as soon as it connects: one that has not within this long
+/// is dropped, so idle sockets cannot hold the server's slots for long.
+pub(super) const HEAD_TIMEOUT: Duration = Duration::from_secs(1);
+/// The whole exchange, head and response, ends within this long.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Request heads are small; a client sending more is not a scraper.
 const MAX_HEAD: usize = 8 * 1024;
-/// Connections served at once; more are closed at accept, so a flood cannot take memory.
+/// Connections served at once, so a flood cannot take memory. When all are taken the oldest is
+/// closed for the newcomer: a scraper answers within a millisecond of connecting, so what has
+/// been there longest is an idle or slow socket, and 64 of them must not lock Prometheus out.
 const MAX_CONNECTIONS: usize = 64;
 
 /// Serves `shared`'s page on `listener` until `stop` fires or is dropped.
 pub(super) async fn serve(listener: StdListener, shared: Arc<Shared>, mut stop: oneshot::Receiver<()>) {
     let Ok(listener) = TcpListener::from_std(listener) else { return };
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    // The connections being served, oldest first.
+    let mut serving: VecDeque<JoinHandle<()>> = VecDeque::with_capacity(MAX_CONNECTIONS);
     loop {
         tokio::select! {
             _ = &mut stop => return,
@@ -35,12 +43,17 @@ pub(super) async fn serve(listener: StdListener, shared: Arc<Shared>, mut stop: 
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 };
-                let Ok(slot) = slots.clone().try_acquire_owned() else { continue };
+                serving.retain(|task| !task.is_finished());
+                if serving.len() >= MAX_CONNECTIONS
+                    && let Some(oldest) = serving.pop_front()
+                {
+                    // Dropping its future closes its socket.
+                    oldest.abort();
+                }
                 let shared = shared.clone();
-                tokio::spawn(async move {
-                    let _slot = slot;
+                serving.push_back(tokio::spawn(async move {
                     let _ = tokio::time::timeout(REQUEST_TIMEOUT, answer(stream, &shared)).await;
-                });
+                }));
             }
         }
     }
@@ -50,8 +63,10 @@ pub(super) async fn serve(listener: StdListener, shared: Arc<Shared>, mut stop: 
 async fn answer(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(512);
     let mut buf = [0u8; 1024];
+    let head_by = tokio::time::Instant::now() + HEAD_TIMEOUT;
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = stream.read(&mut buf).await?;
+        let Ok(read) = tokio::time::timeout_at(head_by, stream.read(&mut buf)).await else { return Ok(()) };
+        let n = read?;
         if n == 0 || head.len() + n > MAX_HEAD {
             return Ok(());
         }

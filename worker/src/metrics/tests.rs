@@ -238,3 +238,24 @@ fn an_address_in_use_is_one_line_naming_it() {
     let line = err.to_string();
     assert!(line.contains(&m.addr().to_string()) && !line.contains('\n'), "{line}");
 }
+
+#[test]
+fn a_thousand_idle_sockets_do_not_lock_a_scraper_out() {
+    let m = exporter();
+    m.run_started();
+    m.second(&second(3, Duration::from_millis(1), 0));
+    // A slowloris: connections that never send a request, many more than the server's slots.
+    let idle: Vec<TcpStream> = (0..1_000).map(|_| TcpStream::connect(m.addr()).expect("connects")).collect();
+    for round in 0..5 {
+        let asked = std::time::Instant::now();
+        let response = fetch(m.addr(), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "round {round}: {response:?}");
+        assert!(asked.elapsed() < Duration::from_millis(500), "round {round}: {:?}", asked.elapsed());
+    }
+    // Idle ones are closed within the head deadline, whether or not newcomers pushed them out.
+    std::thread::sleep(super::server::HEAD_TIMEOUT + Duration::from_millis(500));
+    let mut last = idle.into_iter().last().expect("a socket");
+    last.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
+    let mut byte = [0u8; 1];
+    assert_eq!(last.read(&mut byte).expect("closed, not timed out"), 0, "the idle socket is closed");
+}
