@@ -589,3 +589,39 @@ fn a_load_run_keeps_its_heap_out_of_transparent_huge_pages() {
     assert_eq!(field(&status, "THP_enabled:"), Some(0), "THP still enabled for volley:\n{status}");
     assert_eq!(field(&rollup, "AnonHugePages:"), Some(0), "volley's memory in huge pages:\n{rollup}");
 }
+
+#[test]
+fn ten_thousand_connections_on_one_thread_end_a_timed_run_within_half_a_second_of_its_end() {
+    let tuning = support::NginxTuning { worker_connections: Some(12_000), ..Default::default() };
+    let Some(nginx) = support::Nginx::start_tuned(support::NginxOptions::default(), tuning) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.hlog");
+    let log = log.to_str().unwrap();
+    let out = support::run_volley_timeout(
+        ["-t", "1", "-c", "10000", "-z", "3s", "--hlog", log, "-j", &nginx.url()],
+        Duration::from_secs(60),
+    );
+    let exited = std::time::SystemTime::now();
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let r = json_report(&out);
+    let ok = number(&r, "/requests/ok");
+    let aborted = number(&r, "/requests/aborted");
+    assert!(ok > 10_000, "{r}");
+    assert!(aborted <= 10_000, "{r}");
+    let seen = nginx.settled_requests();
+    assert!((ok..=ok + aborted).contains(&seen), "nginx saw {seen}, report: {ok} ok + {aborted} aborted");
+    let secs = r["durationSeconds"].as_f64().unwrap();
+    assert!((3.0..3.1).contains(&secs), "the load ran {secs} s of 3 s");
+    // From the planned end (the start the log names, plus 3 s) to the process gone, report
+    // printed: closing 10,000 connections is one batch, not a round trip each.
+    let text = std::fs::read_to_string(dir.path().join("run.hlog")).unwrap();
+    let start: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("#[StartTime: "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no StartTime in {text}"));
+    let planned_end = std::time::UNIX_EPOCH + Duration::from_secs_f64(start + 3.0);
+    let late = exited.duration_since(planned_end).unwrap_or_default();
+    assert!(late < Duration::from_millis(500), "the report came {late:?} after the planned end");
+}

@@ -206,7 +206,11 @@ impl Nginx {
         options.check("nginx", true);
         Nginx::start_tuned(
             NginxOptions { tls: options.tls, h2c: options.h2c },
-            NginxTuning { keepalive_requests: options.goaway_after, big_header_bytes: options.big_header_bytes },
+            NginxTuning {
+                keepalive_requests: options.goaway_after,
+                big_header_bytes: options.big_header_bytes,
+                ..Default::default()
+            },
         )
     }
 }

@@ -32,6 +32,8 @@ pub struct NginxTuning {
     /// Add headers to every response whose values total this many bytes
     /// ([`h2_servers::big_headers`]); above 16 KiB HTTP/2 sends them as HEADERS + CONTINUATION.
     pub big_header_bytes: Option<usize>,
+    /// `worker_connections` (default 8192): the connections its one worker serves at once.
+    pub worker_connections: Option<u32>,
 }
 
 /// A real nginx (Debian's `nginx` binary) serving `200 "hello, world!\n"` on every path, with
@@ -232,6 +234,7 @@ fn nginx_config(
 ) -> String {
     let d = dir.display();
     let keepalive_requests = tuning.keepalive_requests.unwrap_or(100_000);
+    let worker_connections = tuning.worker_connections.unwrap_or(8192);
     // One `add_header` per header: nginx takes at most 4096 bytes in one config token.
     let big_headers: String = h2_servers::big_headers(tuning.big_header_bytes.unwrap_or(0))
         .iter()
@@ -261,7 +264,7 @@ pid {d}/nginx.pid;
 error_log {d}/error.log warn;
 worker_rlimit_nofile 16384;
 events {{
-    worker_connections 8192;
+    worker_connections {worker_connections};
 }}
 http {{
     log_format volley '$request_method $status $server_protocol $request_length $bytes_sent';

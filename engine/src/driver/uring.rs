@@ -171,14 +171,24 @@ impl<'r> Uring<'r> {
     /// # Safety
     /// As for `push`, for both entries.
     unsafe fn push_pair(&mut self, first: squeue::Entry, second: squeue::Entry) -> io::Result<()> {
-        if self.sq.capacity() - self.sq.len() < 2 {
+        // SAFETY: passed on to the caller.
+        unsafe { self.push_chain(&[first, second]) }
+    }
+
+    /// Pushes linked entries; they must reach the kernel in the same submit, or the link is
+    /// lost.
+    ///
+    /// # Safety
+    /// As for `push`, for every entry.
+    unsafe fn push_chain(&mut self, chain: &[squeue::Entry]) -> io::Result<()> {
+        if self.sq.capacity() - self.sq.len() < chain.len() {
             self.submit_now()?;
         }
-        // SAFETY: passed on to the caller.
-        unsafe {
-            self.push(first)?;
-            self.push(second)
+        for sqe in chain {
+            // SAFETY: passed on to the caller.
+            unsafe { self.push(sqe.clone())? };
         }
+        Ok(())
     }
 
     /// Connects `slot` to `addr`, linked to the connect timeout: two operations.
@@ -301,18 +311,31 @@ impl<'r> Uring<'r> {
         unsafe { self.push(sqe) }
     }
 
-    /// Cancels every operation on `slot` and then closes it: two operations.
+    /// Cancels every operation on `slot` and then closes it: [`CLOSE_COMPLETIONS`] completions.
+    ///
+    /// Each cancel names one kind of operation by its user data, which the kernel finds in a
+    /// hash table. A cancel by file (`CancelBuilder::fd`) walks every pending poll of the ring
+    /// instead: closing 10,000 connections on one thread that way took over ten seconds, most
+    /// of a run's end (closing 5,000 took 0.5 s).
     pub(super) fn cancel_and_close(&mut self, slot: usize, generation: u16) -> io::Result<()> {
-        // A hard link: the close must run even when there was nothing left to cancel.
-        let cancel = opcode::AsyncCancel2::new(CancelBuilder::fd(Fixed(slot as u32)).all())
-            .build()
-            .flags(squeue::Flags::IO_HARDLINK)
-            .user_data(token(Op::Cancel, slot, generation));
-        let close = opcode::Close::new(Fixed(slot as u32)).build().user_data(token(Op::Close, slot, generation));
-        // SAFETY: neither points at memory.
-        unsafe { self.push_pair(cancel, close) }
+        let mut chain = [Op::Connect, Op::Recv, Op::Send, Op::SendQuiet]
+            .map(|op| {
+                // A hard link: the next runs whether or not there was anything to cancel.
+                opcode::AsyncCancel2::new(CancelBuilder::user_data(token(op, slot, generation)).all())
+                    .build()
+                    .flags(squeue::Flags::IO_HARDLINK)
+                    .user_data(token(Op::Cancel, slot, generation))
+            })
+            .to_vec();
+        chain.push(opcode::Close::new(Fixed(slot as u32)).build().user_data(token(Op::Close, slot, generation)));
+        // SAFETY: none points at memory.
+        unsafe { self.push_chain(&chain) }
     }
 }
+
+/// Completions one [`Uring::cancel_and_close`] posts: a cancel per kind of operation, and the
+/// close.
+pub(super) const CLOSE_COMPLETIONS: u32 = 5;
 
 #[cfg(test)]
 mod tests {
