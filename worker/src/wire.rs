@@ -282,6 +282,7 @@ pub fn stats_to_proto(stats: &Stats) -> v1::Stats {
             retry_after_largest_seconds: c.retry_after.largest_seconds,
             retry_after_dates: c.retry_after.dates,
             truncated: c.truncated,
+            dropped_packets: c.dropped_packets,
         }),
         latency: encode_histogram(&h.latency),
         connect: encode_histogram(&h.connect),
@@ -326,6 +327,7 @@ pub fn stats_from_proto(stats: &v1::Stats) -> Result<Stats, WireError> {
         into.blocked = c.blocked;
         into.unsent = c.unsent;
         into.truncated = c.truncated;
+        into.dropped_packets = c.dropped_packets;
     }
     let h = &mut out.histograms;
     for (into, bytes) in [
@@ -686,6 +688,7 @@ mod tests {
         c.blocked = 12;
         c.unsent = 13;
         c.truncated = 14;
+        c.dropped_packets = 15;
         for (i, kind) in ErrorKind::ALL.into_iter().enumerate() {
             c.add_errors(kind, i as u64 * 10 + 1);
         }

@@ -32,6 +32,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "bytesSentPerSec": per_sec(c.bytes_sent, r.duration),
         "connectionsMade": c.connects,
         "truncatedDatagrams": c.truncated,
+        "droppedPackets": c.dropped_packets,
         "statusCodes": statuses(c),
         "retryAfter": retry_after(c),
         "latencySeconds": summary(&h.latency),
@@ -135,6 +136,7 @@ fn worker(w: &WorkerLine) -> Value {
         obj.insert("bytesSent".into(), json!(c.bytes_sent));
         obj.insert("connectionsMade".into(), json!(c.connects));
         obj.insert("truncatedDatagrams".into(), json!(c.truncated));
+        obj.insert("droppedPackets".into(), json!(c.dropped_packets));
         obj.insert("clampedSamples".into(), json!(c.clamped));
         obj.insert("latencySeconds".into(), summary(&s.histograms.latency));
         obj.insert("serviceTimeSeconds".into(), summary(&s.histograms.service));

@@ -108,6 +108,8 @@ fn line(path: &str, r: &Value) -> Result<WorkerLine, String> {
     c.clamped = count(r, "/clampedSamples")?;
     // Reports from before datagrams cut short were counted have none.
     c.truncated = r["truncatedDatagrams"].as_u64().unwrap_or(0);
+    // Nor those from before stray QUIC packets were.
+    c.dropped_packets = r["droppedPackets"].as_u64().unwrap_or(0);
     // Reports from before Retry-After was counted have none.
     if let Some(retry) = r.get("retryAfter") {
         for (code, n) in retry["statusCodes"].as_object().into_iter().flatten() {

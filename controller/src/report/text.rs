@@ -54,6 +54,13 @@ pub(crate) fn to_text(r: &Report) -> String {
             c.truncated
         );
     }
+    if c.dropped_packets > 0 {
+        let _ = writeln!(
+            out,
+            "Dropped:      {} QUIC packets could not be parsed or opened (stray, forged or cut short) and were dropped",
+            c.dropped_packets
+        );
+    }
     if let Some(rate) = r.rate {
         schedule(&mut out, r, rate, r.achieved_rate());
     }

@@ -832,6 +832,7 @@ impl<'r> Loop<'r> {
                 Event::Limited(limit) => {
                     self.stream_limit = Some(self.stream_limit.map_or(limit, |l| l.min(limit)));
                 }
+                Event::DroppedPackets(n) => self.stats.counters.dropped_packets += n,
             }
         }
         let (counters, h) = (&mut self.stats.counters, &mut self.stats.histograms);

@@ -124,6 +124,8 @@ pub(crate) struct Session {
     quic_deadline: Option<Instant>,
     /// Batches `poll_transmit` gave.
     transmits: u64,
+    /// The transport's dropped packets already told as events.
+    dropped_told: u64,
     /// Something happened since the last `poll_transmit` came back empty.
     poked: bool,
 }
@@ -154,6 +156,7 @@ impl Session {
             oldest_started: None,
             quic_deadline: None,
             transmits: 0,
+            dropped_told: 0,
             poked: true,
         };
         session.quic_deadline = session.transport.poll_timeout();
@@ -170,6 +173,11 @@ impl Session {
             return;
         }
         self.transport.receive(now, bytes, segment_size);
+        let dropped = self.transport.dropped_packets();
+        if dropped > self.dropped_told {
+            events.push(Event::DroppedPackets(dropped - self.dropped_told));
+            self.dropped_told = dropped;
+        }
         self.poked = true;
         self.process(now, events);
     }

@@ -220,7 +220,6 @@ impl Transport {
 
     /// Packets received and dropped unread: stray, forged, cut short or random (quinn-proto
     /// tells only of the datagrams its endpoint drops, not of those its connection ignores).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn dropped_packets(&self) -> u64 {
         each!(self, c => c.dropped_packets())
     }

@@ -30,4 +30,7 @@ pub(crate) enum Event {
     SetupFailed { kind: ErrorKind, why: Why },
     /// The server allows at most this many requests in flight on a connection, fewer than asked.
     Limited(u32),
+    /// QUIC: `n` packets arrived that could not be parsed or opened (stray, forged, cut short)
+    /// and were dropped unread, as RFC 9000 §5.2 asks.
+    DroppedPackets(u64),
 }

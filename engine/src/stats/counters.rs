@@ -71,6 +71,8 @@ pub struct Counters {
     /// UDP (HTTP/3): datagrams larger than a receive buffer, cut short by the kernel
     /// (MSG_TRUNC); QUIC drops what does not decrypt and repairs it as a loss.
     pub truncated: u64,
+    /// QUIC packets received that could not be parsed or opened, dropped unread.
+    pub dropped_packets: u64,
 }
 
 impl Default for Counters {
@@ -90,6 +92,7 @@ impl Default for Counters {
             unsent: 0,
             retry_after: RetryAfterCounts::default(),
             truncated: 0,
+            dropped_packets: 0,
         }
     }
 }
@@ -179,6 +182,7 @@ impl Counters {
         add(&mut self.blocked, other.blocked);
         add(&mut self.unsent, other.unsent);
         add(&mut self.truncated, other.truncated);
+        add(&mut self.dropped_packets, other.dropped_packets);
         self.retry_after.merge(&other.retry_after);
     }
 }

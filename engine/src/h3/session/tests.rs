@@ -276,6 +276,7 @@ struct Counts {
     setup_failed: Option<(ErrorKind, String)>,
     limited: Option<u32>,
     why: Vec<String>,
+    dropped: u64,
 }
 
 /// The session, the server, the clock and the budget, driven as the loop drives them.
@@ -409,6 +410,7 @@ impl Net {
                 }
                 Event::SetupFailed { kind, why } => self.counts.setup_failed = Some((kind, why.into_owned())),
                 Event::Limited(limit) => self.counts.limited = Some(limit),
+                Event::DroppedPackets(n) => self.counts.dropped += n,
                 // Only :status is decoded from HTTP/3 responses.
                 Event::RetryAfter { .. } => panic!("no Retry-After is read from HTTP/3"),
             }
@@ -537,6 +539,26 @@ fn every_request_of_a_budget_over_several_streams_is_answered_and_counted_once()
     assert_eq!(net.server.peak_open, 8, "-p 8 requests in flight");
     assert_eq!(net.counts.limited, None);
     assert!(net.session.is_idle() && !net.session.must_close());
+}
+
+#[test]
+fn stray_datagrams_are_dropped_and_told_once_each_while_the_budget_completes() {
+    let cert = self_signed();
+    let mut net = Net::new(&cert, ServerOptions::default(), 4, 20, None);
+    net.run_until(Duration::from_secs(5), |net| net.session.is_established());
+    // Short-header junk to the client: no keys open it, whatever its first byte says.
+    let mut junk = vec![0x40u8; 1200];
+    for (i, b) in junk.iter_mut().enumerate().skip(1) {
+        *b = (i * 131 % 251) as u8;
+    }
+    for _ in 0..3 {
+        net.session.receive(&junk, Some(junk.len()), net.now, &mut net.events);
+        net.advance();
+    }
+    assert_eq!(net.counts.dropped, 3, "{:?}", net.counts);
+    net.run_all();
+    assert_eq!(net.counts.ok, 20, "{:?}", net.counts);
+    assert_eq!(net.counts.dropped, 3, "each told once: {:?}", net.counts);
 }
 
 #[test]
