@@ -306,21 +306,30 @@ fn merge_of_saved_reports_equals_the_run_they_came_from() {
 // Failures: a worker lost, the controller lost, Ctrl-C
 // ---------------------------------------------------------------------------------------------
 
+/// A controller running `-z 4s -c CONNECTIONS -j` on `workers` against `server`, once the load
+/// has begun.
+fn four_seconds_on(server: &TestServer, workers: &[&WorkerProcess], connections: u32) -> BackgroundProcess {
+    let connections = connections.to_string();
+    let list = worker_list(workers);
+    let mut run = BackgroundProcess::spawn(controller(&[
+        "--workers",
+        &list,
+        "-z",
+        "4s",
+        "-c",
+        &connections,
+        "-j",
+        &server.url(),
+    ]));
+    wait_for_load(server, &mut run);
+    run
+}
+
 #[test]
 fn a_worker_killed_mid_run_is_named_and_the_rest_reported() {
     let server = TestServer::start(Behavior::ok(14));
     let (a, mut b) = (WorkerProcess::start(&[]), WorkerProcess::start(&[]));
-    let mut run = BackgroundProcess::spawn(controller(&[
-        "--workers",
-        &worker_list(&[&a, &b]),
-        "-z",
-        "4s",
-        "-c",
-        "4",
-        "-j",
-        &server.url(),
-    ]));
-    wait_for_load(&server, &mut run);
+    let mut run = four_seconds_on(&server, &[&a, &b], 4);
     std::thread::sleep(Duration::from_millis(1200));
     b.kill();
     let killed_at = Instant::now();
@@ -356,17 +365,7 @@ fn a_worker_stopped_by_a_signal_mid_run_is_named_and_not_taken_for_ctrl_c() {
     for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT")] {
         let server = TestServer::start(Behavior::ok(14));
         let (a, mut b) = (WorkerProcess::start(&[]), WorkerProcess::start(&[]));
-        let mut run = BackgroundProcess::spawn(controller(&[
-            "--workers",
-            &worker_list(&[&a, &b]),
-            "-z",
-            "4s",
-            "-c",
-            "8",
-            "-j",
-            &server.url(),
-        ]));
-        wait_for_load(&server, &mut run);
+        let mut run = four_seconds_on(&server, &[&a, &b], 8);
         std::thread::sleep(Duration::from_secs(2));
         send_signal(b.pid(), signal);
         let out = run.wait(Duration::from_secs(20));
