@@ -65,7 +65,7 @@ pub(crate) enum Command {
     },
     /// Find the highest rate a target holds: open-model steps at a rate, doubling from --start
     /// while every --slo and the cadence hold, then bisecting; prints the table of steps.
-    FindMax(Box<crate::findmax::FindMaxArgs>),
+    FindMax(Box<FindMaxArgs>),
     /// Write a saved JSON report (-j, -o json:FILE) as one self-contained HTML page with charts.
     Report {
         /// A JSON report written by `volley -j` or `-o json:FILE`.
@@ -250,4 +250,35 @@ pub(crate) struct GateArgs {
     /// The regression allowed against --baseline, as a percent (default 5%).
     #[arg(long, value_name = "PERCENT", requires = "baselines")]
     pub max_regression: Option<String>,
+}
+
+/// `volley find-max`'s own flags, beside the load flags it shares with `volley URL`.
+#[derive(Debug, Args)]
+pub(crate) struct FindMaxArgs {
+    /// A service level objective every step must hold, repeatable, in --threshold's language:
+    /// p99<20ms, error_rate<0.1% (or errors<0.1%), status_5xx<1%. At least one.
+    #[arg(long = "slo", value_name = "EXPR")]
+    pub slos: Vec<String>,
+    /// The first step's rate, in requests per second; each step that holds doubles it.
+    #[arg(long, value_name = "R", default_value = "100", allow_hyphen_values = true)]
+    pub start: String,
+    /// The highest rate tried: a target that holds it is reported as holding at least that.
+    #[arg(long, value_name = "R", default_value = "1000000", allow_hyphen_values = true)]
+    pub max_rate: String,
+    /// The most steps run, whatever the search still wants: the capacity is then the highest
+    /// rate that held so far.
+    #[arg(long, value_name = "N", default_value = "30", allow_hyphen_values = true)]
+    pub max_steps: String,
+    /// How long each step holds its rate (at least 1s).
+    #[arg(long, value_name = "D", default_value = "10s")]
+    pub step_duration: String,
+    /// A pause between steps, so that what one step left behind (a queue, a backlog) is gone
+    /// before the next is measured; 0 for none.
+    #[arg(long, value_name = "D", default_value = "1s")]
+    pub step_pause: String,
+    /// Bisect until the rate that failed is within this percent above the rate that held.
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub precision: String,
+    #[command(flatten)]
+    pub load: LoadArgs,
 }

@@ -10,6 +10,7 @@ mod driver;
 mod error;
 mod fd_limit;
 mod gate;
+mod gso;
 mod h1;
 mod h2;
 mod h3;

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use clap::ArgMatches;
 use volley_engine::{Protocol, RunControl};
 
-pub(crate) use args::FindMaxArgs;
+use crate::cli::FindMaxArgs;
 
 use crate::error::CliError;
 use crate::signals;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::args::FindMaxArgs;
+use crate::cli::FindMaxArgs;
 use crate::error::CliError;
 use crate::gate::Threshold;
 use crate::options::{parse_duration, parse_whole_rate};

@@ -92,7 +92,7 @@ pub(crate) struct ThreadDone {
 }
 
 pub(crate) use socket::encode_sockaddr;
-pub(crate) use udp::{GRO_BUF_SIZE, GSO_MAX_BYTES, GSO_MAX_SEGMENTS, MIN_BUF_SIZE};
+pub(crate) use udp::{GRO_BUF_SIZE, MIN_BUF_SIZE};
 
 pub(crate) fn run_thread(shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<()> {
     // The default 50 µs of timer slack would add a tenth to every hold (`--max-hold`) and to

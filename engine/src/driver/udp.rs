@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 
 use super::socket::encode_sockaddr;
 use super::uring::Uring;
+use crate::gso::{GSO_MAX_BYTES, GSO_MAX_SEGMENTS};
 
 /// A provided buffer for UDP must hold the kernel's header, our control message and a whole GRO
 /// batch (up to 64 KiB): a batch that does not fit is cut short (MSG_TRUNC), and the datagrams
@@ -25,10 +26,6 @@ pub(crate) const GRO_BUF_SIZE: usize = 65_536 + 64;
 /// our control message and the largest datagram QUIC lets a peer send us (quinn-proto's
 /// max_udp_payload_size, 1472 bytes), rounded up.
 pub(crate) const MIN_BUF_SIZE: usize = 2048;
-/// The most one GSO send may carry: the kernel's UDP_MAX_SEGMENTS (before Linux 6.9) and a
-/// datagram's 16-bit length. QUIC's batches are made to stay within both (`quic::Config`).
-pub(crate) const GSO_MAX_SEGMENTS: usize = 64;
-pub(crate) const GSO_MAX_BYTES: usize = 65_000;
 
 /// A new non-blocking UDP socket connected to `addr`, with GRO asked for when `gro` (and the
 /// kernel takes it): the descriptor, and whether GRO is on. A UDP connect sends nothing (it

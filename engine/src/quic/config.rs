@@ -9,8 +9,8 @@ use quinn_proto::crypto::rustls::QuicClientConfig;
 use quinn_proto::{ClientConfig, EndpointConfig, IdleTimeout, TransportConfig, VarInt};
 
 use super::client;
-use crate::driver::{GSO_MAX_BYTES, GSO_MAX_SEGMENTS};
 use crate::error::EngineError;
+use crate::gso::{GSO_MAX_BYTES, GSO_MAX_SEGMENTS};
 use crate::plan::{Plan, TlsOptions};
 
 /// HTTP/3's ALPN token.

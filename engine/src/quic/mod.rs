@@ -16,6 +16,7 @@ mod client;
 mod config;
 mod lost;
 mod quinn;
+mod surface;
 mod transport;
 pub(crate) mod varint;
 
@@ -27,5 +28,6 @@ pub(crate) use config::Congestion;
 pub(crate) use config::{ALPN_H3, Config};
 pub(crate) use lost::Lost;
 #[cfg(test)]
-pub(crate) use transport::{Datagrams, StreamError};
-pub(crate) use transport::{Event, ReadEnd, StreamId, Transport};
+pub(crate) use surface::{Datagrams, StreamError};
+pub(crate) use surface::{Event, ReadEnd, StreamId};
+pub(crate) use transport::Transport;

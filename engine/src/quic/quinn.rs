@@ -15,7 +15,7 @@ use quinn_proto::{
 
 use super::config::QuinnConfig;
 use super::lost::Lost;
-use super::transport::{Datagrams, Event, ReadEnd, StreamError, StreamId};
+use super::surface::{Datagrams, Event, ReadEnd, StreamError, StreamId};
 use crate::error::EngineError;
 
 /// Received datagrams are copied into one buffer per connection: quinn-proto decrypts them in

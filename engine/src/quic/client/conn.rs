@@ -31,7 +31,7 @@ use super::recovery::{Resend, Rtt, SentPackets};
 use super::stream::{RecvEnd, RecvError, RecvStream, SendStream};
 use super::streams::{Bidi, Streams};
 use crate::quic::lost::Lost;
-use crate::quic::transport::{Event, ReadEnd, StreamError, StreamId};
+use crate::quic::surface::{Event, ReadEnd, StreamError, StreamId};
 
 /// The length of the connection IDs we choose (ours, and the first one we send to).
 pub(crate) const CID_LEN: usize = 8;

@@ -9,7 +9,7 @@ use super::super::frame;
 use super::super::packet::{self, PacketNumber, Space};
 use super::super::recovery::Resend;
 use super::{Connection, Control, KEY_UPDATE_AFTER, MAX_IN_FLIGHT, MIN_INITIAL, State, space_index};
-use crate::quic::transport::Datagrams;
+use crate::quic::surface::Datagrams;
 
 impl Connection {
     /// Writes the next batch of datagrams into `buf` (cleared first), all of one size but the
