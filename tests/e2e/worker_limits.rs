@@ -18,7 +18,7 @@ use support::{
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(40);
 
-/// How long a worker keeps a connection whose peer sends nothing (documented in the README).
+/// How long a worker keeps a connection whose peer sends nothing (documented in docs/distributed.md).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `volley ARGS` as a controller, run to its end.
