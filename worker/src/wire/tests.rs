@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn plan(stop: Stop) -> Plan {

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::h2::frame::{flag, kind};
 use crate::test_rng::Rng;

@@ -1,4 +1,3 @@
-
 use super::*;
 
 const MAX: u32 = DEFAULT_MAX_FRAME_SIZE;

@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// Bytes from the RFC's hex dumps (whitespace ignored).
