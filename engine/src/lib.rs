@@ -1,10 +1,11 @@
 //! volley-engine: the load engine.
 //!
 //! One OS thread per `threads`, each owning one io_uring and its share of the connections; no
-//! async runtime. Protocol code is Sans-I/O (`h1` and `h2` sessions, `tls`): it takes bytes and
-//! the clock and returns bytes, events and deadlines, and only `driver` touches sockets. The engine knows nothing of gRPC or of the
-//! report: it takes a [`Plan`], hands out one [`Snapshot`] per second, and returns [`Stats`]
-//! that merge exactly with any other engine's.
+//! async runtime. Protocol code is Sans-I/O (the `h1`, `h2` and `h3` sessions, `tls`, `quic`): it
+//! takes bytes and the clock and returns bytes, events and deadlines, and only `driver` touches
+//! sockets. The engine knows nothing of gRPC or of the report: it takes a [`Plan`] (checked by
+//! [`Plan::validate`]), hands out one [`Snapshot`] per second, and returns [`Stats`] that merge
+//! exactly with any other engine's.
 
 mod driver;
 mod error;

@@ -40,11 +40,11 @@ const LATE_START: Duration = Duration::from_millis(10);
 
 pub(crate) struct Report {
     pub url: String,
-    /// "HTTP/1.1" or "HTTP/2"
+    /// "HTTP/1.1", "HTTP/2" or "HTTP/3"; a merge of saved reports of several joins their names
     pub protocol: String,
-    /// HTTP/2: the streams per connection asked for (-p).
+    /// HTTP/2 and HTTP/3: the streams per connection asked for (-p).
     pub streams: Option<u32>,
-    /// HTTP/2: the lowest stream limit a server set below `streams`.
+    /// HTTP/2 and HTTP/3: the lowest stream limit a server set below `streams`.
     pub stream_limit: Option<u32>,
     /// HTTP/3: QUIC's congestion control (`--quic-congestion`); None for the other protocols.
     pub quic_congestion: Option<QuicCongestion>,
@@ -104,7 +104,7 @@ pub(crate) struct WorkerLine {
     pub ring: Option<RingSupport>,
     /// Why its result is missing or incomplete.
     pub failure: Option<String>,
-    /// HTTP/2: the lowest stream limit its server connections set below the streams asked for.
+    /// HTTP/2 and HTTP/3: the lowest stream limit its server connections set below the streams asked for.
     pub stream_limit: Option<u32>,
     /// It was lost before its result: `stats` are what its intervals said until then (for
     /// `duration`), so the run's totals are lower bounds.
@@ -284,7 +284,7 @@ impl Report {
         self.rate.and_then(|_| achieved_rate(self.stats.histograms.lateness.len(), self.duration))
     }
 
-    /// Requests the run could have in flight at once: connections × HTTP/2 streams.
+    /// Requests the run could have in flight at once: connections × streams (HTTP/2, HTTP/3).
     fn slots(&self) -> u64 {
         (self.connections as u64).saturating_mul(u64::from(self.streams.unwrap_or(1)))
     }
