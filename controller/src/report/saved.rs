@@ -67,17 +67,13 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
         let seconds = report["warmUp"]["seconds"].as_u64().and_then(|s| u32::try_from(s).ok()).unwrap_or(0);
         warm_up_seconds = warm_up_seconds.max(seconds);
         let line = line(path, &report).map_err(bad)?;
-        let beyond =
-            || bad("its counts and those of the reports before it add up past what a 64-bit count holds".into());
-        if !totals.checked_merge(&line.stats.as_ref().map(|s| s.counters.clone()).unwrap_or_default())
-            || totals.total_checked().is_none()
-        {
-            return Err(beyond());
-        }
-        if let Some(w) = &line.warm_up
-            && (!warm_up_totals.checked_merge(&w.counters) || warm_up_totals.total_checked().is_none())
-        {
-            return Err(beyond());
+        let fits = |totals: &mut Counters, stats: Option<&Stats>| {
+            stats.is_none_or(|s| totals.checked_merge(&s.counters) && totals.total_checked().is_some())
+        };
+        if !fits(&mut totals, line.stats.as_ref()) || !fits(&mut warm_up_totals, line.warm_up.as_ref()) {
+            return Err(bad(
+                "its counts and those of the reports before it add up past what a 64-bit count holds".into()
+            ));
         }
         workers.push(line);
     }

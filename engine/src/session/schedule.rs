@@ -232,7 +232,7 @@ impl Schedule {
     /// request, now or later: false once the run stops, the stages are over, or a `-n` budget
     /// is spent and the connection holds no claim.
     pub(crate) fn has_more(&self, claimed: bool) -> bool {
-        let left = self.left != Some(0);
+        let left = !self.is_spent();
         match &self.pace {
             // As `take`: the closed model gives a claimed request even when stopping.
             None => claimed || (left && !self.stopping),
