@@ -24,7 +24,6 @@ use volley_engine::RunControl;
 
 use crate::cli::{Cli, Command, LoadArgs, WorkerArgs};
 use crate::error::CliError;
-use crate::fleet::Place;
 use crate::gate::Verdict;
 use crate::report::Report;
 
@@ -162,13 +161,13 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let (protocol, congestion) = (plan.protocol, plan.quic_congestion);
     let fleet = if args.workers.is_empty() {
         let followers = fleet::Followers { live, watch: watch.as_mut(), hlog: hlog.as_mut() };
-        fleet::run(vec![plan], vec![Place::Local], &fleet::Access::default(), None, None, &interrupt, followers)
+        let parts = vec![fleet::Part { plan, to: fleet::Destination::Local }];
+        fleet::run(parts, &fleet::Access::default(), None, &interrupt, followers)
     } else {
         let places = options::worker_places(&workers_file::expand(&args.workers)?)?;
-        options::check_shard_size(&plan)?;
         let access = options::worker_access(args)?;
-        let shards = fleet::split(&plan, places.len())?;
-        let threads = args.threads.map(|t| u32::try_from(t).unwrap_or(u32::MAX));
+        let threads = args.threads.map(|t| usize::try_from(t).unwrap_or(usize::MAX));
+        let parts = fleet::parts(fleet::split(&plan, places.len())?, places, threads)?;
         let own;
         let handle = match runtime {
             Some(handle) => handle,
@@ -182,7 +181,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
             }
         };
         let followers = fleet::Followers { live, watch: watch.as_mut(), hlog: hlog.as_mut() };
-        fleet::run(shards, places, &access, Some(handle), threads, &interrupt, followers)
+        fleet::run(parts, &access, Some(handle), &interrupt, followers)
     };
     let stopped_by_user = fleet.interrupted;
     let mut report = Report::from_fleet(url, protocol, congestion, fleet);

@@ -4,10 +4,9 @@ use std::io::Read;
 use std::time::Duration;
 
 use volley_engine::{
-    MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan, Protocol,
-    QuicCongestion, Rate, RequestSpec, Stage, Stop, Target, TlsOptions,
+    Load, MAX_BODY_BYTES, MAX_DURATION, Plan, Protocol, QuicCongestion, RequestSpec, Setting, Stage, Stop, Target,
+    TlsOptions,
 };
-use volley_proto::MAX_MESSAGE_BYTES;
 
 use crate::cli::{LoadArgs, QuicCongestionArg, WorkerArgs};
 use crate::error::CliError;
@@ -44,30 +43,16 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
         (Some(QuicCongestionArg::Loopback), Protocol::Http3 { .. }) => QuicCongestion::Loopback,
         (Some(QuicCongestionArg::Standard), Protocol::Http3 { .. }) => QuicCongestion::Standard,
     };
-    // Without a rate, stages ramp the connection count: -c is the most, by default the
-    // largest stage's.
-    let ramp = match &args.stages {
-        Some(text) if args.rate.is_none() => Some(parse_stages(text, StageUnit::Connections)?),
-        _ => None,
+    let load = parse_load(args)?;
+    let connections = connection_count(args.connections, &load)?;
+    let stop = match (&args.duration, load.stages()) {
+        // The run is the stages: -z and -n are refused beside them (clap), and -n's default goes.
+        (_, stages) if !stages.is_empty() => Stop::Duration(
+            stages.iter().try_fold(Duration::ZERO, |sum, s| sum.checked_add(s.duration)).unwrap_or(Duration::MAX),
+        ),
+        (Some(d), _) => Stop::Duration(parse_duration(d, "-z/--duration")?),
+        (None, _) => Stop::Requests(args.requests),
     };
-    let connections = connection_count(args.connections, ramp.as_deref())?;
-    let stop = match &args.duration {
-        Some(d) => {
-            let d = parse_duration(d, "-z/--duration")?;
-            Stop::Duration(d)
-        }
-        None if args.requests == 0 => return Err(CliError::Usage("-n/--requests must be at least 1".into())),
-        None => Stop::Requests(args.requests),
-    };
-    let threads = match args.threads {
-        Some(0) => return Err(CliError::Usage("-t/--threads must be at least 1".into())),
-        Some(t) if t > MAX_THREADS as u64 => {
-            return Err(CliError::Usage(format!("-t/--threads is larger than {MAX_THREADS}")));
-        }
-        Some(t) => t as usize,
-        None => volley_worker::physical_cores(),
-    }
-    .min(connections);
     let body = match &args.data {
         Some(d) => read_data(d)?,
         None => Vec::new(),
@@ -88,38 +73,62 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     }
     let mut plan = Plan::new(target, RequestSpec::new(&method, headers, body), connections, stop);
     plan.protocol = protocol;
-    plan.threads = threads;
+    plan.load = load;
+    // Decided here for a local run; a distributed run's controller decides each worker's from
+    // -t or the cores that worker reports.
+    plan.threads = plan.threads_for(local_threads(args.threads));
     plan.connect_timeout = parse_duration(&args.connect_timeout, "--connect-timeout")?;
     plan.request_timeout = Some(parse_duration(&args.timeout, "--timeout")?);
     plan.keepalive = !args.disable_keepalive;
     plan.tls = tls;
     plan.quic_congestion = quic_congestion;
     plan.max_hold = parse_hold(&args.max_hold)?;
-    let stages = match ramp {
-        Some(stages) => Some(stages),
-        None => args.stages.as_deref().map(|text| parse_stages(text, StageUnit::Rate)).transpose()?,
-    };
-    // With stages, --rate is where the first starts from, and may be 0.
-    plan.rate = match args.rate.as_deref() {
-        Some(r) if stages.is_some() && r.trim() == "0" => Some(0),
-        Some(r) => Some(parse_whole_rate(r, "--rate")?),
-        None => None,
-    }
-    .map(Rate::per_second);
-    if let Some(stages) = stages {
-        // The run is the stages: -z and -n are refused beside them (clap), and -n's default goes.
-        plan.stop = Stop::Duration(stages.iter().map(|s| s.duration).sum());
-        plan.stages = stages;
-        if plan.rate.is_some_and(|r| r.per_second == 0) && plan.peak_rate() == Some(0) {
-            return Err(CliError::Usage("--stages: every rate is 0, so no request would be sent".into()));
-        }
-    }
     if let Some(text) = &args.warm_up {
         plan.warm_up = Some(parse_warm_up(text, &plan)?);
     }
-    // The flags' own checks above speak of flags; this is the engine's, which every plan keeps.
-    plan.validate().map_err(|e| CliError::Usage(e.to_string()))?;
+    check(&plan)?;
     Ok(plan)
+}
+
+/// The engine's check of a plan, the one place its limits live, its complaint named by the
+/// flag it concerns.
+pub(crate) fn check(plan: &Plan) -> Result<(), CliError> {
+    plan.validate().map_err(|e| {
+        let flag = match e.setting {
+            Setting::Connections => "-c/--connections",
+            Setting::Threads => "-t/--threads",
+            Setting::Requests => "-n/--requests",
+            Setting::Duration => "-z/--duration",
+            Setting::ConnectTimeout => "--connect-timeout",
+            Setting::RequestTimeout => "--timeout",
+            Setting::Body => "-d",
+            Setting::Streams => "-p/--parallel",
+            Setting::Rate => "--rate",
+            Setting::Stages => "--stages",
+            Setting::WarmUp => "--warm-up",
+            Setting::Hold => "--max-hold",
+        };
+        CliError::Usage(format!("{flag}: {e}"))
+    })
+}
+
+/// `-t`, or this machine's physical cores: the threads a local run asks for.
+pub(crate) fn local_threads(asked: Option<u64>) -> usize {
+    asked.map_or_else(volley_worker::physical_cores, |t| usize::try_from(t).unwrap_or(usize::MAX))
+}
+
+/// `--rate` and `--stages` as the load they describe: with a rate, stages ramp it (from
+/// --rate, which may then be 0); without one, they ramp the number of open connections.
+fn parse_load(args: &LoadArgs) -> Result<Load, CliError> {
+    Ok(match (args.rate.as_deref(), args.stages.as_deref()) {
+        (None, None) => Load::closed(),
+        (None, Some(stages)) => Load::ramp(parse_stages(stages, StageUnit::Connections)?),
+        (Some(rate), None) => Load::rate(parse_whole_rate(rate, "--rate")?),
+        (Some(rate), Some(stages)) => {
+            let from = if rate.trim() == "0" { 0 } else { parse_whole_rate(rate, "--rate")? };
+            Load::staged_rate(from, parse_stages(stages, StageUnit::Rate)?)
+        }
+    })
 }
 
 /// `--warm-up D`: whole seconds (each second of the series is then wholly warm-up or wholly
@@ -188,41 +197,30 @@ impl StageUnit {
             StageUnit::Connections => "connections",
         }
     }
-
-    fn most(self) -> u64 {
-        match self {
-            StageUnit::Rate => MAX_RATE,
-            StageUnit::Connections => MAX_CONNECTIONS as u64,
-        }
-    }
 }
 
-/// `-c`: at least 1 and at most `MAX_CONNECTIONS`. With a ramp of the connection count, the
-/// most it may open: by default its largest stage; a stage above an explicit -c is refused.
-fn connection_count(asked: Option<u64>, ramp: Option<&[Stage]>) -> Result<usize, CliError> {
-    let peak = ramp.map(|stages| stages.iter().map(|s| s.target).max().unwrap_or(0));
-    if peak == Some(0) {
-        return Err(CliError::Usage("--stages: every connection count is 0, so no connection would be opened".into()));
-    }
+/// `-c`, by default 50. With a ramp of the connection count, the most it may open: by default
+/// its largest stage; a stage above an explicit -c is refused.
+fn connection_count(asked: Option<u64>, load: &Load) -> Result<usize, CliError> {
+    let peak = match load {
+        Load::Closed { ramp, .. } if !ramp.is_empty() => ramp.iter().map(|s| s.target).max(),
+        _ => None,
+    };
     let connections = match (asked, peak) {
-        (Some(0), _) => return Err(CliError::Usage("-c/--connections must be at least 1".into())),
-        (Some(c), Some(peak)) if peak > c => {
+        (Some(c), Some(peak)) if peak > c && c > 0 => {
             // The first stage above it is named.
-            let stages = ramp.unwrap_or_default();
             let (n, target) =
-                stages.iter().zip(1..).find(|(s, _)| s.target > c).map_or((1, peak), |(s, n)| (n, s.target));
+                load.stages().iter().zip(1..).find(|(s, _)| s.target > c).map_or((1, peak), |(s, n)| (n, s.target));
             return Err(CliError::Usage(format!(
                 "--stages: stage {n} ramps to {target} connections, more than -c {c}: raise -c or leave it out (it then defaults to the largest stage)"
             )));
         }
         (Some(c), _) => c,
-        (None, Some(peak)) => peak,
+        // A ramp that never opens one is the stages' error, not the connections'.
+        (None, Some(peak)) => peak.max(1),
         (None, None) => 50,
     };
-    usize::try_from(connections)
-        .ok()
-        .filter(|&c| c <= MAX_CONNECTIONS)
-        .ok_or_else(|| CliError::Usage(format!("-c/--connections is larger than {MAX_CONNECTIONS}")))
+    Ok(usize::try_from(connections).unwrap_or(usize::MAX))
 }
 
 /// `--stages 30s:1000,60s:5000,30s:0`: each stage a duration and the target it ramps to, a rate
@@ -234,9 +232,6 @@ fn parse_stages(text: &str, unit: StageUnit) -> Result<Vec<Stage>, CliError> {
         return Err(bad(format!("the list is empty: give {form},... such as 30s:1000,60s:5000")));
     }
     let items: Vec<&str> = text.split(',').map(str::trim).collect();
-    if items.len() > MAX_STAGES {
-        return Err(bad(format!("{} stages is more than the {MAX_STAGES} allowed", items.len())));
-    }
     let mut stages = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let n = i + 1;
@@ -246,18 +241,8 @@ fn parse_stages(text: &str, unit: StageUnit) -> Result<Vec<Stage>, CliError> {
         let (duration, target) = (duration.trim(), target.trim());
         // A stage of no time is refused here too ("duration must be more than zero").
         let duration = parse_duration(duration, &format!("--stages: stage {n} '{item}'"))?;
-        let (what, counted_in, most) = (unit.what(), unit.counted_in(), unit.most());
+        let (what, counted_in) = (unit.what(), unit.counted_in());
         let target = match target.parse::<u64>() {
-            Ok(r) if r > most && unit == StageUnit::Rate => {
-                return Err(bad(format!(
-                    "stage {n} '{item}': {r} is more than the most volley schedules, {most} per second"
-                )));
-            }
-            Ok(r) if r > most => {
-                return Err(bad(format!(
-                    "stage {n} '{item}': {r} is more than the most volley opens, {most} connections"
-                )));
-            }
             Ok(r) => r,
             Err(_) if target.starts_with('-') => {
                 return Err(bad(format!("stage {n} '{item}': the {what} is negative; give {counted_in}, 0 or more")));
@@ -267,10 +252,6 @@ fn parse_stages(text: &str, unit: StageUnit) -> Result<Vec<Stage>, CliError> {
             }
         };
         stages.push(Stage { duration, target });
-    }
-    let total = stages.iter().try_fold(Duration::ZERO, |sum, s| sum.checked_add(s.duration));
-    if total.is_none_or(|t| t > MAX_DURATION) {
-        return Err(bad("the stages last more than the longest allowed, 365 days (8760h)".into()));
     }
     Ok(stages)
 }
@@ -285,7 +266,6 @@ pub(crate) fn parse_whole_rate(text: &str, flag: &str) -> Result<u64, CliError> 
     }
     match t.parse::<u64>() {
         Ok(0) => Err(bad("is zero: give requests per second, at least 1")),
-        Ok(r) if r > MAX_RATE => Err(bad(&format!("is more than the most volley schedules, {MAX_RATE} per second"))),
         Ok(r) => Ok(r),
         Err(_) if t.parse::<f64>().is_ok_and(f64::is_finite) => {
             Err(bad("is not a whole number: give whole requests per second"))
@@ -324,22 +304,12 @@ fn parse_hold(text: &str) -> Result<Duration, CliError> {
     if text.trim() == "0" {
         return Ok(Duration::ZERO);
     }
-    let hold = parse_duration(text, "--max-hold")?;
-    if hold > MAX_HOLD {
-        return Err(CliError::Usage(format!("--max-hold: '{text}' is longer than the longest allowed, 100ms")));
-    }
-    Ok(hold)
+    parse_duration(text, "--max-hold")
 }
 
-/// `-p`: HTTP/2 stream ids allow about a billion, but no server allows more than a few thousand
-/// at once, and each one in flight costs memory here.
+/// `-p`: a count of streams per connection (the engine's check bounds it).
 fn parse_streams(p: u64) -> Result<u32, CliError> {
-    const MAX_STREAMS: u64 = 65_536;
-    match p {
-        0 => Err(CliError::Usage("-p/--parallel must be at least 1".into())),
-        p if p > MAX_STREAMS => Err(CliError::Usage(format!("-p/--parallel is larger than {MAX_STREAMS}"))),
-        p => Ok(p as u32),
-    }
+    u32::try_from(p).map_err(|_| CliError::Usage(format!("-p/--parallel: {p} is not a count of streams")))
 }
 
 /// The worker daemon's settings; the token comes from --token-file or VOLLEY_TOKEN.
@@ -481,18 +451,12 @@ fn parse_header(h: &str) -> Result<(String, String), CliError> {
     Ok((name.to_string(), value.to_string()))
 }
 
-// The largest request body `-d` takes is the engine's, locally and on workers alike; the shard
-// message that carries it to a worker must leave 16 MiB for the headers, the URL and `--cacert`.
-const _: () = assert!(MAX_BODY_BYTES + (16 << 20) <= MAX_MESSAGE_BYTES);
-
 /// curl's -d: literal text, `@file`, or `@-` for stdin; CR and LF are stripped from files. At
 /// most [`MAX_BODY_BYTES`] (counted as sent, after stripping), read no further than that.
 fn read_data(d: &str) -> Result<Vec<u8>, CliError> {
     let Some(path) = d.strip_prefix('@') else {
-        return match d.len() {
-            n if n > MAX_BODY_BYTES => Err(body_too_large("-d")),
-            _ => Ok(d.as_bytes().to_vec()),
-        };
+        // Its size is judged with the plan's other limits (`check`).
+        return Ok(d.as_bytes().to_vec());
     };
     let (what, read) = if path == "-" {
         ("-d @- (stdin)".to_string(), read_stripped(std::io::stdin().lock()))
@@ -532,21 +496,6 @@ fn body_too_large(what: &str) -> CliError {
     CliError::Usage(format!("{what}: the body is larger than {} MiB, the most volley sends", MAX_BODY_BYTES >> 20))
 }
 
-/// A distributed run sends each worker its shard in one message, which a worker takes up to
-/// `MAX_MESSAGE_BYTES`: a larger one is refused here, before connecting, rather than by the
-/// worker after all of it was sent. The whole plan's encoding bounds every shard's, since
-/// shards differ from it only in smaller counts.
-pub(crate) fn check_shard_size(plan: &Plan) -> Result<(), CliError> {
-    let size = prost::Message::encoded_len(&volley_worker::wire::shard_to_proto(plan, Some(u32::MAX)));
-    if size <= MAX_MESSAGE_BYTES {
-        return Ok(());
-    }
-    Err(CliError::Usage(format!(
-        "the request is too large for workers: its body, headers and --cacert come to {size} bytes, over the {} MiB a worker takes",
-        MAX_MESSAGE_BYTES >> 20
-    )))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,20 +529,29 @@ mod tests {
     }
 
     #[test]
-    fn connections_and_threads_are_capped_where_a_worker_caps_them() {
+    fn limits_are_the_engines_named_by_the_flag_they_concern() {
         use clap::Parser;
+        use volley_engine::{MAX_CONNECTIONS, MAX_THREADS};
         let plan = |flags: &[&str]| {
             let args = [&["volley"], flags, &["http://127.0.0.1:1/"]].concat();
             build_plan(&crate::cli::Cli::try_parse_from(args).expect("parses").load)
         };
         let most = plan(&["-c", "1000000", "-t", "1024"]).expect("at the limits");
         assert_eq!((most.connections, most.threads), (MAX_CONNECTIONS, MAX_THREADS));
+        assert_eq!(plan(&["-c", "10", "-t", "64"]).expect("-t above -c").threads, 10, "a thread needs a connection");
         for (flags, named) in [
-            (["-c", "1000001"], "-c/--connections is larger than 1000000"),
-            (["-t", "1025"], "-t/--threads is larger than 1024"),
+            (&["-c", "1000001"][..], "-c/--connections: 1000001 connections is more than the 1000000 a run may have"),
+            (&["-c", "0"][..], "-c/--connections: connections must be at least 1"),
+            (&["-c", "2000", "-t", "1025"][..], "-t/--threads: 1025 threads is more than the 1024 a run may have"),
+            (&["-t", "0"][..], "-t/--threads: threads must be at least 1"),
+            (&["-n", "0"][..], "-n/--requests: requests must be at least 1"),
+            (&["--http2", "-p", "65537"][..], "-p/--parallel: 65537 streams per connection is more than the 65536"),
+            (&["--max-hold", "101ms"][..], "--max-hold: a hold of 101ms is more than the 100ms a run may ask"),
+            (&["--rate", "1000000001"][..], "--rate: a rate of 1000000001 requests per second is more than the"),
+            (&["-z", "10s", "--warm-up", "3000h"][..], "--warm-up:"),
         ] {
-            let err = plan(&flags).expect_err("refused");
-            assert!(matches!(&err, CliError::Usage(m) if m == named), "{flags:?}: {err}");
+            let err = plan(flags).expect_err("refused").to_string();
+            assert!(err.starts_with(named), "{flags:?}: {err}");
         }
     }
 
@@ -609,7 +567,6 @@ mod tests {
             ("abc", "not a number"),
             ("", "not a number"),
             ("1e400", "not a number"),
-            ("1000000001", "more than the most"),
         ] {
             let err = parse_whole_rate(bad, "--rate").expect_err(bad).to_string();
             assert!(err.starts_with("--rate:") && err.contains(why), "{bad}: {err}");
@@ -624,9 +581,9 @@ mod tests {
             10,
             Stop::Requests(10),
         );
-        plan.rate = Some(Rate::per_second(100_000));
+        plan.load = Load::rate(100_000);
         assert_eq!(rate_warning(&plan), None, "10,000 a second per connection is within reach");
-        plan.rate = Some(Rate::per_second(100_001));
+        plan.load = Load::rate(100_001);
         assert!(rate_warning(&plan).is_some_and(|w| w.contains("raise -c")));
         plan.protocol = Protocol::Http2 { streams: 2 };
         assert_eq!(rate_warning(&plan), None, "streams carry requests too");
@@ -647,19 +604,26 @@ mod tests {
             ("0s:100", "more than zero"),
             ("10s:100,,", "is not DURATION:RATE"),
             ("9000h:1", "365 days"),
-            ("5000h:1,5000h:1", "365 days"),
-            ("1s:1000000001", "more than the most"),
         ] {
             let err = parse_stages(bad, StageUnit::Rate).expect_err(bad).to_string();
             assert!(err.starts_with("--stages") && err.contains(why), "{bad}: {err}");
         }
-        let many = vec!["1s:1"; MAX_STAGES + 1].join(",");
-        assert!(
-            parse_stages(&many, StageUnit::Rate)
-                .expect_err("too many")
-                .to_string()
-                .contains("more than the 100 allowed")
-        );
+        // The limits of a plan's stages are the engine's, named by the flag.
+        use clap::Parser;
+        let plan = |flags: &[&str]| {
+            let args = [&["volley"], flags, &["http://127.0.0.1:1/"]].concat();
+            build_plan(&crate::cli::Cli::try_parse_from(args).expect("parses").load)
+        };
+        let many = vec!["1s:1"; volley_engine::MAX_STAGES + 1].join(",");
+        for (flags, why) in [
+            (vec!["--rate", "1", "--stages", &many], "101 stages is more than the 100 a run may have"),
+            (vec!["--rate", "1", "--stages", "5000h:1,5000h:1"], "365 days in all"),
+            (vec!["--rate", "1", "--stages", "1s:1000000001"], "more than the 1000000000 a run may ask"),
+            (vec!["--rate", "0", "--stages", "1s:0"], "every rate is 0"),
+        ] {
+            let err = plan(&flags).expect_err(why).to_string();
+            assert!(err.starts_with("--stages: ") && err.contains(why), "{flags:?}: {err}");
+        }
     }
 
     #[test]
@@ -670,7 +634,7 @@ mod tests {
             build_plan(&crate::cli::Cli::try_parse_from(args).expect("parses").load)
         };
         let ramp = plan(&["--stages", "1s:8,2s:30,1s:0", "-t", "64"]).expect("a ramp");
-        assert!(ramp.ramps_connections() && ramp.rate.is_none());
+        assert!(matches!(ramp.load, Load::Closed { .. }) && !ramp.load.stages().is_empty());
         assert_eq!(ramp.connections, 30, "-c defaults to the largest stage");
         assert_eq!(ramp.threads, 30, "threads capped at the connections");
         assert_eq!(ramp.stop, Stop::Duration(Duration::from_secs(4)));
@@ -678,13 +642,13 @@ mod tests {
         assert_eq!(plan(&["--stages", "1s:20", "-c", "20"]).expect("at -c").connections, 20);
         assert_eq!(plan(&[]).expect("no stages").connections, 50, "the default -c is unchanged");
         let with_rate = plan(&["--rate", "0", "--stages", "1s:800"]).expect("a rate's ramp");
-        assert_eq!((with_rate.connections, with_rate.ramps_connections()), (50, false), "800 is a rate here");
+        assert_eq!((with_rate.connections, with_rate.load.is_open()), (50, true), "800 is a rate here");
         for (flags, says) in [
             (&["--stages", "1s:8,1s:21", "-c", "20"][..], "--stages: stage 2 ramps to 21 connections, more than -c 20"),
             (&["--stages", "1s:0"][..], "every connection count is 0"),
             (&["--stages", "1s:x"][..], "'x' is not a whole number of connections"),
-            (&["--stages", "1s:1000001"][..], "1000000 connections"),
-            (&["--stages", "1s:5", "-c", "0"][..], "-c/--connections must be at least 1"),
+            (&["--stages", "1s:1000001"][..], "1000001 connections is more than the 1000000"),
+            (&["--stages", "1s:5", "-c", "0"][..], "-c/--connections: connections must be at least 1"),
         ] {
             let err = plan(flags).expect_err("refused").to_string();
             assert!(err.contains(says), "{flags:?}: {err}");

@@ -28,9 +28,9 @@ mod tls;
 
 pub use error::EngineError;
 pub use plan::{
-    ConnectionIndices, DEFAULT_MAX_HOLD, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES,
-    MAX_THREADS, Plan, PlanError, Protocol, QuicCongestion, Rate, RequestSpec, Stage, Stop, TlsOptions, connections_at,
-    requested_between, stage_at,
+    ConnectionIndices, DEFAULT_MAX_HOLD, Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE,
+    MAX_STAGES, MAX_STREAMS, MAX_THREADS, Plan, PlanError, Protocol, QuicCongestion, Rate, RequestSpec, Setting, Stage,
+    Stop, ThreadLimit, TlsOptions, connections_at, requested_between, stage_at,
 };
 pub use ring::{RingSupport, kernel_release, probe_io_uring};
 pub use run::{Progress, RunControl, RunResult, UDP_BUFFER_VAR, run};

@@ -10,7 +10,7 @@ use crate::driver::{self, GRO_BUF_SIZE, MIN_BUF_SIZE, Shared, ThreadDone, Thread
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
-use crate::plan::{ConnectionRamp, Plan, Protocol, Stop};
+use crate::plan::{Plan, Protocol, Stop};
 use crate::quic;
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::session::SessionConfig;
@@ -154,9 +154,8 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     } else {
         None
     };
-    // Each thread of an open-model run keeps at least one request per second (at its peak).
-    let most_threads = plan.peak_rate().map_or(usize::MAX, |r| usize::try_from(r).unwrap_or(usize::MAX));
-    let threads = plan.threads.min(plan.connections).min(most_threads);
+    // Decided by whoever built the plan (`Plan::threads_for`) and checked by `validate`.
+    let threads = plan.threads;
     // The first thread takes the largest share of the connections.
     fd_limit::ensure_room_for(plan.connections.div_ceil(threads) as u64)?;
     // Read for QUIC runs only: a TCP run has no use for it, nor reason to fail over it.
@@ -187,12 +186,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
                 Stop::Duration(d) => Some(d),
                 Stop::Requests(_) => None,
             },
-            rate: part.rate,
-            ramp: part
-                .ramps_connections()
-                .then(|| ConnectionRamp::new(&part.stages, part.connection_indices, part.connections)),
-            stages: part.stages,
-            stage_phase: part.stage_phase,
+            load: part.load,
             warm_up_ticks: plan.warm_up_seconds(),
             gate: control.gate.clone(),
             stop_flag: control.stop_flag.clone(),

@@ -617,7 +617,7 @@ fn an_incompatible_protocol_version_is_refused_both_ways() {
             method: "GET".into(),
             connections: 2,
             threads: 1,
-            requests: 10,
+            stop: Some(v1::shard::Stop::Requests(10)),
             connect_timeout_nanos: 2_000_000_000,
             request_timeout_nanos: 5_000_000_000,
             keepalive: true,

@@ -185,8 +185,8 @@ fn http2_runs_split_across_workers_stay_exact() {
 fn usage_errors_for_http2_options_exit_2() {
     for (args, expect) in [
         (&["-p", "4"][..], "-p/--parallel needs --http2"),
-        (&["--http2", "-p", "0"][..], "-p/--parallel must be at least 1"),
-        (&["--http2", "-p", "100000"][..], "-p/--parallel is larger than"),
+        (&["--http2", "-p", "0"][..], "-p/--parallel: streams per connection must be at least 1"),
+        (&["--http2", "-p", "100000"][..], "-p/--parallel: 100000 streams per connection is more than the 65536"),
         (&["--http2", "--disable-keepalive"][..], "--disable-keepalive is for HTTP/1.1"),
     ] {
         let mut all = args.to_vec();

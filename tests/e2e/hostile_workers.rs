@@ -248,7 +248,11 @@ fn a_worker_that_lies_about_its_counts_is_failed_and_left_out_of_the_totals() {
         let list = format!("{},{}", real.address(), fake.address());
         let out = run(controller(&["--workers", &list, "-n", "40", "-c", "2", "-j", &server.url()]));
         assert_eq!(out.status.code(), Some(3), "{what}: {}", describe_output(&out));
-        assert_eq!(fake.seen().shard().map(|s| s.requests), Some(20), "{what}: the fake's shard");
+        assert_eq!(
+            fake.seen().shard().and_then(|s| s.stop),
+            Some(v1::shard::Stop::Requests(20)),
+            "{what}: the fake's shard"
+        );
         let r = json_report(&out);
         let liar = &r["workers"][1];
         assert!(failure(liar).contains(expected), "{what}: {liar}");

@@ -147,7 +147,7 @@ fn an_open_model_run_short_of_connections_is_not_held() {
 #[test]
 fn a_hold_beyond_the_limit_or_not_a_duration_is_a_usage_error() {
     for (hold, expect) in [
-        ("1s", "--max-hold: '1s' is longer than the longest allowed, 100ms"),
+        ("1s", "--max-hold: a hold of 1s is more than the 100ms a run may ask"),
         ("soon", "--max-hold: invalid duration 'soon'"),
     ] {
         let out = run_volley(["--max-hold", hold, "-n", "1", "http://127.0.0.1:9/"]);

@@ -143,7 +143,7 @@ impl Worker for WorkerService {
         if shard.protocol != PROTOCOL_VERSION {
             return Err(refused(incompatible(shard.protocol)));
         }
-        let plan = wire::shard_from_proto(&shard, self.state.cores)
+        let plan = wire::shard_from_proto(&shard)
             .map_err(|e| refused(Status::invalid_argument(format!("volley worker: {e}"))))?;
         let plan = self.admit_target(plan).await.map_err(refused)?;
         info!(

@@ -73,7 +73,7 @@ pub fn run_shard(plan: &Plan, control: &RunControl, sink: &mut dyn FnMut(Event))
         Ok(ring) => ring,
         Err(e) => return sink(Event::Failed(e.to_string())),
     };
-    sink(Event::Accepted { threads: plan.threads.min(plan.connections), connections: plan.connections, ring });
+    sink(Event::Accepted { threads: plan.threads, connections: plan.connections, ring });
     let result = volley_engine::run(plan, control, &mut |progress| {
         sink(match progress {
             Progress::Ready { connected, failed } => Event::Ready { connected, failed },

@@ -11,7 +11,8 @@ use crate::metrics::Exporter;
 
 pub(crate) struct State {
     pub(crate) name: String,
-    /// Physical cores: the thread count of a shard that leaves it to the worker.
+    /// Physical cores, as Hello tells the controller: it decides a shard's threads from them
+    /// unless the run names its own (`-t`).
     pub(crate) cores: usize,
     pub(crate) kernel: String,
     pub(crate) allow: AllowList,

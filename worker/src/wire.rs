@@ -8,9 +8,8 @@
 use std::time::Duration;
 
 use volley_engine::{
-    ConnectionIndices, ErrorKind, HistogramError, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES,
-    MAX_THREADS, Plan, Protocol, QuicCongestion, Rate, RequestSpec, RingSupport, Stage, Stats, Stop, Target,
-    TargetError, TlsOptions, decode_histogram, encode_histogram, new_histogram,
+    ConnectionIndices, ErrorKind, HistogramError, Load, Plan, Protocol, QuicCongestion, Rate, RequestSpec, RingSupport,
+    Stage, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -38,13 +37,8 @@ pub enum WireError {
     EmptyEvent,
 }
 
-/// One worker's part of `plan` as the protocol carries it. `threads` None leaves the thread
-/// count to the worker (its physical cores, capped at the connections).
-pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
-    let (requests, duration_nanos) = match plan.stop {
-        Stop::Requests(n) => (n, 0),
-        Stop::Duration(d) => (0, nanos(d)),
-    };
+/// One worker's part of `plan` as the protocol carries it, with the plan's threads.
+pub fn shard_to_proto(plan: &Plan) -> v1::Shard {
     v1::Shard {
         protocol: PROTOCOL_VERSION,
         url: plan.target.to_string(),
@@ -57,9 +51,11 @@ pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
             .collect(),
         body: plan.request.body.clone(),
         connections: u32::try_from(plan.connections).unwrap_or(u32::MAX),
-        threads: threads.unwrap_or(0),
-        requests,
-        duration_nanos,
+        threads: u32::try_from(plan.threads).unwrap_or(u32::MAX),
+        stop: Some(match plan.stop {
+            Stop::Requests(n) => v1::shard::Stop::Requests(n),
+            Stop::Duration(d) => v1::shard::Stop::DurationNanos(nanos(d)),
+        }),
         connect_timeout_nanos: nanos(plan.connect_timeout),
         request_timeout_nanos: plan.request_timeout.map_or(0, nanos),
         keepalive: plan.keepalive,
@@ -75,14 +71,8 @@ pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
             Protocol::Http2 { streams } | Protocol::Http3 { streams } => streams,
         },
         max_hold_nanos: Some(nanos(plan.max_hold)),
-        rate: plan.rate.map_or(0, |r| r.per_second),
-        rate_offset_nanos: plan.rate.map_or(0, |r| nanos(r.offset)),
         warm_up_nanos: plan.warm_up.map_or(0, nanos),
-        stages: plan.stages.iter().map(|s| v1::Stage { duration_nanos: nanos(s.duration), target: s.target }).collect(),
-        stage_phase: plan.stage_phase,
-        ramp_connections: plan.ramps_connections(),
-        connection_first: plan.connection_indices.first,
-        connection_step: plan.connection_indices.step,
+        load: Some(load_to_proto(&plan.load)),
         quic_congestion: match plan.quic_congestion {
             QuicCongestion::Loopback => 0,
             QuicCongestion::Standard => 1,
@@ -90,41 +80,39 @@ pub fn shard_to_proto(plan: &Plan, threads: Option<u32>) -> v1::Shard {
     }
 }
 
-/// The plan a worker runs for `shard`. Threads 0 become `default_threads`; threads are capped
-/// at the connections, since a thread without a connection has nothing to do. More connections
-/// or threads than the command line allows are refused.
-pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Plan, WireError> {
+fn load_to_proto(load: &Load) -> v1::shard::Load {
+    let stages = |stages: &[Stage]| -> Vec<v1::Stage> {
+        stages.iter().map(|s| v1::Stage { duration_nanos: nanos(s.duration), target: s.target }).collect()
+    };
+    match load {
+        Load::Closed { ramp, indices } => v1::shard::Load::Closed(v1::ClosedLoad {
+            ramp: stages(ramp),
+            connection_first: indices.first,
+            connection_step: indices.step,
+        }),
+        Load::Open { rate, stages: steps, phase } => v1::shard::Load::Open(v1::OpenLoad {
+            rate: rate.per_second,
+            rate_offset_nanos: nanos(rate.offset),
+            stages: stages(steps),
+            stage_phase: *phase,
+        }),
+    }
+}
+
+/// The plan a worker runs for `shard`, exactly as the controller decided it (threads too).
+/// What the protocol cannot say wrong (a missing stop or load, an unknown version) is refused
+/// here; every limit of a run is the engine's one check, [`Plan::validate`].
+pub fn shard_from_proto(shard: &v1::Shard) -> Result<Plan, WireError> {
     let invalid = |why: &str| WireError::Shard(why.to_string());
     if shard.protocol != PROTOCOL_VERSION {
         return Err(WireError::Protocol { theirs: shard.protocol, ours: PROTOCOL_VERSION });
     }
     let target = Target::parse(&shard.url)?;
-    if shard.connections == 0 {
-        return Err(invalid("connections must be at least 1"));
-    }
-    // The same limits as the command line: a shard off the wire must not have the worker set
-    // up millions of connections or start thousands of threads.
-    if shard.connections as usize > MAX_CONNECTIONS {
-        return Err(WireError::Shard(format!(
-            "{} connections is more than the {MAX_CONNECTIONS} a worker takes",
-            shard.connections
-        )));
-    }
-    if shard.threads as usize > MAX_THREADS {
-        return Err(WireError::Shard(format!(
-            "{} threads is more than the {MAX_THREADS} a worker takes",
-            shard.threads
-        )));
-    }
-    let stop = match (shard.requests, shard.duration_nanos) {
-        (0, 0) => return Err(invalid("neither a request count nor a duration")),
-        (n, 0) => Stop::Requests(n),
-        (0, d) => Stop::Duration(Duration::from_nanos(d)),
-        _ => return Err(invalid("both a request count and a duration")),
+    let stop = match shard.stop {
+        Some(v1::shard::Stop::Requests(n)) => Stop::Requests(n),
+        Some(v1::shard::Stop::DurationNanos(d)) => Stop::Duration(Duration::from_nanos(d)),
+        None => return Err(invalid("neither a request count nor a duration")),
     };
-    if shard.connect_timeout_nanos == 0 {
-        return Err(invalid("the connect timeout must not be zero"));
-    }
     if !is_token(&shard.method) {
         return Err(WireError::Shard(format!("bad method '{}'", shard.method.escape_debug())));
     }
@@ -137,25 +125,18 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
     }
     let protocol = match shard.http_version {
         0 | 1 => Protocol::Http1,
-        2 if shard.streams == 0 => return Err(invalid("HTTP/2 with 0 streams per connection")),
         2 => Protocol::Http2 { streams: shard.streams },
-        3 if shard.streams == 0 => return Err(invalid("HTTP/3 with 0 streams per connection")),
         3 => Protocol::Http3 { streams: shard.streams },
         v => return Err(WireError::Shard(format!("HTTP version {v} is not supported by this worker"))),
-    };
-    let connections = shard.connections as usize;
-    let threads = match shard.threads {
-        0 => default_threads.clamp(1, MAX_THREADS),
-        n => n as usize,
     };
     let request = RequestSpec::new(
         &shard.method,
         shard.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
         shard.body.clone(),
     );
-    let mut plan = Plan::new(target, request, connections, stop);
+    let mut plan = Plan::new(target, request, shard.connections as usize, stop);
     plan.protocol = protocol;
-    plan.threads = threads.min(connections);
+    plan.threads = shard.threads as usize;
     plan.connect_timeout = Duration::from_nanos(shard.connect_timeout_nanos);
     plan.request_timeout = match shard.request_timeout_nanos {
         0 => None,
@@ -163,54 +144,11 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
     };
     if let Some(hold) = shard.max_hold_nanos {
         plan.max_hold = Duration::from_nanos(hold);
-        if plan.max_hold > MAX_HOLD {
-            return Err(WireError::Shard(format!(
-                "a hold of {:?} is more than the {MAX_HOLD:?} a worker takes",
-                plan.max_hold
-            )));
-        }
     }
-    if shard.stages.len() > MAX_STAGES {
-        return Err(WireError::Shard(format!(
-            "{} stages is more than the {MAX_STAGES} a worker takes",
-            shard.stages.len()
-        )));
-    }
-    if shard.ramp_connections {
-        plan.stages = connection_stages(shard, connections)?;
-        plan.connection_indices = ConnectionIndices { first: shard.connection_first, step: shard.connection_step };
-    } else if shard.rate > 0 || !shard.stages.is_empty() {
-        // With stages, the rate is where the first starts, and may be 0.
-        plan.stages = shard
-            .stages
-            .iter()
-            .map(|s| Stage { duration: Duration::from_nanos(s.duration_nanos), target: s.target })
-            .collect();
-        let offset = Duration::from_nanos(shard.rate_offset_nanos);
-        if offset > MAX_DURATION {
-            return Err(invalid("a rate offset beyond 365 days"));
-        }
-        plan.rate = Some(Rate { per_second: shard.rate, offset });
-        if !plan.stages.is_empty() {
-            if !(shard.stage_phase > 0.0 && shard.stage_phase <= 1.0) {
-                return Err(invalid("a stage phase outside (0, 1]"));
-            }
-            plan.stage_phase = shard.stage_phase;
-        }
-        let peak = plan.peak_rate().unwrap_or(0);
-        if peak > MAX_RATE {
-            return Err(WireError::Shard(format!(
-                "a rate of {peak} requests per second is more than the {MAX_RATE} a worker takes"
-            )));
-        }
-        if peak == 0 {
-            return Err(invalid("stages that never ask for a request"));
-        }
-        if peak < plan.threads as u64 {
-            // A thread keeps at least one request per second.
-            plan.threads = peak as usize;
-        }
-    }
+    plan.load = match &shard.load {
+        Some(load) => load_from_proto(load),
+        None => return Err(invalid("no load: neither the closed nor the open model")),
+    };
     if shard.warm_up_nanos > 0 {
         plan.warm_up = Some(Duration::from_nanos(shard.warm_up_nanos));
     }
@@ -221,35 +159,26 @@ pub fn shard_from_proto(shard: &v1::Shard, default_threads: usize) -> Result<Pla
     };
     plan.keepalive = shard.keepalive;
     plan.tls = TlsOptions { insecure: shard.insecure, extra_ca_pem: shard.extra_ca_pem.clone() };
-    // The rules the command line keeps hold for a shard too: the engine's one check.
     plan.validate().map_err(|e| WireError::Shard(e.to_string()))?;
     Ok(plan)
 }
 
-/// A closed-model ramp's stages (the whole run's connection counts) and which of the run's
-/// connections the shard's are: within the limits of a run, so that the engine's checks never
-/// see them fail.
-fn connection_stages(shard: &v1::Shard, connections: usize) -> Result<Vec<Stage>, WireError> {
-    let invalid = |why: &str| WireError::Shard(why.to_string());
-    if shard.rate > 0 {
-        return Err(invalid("a connection ramp with a rate"));
+fn load_from_proto(load: &v1::shard::Load) -> Load {
+    // Copied as they are (the message's size bounds them): `Plan::validate` judges them.
+    let stages = |stages: &[v1::Stage]| -> Vec<Stage> {
+        stages.iter().map(|s| Stage { duration: Duration::from_nanos(s.duration_nanos), target: s.target }).collect()
+    };
+    match load {
+        v1::shard::Load::Closed(closed) => Load::Closed {
+            ramp: stages(&closed.ramp),
+            indices: ConnectionIndices { first: closed.connection_first, step: closed.connection_step },
+        },
+        v1::shard::Load::Open(open) => Load::Open {
+            rate: Rate { per_second: open.rate, offset: Duration::from_nanos(open.rate_offset_nanos) },
+            stages: stages(&open.stages),
+            phase: open.stage_phase,
+        },
     }
-    if shard.stages.is_empty() || shard.stages.iter().all(|s| s.target == 0) {
-        return Err(invalid("a connection ramp that never opens a connection"));
-    }
-    if shard.stages.iter().any(|s| s.target > MAX_CONNECTIONS as u64) {
-        return Err(WireError::Shard(format!("a stage of more than the {MAX_CONNECTIONS} connections a run may have")));
-    }
-    let last =
-        shard.connection_step.checked_mul(connections as u64 - 1).and_then(|l| l.checked_add(shard.connection_first));
-    if shard.connection_step == 0 || last.is_none_or(|l| l >= MAX_CONNECTIONS as u64) {
-        return Err(invalid("connection indices beyond the connections a run may have"));
-    }
-    Ok(shard
-        .stages
-        .iter()
-        .map(|s| Stage { duration: Duration::from_nanos(s.duration_nanos), target: s.target })
-        .collect())
 }
 
 /// An HTTP token (RFC 9110): what a method or a header name may consist of.

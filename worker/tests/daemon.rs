@@ -56,7 +56,8 @@ fn shard(url: &str, connections: usize, stop: Stop) -> v1::Shard {
     let mut plan = Plan::new(Target::parse(url).expect("valid URL"), request, connections, stop);
     plan.connect_timeout = Duration::from_secs(2);
     plan.request_timeout = Some(Duration::from_secs(5));
-    wire::shard_to_proto(&plan, Some(2))
+    plan.threads = plan.threads_for(2);
+    wire::shard_to_proto(&plan)
 }
 
 fn command(c: Command) -> v1::RunCommand {
@@ -263,15 +264,20 @@ async fn another_protocol_version_is_refused() {
     let server = target_server();
     let worker = worker(|_| {}).await;
     let mut client = client(&worker, None).await;
-    let status = client.hello(v1::HelloRequest { protocol: 999, version: "9.9.9".into() }).await.expect_err("refused");
-    assert_eq!(status.code(), Code::FailedPrecondition);
-    assert_eq!(
-        status.message(),
-        format!(
-            "incompatible protocol: controller speaks 999, this worker speaks 5 (volley {})",
-            env!("CARGO_PKG_VERSION")
-        )
-    );
+    // A newer controller, and an older one: the one before the load model became a `oneof`.
+    for theirs in [999, volley_proto::PROTOCOL_VERSION - 1] {
+        let status =
+            client.hello(v1::HelloRequest { protocol: theirs, version: "9.9.9".into() }).await.expect_err("refused");
+        assert_eq!(status.code(), Code::FailedPrecondition);
+        assert_eq!(
+            status.message(),
+            format!(
+                "incompatible protocol: controller speaks {theirs}, this worker speaks {} (volley {})",
+                volley_proto::PROTOCOL_VERSION,
+                env!("CARGO_PKG_VERSION")
+            )
+        );
+    }
     let mut old = shard(&server.url(), 1, Stop::Requests(5));
     old.protocol = 999;
     let status = Run::open(&mut client, old).await.err().expect("refused");
@@ -459,8 +465,12 @@ async fn a_shard_breaking_a_rule_of_the_command_line_is_refused_before_it_runs()
     let mut client = client(&worker, None).await;
     // Stages beside a request count: the command line refuses it, since the run would never end.
     let mut endless = shard(&server.url(), 2, Stop::Requests(5));
-    endless.stages = vec![v1::Stage { duration_nanos: 1_000_000_000, target: 10 }];
-    endless.rate = 10;
+    endless.load = Some(v1::shard::Load::Open(v1::OpenLoad {
+        rate: 10,
+        stages: vec![v1::Stage { duration_nanos: 1_000_000_000, target: 10 }],
+        stage_phase: 0.5,
+        ..Default::default()
+    }));
     // A body past the 64 MiB the README promises, within the 80 MiB a message may carry.
     let mut heavy = shard(&server.url(), 1, Stop::Requests(1));
     heavy.body = vec![b'x'; (64 << 20) + 1];

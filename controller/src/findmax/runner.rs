@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use volley_engine::{Plan, Rate, RunControl, Stop};
+use volley_engine::{Load, Plan, RunControl, Stop};
 
 use crate::cli::LoadArgs;
 use crate::error::CliError;
@@ -16,7 +16,8 @@ pub(crate) struct Runner {
     plan: Plan,
     places: Vec<Place>,
     access: Access,
-    worker_threads: Option<u32>,
+    /// `-t`: each step's threads are decided from it (or the machine's cores) at its rate.
+    threads: Option<u64>,
     /// Remote workers are driven from here; none for a local search.
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -26,25 +27,18 @@ impl Runner {
     /// run: a bad flag or worker list is a usage error before any load.
     pub(crate) fn new(args: &LoadArgs) -> Result<Runner, CliError> {
         let plan = options::build_plan(args)?;
+        let threads = args.threads;
         if args.workers.is_empty() {
-            return Ok(Runner {
-                plan,
-                places: vec![Place::Local],
-                access: Access::default(),
-                worker_threads: None,
-                runtime: None,
-            });
+            return Ok(Runner { plan, places: vec![Place::Local], access: Access::default(), threads, runtime: None });
         }
         let places = options::worker_places(&workers_file::expand(&args.workers)?)?;
-        options::check_shard_size(&plan)?;
         let access = options::worker_access(args)?;
-        let worker_threads = args.threads.map(|t| u32::try_from(t).unwrap_or(u32::MAX));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .map_err(|e| CliError::Worker(format!("cannot start the controller's runtime: {e}")))?;
-        Ok(Runner { plan, places, access, worker_threads, runtime: Some(runtime) })
+        Ok(Runner { plan, places, access, threads, runtime: Some(runtime) })
     }
 
     /// How many places share each step's rate.
@@ -58,14 +52,18 @@ impl Runner {
 
     /// Each place's share of a step at `rate` for `length`; a usage error when the step cannot
     /// be split over the workers (fewer connections than workers).
-    pub(crate) fn shards(&self, rate: u64, length: Duration) -> Result<Vec<Plan>, CliError> {
+    pub(crate) fn shards(&self, rate: u64, length: Duration) -> Result<Vec<fleet::Part>, CliError> {
         let mut plan = self.plan.clone();
-        plan.rate = Some(Rate::per_second(rate));
+        plan.load = Load::rate(rate);
         plan.stop = Stop::Duration(length);
-        match self.places.as_slice() {
-            [Place::Local] => Ok(vec![plan]),
-            places => fleet::split(&plan, places.len()),
-        }
+        plan.threads = plan.threads_for(options::local_threads(self.threads));
+        options::check(&plan)?;
+        let shards = match self.places.as_slice() {
+            [Place::Local] => vec![plan],
+            places => fleet::split(&plan, places.len())?,
+        };
+        let threads = self.threads.map(|t| usize::try_from(t).unwrap_or(usize::MAX));
+        fleet::parts(shards, self.places.clone(), threads)
     }
 
     /// One step at `rate` requests per second for `length`; `interrupt` (Ctrl-C) stops it.
@@ -75,8 +73,7 @@ impl Runner {
         let protocol = self.plan.protocol;
         let handle = self.runtime.as_ref().map(|r| r.handle());
         let followers = fleet::Followers::default();
-        let run =
-            fleet::run(shards, self.places.clone(), &self.access, handle, self.worker_threads, interrupt, followers);
+        let run = fleet::run(shards, &self.access, handle, interrupt, followers);
         Ok(Report::from_fleet(url, protocol, self.plan.quic_congestion, run))
     }
 }

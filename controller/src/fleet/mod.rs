@@ -24,12 +24,11 @@ use volley_engine::{Plan, RingSupport, RunControl, Stats, Stop};
 use volley_worker::clock::now_nanos;
 use volley_worker::metrics::Exporter;
 use volley_worker::shard::{Event, Outcome};
-use volley_worker::wire;
 
 pub(crate) use link::WorkerInfo;
 pub(crate) use remote::Access;
 pub(crate) use series::Profile;
-pub(crate) use split::split;
+pub(crate) use split::{Destination, Part, parts, split};
 
 use crate::gate::Watch;
 use crate::output::hlog::IntervalLog;
@@ -124,27 +123,29 @@ pub(crate) struct Followers<'a> {
     pub hlog: Option<&'a mut IntervalLog>,
 }
 
-/// Runs `shards[i]` on `places[i]`, all starting together, told to `followers` as it goes.
+/// Runs every part where it goes, all starting together, told to `followers` as it goes.
 pub(crate) fn run(
-    shards: Vec<Plan>,
-    places: Vec<Place>,
+    parts: Vec<Part>,
     access: &Access,
     runtime: Option<&tokio::runtime::Handle>,
-    worker_threads: Option<u32>,
     interrupt: &RunControl,
     followers: Followers<'_>,
 ) -> FleetRun {
     let Followers { live, mut watch, mut hlog } = followers;
     let (tx, rx) = mpsc::channel::<(usize, LinkEvent)>();
-    let remote = places.iter().any(|p| matches!(p, Place::Remote(_)));
-    let stop = shards[0].stop;
-    let connect_timeout = shards[0].connect_timeout;
-    let most_connections = shards.iter().map(|s| s.connections).max().unwrap_or(0);
+    let remote = parts.iter().any(|p| matches!(p.to, Destination::Remote { .. }));
+    let Some(first) = parts.first() else {
+        return FleetRun::default();
+    };
+    let stop = first.plan.stop;
+    let connect_timeout = first.plan.connect_timeout;
+    let most_connections = parts.iter().map(|p| p.plan.connections).max().unwrap_or(0);
+    let shards: Vec<&Plan> = parts.iter().map(|p| &p.plan).collect();
     let profile = Profile::new(&shards);
     let mut fleet = FleetRun { remote, profile: profile.clone(), ..Default::default() };
     let mut links = Vec::with_capacity(shards.len());
     let mut state = State::default();
-    for (index, (shard, place)) in shards.into_iter().zip(places).enumerate() {
+    for (index, Part { plan: shard, to }) in parts.into_iter().enumerate() {
         let end = match shard.stop {
             Stop::Duration(d) => d,
             Stop::Requests(_) => Duration::ZERO,
@@ -158,20 +159,19 @@ pub(crate) fn run(
             Stop::Requests(n) => Some(n),
             Stop::Duration(_) => None,
         };
-        state.workers.push(Tracked::new(budget, matches!(place, Place::Remote(_)), profile.warm_up_seconds));
-        let link = match place {
-            Place::Local => {
+        state.workers.push(Tracked::new(budget, matches!(to, Destination::Remote { .. }), profile.warm_up_seconds));
+        let link = match to {
+            Destination::Local => {
                 worker.address = "local".into();
                 local::start(index, shard, tx.clone())
             }
-            Place::Remote(address) => {
+            Destination::Remote { address, shard, threads, limit } => {
                 worker.address = address.clone();
                 let (cmd_tx, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
-                // Without -t, each worker uses its own cores.
-                let proto = wire::shard_to_proto(&shard, worker_threads);
+                let part = remote::Shard { shard: *shard, threads, limit };
                 match runtime {
                     Some(rt) => {
-                        rt.spawn(remote::drive(index, address, access.clone(), proto, tx.clone(), cmd_rx));
+                        rt.spawn(remote::drive(index, address, access.clone(), part, tx.clone(), cmd_rx));
                     }
                     None => {
                         worker.failure = Some("no runtime for remote workers".into());

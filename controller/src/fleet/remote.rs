@@ -9,6 +9,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::{Code, Status};
+use volley_engine::ThreadLimit;
 use volley_proto::v1::{self, worker_client::WorkerClient};
 use volley_proto::{MAX_MESSAGE_BYTES, PROTOCOL_VERSION};
 use volley_worker::clock::now_nanos;
@@ -35,12 +36,20 @@ pub(crate) struct Access {
     pub identity: Option<(Vec<u8>, Vec<u8>)>,
 }
 
+/// A remote worker's part: its shard, encoded once, and how its threads are decided once the
+/// worker says how many cores it has (`threads`, from -t, else those cores, within `limit`).
+pub(crate) struct Shard {
+    pub shard: v1::Shard,
+    pub threads: Option<usize>,
+    pub limit: ThreadLimit,
+}
+
 /// Drives one worker until its run ends; whatever goes wrong arrives as a Failed event.
 pub(crate) async fn drive(
     index: usize,
     address: String,
     access: Access,
-    shard: v1::Shard,
+    shard: Shard,
     events: Sender<(usize, LinkEvent)>,
     commands: UnboundedReceiver<Command>,
 ) {
@@ -53,7 +62,7 @@ async fn drive_run(
     index: usize,
     address: &str,
     access: &Access,
-    shard: v1::Shard,
+    part: Shard,
     events: &Sender<(usize, LinkEvent)>,
     mut commands: UnboundedReceiver<Command>,
 ) -> Result<(), String> {
@@ -85,6 +94,9 @@ async fn drive_run(
     }
     // Workers say what their engine runs (Protocol::NAMES); one that cannot run this shard's
     // protocol is refused before any load, by name.
+    let Shard { mut shard, threads, limit } = part;
+    let cores = usize::try_from(hello.cores).unwrap_or(usize::MAX);
+    shard.threads = u32::try_from(limit.threads_for(threads.unwrap_or(cores))).unwrap_or(u32::MAX);
     let asked = match shard.http_version {
         2 => "h2",
         3 => "h3",

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use volley_engine::{ConnectionIndices, Plan, Stage, connections_at, requested_between, stage_at};
+use volley_engine::{ConnectionIndices, Load, Plan, Stage, connections_at, requested_between, stage_at};
 
 /// The run's profile, from its shards.
 #[derive(Debug, Clone, Default)]
@@ -37,25 +37,26 @@ pub(crate) struct Label {
 }
 
 impl Profile {
-    pub(crate) fn new(shards: &[Plan]) -> Profile {
+    pub(crate) fn new(shards: &[&Plan]) -> Profile {
         let warm_up_seconds =
             shards.first().and_then(|s| s.warm_up).map_or(0, |d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX));
-        let open: Vec<&Plan> = shards.iter().filter(|s| s.rate.is_some()).collect();
-        Profile {
-            warm_up_seconds,
-            starts: open.iter().map(|s| s.rate.map_or(0, |r| r.per_second)).collect(),
-            stages: open.iter().map(|s| s.stages.clone()).collect(),
-            phases: open.iter().map(|s| s.stage_phase).collect(),
-            connection_stages: shards
-                .iter()
-                .find(|s| s.ramps_connections())
-                .map_or_else(Vec::new, |s| s.stages.clone()),
-            ramps: shards
-                .iter()
-                .filter(|s| s.ramps_connections())
-                .map(|s| (s.connection_indices, s.connections))
-                .collect(),
+        let mut profile = Profile { warm_up_seconds, ..Default::default() };
+        for shard in shards {
+            match &shard.load {
+                Load::Open { rate, stages, phase } => {
+                    profile.starts.push(rate.per_second);
+                    profile.stages.push(stages.clone());
+                    profile.phases.push(*phase);
+                }
+                Load::Closed { ramp, indices } if !ramp.is_empty() => {
+                    // Every shard has the whole run's.
+                    profile.connection_stages.clone_from(ramp);
+                    profile.ramps.push((*indices, shard.connections));
+                }
+                Load::Closed { .. } => {}
+            }
         }
+        profile
     }
 
     /// A ramp of the connection count: its stages (the whole run's); empty otherwise.

@@ -1,7 +1,11 @@
-//! Splitting one plan into per-worker shards whose totals are exactly the plan's.
+//! Splitting one plan into per-worker shards whose totals are exactly the plan's, and making
+//! each worker's part ready to go: a remote worker's shard encoded once, as the wire carries it.
 
-use volley_engine::{Plan, Stop};
+use volley_engine::{Load, MAX_THREADS, Plan, Stop, ThreadLimit};
+use volley_proto::{MAX_MESSAGE_BYTES, v1};
+use volley_worker::wire;
 
+use super::Place;
 use crate::error::CliError;
 
 /// One shard per worker, by the engine's own split (`Plan::split`, which also spreads a shard
@@ -19,9 +23,9 @@ pub(crate) fn split(plan: &Plan, workers: usize) -> Result<Vec<Plan>, CliError> 
     {
         return Err(CliError::Usage(format!("-n/--requests ({n}) must be at least the number of workers ({workers})")));
     }
-    if let Some(rate) = plan.rate
+    if let Load::Open { rate, stages, .. } = &plan.load
         && rate.per_second < workers as u64
-        && plan.stages.is_empty()
+        && stages.is_empty()
     {
         return Err(CliError::Usage(format!(
             "--rate ({}) must be at least the number of workers ({workers}): each sends whole requests per second",
@@ -29,7 +33,7 @@ pub(crate) fn split(plan: &Plan, workers: usize) -> Result<Vec<Plan>, CliError> 
         )));
     }
     // With stages, each worker gets its share of every stage; it needs one at the highest.
-    if let Some(peak) = plan.peak_rate().filter(|_| !plan.stages.is_empty())
+    if let Some(peak) = plan.peak_rate().filter(|_| !plan.load.stages().is_empty())
         && peak < workers as u64
     {
         return Err(CliError::Usage(format!(
@@ -37,6 +41,55 @@ pub(crate) fn split(plan: &Plan, workers: usize) -> Result<Vec<Plan>, CliError> 
         )));
     }
     Ok(plan.split(workers))
+}
+
+/// One worker's part of a run, ready to go.
+pub(crate) struct Part {
+    pub plan: Plan,
+    pub to: Destination,
+}
+
+/// Where a part runs, and what it takes to send it there.
+pub(crate) enum Destination {
+    /// The in-process worker, which runs the plan as it is.
+    Local,
+    /// A `volley worker` at `address`, sent `shard`: the plan as the wire carries it, encoded
+    /// once. Its threads are decided once the worker says how many cores it has, unless the
+    /// run names them (`-t`): `limit.threads_for(threads or cores)`.
+    Remote { address: String, shard: Box<v1::Shard>, threads: Option<usize>, limit: ThreadLimit },
+}
+
+// The largest request body `-d` takes is the engine's, locally and on workers alike; the shard
+// message that carries it to a worker must leave 16 MiB for the headers, the URL and `--cacert`.
+const _: () = assert!(volley_engine::MAX_BODY_BYTES + (16 << 20) <= MAX_MESSAGE_BYTES);
+
+/// `shards[i]` for `places[i]`. Each remote worker takes its shard in one message of at most
+/// `MAX_MESSAGE_BYTES`: a larger one is refused here, before connecting, rather than by the
+/// worker after all of it was sent.
+pub(crate) fn parts(shards: Vec<Plan>, places: Vec<Place>, threads: Option<usize>) -> Result<Vec<Part>, CliError> {
+    shards
+        .into_iter()
+        .zip(places)
+        .map(|(plan, place)| {
+            let to = match place {
+                Place::Local => Destination::Local,
+                Place::Remote(address) => {
+                    let mut shard = wire::shard_to_proto(&plan);
+                    // Measured at the widest thread count the worker may be given.
+                    shard.threads = MAX_THREADS as u32;
+                    let size = prost::Message::encoded_len(&shard);
+                    if size > MAX_MESSAGE_BYTES {
+                        return Err(CliError::Usage(format!(
+                            "the request is too large for workers: its body, headers and --cacert come to {size} bytes, over the {} MiB a worker takes",
+                            MAX_MESSAGE_BYTES >> 20
+                        )));
+                    }
+                    Destination::Remote { address, shard: Box::new(shard), threads, limit: plan.thread_limit() }
+                }
+            };
+            Ok(Part { plan, to })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -57,7 +110,7 @@ mod tests {
         assert!(split(&plan(1, Stop::Requests(10)), 2).is_err());
         assert!(split(&plan(4, Stop::Requests(1)), 2).is_err());
         let mut slow = plan(4, Stop::Requests(10));
-        slow.rate = Some(volley_engine::Rate::per_second(1));
+        slow.load = Load::rate(1);
         assert!(
             split(&slow, 2).unwrap_err().to_string().contains("--rate (1) must be at least the number of workers (2)")
         );

@@ -145,6 +145,7 @@ impl<'r> Loop<'r> {
 
     pub(super) fn new(ring: &'r mut IoUring, shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<Self> {
         let n = plan.connections.max(1);
+        let ramp = ConnectionRamp::for_load(&plan.load, plan.connections);
         let uring = Uring::new(ring, n as u32, shared.connect_timeout)?;
         let udp = shared.session.is_udp();
         let entries = (n * shared.session.receive_buffers_per_connection()).next_power_of_two();
@@ -166,20 +167,14 @@ impl<'r> Loop<'r> {
             conns: (0..n).map(|_| Conn::new(now)).collect(),
             lifecycle: Lifecycle::new(&plan, now),
             stats: Stats::new(),
-            schedule: match plan.rate {
-                Some(rate) if !plan.stages.is_empty() => {
-                    Schedule::staged(plan.budget, rate, &plan.stages, plan.stage_phase)
-                }
-                Some(rate) => Schedule::open(plan.budget, rate),
-                None => Schedule::closed(plan.budget),
-            },
-            open_model: plan.rate.is_some(),
+            schedule: Schedule::for_load(plan.budget, &plan.load),
+            open_model: plan.load.is_open(),
             warm_up_ticks: plan.warm_up_ticks,
             warm_up_resolved: 0,
             waiting: VecDeque::new(),
             waiting_count: 0,
-            open_allowed: plan.ramp.as_ref().map_or(n, |r| r.open_at(Duration::ZERO)),
-            ramp: plan.ramp,
+            open_allowed: ramp.as_ref().map_or(n, |r| r.open_at(Duration::ZERO)),
+            ramp,
             ramp_start: None,
             ramp_next: None,
             plain: Vec::with_capacity(16 * 1024),

@@ -53,14 +53,9 @@ pub(crate) struct ThreadPlan {
     pub budget: Option<u64>,
     /// How long the load runs once started; None for a request budget.
     pub duration: Option<Duration>,
-    /// Open model: this thread's share of the rate; None for the closed model.
-    pub rate: Option<crate::plan::Rate>,
-    /// Open model: its share of each stage's target (empty for a constant rate).
-    pub stages: Vec<crate::plan::Stage>,
-    pub stage_phase: f64,
-    /// Closed model with stages: how many of this thread's connections are open at each
-    /// instant after the start; None keeps all of them open.
-    pub ramp: Option<crate::plan::ConnectionRamp>,
+    /// This thread's share of the load: its part of the rate, or its connections under the
+    /// ramp.
+    pub load: crate::plan::Load,
     /// The first this many ticks are the warm-up; a budget begins after them.
     pub warm_up_ticks: u32,
     pub gate: Arc<StartGate>,

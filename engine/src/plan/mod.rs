@@ -10,7 +10,7 @@ pub(crate) use ramp::ConnectionRamp;
 pub use ramp::{ConnectionIndices, connections_at};
 pub(crate) use stages::Curve;
 pub use stages::{MAX_STAGES, Stage, requested_between, stage_at};
-pub use validate::PlanError;
+pub use validate::{PlanError, Setting};
 
 use std::time::Duration;
 
@@ -48,11 +48,82 @@ pub const MAX_BODY_BYTES: usize = 64 << 20;
 /// The most requests per second a plan may ask for: one every nanosecond, the clock's grain.
 pub const MAX_RATE: u64 = 1_000_000_000;
 
-/// An open-model schedule: requests due at fixed, uniform spacing whatever the server does.
+/// The most HTTP/2 or HTTP/3 streams a plan may keep in flight per connection: stream ids
+/// allow about a billion, but no server allows more than a few thousand at once, and each one
+/// in flight costs memory here.
+pub const MAX_STREAMS: u32 = 65_536;
+
+/// How load is offered: the one place that says whether a plan is the closed or the open model,
+/// and what its stages count.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Load {
+    /// Each connection (or stream) sends its next request as soon as the last is answered.
+    Closed {
+        /// The number of open connections ramps through these stages from 0, linearly within
+        /// each (k6's ramping VUs), up to the plan's connections; the targets are the whole
+        /// run's counts (a split leaves them as they are). Empty: every connection is open from
+        /// the start.
+        ramp: Vec<Stage>,
+        /// Which of the whole run's connections this plan's are: what the ramp opens and
+        /// closes, so that every part opens its own.
+        indices: ConnectionIndices,
+    },
+    /// Requests due on a schedule whatever the server does, each taken by the next connection
+    /// (or stream) free.
+    Open {
+        /// Requests per second; with stages, where the first starts from (then it may be 0).
+        rate: Rate,
+        /// The rate ramps through these, linearly within each; empty for a constant rate. The
+        /// run should last their sum: nothing is due after the last.
+        stages: Vec<Stage>,
+        /// With stages: request k of this plan is due once k + `phase` requests' worth of its
+        /// ramp has accumulated, in (0, 1]. A whole plan's is ½ (each request in the middle of
+        /// its unit); a split gives part i of P `(phase + i) / P`, so that the parts' requests
+        /// interleave evenly at every rate, where a time offset would push a part's last
+        /// requests past the run's end.
+        phase: f64,
+    },
+}
+
+impl Load {
+    /// The closed model with every connection open from the start.
+    pub fn closed() -> Load {
+        Load::Closed { ramp: Vec::new(), indices: ConnectionIndices::WHOLE }
+    }
+
+    /// The closed model, the number of open connections ramping through `ramp` from 0.
+    pub fn ramp(ramp: Vec<Stage>) -> Load {
+        Load::Closed { ramp, indices: ConnectionIndices::WHOLE }
+    }
+
+    /// The open model at a constant `per_second`, the first request due at the start.
+    pub fn rate(per_second: u64) -> Load {
+        Load::Open { rate: Rate::per_second(per_second), stages: Vec::new(), phase: 0.5 }
+    }
+
+    /// The open model ramping through `stages` from `from` requests per second.
+    pub fn staged_rate(from: u64, stages: Vec<Stage>) -> Load {
+        Load::Open { rate: Rate::per_second(from), stages, phase: 0.5 }
+    }
+
+    /// The stages, whatever they count (connections or requests per second); empty without.
+    pub fn stages(&self) -> &[Stage] {
+        match self {
+            Load::Closed { ramp, .. } => ramp,
+            Load::Open { stages, .. } => stages,
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        matches!(self, Load::Open { .. })
+    }
+}
+
+/// An open-model rate: requests due at fixed, uniform spacing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rate {
-    /// Requests per second; at least 1, at most [`MAX_RATE`]. With stages, the rate the first
-    /// stage starts from, which may be 0.
+    /// Requests per second, at most [`MAX_RATE`]. With stages, the rate the first stage starts
+    /// from, which may be 0.
     pub per_second: u64,
     /// When the first request is due after the start. Splitting a rate over parts staggers
     /// them by this, so that their requests interleave instead of coming in bursts of one per
@@ -129,6 +200,23 @@ impl Protocol {
     }
 }
 
+/// The most threads a plan can use: a thread keeps at least one connection and, in the open
+/// model, one request per second at the plan's peak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadLimit {
+    most: usize,
+}
+
+impl ThreadLimit {
+    /// The threads to run on when `wanted` are asked for (`-t`, or the machine's cores): as
+    /// many, down to what the plan can use. The one place a thread count is decided; everyone
+    /// else takes it as it is, and [`Plan::validate`] refuses what is out of bounds (0, or
+    /// more than [`MAX_THREADS`]) with its own words.
+    pub fn threads_for(self, wanted: usize) -> usize {
+        wanted.min(self.most)
+    }
+}
+
 /// How HTTP/3's QUIC treats the path it runs over (`--quic-congestion`); nothing else uses it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum QuicCongestion {
@@ -186,28 +274,11 @@ pub struct Plan {
     /// at the price of up to this much added to a latency. Zero handles every completion as it
     /// comes. At most [`MAX_HOLD`].
     pub max_hold: Duration,
-    /// Open model: requests due at this rate, each taken by the next connection (or stream)
-    /// free; None is the closed model, each connection sending its next request as soon as
-    /// the last is answered.
-    pub rate: Option<Rate>,
-    /// Open model: the rate ramps through these stages, from `rate`'s requests per second (which
-    /// may then be 0), linearly within each; empty for a constant rate. The run should last
-    /// their sum: nothing is due after the last. Closed model (no rate): the number of open
-    /// connections ramps through them from 0, the whole run's count (a split leaves them as they
-    /// are; `connection_indices` says which of them are a part's), up to `connections`.
-    pub stages: Vec<Stage>,
-    /// With stages: request k of this plan is due once k + `stage_phase` requests' worth of its
-    /// ramp has accumulated, in (0, 1]. A whole plan's is ½ (each request in the middle of its
-    /// unit); a split gives part i of P `(phase + i) / P`, so that the parts' requests
-    /// interleave evenly at every rate, where a time offset would push a part's last requests
-    /// past the run's end.
-    pub stage_phase: f64,
+    /// The closed or the open model, with their stages.
+    pub load: Load,
     /// The first this many whole seconds of the load are counted apart (`RunResult::warm_up`);
     /// a request budget (`-n`) counts only the requests after it.
     pub warm_up: Option<Duration>,
-    /// Which of the whole run's connections this plan's are: what a ramp of the connection
-    /// count (closed-model stages) opens and closes, so that every part opens its own.
-    pub connection_indices: ConnectionIndices,
     /// HTTP/3: how QUIC's congestion control treats the path.
     pub quic_congestion: QuicCongestion,
 }
@@ -216,7 +287,7 @@ impl Plan {
     /// A plan of `connections` connections sending `request` to `target` until `stop`, with the
     /// command line's defaults for the rest: HTTP/1.1, one thread, keep-alive, a 5 s connect
     /// timeout, a 30 s request timeout, certificates verified, completions held at most
-    /// [`DEFAULT_MAX_HOLD`], the closed model (no rate), QUIC for loopback-class paths.
+    /// [`DEFAULT_MAX_HOLD`], the closed model with every connection open from the start, QUIC for loopback-class paths.
     pub fn new(target: Target, request: RequestSpec, connections: usize, stop: Stop) -> Self {
         Plan {
             target,
@@ -230,11 +301,8 @@ impl Plan {
             keepalive: true,
             tls: TlsOptions::default(),
             max_hold: DEFAULT_MAX_HOLD,
-            rate: None,
-            stages: Vec::new(),
-            stage_phase: 0.5,
+            load: Load::closed(),
             warm_up: None,
-            connection_indices: ConnectionIndices::WHOLE,
             quic_congestion: QuicCongestion::Loopback,
         }
     }
@@ -242,12 +310,23 @@ impl Plan {
     /// The most requests per second the plan asks for at any time (its rate, or its stages'
     /// highest); None in the closed model.
     pub fn peak_rate(&self) -> Option<u64> {
-        self.rate.map(|r| Curve::peak(r.per_second, &self.stages))
+        match &self.load {
+            Load::Open { rate, stages, .. } => Some(Curve::peak(rate.per_second, stages)),
+            Load::Closed { .. } => None,
+        }
     }
 
-    /// Closed model with stages: the number of open connections ramps through them.
-    pub fn ramps_connections(&self) -> bool {
-        self.rate.is_none() && !self.stages.is_empty()
+    /// The threads this plan runs on when `wanted` are asked for (`-t`, or the machine's
+    /// cores). See [`ThreadLimit::threads_for`].
+    pub fn threads_for(&self, wanted: usize) -> usize {
+        self.thread_limit().threads_for(wanted)
+    }
+
+    /// What bounds this plan's threads, apart from the plan: for deciding them where the
+    /// machine's cores become known (a worker's Hello), long after the plan was encoded.
+    pub fn thread_limit(&self) -> ThreadLimit {
+        let peak = self.peak_rate().map_or(usize::MAX, |r| usize::try_from(r).unwrap_or(usize::MAX));
+        ThreadLimit { most: self.connections.min(peak) }
     }
 
     /// The whole seconds of warm-up (0 without).

@@ -55,6 +55,17 @@ pub(crate) struct ConnectionRamp {
 }
 
 impl ConnectionRamp {
+    /// A closed-model `load`'s ramp over `connections` connections; None when every connection
+    /// stays open (no ramp, or the open model).
+    pub(crate) fn for_load(load: &super::Load, connections: usize) -> Option<ConnectionRamp> {
+        match load {
+            super::Load::Closed { ramp, indices } if !ramp.is_empty() => {
+                Some(ConnectionRamp::new(ramp, *indices, connections))
+            }
+            _ => None,
+        }
+    }
+
     /// `connections` connections, the whole's `indices`, under the whole run's `stages`.
     pub(crate) fn new(stages: &[Stage], indices: ConnectionIndices, connections: usize) -> ConnectionRamp {
         ConnectionRamp { segments: segments(0, stages), indices, connections: connections as u64 }

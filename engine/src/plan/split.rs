@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{Plan, Rate, Stage, Stop};
+use super::{Load, Plan, Rate, Stage, Stop};
 
 impl Plan {
     /// This plan as `parts` plans (workers, or one engine's threads) that add up to exactly it:
@@ -29,41 +29,74 @@ impl Plan {
             return Vec::new();
         }
         let connections: Vec<u64> = (0..parts).map(|i| even_share(self.connections as u64, parts, i)).collect();
-        let rates = self.rate.map(|r| proportional(r.per_second, &connections));
-        // Each stage's target splits like the rate, so at every instant the parts' rates add up
-        // to the whole's (a sum of linear ramps is the linear ramp of the sums).
-        let targets: Vec<Vec<u64>> = self.stages.iter().map(|s| proportional(s.target, &connections)).collect();
-        // Parts of a constant rate are staggered by the whole's spacing.
-        let spacing = 1e9 / self.rate.map_or(1, |r| r.per_second).max(1) as f64;
+        let loads = self.load.split(&connections);
+        let rates: Option<Vec<u64>> = match &self.load {
+            Load::Open { .. } => Some(loads.iter().map(|l| l.start_rate()).collect()),
+            Load::Closed { .. } => None,
+        };
         let budgets = match self.stop {
             Stop::Requests(n) => Some(proportional(n, rates.as_deref().unwrap_or(&connections))),
             Stop::Duration(_) => None,
         };
-        (0..parts)
-            .map(|i| {
+        loads
+            .into_iter()
+            .enumerate()
+            .map(|(i, load)| {
                 let mut part = self.clone();
                 part.connections = connections[i] as usize;
-                part.threads = self.threads.min(part.connections);
-                part.connection_indices = self.connection_indices.part(i, parts);
-                if let (Some(rate), Some(rates)) = (self.rate, &rates) {
-                    // Stages interleave their parts by phase instead (`Plan::stage_phase`).
-                    let stagger = if self.stages.is_empty() {
-                        Duration::from_nanos((spacing * i as f64) as u64)
-                    } else {
-                        Duration::ZERO
-                    };
-                    part.rate = Some(Rate { per_second: rates[i], offset: rate.offset + stagger });
-                    part.stage_phase = (self.stage_phase + i as f64) / parts as f64;
-                    part.stages = self.stages.iter().zip(&targets).map(|(s, t)| Stage { target: t[i], ..*s }).collect();
-                    let peak = part.peak_rate().unwrap_or(0);
-                    part.threads = part.threads.min(usize::try_from(peak).unwrap_or(usize::MAX));
-                }
+                part.load = load;
+                part.threads = part.threads_for(self.threads);
                 if let Some(b) = &budgets {
                     part.stop = Stop::Requests(b[i]);
                 }
                 part
             })
             .collect()
+    }
+}
+
+impl Load {
+    /// This load over parts with `connections` each. A closed model's ramp is the whole run's
+    /// in every part, each part opening its own connections. A rate and each stage's target
+    /// split in proportion to the connections; a constant rate's parts are staggered by the
+    /// whole's spacing, stages' parts interleave by their phase.
+    fn split(&self, connections: &[u64]) -> Vec<Load> {
+        let parts = connections.len();
+        match self {
+            Load::Closed { ramp, indices } => {
+                (0..parts).map(|i| Load::Closed { ramp: ramp.clone(), indices: indices.part(i, parts) }).collect()
+            }
+            Load::Open { rate, stages, phase } => {
+                let rates = proportional(rate.per_second, connections);
+                // Each stage's target splits like the rate, so at every instant the parts' rates
+                // add up to the whole's (a sum of linear ramps is the linear ramp of the sums).
+                let targets: Vec<Vec<u64>> = stages.iter().map(|s| proportional(s.target, connections)).collect();
+                let spacing = 1e9 / rate.per_second.max(1) as f64;
+                (0..parts)
+                    .map(|i| {
+                        // Stages interleave their parts by phase instead (`Load::Open::phase`).
+                        let stagger = if stages.is_empty() {
+                            Duration::from_nanos((spacing * i as f64) as u64)
+                        } else {
+                            Duration::ZERO
+                        };
+                        Load::Open {
+                            rate: Rate { per_second: rates[i], offset: rate.offset + stagger },
+                            stages: stages.iter().zip(&targets).map(|(s, t)| Stage { target: t[i], ..*s }).collect(),
+                            phase: (phase + i as f64) / parts as f64,
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// The open model's requests per second at the start (0 for the closed model).
+    fn start_rate(&self) -> u64 {
+        match self {
+            Load::Open { rate, .. } => rate.per_second,
+            Load::Closed { .. } => 0,
+        }
     }
 }
 
@@ -125,6 +158,20 @@ mod tests {
         );
         plan.threads = 4;
         plan
+    }
+
+    fn rate(plan: &Plan) -> Rate {
+        match &plan.load {
+            Load::Open { rate, .. } => *rate,
+            Load::Closed { .. } => panic!("a rate"),
+        }
+    }
+
+    fn phase(plan: &Plan) -> f64 {
+        match &plan.load {
+            Load::Open { phase, .. } => *phase,
+            Load::Closed { .. } => panic!("a rate"),
+        }
     }
 
     fn budgets(parts: &[Plan]) -> Vec<u64> {
@@ -189,9 +236,9 @@ mod tests {
             let r = k as u64 + rng.below(100_000) as u64;
             let n = rng.below(100_000) as u64;
             let mut whole = plan(c, Stop::Requests(n));
-            whole.rate = Some(Rate::per_second(r));
+            whole.load = Load::rate(r);
             let parts = whole.split(k);
-            let rates: Vec<u64> = parts.iter().map(|p| p.rate.expect("a rate").per_second).collect();
+            let rates: Vec<u64> = parts.iter().map(|p| rate(p).per_second).collect();
             assert_eq!(rates.iter().sum::<u64>(), r, "c={c} r={r} k={k}");
             assert!(rates.iter().all(|r| *r >= 1), "{rates:?}");
             assert_eq!(budgets(&parts).iter().sum::<u64>(), n);
@@ -200,19 +247,19 @@ mod tests {
                 let exact = n as f64 * *share as f64 / r as f64;
                 assert!((*b as f64 - exact).abs() <= 1.0, "budget {b} for {share}/{r} of {n}");
             }
-            assert!(parts.iter().all(|p| p.threads as u64 <= p.rate.unwrap().per_second));
+            assert!(parts.iter().all(|p| p.threads as u64 <= rate(p).per_second));
         }
     }
 
     #[test]
     fn split_rates_are_staggered_so_that_every_request_of_the_whole_is_evenly_spaced() {
         let mut whole = plan(12, Stop::Duration(Duration::from_secs(1)));
-        whole.rate = Some(Rate::per_second(1200));
+        whole.load = Load::rate(1200);
         // Over 3 workers, then each over 4 threads, as a distributed run splits it.
         let mut due: Vec<u64> = Vec::new();
         for worker in whole.split(3) {
             for thread in worker.split(4) {
-                let rate = thread.rate.unwrap();
+                let rate = rate(&thread);
                 assert_eq!(rate.per_second, 100);
                 let offset = rate.offset.as_nanos() as u64;
                 due.extend((0..100).map(|k| offset + k * 10_000_000));
@@ -233,33 +280,34 @@ mod tests {
             let k = 1 + rng.below(8);
             let c = k + rng.below(100);
             let mut whole = plan(c, Stop::Duration(Duration::from_secs(3)));
-            whole.rate = Some(Rate::per_second(rng.below(50) as u64));
-            whole.stages = (0..1 + rng.below(5))
+            let from = rng.below(50) as u64;
+            let stages = (0..1 + rng.below(5))
                 .map(|_| Stage {
                     duration: Duration::from_millis(1 + rng.below(5000) as u64),
                     target: rng.below(10_000) as u64,
                 })
                 .collect();
+            whole.load = Load::staged_rate(from, stages);
+            whole.threads = 4.min(c);
             let parts = whole.split(k);
-            for (j, stage) in whole.stages.iter().enumerate() {
-                let sum: u64 = parts.iter().map(|p| p.stages[j].target).sum();
+            for (j, stage) in whole.load.stages().iter().enumerate() {
+                let sum: u64 = parts.iter().map(|p| p.load.stages()[j].target).sum();
                 assert_eq!(sum, stage.target, "stage {j} over {k} parts");
-                assert!(parts.iter().all(|p| p.stages[j].duration == stage.duration));
+                assert!(parts.iter().all(|p| p.load.stages()[j].duration == stage.duration));
             }
-            let start: u64 = parts.iter().map(|p| p.rate.unwrap().per_second).sum();
-            assert_eq!(start, whole.rate.unwrap().per_second);
+            let start: u64 = parts.iter().map(|p| rate(p).per_second).sum();
+            assert_eq!(start, from);
             // A part runs on no more threads than its highest rate has requests a second.
             assert!(parts.iter().all(|p| p.threads as u64 <= p.peak_rate().unwrap().max(1)));
         }
         // Stages interleave their parts by phase, not by a time offset; split again over
         // threads, every part of the whole has a phase of its own.
         let mut whole = plan(12, Stop::Duration(Duration::from_secs(2)));
-        whole.rate = Some(Rate::per_second(0));
-        whole.stages = vec![Stage { duration: Duration::from_secs(2), target: 1200 }];
+        whole.load = Load::staged_rate(0, vec![Stage { duration: Duration::from_secs(2), target: 1200 }]);
         let mut phases: Vec<f64> = Vec::new();
         for worker in whole.split(3) {
-            assert_eq!(worker.rate.unwrap().offset, Duration::ZERO);
-            phases.extend(worker.split(4).iter().map(|t| t.stage_phase));
+            assert_eq!(rate(&worker).offset, Duration::ZERO);
+            phases.extend(worker.split(4).iter().map(phase));
         }
         phases.sort_by(f64::total_cmp);
         let want: Vec<f64> = (0..12).map(|i| (i as f64 + 0.5) / 12.0).collect();
@@ -268,9 +316,8 @@ mod tests {
         }
         // A profile starting at 0 still gets threads: its peak is what it must carry.
         let mut whole = plan(8, Stop::Duration(Duration::from_secs(2)));
-        whole.rate = Some(Rate::per_second(0));
-        whole.stages = vec![Stage { duration: Duration::from_secs(2), target: 800 }];
-        assert!(whole.split(2).iter().all(|p| p.threads == 4 && p.stages[0].target == 400));
+        whole.load = Load::staged_rate(0, vec![Stage { duration: Duration::from_secs(2), target: 800 }]);
+        assert!(whole.split(2).iter().all(|p| p.threads == 4 && p.load.stages()[0].target == 400));
     }
 
     #[test]
@@ -279,13 +326,15 @@ mod tests {
         for _ in 0..300 {
             let c = 1 + rng.below(200);
             let mut whole = plan(c, Stop::Duration(Duration::from_secs(3)));
-            whole.stages = vec![Stage { duration: Duration::from_secs(3), target: c as u64 }];
+            whole.load = Load::ramp(vec![Stage { duration: Duration::from_secs(3), target: c as u64 }]);
             let workers = 1 + rng.below(c.min(8));
             let mut seen = vec![0u32; c];
             for worker in whole.split(workers) {
-                assert_eq!(worker.stages, whole.stages, "a closed ramp's stages are the whole run's");
+                assert_eq!(worker.load.stages(), whole.load.stages(), "a closed ramp's stages are the whole run's");
                 for thread in worker.split(1 + rng.below(4)) {
-                    let ConnectionIndices { first, step } = thread.connection_indices;
+                    let Load::Closed { indices: ConnectionIndices { first, step }, .. } = thread.load else {
+                        panic!("a ramp stays closed");
+                    };
                     for m in 0..thread.connections as u64 {
                         seen[(first + step * m) as usize] += 1;
                     }

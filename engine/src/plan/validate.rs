@@ -1,128 +1,220 @@
 //! The rules every plan keeps, whoever built it: the command line, or a controller over the
-//! wire. One function, called by the engine before a run and by the worker as a shard arrives,
-//! so a rule the command line keeps cannot be broken by a shard (a plan of stages and a request
-//! count, say, that would never end).
+//! wire. The one place a plan's limits are checked: called by the command line once its flags
+//! are parsed, by the worker as a shard arrives and by the engine before a run, so a rule the
+//! command line keeps cannot be broken by a shard (a plan of stages and a request count, say,
+//! that would never end).
 
 use std::time::Duration;
 
 use super::{
-    MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_THREADS, Plan, Protocol, Stop,
+    Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_STREAMS, MAX_THREADS,
+    Plan, Protocol, Stop,
 };
 
-/// Why a plan cannot run, in words that name the limit it broke.
+/// Why a plan cannot run: the setting it concerns, and words that name the limit it broke.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct PlanError(String);
+#[error("{why}")]
+pub struct PlanError {
+    /// What the broken rule is about, so that the command line can name its flag.
+    pub setting: Setting,
+    why: String,
+}
+
+/// A plan's settings, as its rules name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    Connections,
+    Threads,
+    Requests,
+    Duration,
+    ConnectTimeout,
+    RequestTimeout,
+    Body,
+    Streams,
+    Rate,
+    Stages,
+    WarmUp,
+    Hold,
+}
 
 impl Plan {
     /// Checks the plan against every limit a run has; the first broken one is the error.
     pub fn validate(&self) -> Result<(), PlanError> {
-        let bad = |why: String| Err(PlanError(why));
+        let bad = |setting, why: String| Err(PlanError { setting, why });
+        let days = MAX_DURATION.as_secs() / 86_400;
+        // The load first: a ramp's stages are what sets the connections by default, and a
+        // rate's peak what bounds the threads, so their complaint is the one that helps.
+        self.validate_load()?;
         if self.connections == 0 {
-            return bad("connections must be at least 1".into());
+            return bad(Setting::Connections, "connections must be at least 1".into());
         }
         if self.connections > MAX_CONNECTIONS {
-            return bad(format!("{} connections is more than the {MAX_CONNECTIONS} a run may have", self.connections));
+            return bad(
+                Setting::Connections,
+                format!("{} connections is more than the {MAX_CONNECTIONS} a run may have", self.connections),
+            );
         }
         if self.threads == 0 {
-            return bad("threads must be at least 1".into());
+            return bad(Setting::Threads, "threads must be at least 1".into());
         }
         if self.threads > MAX_THREADS {
-            return bad(format!("{} threads is more than the {MAX_THREADS} a run may have", self.threads));
+            return bad(
+                Setting::Threads,
+                format!("{} threads is more than the {MAX_THREADS} a run may have", self.threads),
+            );
         }
-        if self.stop == Stop::Requests(0) {
-            return bad("requests must be at least 1".into());
+        if self.threads > self.connections {
+            return bad(
+                Setting::Threads,
+                format!("{} threads for {} connections: a thread needs a connection", self.threads, self.connections),
+            );
         }
-        if self.request.body.len() > MAX_BODY_BYTES {
-            return bad(format!(
-                "a body of {} bytes is more than the {MAX_BODY_BYTES} bytes (64 MiB) a request may carry",
-                self.request.body.len()
-            ));
-        }
-        match self.protocol {
-            Protocol::Http2 { streams: 0 } | Protocol::Http3 { streams: 0 } => {
-                return bad("streams per connection must be at least 1".into());
+        match self.stop {
+            Stop::Requests(0) => return bad(Setting::Requests, "requests must be at least 1".into()),
+            Stop::Duration(d) if d.is_zero() => {
+                return bad(Setting::Duration, "the run's duration must be longer than zero".into());
+            }
+            Stop::Duration(d) if d > MAX_DURATION => {
+                return bad(Setting::Duration, format!("the run's duration must be at most {days} days"));
             }
             _ => {}
         }
-        let run_length = match self.stop {
-            Stop::Duration(d) => d,
-            Stop::Requests(_) => Duration::ZERO,
-        };
-        let days = MAX_DURATION.as_secs() / 86_400;
-        if [run_length, self.connect_timeout, self.request_timeout.unwrap_or_default()]
-            .iter()
-            .any(|d| *d > MAX_DURATION)
-        {
-            return bad(format!("the run's duration and timeouts must be at most {days} days"));
+        if self.request.body.len() > MAX_BODY_BYTES {
+            return bad(
+                Setting::Body,
+                format!(
+                    "a body of {} bytes is more than the {MAX_BODY_BYTES} bytes ({} MiB) a request may carry",
+                    self.request.body.len(),
+                    MAX_BODY_BYTES >> 20
+                ),
+            );
+        }
+        if let Protocol::Http2 { streams } | Protocol::Http3 { streams } = self.protocol {
+            if streams == 0 {
+                return bad(Setting::Streams, "streams per connection must be at least 1".into());
+            }
+            if streams > MAX_STREAMS {
+                return bad(
+                    Setting::Streams,
+                    format!("{streams} streams per connection is more than the {MAX_STREAMS} a run may have"),
+                );
+            }
         }
         if self.connect_timeout.is_zero() {
-            return bad("the connect timeout must be longer than zero".into());
+            return bad(Setting::ConnectTimeout, "the connect timeout must be longer than zero".into());
         }
-        if let Some(rate) = self.rate {
-            let peak = self.peak_rate().unwrap_or(0);
-            if peak == 0 {
-                return bad("the rate must be at least 1 request per second".into());
-            }
-            if peak > MAX_RATE {
-                return bad(format!("a rate of {peak} requests per second is more than the {MAX_RATE} a run may ask"));
-            }
-            if rate.offset > MAX_DURATION {
-                return bad(format!("the rate's offset must be at most {days} days"));
-            }
+        if self.connect_timeout > MAX_DURATION {
+            return bad(Setting::ConnectTimeout, format!("the connect timeout must be at most {days} days"));
         }
-        self.validate_stages()?;
+        if self.request_timeout.is_some_and(|t| t.is_zero() || t > MAX_DURATION) {
+            return bad(
+                Setting::RequestTimeout,
+                format!("the request timeout must be above zero and at most {days} days"),
+            );
+        }
         if let Some(warm_up) = self.warm_up {
             if warm_up.is_zero() || warm_up.subsec_nanos() != 0 {
-                return bad("the warm-up must be a whole number of seconds, at least 1".into());
+                return bad(Setting::WarmUp, "the warm-up must be a whole number of seconds, at least 1".into());
             }
             if warm_up > MAX_DURATION {
-                return bad(format!("the warm-up must be at most {days} days"));
+                return bad(Setting::WarmUp, format!("the warm-up must be at most {days} days"));
             }
             if matches!(self.stop, Stop::Duration(d) if warm_up >= d) {
-                return bad("the warm-up must be shorter than the run".into());
+                return bad(Setting::WarmUp, "the warm-up must be shorter than the run".into());
             }
         }
         if self.max_hold > MAX_HOLD {
-            return bad(format!("a hold of {:?} is more than the {MAX_HOLD:?} a run may ask", self.max_hold));
+            return bad(
+                Setting::Hold,
+                format!("a hold of {:?} is more than the {MAX_HOLD:?} a run may ask", self.max_hold),
+            );
         }
         Ok(())
     }
 
-    /// The stages (the rate's, or without one the connection count's): within the limits, and
-    /// the run's whole length.
-    fn validate_stages(&self) -> Result<(), PlanError> {
-        let bad = |why: String| Err(PlanError(why));
-        if self.stages.is_empty() {
-            return Ok(());
-        }
-        if matches!(self.stop, Stop::Requests(_)) {
-            return bad("stages with a request count: the stages are the run's length, so it would never end".into());
-        }
-        if self.stages.len() > MAX_STAGES {
-            return bad(format!("{} stages is more than the {MAX_STAGES} a run may have", self.stages.len()));
-        }
-        if self.ramps_connections() {
-            if self.stages.iter().all(|s| s.target == 0) {
-                return bad("stages that never open a connection".into());
+    /// The load: a rate within the limits and carried by the threads, stages within theirs
+    /// and the run's whole length, a ramp's connections within the run's.
+    fn validate_load(&self) -> Result<(), PlanError> {
+        let bad = |setting, why: String| Err(PlanError { setting, why });
+        let stages = self.load.stages();
+        if !stages.is_empty() {
+            if matches!(self.stop, Stop::Requests(_)) {
+                return bad(
+                    Setting::Stages,
+                    "stages with a request count: the stages are the run's length, so it would never end".into(),
+                );
             }
-            if self.stages.iter().any(|s| s.target > MAX_CONNECTIONS as u64) {
-                return bad(format!("a stage of more than the {MAX_CONNECTIONS} connections a run may have"));
+            if stages.len() > MAX_STAGES {
+                return bad(
+                    Setting::Stages,
+                    format!("{} stages is more than the {MAX_STAGES} a run may have", stages.len()),
+                );
             }
-            let indices = self.connection_indices;
-            let last = indices.step.checked_mul(self.connections as u64 - 1).and_then(|l| l.checked_add(indices.first));
-            if indices.step == 0 || last.is_none_or(|l| l >= MAX_CONNECTIONS as u64) {
-                return bad(format!("connection indices beyond the {MAX_CONNECTIONS} connections a run may have"));
+            if stages.iter().any(|s| s.duration.is_zero()) {
+                return bad(Setting::Stages, "a stage must last longer than zero".into());
             }
-        } else if !(self.stage_phase > 0.0 && self.stage_phase <= 1.0) {
-            return bad("the stages' phase must be above 0 and at most 1".into());
+            let total = stages.iter().try_fold(Duration::ZERO, |sum, s| sum.checked_add(s.duration));
+            if total.is_none_or(|t| t > MAX_DURATION) {
+                let days = MAX_DURATION.as_secs() / 86_400;
+                return bad(Setting::Stages, format!("the stages must last at most {days} days in all"));
+            }
         }
-        if self.stages.iter().any(|s| s.duration.is_zero()) {
-            return bad("a stage must last longer than zero".into());
-        }
-        let total = self.stages.iter().try_fold(Duration::ZERO, |sum, s| sum.checked_add(s.duration));
-        if total.is_none_or(|t| t > MAX_DURATION) {
-            return bad(format!("the stages must last at most {} days in all", MAX_DURATION.as_secs() / 86_400));
+        match &self.load {
+            Load::Closed { ramp, indices } if !ramp.is_empty() => {
+                if ramp.iter().all(|s| s.target == 0) {
+                    return bad(
+                        Setting::Stages,
+                        "every connection count is 0, so no connection would be opened".into(),
+                    );
+                }
+                if let Some(most) = ramp.iter().map(|s| s.target).find(|t| *t > MAX_CONNECTIONS as u64) {
+                    return bad(
+                        Setting::Stages,
+                        format!("a stage of {most} connections is more than the {MAX_CONNECTIONS} a run may have"),
+                    );
+                }
+                let last = indices
+                    .step
+                    .checked_mul((self.connections as u64).saturating_sub(1))
+                    .and_then(|l| l.checked_add(indices.first));
+                if indices.step == 0 || last.is_none_or(|l| l >= MAX_CONNECTIONS as u64) {
+                    return bad(
+                        Setting::Connections,
+                        format!("connection indices beyond the {MAX_CONNECTIONS} connections a run may have"),
+                    );
+                }
+            }
+            Load::Closed { .. } => {}
+            Load::Open { rate, stages, phase } => {
+                let peak = self.peak_rate().unwrap_or(0);
+                let setting = if stages.is_empty() { Setting::Rate } else { Setting::Stages };
+                if peak == 0 {
+                    let why = if stages.is_empty() {
+                        "the rate must be at least 1 request per second"
+                    } else {
+                        "every rate is 0, so no request would be sent"
+                    };
+                    return bad(setting, why.into());
+                }
+                if peak > MAX_RATE {
+                    return bad(
+                        setting,
+                        format!("a rate of {peak} requests per second is more than the {MAX_RATE} a run may ask"),
+                    );
+                }
+                if rate.offset > MAX_DURATION {
+                    return bad(Setting::Rate, "the rate's offset must be at most a year".into());
+                }
+                if !(*phase > 0.0 && *phase <= 1.0) {
+                    return bad(Setting::Stages, "the stages' phase must be above 0 and at most 1".into());
+                }
+                if self.threads as u64 > peak {
+                    return bad(
+                        Setting::Threads,
+                        format!("{} threads for {peak} requests per second: a thread needs one a second", self.threads),
+                    );
+                }
+            }
         }
         Ok(())
     }

@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::plan::{Curve, Rate, Stage};
+use crate::plan::{Curve, Load, Rate, Stage};
 
 /// Requests a `-n` run may hand out during its warm-up, before its budget begins: more than any
 /// warm-up can send, and far from overflow when added to.
@@ -122,6 +122,15 @@ fn claim_from(left: &mut Option<u64>, stopping: bool) -> bool {
 }
 
 impl Schedule {
+    /// `budget` requests (None: until the run's deadline or stop) offered as `load` says.
+    pub(crate) fn for_load(budget: Option<u64>, load: &Load) -> Self {
+        match load {
+            Load::Closed { .. } => Schedule::closed(budget),
+            Load::Open { rate, stages, .. } if stages.is_empty() => Schedule::open(budget, *rate),
+            Load::Open { rate, stages, phase } => Schedule::staged(budget, *rate, stages, *phase),
+        }
+    }
+
     /// The closed model: `budget` requests (None: until the run's deadline or stop).
     pub(crate) fn closed(budget: Option<u64>) -> Self {
         Schedule { left: budget, held: 0, stopping: false, pace: None, deferred: None }

@@ -1,4 +1,5 @@
 use super::*;
+use volley_engine::{MAX_RATE, MAX_STAGES, MAX_THREADS};
 
 fn plan(stop: Stop) -> Plan {
     let request = RequestSpec::new(
@@ -14,17 +15,21 @@ fn plan(stop: Stop) -> Plan {
     plan.keepalive = false;
     plan.tls = TlsOptions { insecure: true, extra_ca_pem: b"-----BEGIN CERTIFICATE-----".to_vec() };
     plan.max_hold = Duration::from_micros(70);
-    plan.rate = Some(Rate { per_second: 1234, offset: Duration::from_micros(271) });
+    let rate = Rate { per_second: 1234, offset: Duration::from_micros(271) };
+    // Stages make the run's length: a counted run has none (Plan::validate).
+    plan.load = match stop {
+        Stop::Duration(_) => Load::Open {
+            rate,
+            stages: vec![
+                Stage { duration: Duration::from_millis(1500), target: 5000 },
+                Stage { duration: Duration::from_secs(3), target: 0 },
+            ],
+            phase: 0.375,
+        },
+        Stop::Requests(_) => Load::Open { rate, stages: Vec::new(), phase: 0.5 },
+    };
     plan.warm_up = Some(Duration::from_secs(2));
     plan.quic_congestion = QuicCongestion::Standard;
-    // Stages make the run's length: a counted run has none (Plan::validate).
-    if matches!(stop, Stop::Duration(_)) {
-        plan.stage_phase = 0.375;
-        plan.stages = vec![
-            Stage { duration: Duration::from_millis(1500), target: 5000 },
-            Stage { duration: Duration::from_secs(3), target: 0 },
-        ];
-    }
     plan
 }
 
@@ -36,177 +41,186 @@ fn assert_same_plan(a: &Plan, b: &Plan) {
     assert_eq!(a.threads, b.threads);
     assert_eq!(a.stop, b.stop);
     assert_eq!(a.connect_timeout, b.connect_timeout);
-    assert_eq!(a.rate, b.rate);
-    assert_eq!(a.stages, b.stages);
-    assert_eq!(a.stage_phase, b.stage_phase);
+    assert_eq!(a.load, b.load);
     assert_eq!(a.warm_up, b.warm_up);
     assert_eq!(a.max_hold, b.max_hold);
     assert_eq!(a.request_timeout, b.request_timeout);
     assert_eq!(a.keepalive, b.keepalive);
     assert_eq!(a.tls, b.tls);
-    assert_eq!(a.connection_indices, b.connection_indices);
     assert_eq!(a.quic_congestion, b.quic_congestion);
+}
+
+/// The shard's closed load, to spoil in a test.
+fn closed(shard: &mut v1::Shard) -> &mut v1::ClosedLoad {
+    match &mut shard.load {
+        Some(v1::shard::Load::Closed(closed)) => closed,
+        other => panic!("a closed load: {other:?}"),
+    }
+}
+
+/// The shard's open load, to spoil in a test.
+fn open(shard: &mut v1::Shard) -> &mut v1::OpenLoad {
+    match &mut shard.load {
+        Some(v1::shard::Load::Open(open)) => open,
+        other => panic!("an open load: {other:?}"),
+    }
 }
 
 #[test]
 fn a_connection_ramp_survives_the_wire_with_the_whole_runs_counts_and_its_indices() {
     let mut whole = plan(Stop::Duration(Duration::from_secs(3)));
-    whole.rate = None;
-    // A rate's phase; a connection ramp has none.
-    whole.stage_phase = 0.5;
-    whole.stages = vec![
+    let stages = vec![
         Stage { duration: Duration::from_secs(1), target: 12 },
         Stage { duration: Duration::from_secs(2), target: 0 },
     ];
+    whole.load = Load::ramp(stages.clone());
     for shard in whole.split(3) {
-        let wire = shard_to_proto(&shard, Some(shard.threads as u32));
-        assert!(wire.ramp_connections && wire.rate == 0);
-        let back = shard_from_proto(&wire, 8).expect("valid");
+        let mut wire = shard_to_proto(&shard);
+        assert_eq!(closed(&mut wire).ramp.len(), 2);
+        let back = shard_from_proto(&wire).expect("valid");
         assert_same_plan(&back, &shard);
-        assert!(back.ramps_connections() && back.stages == whole.stages);
+        assert_eq!(back.load.stages(), stages);
     }
     // An open-model ramp from 0 is still a rate's, however alike its stages look.
-    let mut open = whole.clone();
-    open.rate = Some(Rate::per_second(0));
-    assert!(!shard_to_proto(&open, None).ramp_connections);
-    let good = shard_to_proto(&whole.split(3)[2], None);
+    let mut from_zero = whole.clone();
+    from_zero.load = Load::staged_rate(0, stages);
+    assert!(matches!(shard_to_proto(&from_zero).load, Some(v1::shard::Load::Open(_))));
+    let good = shard_to_proto(&whole.split(3)[2]);
     type Spoil = Box<dyn Fn(&mut v1::Shard)>;
     let cases: Vec<(&str, Spoil)> = vec![
-        ("with a rate", Box::new(|s| s.rate = 5)),
-        ("never opens", Box::new(|s| s.stages.iter_mut().for_each(|st| st.target = 0))),
-        ("never opens", Box::new(|s| s.stages.clear())),
-        ("more than the 1000000", Box::new(|s| s.stages[0].target = 1_000_001)),
-        ("indices", Box::new(|s| s.connection_step = 0)),
-        ("indices", Box::new(|s| s.connection_first = 999_999)),
-        ("indices", Box::new(|s| s.connection_step = u64::MAX)),
+        ("no connection would be opened", Box::new(|s| closed(s).ramp.iter_mut().for_each(|st| st.target = 0))),
+        ("more than the 1000000", Box::new(|s| closed(s).ramp[0].target = 1_000_001)),
+        ("indices", Box::new(|s| closed(s).connection_step = 0)),
+        ("indices", Box::new(|s| closed(s).connection_first = 999_999)),
+        ("indices", Box::new(|s| closed(s).connection_step = u64::MAX)),
+        ("no load", Box::new(|s| s.load = None)),
     ];
     for (why, spoil) in cases {
         let mut shard = good.clone();
         spoil(&mut shard);
-        let err = shard_from_proto(&shard, 4).expect_err(why).to_string();
+        let err = shard_from_proto(&shard).expect_err(why).to_string();
         assert!(err.contains(why), "{why}: {err}");
     }
+    // A closed load without stages keeps every connection open.
+    let mut all_open = good.clone();
+    closed(&mut all_open).ramp.clear();
+    assert_eq!(shard_from_proto(&all_open).expect("valid").load.stages(), []);
 }
 
 #[test]
 fn a_plan_survives_the_wire() {
     for stop in [Stop::Requests(1000), Stop::Duration(Duration::from_millis(10_500))] {
         let p = plan(stop);
-        let shard = shard_to_proto(&p, Some(3));
-        assert_same_plan(&shard_from_proto(&shard, 99).expect("valid shard"), &p);
+        assert_same_plan(&shard_from_proto(&shard_to_proto(&p)).expect("valid shard"), &p);
     }
     let mut p = plan(Stop::Requests(5));
     p.request_timeout = None;
     p.keepalive = true;
     p.tls = TlsOptions::default();
     p.protocol = Protocol::Http1;
-    assert_same_plan(&shard_from_proto(&shard_to_proto(&p, Some(3)), 1).expect("valid shard"), &p);
+    p.load = Load::closed();
+    assert_same_plan(&shard_from_proto(&shard_to_proto(&p)).expect("valid shard"), &p);
     p.protocol = Protocol::Http3 { streams: 9 };
-    assert_same_plan(&shard_from_proto(&shard_to_proto(&p, Some(3)), 1).expect("valid shard"), &p);
+    assert_same_plan(&shard_from_proto(&shard_to_proto(&p)).expect("valid shard"), &p);
     p.quic_congestion = QuicCongestion::Loopback;
-    assert_same_plan(&shard_from_proto(&shard_to_proto(&p, Some(3)), 1).expect("valid shard"), &p);
+    assert_same_plan(&shard_from_proto(&shard_to_proto(&p)).expect("valid shard"), &p);
 }
 
 #[test]
-fn a_shards_rate_caps_its_threads_and_a_rate_beyond_the_engines_is_refused() {
-    let mut shard = shard_to_proto(&plan(Stop::Requests(100)), Some(3));
-    shard.stages.clear();
-    shard.rate = 2;
-    let p = shard_from_proto(&shard, 8).expect("valid");
-    assert_eq!((p.threads, p.rate.map(|r| r.per_second)), (2, Some(2)), "a thread keeps one request per second");
-    shard.rate = MAX_RATE + 1;
-    let err = shard_from_proto(&shard, 8).expect_err("refused").to_string();
-    assert!(err.contains("a worker takes"), "{err}");
-    shard.rate = 0;
-    shard.stages.clear();
-    assert_eq!(shard_from_proto(&shard, 8).expect("closed model").rate, None);
+fn a_worker_runs_the_threads_it_is_given_and_refuses_more_than_the_plan_can_use() {
+    let mut shard = shard_to_proto(&plan(Stop::Requests(100)));
+    assert_eq!(shard_from_proto(&shard).expect("valid").threads, 3, "no thread count is decided again");
+    open(&mut shard).rate = 2;
+    let err = shard_from_proto(&shard).expect_err("3 threads for 2 a second").to_string();
+    assert!(err.contains("3 threads for 2 requests per second"), "{err}");
+    shard.threads = 2;
+    assert_eq!(shard_from_proto(&shard).expect("valid").threads, 2);
+    open(&mut shard).rate = MAX_RATE + 1;
+    let err = shard_from_proto(&shard).expect_err("refused").to_string();
+    assert!(err.contains(&MAX_RATE.to_string()), "{err}");
+    open(&mut shard).rate = 0;
+    assert!(shard_from_proto(&shard).expect_err("no rate").to_string().contains("at least 1 request"));
+    let mut shard = shard_to_proto(&plan(Stop::Requests(100)));
+    for (threads, why) in [(0, "at least 1"), (13, "13 threads for 12 connections")] {
+        shard.threads = threads;
+        let err = shard_from_proto(&shard).expect_err(why).to_string();
+        assert!(err.contains(why), "{err}");
+    }
 }
 
 #[test]
 fn stages_from_zero_are_the_open_model_and_too_many_are_refused() {
-    let mut shard = shard_to_proto(&plan(Stop::Duration(Duration::from_secs(5))), Some(8));
-    shard.rate = 0;
-    shard.stages = vec![v1::Stage { duration_nanos: 1_000_000_000, target: 3 }];
-    let p = shard_from_proto(&shard, 8).expect("valid");
-    assert_eq!(p.rate.map(|r| r.per_second), Some(0));
-    assert_eq!(p.threads, 3, "threads capped at the peak rate");
-    shard.stages = vec![v1::Stage { duration_nanos: 1_000_000_000, target: 0 }];
-    assert!(shard_from_proto(&shard, 8).expect_err("nothing to send").to_string().contains("never"));
-    shard.stages = vec![v1::Stage { duration_nanos: 1, target: 1 }; MAX_STAGES + 1];
-    assert!(shard_from_proto(&shard, 8).expect_err("too many").to_string().contains("stages"));
-}
-
-#[test]
-fn threads_default_to_the_workers_cores_capped_at_the_connections() {
-    let p = plan(Stop::Requests(100));
-    let shard = shard_to_proto(&p, None);
-    assert_eq!(shard.threads, 0);
-    assert_eq!(shard_from_proto(&shard, 8).expect("valid").threads, 8);
-    assert_eq!(shard_from_proto(&shard, 64).expect("valid").threads, 12);
-    assert_eq!(shard_from_proto(&shard, 0).expect("valid").threads, 1);
-    let shard = shard_to_proto(&p, Some(40));
-    assert_eq!(shard_from_proto(&shard, 8).expect("valid").threads, 12);
-    let mut wide = shard_to_proto(&p, None);
-    wide.connections = 5000;
-    assert_eq!(shard_from_proto(&wide, 100_000).expect("valid").threads, MAX_THREADS);
+    let mut shard = shard_to_proto(&plan(Stop::Duration(Duration::from_secs(5))));
+    open(&mut shard).rate = 0;
+    open(&mut shard).stages = vec![v1::Stage { duration_nanos: 1_000_000_000, target: 3 }];
+    let p = shard_from_proto(&shard).expect("valid");
+    assert!(matches!(p.load, Load::Open { rate: Rate { per_second: 0, .. }, .. }));
+    open(&mut shard).stages = vec![v1::Stage { duration_nanos: 1_000_000_000, target: 0 }];
+    assert!(shard_from_proto(&shard).expect_err("nothing to send").to_string().contains("every rate is 0"));
+    open(&mut shard).stages = vec![v1::Stage { duration_nanos: 1, target: 1 }; MAX_STAGES + 1];
+    assert!(shard_from_proto(&shard).expect_err("too many").to_string().contains("stages"));
 }
 
 #[test]
 fn connections_and_threads_beyond_what_the_command_line_allows_are_refused_with_the_limit() {
-    let good = shard_to_proto(&plan(Stop::Requests(100)), None);
+    let mut good = shard_to_proto(&plan(Stop::Requests(100)));
+    good.load = Some(v1::shard::Load::Closed(v1::ClosedLoad { connection_step: 1, ..Default::default() }));
     let mut most = good.clone();
     (most.connections, most.threads) = (1_000_000, 1024);
-    assert_eq!(shard_from_proto(&most, 4).expect("at the limits").threads, 1024);
-    for (connections, threads, named) in [(1_000_001, 0, "1000000"), (u32::MAX, 0, "1000000"), (10, 1025, "1024")] {
+    assert_eq!(shard_from_proto(&most).expect("at the limits").threads, MAX_THREADS);
+    for (connections, threads, named) in [(1_000_001, 1, "1000000"), (u32::MAX, 1, "1000000"), (2000, 1025, "1024")] {
         let mut shard = good.clone();
         (shard.connections, shard.threads) = (connections, threads);
-        let err = shard_from_proto(&shard, 4).expect_err("refused").to_string();
-        assert!(err.contains(named) && err.contains("a worker takes"), "{connections}/{threads}: {err}");
+        let err = shard_from_proto(&shard).expect_err("refused").to_string();
+        assert!(err.contains(named) && err.contains("a run may have"), "{connections}/{threads}: {err}");
     }
 }
 
 #[test]
 fn a_shard_the_engine_cannot_run_is_refused() {
-    let good = shard_to_proto(&plan(Stop::Requests(100)), None);
+    let good = shard_to_proto(&plan(Stop::Requests(100)));
     type Spoil = Box<dyn Fn(&mut v1::Shard)>;
     let cases: Vec<(&str, Spoil)> = vec![
         ("protocol", Box::new(|s| s.protocol = 999)),
         ("url", Box::new(|s| s.url = "ftp://x/".into())),
         ("url", Box::new(|s| s.url = String::new())),
         ("connections", Box::new(|s| s.connections = 0)),
-        ("neither", Box::new(|s| s.requests = 0)),
-        ("both", Box::new(|s| s.duration_nanos = 1)),
+        ("neither", Box::new(|s| s.stop = None)),
+        ("zero requests", Box::new(|s| s.stop = Some(v1::shard::Stop::Requests(0)))),
+        ("zero duration", Box::new(|s| s.stop = Some(v1::shard::Stop::DurationNanos(0)))),
         ("connect timeout", Box::new(|s| s.connect_timeout_nanos = 0)),
         ("http version", Box::new(|s| s.http_version = 4)),
         ("streams", Box::new(|s| s.streams = 0)),
+        ("streams", Box::new(|s| s.streams = 65_537)),
         ("method", Box::new(|s| s.method = "GET /x HTTP/1.1\r\n".into())),
         ("method", Box::new(|s| s.method = String::new())),
         ("header name", Box::new(|s| s.headers.push(v1::Header { name: "a b".into(), value: "v".into() }))),
         ("header value", Box::new(|s| s.headers.push(v1::Header { name: "a".into(), value: "v\r\nX: y".into() }))),
         ("quic congestion", Box::new(|s| s.quic_congestion = 2)),
+        ("hold", Box::new(|s| s.max_hold_nanos = Some(100_000_001))),
     ];
     for (what, spoil) in cases {
         let mut shard = good.clone();
         spoil(&mut shard);
-        assert!(shard_from_proto(&shard, 4).is_err(), "{what} should be refused");
+        assert!(shard_from_proto(&shard).is_err(), "{what} should be refused");
     }
     // A timed shard's stages: their phase, and never beside a request count.
-    let timed = shard_to_proto(&plan(Stop::Duration(Duration::from_secs(5))), None);
+    let timed = shard_to_proto(&plan(Stop::Duration(Duration::from_secs(5))));
     let cases: Vec<(&str, Spoil)> = vec![
-        ("phase", Box::new(|s| s.stage_phase = 0.0)),
-        ("phase", Box::new(|s| s.stage_phase = f64::NAN)),
-        ("stages with a request count", Box::new(|s| (s.requests, s.duration_nanos) = (100, 0))),
+        ("phase", Box::new(|s| open(s).stage_phase = 0.0)),
+        ("phase", Box::new(|s| open(s).stage_phase = f64::NAN)),
+        ("stages with a request count", Box::new(|s| s.stop = Some(v1::shard::Stop::Requests(100)))),
     ];
     for (what, spoil) in cases {
         let mut shard = timed.clone();
         spoil(&mut shard);
-        let err = shard_from_proto(&shard, 4).expect_err(what).to_string();
+        let err = shard_from_proto(&shard).expect_err(what).to_string();
         assert!(err.contains(what), "{what}: {err}");
     }
     let mut old = good.clone();
-    old.protocol = 0;
-    let err = shard_from_proto(&old, 4).expect_err("old protocol");
-    assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 0, this side speaks 5");
+    old.protocol = 5;
+    let err = shard_from_proto(&old).expect_err("old protocol");
+    assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 5, this side speaks 6");
 }
 
 fn sample_stats() -> Stats {

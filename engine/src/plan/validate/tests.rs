@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use crate::plan::{MAX_BODY_BYTES, Plan, Rate, RequestSpec, Stage, Stop};
+use crate::plan::{Load, MAX_BODY_BYTES, Plan, RequestSpec, Stage, Stop};
 use crate::target::Target;
 
 fn plan(stop: Stop) -> Plan {
@@ -20,15 +20,14 @@ fn a_plain_plan_is_valid() {
 
 #[test]
 fn stages_beside_a_request_count_are_refused_since_the_run_would_never_end() {
-    for rate in [None, Some(Rate::per_second(10))] {
+    for load in [Load::ramp(stages()), Load::staged_rate(10, stages())] {
         let mut p = plan(Stop::Requests(5));
-        p.stages = stages();
-        p.rate = rate;
+        p.load = load.clone();
         let why = p.validate().unwrap_err().to_string();
         assert!(why.contains("stages with a request count"), "{why}");
         // The same stages with the run's length are a run.
         p.stop = Stop::Duration(Duration::from_secs(3));
-        assert_eq!(p.validate(), Ok(()), "rate {rate:?}");
+        assert_eq!(p.validate(), Ok(()), "{load:?}");
     }
 }
 
