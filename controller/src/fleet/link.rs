@@ -25,7 +25,7 @@ pub(crate) enum LinkEvent {
     Worker(Event),
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Command {
     /// Start at this instant of the controller's CLOCK_MONOTONIC (ns).
     Start {

@@ -1,0 +1,103 @@
+//! What a run across workers produced, as the report reads it: per worker its part (its outcome,
+//! or why it has none and what it said until then), and the run's seconds merged over the
+//! workers. A leaf of its own because both the fleet's state machine, which fills it in, and
+//! its driver, which hands it to the report, name these types.
+
+use volley_engine::{RingSupport, Stats};
+use volley_worker::shard::Outcome;
+
+use super::clock_sync::Offset;
+use super::link::WorkerInfo;
+use super::series::{Label, Profile};
+
+/// One worker's part of a run, as the report shows it.
+#[derive(Debug, Default)]
+pub(crate) struct WorkerRun {
+    /// The address it was given (or "local").
+    pub address: String,
+    pub info: Option<WorkerInfo>,
+    pub connections: usize,
+    /// Open model: its share of the rate, in requests per second.
+    pub rate: Option<u64>,
+    /// Engine threads, as it said when it accepted the shard.
+    pub threads: usize,
+    pub ring: Option<RingSupport>,
+    pub clock: Option<Offset>,
+    /// Its actual start against the planned instant, in the controller's clock (ns).
+    pub start_offset: Option<i64>,
+    pub outcome: Option<Outcome>,
+    /// Why it has no (complete) result.
+    pub failure: Option<String>,
+    /// A worker lost before its result: its intervals merged, up to `reported_seconds`. None
+    /// when it sent none, or when it was failed for reporting what cannot be true.
+    pub partial: Option<Stats>,
+    /// The same for its seconds of warm-up, which are not in `partial`.
+    pub partial_warm_up: Option<Stats>,
+    pub reported_seconds: u32,
+    /// Its own seconds, for the per-worker lines of a distributed run's report; none for a
+    /// local run, whose one worker's seconds are the run's.
+    pub seconds: Vec<Second>,
+}
+
+/// Everything a run across workers produced.
+#[derive(Debug, Default)]
+pub(crate) struct FleetRun {
+    pub workers: Vec<WorkerRun>,
+    /// One summary per second, merged over the workers, in order.
+    pub intervals: Vec<Second>,
+    /// Ctrl-C stopped the run.
+    pub interrupted: bool,
+    pub remote: bool,
+    /// The warm-up, and the stages' and rate's share of each second.
+    pub profile: Profile,
+}
+
+/// One second of the run, summed up. Only the summary is kept: a second's full histograms take
+/// most of a megabyte, which an hour-long run must not pile up.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Second {
+    pub second: u32,
+    pub ok: u64,
+    pub errors: u64,
+    /// Latency percentiles of that second's responses (ns); None when there were none.
+    pub p50: Option<u64>,
+    pub p90: Option<u64>,
+    pub p99: Option<u64>,
+    pub max: Option<u64>,
+    /// The status codes of that second's responses, with their counts, in order.
+    pub statuses: Vec<(u16, u64)>,
+    /// Open model: requests sent in that second (its achieved rate), those sent late, those
+    /// due while no connection was free; service-time percentiles (ns).
+    pub sent: u64,
+    pub late: u64,
+    pub blocked: u64,
+    pub service_p50: Option<u64>,
+    pub service_p99: Option<u64>,
+    /// Its place in the run: warm-up, stage, requests asked for.
+    pub label: Label,
+}
+
+impl Second {
+    pub(crate) fn of(second: u32, delta: &Stats, label: Label) -> Second {
+        let lat = &delta.histograms.latency;
+        let at = |q| (!lat.is_empty()).then(|| lat.value_at_quantile(q));
+        let service_time = &delta.histograms.service;
+        let service = |q| (!service_time.is_empty()).then(|| service_time.value_at_quantile(q));
+        Second {
+            second,
+            ok: delta.counters.ok,
+            errors: delta.counters.errors(),
+            p50: at(0.5),
+            p90: at(0.9),
+            p99: at(0.99),
+            max: (!lat.is_empty()).then(|| lat.max()),
+            statuses: delta.counters.statuses().collect(),
+            sent: delta.histograms.lateness.len(),
+            late: delta.counters.late,
+            blocked: delta.counters.blocked,
+            service_p50: service(0.5),
+            service_p99: service(0.99),
+            label,
+        }
+    }
+}
