@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::ArgMatches;
-use volley_engine::{Protocol, RunControl};
+use volley_engine::RunControl;
 
 use crate::cli::FindMaxArgs;
 
@@ -53,19 +53,17 @@ pub(crate) fn run(args: &FindMaxArgs, matches: Option<&ArgMatches>) -> Result<()
             settings.start
         )));
     }
-    // Every later step's rate is higher and splits the same way.
+    // The first and the last step's rates bound every other's: each is checked (the plan's
+    // limits, the split over workers) before any load.
     runner.shards(settings.start, settings.step)?;
+    runner.shards(settings.max_rate, settings.step)?;
     let interrupt = RunControl::new();
     signals::stop_on_ctrl_c(&interrupt);
     let (steps, found) = run_steps(&runner, &settings, &interrupt);
 
     let plan = runner.plan();
     let url = plan.target.to_string();
-    let protocol = match plan.protocol {
-        Protocol::Http1 => "HTTP/1.1",
-        Protocol::Http2 { .. } => "HTTP/2",
-        Protocol::Http3 { .. } => "HTTP/3",
-    };
+    let protocol = crate::report::HttpVersion::of(plan.protocol).label();
     let header = Header { url: &url, protocol, connections: plan.connections, workers, settings: &settings };
     let json = (args.load.json || file.is_some()).then(|| {
         let mut s = serde_json::to_string_pretty(&json::to_json(&header, &steps, &found)).unwrap_or_default();

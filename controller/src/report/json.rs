@@ -15,7 +15,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
     let h = &r.stats.histograms;
     json!({
         "url": r.url,
-        "protocol": r.protocol,
+        "protocol": r.protocol.to_string(),
         "streamsPerConnection": r.streams,
         "streamLimit": r.stream_limit,
         "quicCongestion": r.quic_congestion.map(|c| c.name()),

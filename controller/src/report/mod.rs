@@ -1,12 +1,15 @@
 //! The report of a run: built once from merged statistics, printed as text or JSON.
 
 mod json;
+mod protocols;
 mod saved;
 mod text;
 
 use std::time::Duration;
 
 use volley_engine::{ErrorKind, Protocol, QuicCongestion, RingSupport, Stage, Stats};
+
+pub(crate) use protocols::{HttpVersion, Protocols};
 
 use crate::fleet::{FleetRun, Second, WorkerInfo};
 
@@ -40,8 +43,8 @@ const LATE_START: Duration = Duration::from_millis(10);
 
 pub(crate) struct Report {
     pub url: String,
-    /// "HTTP/1.1", "HTTP/2" or "HTTP/3"; a merge of saved reports of several joins their names
-    pub protocol: String,
+    /// The HTTP version the run spoke; a merge of saved reports may cover several.
+    pub protocol: Protocols,
     /// HTTP/2 and HTTP/3: the streams per connection asked for (-p).
     pub streams: Option<u32>,
     /// HTTP/2 and HTTP/3: the lowest stream limit a server set below `streams`.
@@ -174,14 +177,11 @@ impl Report {
             w.seconds = fleet.profile.warm_up_seconds;
         }
         report.connection_stages = fleet.profile.connection_stages().to_vec();
+        report.protocol = Protocols::one(HttpVersion::of(protocol));
         match protocol {
             Protocol::Http1 => {}
-            Protocol::Http2 { streams } => {
-                report.protocol = "HTTP/2".into();
-                report.streams = Some(streams);
-            }
+            Protocol::Http2 { streams } => report.streams = Some(streams),
             Protocol::Http3 { streams } => {
-                report.protocol = "HTTP/3".into();
                 report.streams = Some(streams);
                 report.quic_congestion = Some(congestion);
             }
@@ -227,7 +227,7 @@ impl Report {
         let rate = workers.iter().filter_map(|w| w.rate).reduce(u64::saturating_add);
         Report {
             url,
-            protocol: "HTTP/1.1".into(),
+            protocol: Protocols::one(HttpVersion::Http1),
             streams: None,
             quic_congestion: None,
             stream_limit: workers.iter().filter_map(|w| w.stream_limit).min(),
@@ -362,7 +362,7 @@ impl Report {
                 c.aborted
             ));
         }
-        let h3 = self.protocol == "HTTP/3";
+        let h3 = self.protocol.is_only(HttpVersion::Http3);
         if c.refused > 0 {
             let how = if h3 { "GOAWAY or H3_REQUEST_REJECTED" } else { "GOAWAY or REFUSED_STREAM" };
             w.push(format!(

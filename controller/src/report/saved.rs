@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 use serde_json::Value;
 use volley_engine::{Counters, ErrorKind, QuicCongestion, Stats, decode_histogram};
 
-use super::{Report, WorkerLine};
+use super::{HttpVersion, Protocols, Report, WorkerLine};
 use crate::error::CliError;
 use crate::printable::one_line;
 
@@ -33,7 +33,7 @@ pub(crate) fn from_saved(paths: &[std::path::PathBuf]) -> Result<Report, CliErro
 fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
     let mut workers = Vec::with_capacity(texts.len());
     let mut urls: Vec<String> = Vec::new();
-    let mut protocols: Vec<String> = Vec::new();
+    let mut protocols: Option<Protocols> = None;
     let mut streams: Vec<Option<u32>> = Vec::new();
     let mut congestions: Vec<Option<QuicCongestion>> = Vec::new();
     let mut warm_up_seconds = 0;
@@ -48,9 +48,15 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
         if !urls.contains(&url) {
             urls.push(url);
         }
-        let protocol = one_line(report["protocol"].as_str().unwrap_or("HTTP/1.1"));
-        if !protocols.contains(&protocol) {
-            protocols.push(protocol);
+        let protocol = match report["protocol"].as_str() {
+            None => Protocols::one(HttpVersion::Http1),
+            Some(name) => Protocols::parse(name).ok_or_else(|| {
+                bad(format!("protocol '{}' is not one volley writes (HTTP/1.1, HTTP/2 or HTTP/3)", one_line(name)))
+            })?,
+        };
+        match &mut protocols {
+            Some(all) => all.add(&protocol),
+            None => protocols = Some(protocol),
         }
         let asked = report["streamsPerConnection"].as_u64().and_then(|n| u32::try_from(n).ok());
         if !streams.contains(&asked) {
@@ -81,7 +87,9 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
     if let Some(w) = &mut report.warm_up {
         w.seconds = warm_up_seconds;
     }
-    report.protocol = protocols.join(", ");
+    if let Some(protocols) = protocols {
+        report.protocol = protocols;
+    }
     // Merged runs asked for the same streams, or the number means nothing.
     report.streams = match streams.as_slice() {
         [one] => *one,
