@@ -1,5 +1,6 @@
-//! One connection as the event loop sees it: a transport (TCP, maybe TLS, or a UDP socket whose
-//! QUIC the session runs) and, once that is up, the session on it. No I/O here: the loop reads and changes these fields around the
+//! One connection as the event loop sees it: its transport (TCP, maybe with TLS, or a UDP
+//! socket whose QUIC the session runs), each with the state only it has, and, once that is up,
+//! the session on it. No I/O here: the loop reads and changes these fields around the
 //! operations it submits.
 
 use std::time::Instant;
@@ -37,36 +38,76 @@ pub(crate) struct Conn {
     /// session has used it yet: its first request (or, before the start, the one it waits to
     /// send). A failed set-up fails it; a close after set-up gives it back.
     pub claimed: bool,
-    /// The peer sent TLS close_notify: no further request may go out on this connection.
+    /// The peer said it takes no further request on this connection (TLS close_notify).
     pub peer_closed: bool,
     pub connect_started: Instant,
-    /// When the TLS handshake must be done.
-    pub handshake_by: Option<Instant>,
-    pub tls: Option<Box<TlsSession>>,
+    /// What carries the connection's bytes.
+    pub transport: Transport,
     /// The protocol on the connection, once the transport is up.
     pub session: Option<Session>,
     /// A send is in flight (not a quiet one).
     pub sending: bool,
-    /// The bytes being sent are the run's shared request, not `send_buf`.
-    pub send_from_request: bool,
-    /// Bytes being sent: session output (plain TCP) or ciphertext (TLS).
+    /// Bytes being sent: session output (plain TCP), ciphertext (TLS) or datagrams (UDP).
     pub send_buf: Vec<u8>,
-    pub send_off: usize,
     /// On the loop's list of connections to write at the end of this batch.
     pub dirty: bool,
     /// Open model: the session has room for a request and waits for the next one due (it is on
     /// the loop's `waiting` list).
     pub waiting: bool,
-    /// UDP: the connection's SENDMSG parts (GSO), made when its socket is opened.
-    pub udp_send: Option<UdpSend>,
-    /// UDP: sends of the batch in `send_buf` not yet completed (one GSO send, or one a datagram).
+}
+
+/// What carries a connection's bytes. A run's connections all have the same kind (the
+/// session's, `SessionConfig::is_udp`); the loop matches on it wherever the two differ.
+pub(crate) enum Transport {
+    Tcp(Tcp),
+    Udp(Udp),
+}
+
+/// TCP, with TLS for https.
+#[derive(Default)]
+pub(crate) struct Tcp {
+    /// TLS, from the moment TCP is up (https only).
+    pub tls: Option<Box<TlsSession>>,
+    /// When the TLS handshake must be done.
+    pub handshake_by: Option<Instant>,
+    /// The bytes being sent are the run's shared request, not `send_buf`.
+    pub send_from_request: bool,
+    /// How far the send in flight has got.
+    pub send_off: usize,
+}
+
+/// A connected UDP socket, for QUIC.
+pub(crate) struct Udp {
+    /// The connection's SENDMSG parts (GSO), made new with every socket.
+    pub send: UdpSend,
+    /// Sends of the batch in `send_buf` not yet completed (one GSO send, or one a datagram).
     pub sends_in_flight: u32,
-    /// UDP: the size of each datagram in `send_buf` (the last may be shorter).
+    /// The size of each datagram in `send_buf` (the last may be shorter).
     pub segment_size: usize,
 }
 
+impl Transport {
+    /// When the TLS handshake must be done, while one runs.
+    pub(crate) fn handshake_by(&self) -> Option<Instant> {
+        match self {
+            Transport::Tcp(tcp) => tcp.handshake_by,
+            Transport::Udp(_) => None,
+        }
+    }
+
+    /// A fresh transport of the run's kind.
+    pub(crate) fn new(udp: bool) -> Transport {
+        if udp {
+            Transport::Udp(Udp { send: UdpSend::new(), sends_in_flight: 0, segment_size: 0 })
+        } else {
+            Transport::Tcp(Tcp::default())
+        }
+    }
+}
+
 impl Conn {
-    pub(crate) fn new(now: Instant) -> Self {
+    /// An idle connection of a run over UDP (`udp`) or TCP.
+    pub(crate) fn new(now: Instant, udp: bool) -> Self {
         Conn {
             phase: Phase::Idle,
             generation: 0,
@@ -75,18 +116,12 @@ impl Conn {
             claimed: false,
             peer_closed: false,
             connect_started: now,
-            handshake_by: None,
-            tls: None,
+            transport: Transport::new(udp),
             session: None,
             sending: false,
-            send_from_request: false,
             send_buf: Vec::new(),
-            send_off: 0,
             dirty: false,
             waiting: false,
-            udp_send: None,
-            sends_in_flight: 0,
-            segment_size: 0,
         }
     }
 }

@@ -47,7 +47,7 @@ use super::request::Config as RequestConfig;
 use super::response::ResponseStream;
 use super::uni::{ControlEvent, SeenStreams, UniStream};
 use crate::quic::{self, Event as QuicEvent, ReadEnd, StreamId, Transport};
-use crate::session::{Event, OpenStreams, Transmit, Units, Why};
+use crate::session::{Event, OpenStreams, Units, Why};
 use crate::stats::ErrorKind;
 
 /// How long the requests a GOAWAY names as unprocessed are left to the server (a response, or
@@ -242,18 +242,19 @@ impl Session {
         self.blocked_since = if waiting { Some(self.blocked_since.unwrap_or(now)) } else { None };
     }
 
-    /// The next batch of datagrams, written into `out` (cleared first).
-    pub(crate) fn poll_transmit(&mut self, now: Instant, out: &mut Vec<u8>) -> Transmit {
+    /// The next batch of datagrams, written into `out` (cleared first): the size of each
+    /// datagram (the last may be shorter), or None when there is nothing to send.
+    pub(crate) fn poll_transmit(&mut self, now: Instant, out: &mut Vec<u8>) -> Option<usize> {
         let transmit = self.transport.poll_transmit(now, out);
         self.quic_deadline = self.transport.poll_timeout();
         match transmit {
             Some(batch) => {
                 self.transmits += 1;
-                Transmit::Datagrams { segment_size: batch.segment_size }
+                Some(batch.segment_size)
             }
             None => {
                 self.poked = false;
-                Transmit::Nothing
+                None
             }
         }
     }

@@ -72,7 +72,7 @@ pub(crate) enum Negotiated<'a> {
     Udp,
 }
 
-/// What a session has for its transport to send.
+/// What a stream session (over TCP) has for its transport to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Transmit {
     Nothing,
@@ -81,22 +81,29 @@ pub(crate) enum Transmit {
     Request,
     /// Bytes appended to the buffer handed to `poll_transmit`.
     Bytes,
-    /// UDP datagrams in the buffer handed to `poll_datagrams`, each `segment_size` bytes but
-    /// perhaps the last: one GSO send.
-    Datagrams {
-        segment_size: usize,
-    },
+}
+
+/// A session: on a byte stream (TCP, maybe with TLS) or on datagrams (UDP, whose QUIC the
+/// session runs). The two kinds take and give different things, so each has its own type and
+/// the transport under a connection asks for its own kind; what the loop asks of any session
+/// (start requests, deadlines, failing, closing) is here.
+#[allow(clippy::large_enum_variant)] // HTTP/1.1's inline session: see `StreamSession`.
+pub(crate) enum Session {
+    Stream(StreamSession),
+    Datagram(DatagramSession),
 }
 
 // HTTP/1.1 is kept inline: its session is touched on every request, and connections live in
-// one Vec made at start-up, so their size costs nothing per request. HTTP/2's and HTTP/3's are
-// larger and boxed.
+// one Vec made at start-up, so their size costs nothing per request. HTTP/2's is larger and
+// boxed.
 #[allow(clippy::large_enum_variant)]
-pub(crate) enum Session {
+pub(crate) enum StreamSession {
     H1(h1::Session),
     H2(Box<h2::Session>),
-    H3(Box<h3::Session>),
 }
+
+/// A session on UDP datagrams: HTTP/3, whose QUIC it runs.
+pub(crate) struct DatagramSession(Box<h3::Session>);
 
 impl Session {
     /// A session on a transport that is up. `connect_started` is when the transport began: a
@@ -107,13 +114,31 @@ impl Session {
         connect_started: Instant,
     ) -> Result<Self, Why> {
         match config {
-            SessionConfig::H1(config) => Ok(Session::H1(h1::Session::new(*config, connect_started))),
-            SessionConfig::H2(config) => {
-                h2::Session::new(config.clone(), negotiated, connect_started).map(|s| Session::H2(Box::new(s)))
+            SessionConfig::H1(config) => {
+                Ok(Session::Stream(StreamSession::H1(h1::Session::new(*config, connect_started))))
             }
-            SessionConfig::H3(setup) => {
-                h3::Session::new(setup.clone(), connect_started).map(|s| Session::H3(Box::new(s)))
-            }
+            SessionConfig::H2(config) => h2::Session::new(config.clone(), negotiated, connect_started)
+                .map(|s| Session::Stream(StreamSession::H2(Box::new(s)))),
+            SessionConfig::H3(setup) => h3::Session::new(setup.clone(), connect_started)
+                .map(|s| Session::Datagram(DatagramSession(Box::new(s)))),
+        }
+    }
+
+    /// The session on a byte stream, if this is one.
+    #[inline]
+    pub(crate) fn stream(&mut self) -> Option<&mut StreamSession> {
+        match self {
+            Session::Stream(s) => Some(s),
+            Session::Datagram(_) => None,
+        }
+    }
+
+    /// The session on datagrams, if this is one.
+    #[inline]
+    pub(crate) fn datagrams(&mut self) -> Option<&mut DatagramSession> {
+        match self {
+            Session::Datagram(s) => Some(s),
+            Session::Stream(_) => None,
         }
     }
 
@@ -121,20 +146,9 @@ impl Session {
     #[inline]
     pub(crate) fn is_established(&self) -> bool {
         match self {
-            Session::H1(_) => true,
-            Session::H2(s) => s.is_established(),
-            Session::H3(s) => s.is_established(),
-        }
-    }
-
-    /// Received plaintext.
-    #[inline]
-    pub(crate) fn receive(&mut self, bytes: &[u8], now: Instant, events: &mut Vec<Event>) {
-        match self {
-            Session::H1(s) => s.receive(bytes, now, events),
-            Session::H2(s) => s.receive(bytes, now, events),
-            // QUIC takes datagrams (`receive_datagrams`), never a byte stream.
-            Session::H3(_) => {}
+            Session::Stream(StreamSession::H1(_)) => true,
+            Session::Stream(StreamSession::H2(s)) => s.is_established(),
+            Session::Datagram(DatagramSession(s)) => s.is_established(),
         }
     }
 
@@ -142,61 +156,18 @@ impl Session {
     #[inline]
     pub(crate) fn start_requests(&mut self, now: Instant, units: &mut Units<'_>, events: &mut Vec<Event>) {
         match self {
-            Session::H1(s) => s.start_requests(now, units),
-            Session::H2(s) => s.start_requests(now, units, events),
-            Session::H3(s) => s.start_requests(now, units, events),
-        }
-    }
-
-    /// What to send now; once taken, it counts as sent (the caller submits it at once).
-    #[inline]
-    pub(crate) fn poll_transmit(&mut self, out: &mut Vec<u8>) -> Transmit {
-        match self {
-            Session::H1(s) => s.poll_transmit(),
-            Session::H2(s) => s.poll_transmit(out),
-            Session::H3(_) => Transmit::Nothing,
-        }
-    }
-
-    /// For a session on UDP: its next batch of datagrams, written into `out` (cleared first).
-    pub(crate) fn poll_datagrams(&mut self, now: Instant, out: &mut Vec<u8>) -> Transmit {
-        match self {
-            Session::H3(s) => s.poll_transmit(now, out),
-            Session::H1(_) | Session::H2(_) => Transmit::Nothing,
-        }
-    }
-
-    /// For a session on UDP: what one receive brought, a datagram or a GRO batch of
-    /// `segment_size` each.
-    pub(crate) fn receive_datagrams(
-        &mut self,
-        bytes: &[u8],
-        segment_size: Option<usize>,
-        now: Instant,
-        events: &mut Vec<Event>,
-    ) {
-        match self {
-            Session::H3(s) => s.receive(bytes, segment_size, now, events),
-            Session::H1(_) | Session::H2(_) => {}
+            Session::Stream(StreamSession::H1(s)) => s.start_requests(now, units),
+            Session::Stream(StreamSession::H2(s)) => s.start_requests(now, units, events),
+            Session::Datagram(DatagramSession(s)) => s.start_requests(now, units, events),
         }
     }
 
     #[inline]
     pub(crate) fn wants_transmit(&self) -> bool {
         match self {
-            Session::H1(s) => s.wants_transmit(),
-            Session::H2(s) => s.wants_transmit(),
-            Session::H3(s) => s.wants_transmit(),
-        }
-    }
-
-    /// Everything taken with `poll_transmit` has been written to the socket.
-    #[inline]
-    pub(crate) fn written(&mut self) {
-        match self {
-            Session::H1(s) => s.written(),
-            Session::H2(_) => {}
-            Session::H3(_) => {}
+            Session::Stream(StreamSession::H1(s)) => s.wants_transmit(),
+            Session::Stream(StreamSession::H2(s)) => s.wants_transmit(),
+            Session::Datagram(DatagramSession(s)) => s.wants_transmit(),
         }
     }
 
@@ -205,44 +176,26 @@ impl Session {
     #[inline]
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         match self {
-            Session::H1(s) => s.poll_timeout(),
-            Session::H2(s) => s.poll_timeout(),
-            Session::H3(s) => s.poll_timeout(),
+            Session::Stream(StreamSession::H1(s)) => s.poll_timeout(),
+            Session::Stream(StreamSession::H2(s)) => s.poll_timeout(),
+            Session::Datagram(DatagramSession(s)) => s.poll_timeout(),
         }
     }
 
     pub(crate) fn handle_timeout(&mut self, now: Instant, events: &mut Vec<Event>) {
         match self {
-            Session::H1(s) => s.handle_timeout(now, events),
-            Session::H2(s) => s.handle_timeout(now, events),
-            Session::H3(s) => s.handle_timeout(now, events),
-        }
-    }
-
-    /// The peer closed the connection.
-    pub(crate) fn peer_closed(&mut self, now: Instant, events: &mut Vec<Event>) {
-        match self {
-            Session::H1(s) => s.peer_closed(now, events),
-            Session::H2(s) => s.peer_closed(events),
-            Session::H3(s) => s.fail(ErrorKind::Reset, "the UDP socket closed".into(), events),
+            Session::Stream(StreamSession::H1(s)) => s.handle_timeout(now, events),
+            Session::Stream(StreamSession::H2(s)) => s.handle_timeout(now, events),
+            Session::Datagram(DatagramSession(s)) => s.handle_timeout(now, events),
         }
     }
 
     /// The transport failed: every request in flight fails as `kind`.
     pub(crate) fn fail(&mut self, kind: ErrorKind, why: Why, events: &mut Vec<Event>) {
         match self {
-            Session::H1(s) => s.fail(kind, why, events),
-            Session::H2(s) => s.fail(kind, why, events),
-            Session::H3(s) => s.fail(kind, why, events),
-        }
-    }
-
-    /// For a session on UDP, which says goodbye in datagrams: the loop is closing the
-    /// connection, and the next `poll_datagrams` gives the goodbye.
-    pub(crate) fn close(&mut self, now: Instant) {
-        match self {
-            Session::H3(s) => s.close(now),
-            Session::H1(_) | Session::H2(_) => {}
+            Session::Stream(StreamSession::H1(s)) => s.fail(kind, why, events),
+            Session::Stream(StreamSession::H2(s)) => s.fail(kind, why, events),
+            Session::Datagram(DatagramSession(s)) => s.fail(kind, why, events),
         }
     }
 
@@ -250,9 +203,9 @@ impl Session {
     #[inline]
     pub(crate) fn must_close(&self) -> bool {
         match self {
-            Session::H1(s) => s.must_close(),
-            Session::H2(s) => s.must_close(),
-            Session::H3(s) => s.must_close(),
+            Session::Stream(StreamSession::H1(s)) => s.must_close(),
+            Session::Stream(StreamSession::H2(s)) => s.must_close(),
+            Session::Datagram(DatagramSession(s)) => s.must_close(),
         }
     }
 
@@ -260,18 +213,73 @@ impl Session {
     #[inline]
     pub(crate) fn is_idle(&self) -> bool {
         match self {
-            Session::H1(s) => s.is_idle(),
-            Session::H2(s) => s.is_idle(),
-            Session::H3(s) => s.is_idle(),
+            Session::Stream(StreamSession::H1(s)) => s.is_idle(),
+            Session::Stream(StreamSession::H2(s)) => s.is_idle(),
+            Session::Datagram(DatagramSession(s)) => s.is_idle(),
         }
     }
 
     /// Requests in flight whose bytes went to a send: the server may have seen them.
     pub(crate) fn sent_in_flight(&self) -> u64 {
         match self {
-            Session::H1(s) => s.sent_in_flight(),
-            Session::H2(s) => s.sent_in_flight(),
-            Session::H3(s) => s.sent_in_flight(),
+            Session::Stream(StreamSession::H1(s)) => s.sent_in_flight(),
+            Session::Stream(StreamSession::H2(s)) => s.sent_in_flight(),
+            Session::Datagram(DatagramSession(s)) => s.sent_in_flight(),
         }
+    }
+}
+
+impl StreamSession {
+    /// Received plaintext.
+    #[inline]
+    pub(crate) fn receive(&mut self, bytes: &[u8], now: Instant, events: &mut Vec<Event>) {
+        match self {
+            StreamSession::H1(s) => s.receive(bytes, now, events),
+            StreamSession::H2(s) => s.receive(bytes, now, events),
+        }
+    }
+
+    /// What to send now; once taken, it counts as sent (the caller submits it at once).
+    #[inline]
+    pub(crate) fn poll_transmit(&mut self, out: &mut Vec<u8>) -> Transmit {
+        match self {
+            StreamSession::H1(s) => s.poll_transmit(),
+            StreamSession::H2(s) => s.poll_transmit(out),
+        }
+    }
+
+    /// Everything taken with `poll_transmit` has been written to the socket: HTTP/1.1 counts
+    /// its request sent from here; HTTP/2 counted its frames as it gave them.
+    #[inline]
+    pub(crate) fn written(&mut self) {
+        if let StreamSession::H1(s) = self {
+            s.written();
+        }
+    }
+
+    /// The peer closed the connection.
+    pub(crate) fn peer_closed(&mut self, now: Instant, events: &mut Vec<Event>) {
+        match self {
+            StreamSession::H1(s) => s.peer_closed(now, events),
+            StreamSession::H2(s) => s.peer_closed(events),
+        }
+    }
+}
+
+impl DatagramSession {
+    /// The next batch of datagrams, written into `out` (cleared first): the size of each (the
+    /// last may be shorter), or None when there is nothing to send.
+    pub(crate) fn poll_transmit(&mut self, now: Instant, out: &mut Vec<u8>) -> Option<usize> {
+        self.0.poll_transmit(now, out)
+    }
+
+    /// What one receive brought, a datagram or a GRO batch of `segment_size` each.
+    pub(crate) fn receive(&mut self, bytes: &[u8], segment_size: Option<usize>, now: Instant, events: &mut Vec<Event>) {
+        self.0.receive(bytes, segment_size, now, events);
+    }
+
+    /// The loop is closing the connection: the next `poll_transmit` gives the goodbye.
+    pub(crate) fn close(&mut self, now: Instant) {
+        self.0.close(now);
     }
 }

@@ -21,7 +21,7 @@ use crate::plan::RequestSpec;
 use crate::quic::tests::{Cert, SERVER_NAME, self_signed, server_endpoint, trusting};
 use crate::quic::varint;
 use crate::quic::{Config as QuicConfig, Congestion};
-use crate::session::{Event, Schedule, Transmit, Units};
+use crate::session::{Event, Schedule, Units};
 use crate::stats::ErrorKind;
 use crate::stats::Stats;
 use crate::target::Target;
@@ -438,7 +438,7 @@ impl Net {
             self.drop_to_server = 1;
         }
         let mut to_server = Vec::new();
-        while let Transmit::Datagrams { segment_size } = self.session.poll_transmit(self.now, &mut self.buf) {
+        while let Some(segment_size) = self.session.poll_transmit(self.now, &mut self.buf) {
             self.sent_bytes += self.buf.len();
             for datagram in self.buf.chunks(segment_size) {
                 moved = true;

@@ -1,0 +1,124 @@
+//! The loop's accounting: what a session reports (responses, errors, refusals, its stream
+//! limit) into the thread's statistics, and the failures of connections and their set-up.
+
+use std::time::Instant;
+
+use super::Loop;
+use crate::driver::conn::Phase;
+use crate::session::{Event, Why};
+use crate::stats::{ErrorKind, Spans, Stats};
+
+/// Requests a server may decline unprocessed, with no response in between, before declined
+/// ones count as errors instead of being sent again.
+const REFUSED_IN_A_ROW: u64 = 1000;
+
+impl Loop<'_> {
+    /// The connection is set up: counted, and its connect time recorded.
+    pub(super) fn established(&mut self, i: usize, now: Instant) {
+        self.connects_ok += 1;
+        self.stats.counters.connects += 1;
+        let started = self.conns[i].connect_started;
+        Stats::record(
+            &mut self.stats.counters,
+            &mut self.stats.histograms.connect,
+            now.saturating_duration_since(started),
+        );
+        self.conns[i].phase = Phase::Open;
+        self.open += 1;
+    }
+
+    /// Counts what the session of `i` reported.
+    pub(super) fn count_events(&mut self, i: usize) {
+        let mut events = std::mem::take(&mut self.events);
+        // Recorded a run of equal spans at a time (a receive's responses share an arrival).
+        let (mut ttfb, mut latency, mut service) = (Spans::default(), Spans::default(), Spans::default());
+        for event in events.drain(..) {
+            match event {
+                Event::FirstByte { sent_at, at } => {
+                    ttfb.add(sent_at, at, &mut self.stats.counters, &mut self.stats.histograms.ttfb);
+                }
+                Event::Response { status, due, sent_at, at } => {
+                    self.refused_in_a_row = 0;
+                    self.batch_responses += 1;
+                    self.in_flight = self.in_flight.saturating_sub(1);
+                    let counters = &mut self.stats.counters;
+                    counters.ok += 1;
+                    counters.status(status);
+                    let h = &mut self.stats.histograms;
+                    latency.add(due, at, counters, &mut h.latency);
+                    if self.open_model {
+                        service.add(sent_at, at, counters, &mut h.service);
+                    }
+                }
+                Event::RetryAfter { status, value } => self.stats.counters.retry_after.record(status, value),
+                Event::Refused(n) => {
+                    self.in_flight = self.in_flight.saturating_sub(n);
+                    self.refused(n);
+                }
+                Event::Failed { kind, n, why } => {
+                    self.in_flight = self.in_flight.saturating_sub(n);
+                    self.count_errors(kind, n, why);
+                }
+                Event::SetupFailed { kind, why } => self.setup_failed(i, kind, why),
+                Event::Limited(limit) => {
+                    self.stream_limit = Some(self.stream_limit.map_or(limit, |l| l.min(limit)));
+                }
+                Event::DroppedPackets(n) => self.stats.counters.dropped_packets += n,
+            }
+        }
+        let (counters, h) = (&mut self.stats.counters, &mut self.stats.histograms);
+        ttfb.flush(counters, &mut h.ttfb);
+        latency.flush(counters, &mut h.latency);
+        service.flush(counters, &mut h.service);
+        self.events = events;
+    }
+
+    /// Requests the server declined unprocessed: they go back into the budget to be sent again,
+    /// unless the server has declined everything for a while; then they fail, so that a server
+    /// refusing every request cannot keep a `-n` run going forever.
+    pub(super) fn refused(&mut self, n: u64) {
+        self.refused_in_a_row += n;
+        if self.refused_in_a_row > REFUSED_IN_A_ROW {
+            let why = format!(
+                "the server declined over {REFUSED_IN_A_ROW} requests in a row unprocessed; they are no longer sent again"
+            );
+            self.count_errors(ErrorKind::Reset, n, why.into());
+            return;
+        }
+        self.stats.counters.refused += n;
+        self.schedule.give_back(n);
+    }
+
+    /// `n` requests failed for one reason.
+    pub(super) fn count_errors(&mut self, kind: ErrorKind, n: u64, why: Why) {
+        if n == 0 {
+            return;
+        }
+        self.stats.counters.add_errors(kind, n);
+        if !self.error_samples.iter().any(|(k, _)| *k == kind) {
+            self.error_samples.push((kind, why.into_owned()));
+        }
+    }
+
+    /// Connection `i` could not be set up: a failed connect, and the request it was opened for
+    /// fails as `kind`.
+    pub(super) fn setup_failed(&mut self, i: usize, kind: ErrorKind, why: Why) {
+        self.connect_failures += 1;
+        if std::mem::take(&mut self.conns[i].claimed) {
+            self.schedule.drop_claim();
+            self.count_errors(kind, 1, why);
+        }
+    }
+
+    /// The transport of `i` failed, and with it every request in flight on it (or its set-up).
+    /// The caller closes it.
+    pub(super) fn fail(&mut self, i: usize, kind: ErrorKind, why: Why) {
+        match self.conns[i].session.as_mut() {
+            Some(session) => {
+                session.fail(kind, why, &mut self.events);
+                self.count_events(i);
+            }
+            None => self.setup_failed(i, kind, why),
+        }
+    }
+}
