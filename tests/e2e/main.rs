@@ -29,6 +29,7 @@ mod hostile_workers;
 mod html_report;
 mod progress;
 mod prometheus;
+mod readme_examples;
 mod report_outputs;
 mod retry_after;
 mod serve;
