@@ -15,8 +15,7 @@
 //! `volley serve --listen` gets a free port; and every load run gets `-o json:FILE` appended, so
 //! that the text report stays what the README shows and the same run's JSON is checked too. An
 //! example that cannot run here at all is not rewritten into one that can: it is listed in
-//! [`SKIPPED`] with why (one is, today: `--http2 -p 100 https://localhost:8443/` has neither `-k`
-//! nor `--cacert`).
+//! [`SKIPPED`] with why (none is, today).
 
 use crate::support;
 
@@ -39,17 +38,7 @@ const MIN_EXAMPLES: usize = 12;
 /// README examples that cannot run on this machine, by the command as written (after `$ `, before
 /// its comment), with why. The test does not run them, and fails if one of them is no longer in
 /// the README, so that an entry goes when its line is fixed.
-const SKIPPED: &[(&str, &str)] = &[
-    // No -k and no --cacert: the certificate of https://localhost must then chain to a public
-    // root (volley trusts webpki-roots and --cacert, not the system store), and no public CA
-    // certifies `localhost`. It fails with the TLS error `unknown issuer` against any local
-    // server, this test's included; it runs as the README means it with `-k` or `--cacert ca.pem`,
-    // as the examples above it have.
-    (
-        "volley --http2 -p 100 https://localhost:8443/",
-        "needs a publicly trusted certificate for localhost, which cannot exist",
-    ),
-];
+const SKIPPED: &[(&str, &str)] = &[];
 
 /// Longest a `-z` may stay as written; longer ones become [`SHORT_DURATION`].
 const LONGEST_DURATION_SECS: f64 = 3.0;
