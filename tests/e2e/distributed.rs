@@ -424,6 +424,38 @@ fn a_controller_killed_with_sigkill_leaves_no_load_behind() {
 }
 
 #[test]
+fn a_worker_the_kernel_did_not_run_for_a_second_and_a_half_keeps_its_run() {
+    // A machine with more busy threads than cores can leave a worker unscheduled for a while:
+    // it wakes with its watchdog's timer due and the controller's heartbeats unread in its
+    // socket. It must read them, not stop its load for a controller that never went away.
+    let server = TestServer::start(Behavior::ok(14));
+    let worker = WorkerProcess::start(&[]);
+    let mut run = BackgroundProcess::spawn(controller(&[
+        "--workers",
+        &worker.address(),
+        "-z",
+        "5s",
+        "-c",
+        "2",
+        "--rate",
+        "200",
+        "-j",
+        &server.url(),
+    ]));
+    wait_for_load(&server, &mut run);
+    std::thread::sleep(Duration::from_millis(1000));
+    send_signal(worker.pid(), libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(1500));
+    send_signal(worker.pid(), libc::SIGCONT);
+    let out = run.wait(Duration::from_secs(30));
+    assert_success(&out);
+    assert!(!worker.log().contains("controller gone"), "the worker gave up on its controller:\n{}", worker.log());
+    let r = json_report(&out);
+    assert!(r["workers"][0]["failure"].is_null(), "{r}");
+    assert_server_count_within(&r, server.requests());
+}
+
+#[test]
 fn ctrl_c_on_the_controller_stops_every_worker_and_prints_the_report() {
     let server = TestServer::start(Behavior::ok(14));
     let (a, b) = (WorkerProcess::start(&[]), WorkerProcess::start(&[]));

@@ -2,8 +2,8 @@
 //! and the controller's commands — Start, Heartbeat, Stop — from the request stream.
 //!
 //! A run must never outlive its controller's interest in it: it stops when the request stream
-//! ends or breaks, when no command arrives for [`WATCHDOG`] (the controller sends a heartbeat
-//! every 200 ms), when the response stream is dropped, and, for a timed shard, at its end plus
+//! ends or breaks, when no command arrives for [`WATCHDOG`] and a [`SECOND_LOOK`] (the
+//! controller sends a heartbeat every 200 ms), when the response stream is dropped, and, for a timed shard, at its end plus
 //! [`GRACE`] whatever else happens. A run the worker stops itself says why in its Finished
 //! (`stopped_by`), so that its controller does not take it for a Stop of its own.
 
@@ -23,8 +23,17 @@ use crate::shard::{self, Event};
 use crate::state::{Busy, StopCause};
 use crate::{clock, wire};
 
-/// Silence from the controller for this long means it is gone.
+/// Silence from the controller for this long means it is gone (it beats every 200 ms), once a
+/// second look ([`SECOND_LOOK`]) finds nothing either.
 pub(crate) const WATCHDOG: Duration = Duration::from_millis(750);
+
+/// How long the watchdog looks again before it stops the run. A worker that the kernel did not
+/// run for a while (a machine with more busy threads than cores, a stopped process) wakes with
+/// its timer due and the controller's beats unread in the socket, and may see the timer first;
+/// looking again lets the connection read them. The controller is then given up on after at
+/// most `WATCHDOG` + `SECOND_LOOK` (1 s) of real silence, and at once when its connection
+/// breaks, as it does when its process dies.
+pub(crate) const SECOND_LOOK: Duration = Duration::from_millis(250);
 
 /// How far past its planned end a timed shard may run before the worker stops it itself.
 pub(crate) const GRACE: Duration = Duration::from_secs(2);
@@ -149,7 +158,7 @@ async fn follow_commands(
                 cause.stop(&control, &format!("the shard ran past its end plus {GRACE:?} and the worker stopped it"));
                 deadline = None;
             }
-            next = tokio::time::timeout(WATCHDOG, commands.message()) => match next {
+            next = next_command(&mut commands) => match next {
                 Ok(Ok(Some(v1::RunCommand { command: Some(command) }))) => match command {
                     Command::Start(start) if !started => {
                         started = true;
@@ -178,11 +187,27 @@ async fn follow_commands(
                     return cause.stop(&control, &why);
                 }
                 Err(_) => {
-                    warn!("controller gone (no heartbeat for {WATCHDOG:?}); stopping the run");
-                    return cause.stop(&control, &format!("the worker lost its controller: no heartbeat for {WATCHDOG:?}"));
+                    let silence = WATCHDOG + SECOND_LOOK;
+                    warn!("controller gone (no heartbeat for {silence:?}); stopping the run");
+                    return cause.stop(&control, &format!("the worker lost its controller: no heartbeat for {silence:?}"));
                 }
             },
         }
+    }
+}
+
+/// The controller's next command, or `Elapsed` after [`WATCHDOG`] and a [`SECOND_LOOK`] of
+/// silence.
+async fn next_command(
+    commands: &mut Streaming<v1::RunCommand>,
+) -> Result<Result<Option<v1::RunCommand>, Status>, tokio::time::error::Elapsed> {
+    match tokio::time::timeout(WATCHDOG, commands.message()).await {
+        Err(_) => {
+            // Let the connection's task read what came while this one waited.
+            tokio::task::yield_now().await;
+            tokio::time::timeout(SECOND_LOOK, commands.message()).await
+        }
+        next => next,
     }
 }
 

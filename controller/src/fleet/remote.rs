@@ -122,7 +122,20 @@ async fn drive_run(
     let send = |command| v1::RunCommand { command: Some(command) };
     out.send(send(v1::run_command::Command::Shard(shard))).await.map_err(|_| "the run stream closed")?;
     let mut stream = client.run(ReceiverStream::new(out_rx)).await.map_err(|s| refusal(&s))?.into_inner();
-    let mut heartbeat = tokio::time::interval(HEARTBEAT_EVERY);
+    // The heartbeat has a task of its own, so that it never waits behind this loop's work on
+    // the worker's events; it ends with the run (`_beats` aborts it when dropped).
+    let _beats = Beats(tokio::spawn({
+        let out = out.clone();
+        async move {
+            let mut heartbeat = tokio::time::interval(HEARTBEAT_EVERY);
+            loop {
+                heartbeat.tick().await;
+                if out.send(send(v1::run_command::Command::Heartbeat(v1::Heartbeat {}))).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }));
     let mut commands_open = true;
     loop {
         tokio::select! {
@@ -155,10 +168,16 @@ async fn drive_run(
                 };
                 let _ = out.send(send(message)).await;
             }
-            _ = heartbeat.tick() => {
-                let _ = out.send(send(v1::run_command::Command::Heartbeat(v1::Heartbeat {}))).await;
-            }
         }
+    }
+}
+
+/// The heartbeat task, aborted when the run's driver is done with it.
+struct Beats(tokio::task::JoinHandle<()>);
+
+impl Drop for Beats {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
