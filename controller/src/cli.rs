@@ -208,8 +208,9 @@ pub(crate) struct LoadArgs {
     #[arg(long, value_name = "KIND")]
     pub quic_congestion: Option<QuicCongestionArg>,
     /// Run the load on these worker daemons (HOST:PORT,...) instead of this machine; @FILE reads
-    /// them from a file: one HOST:PORT a line (# comments), or `terraform output -json workers`.
-    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...|@FILE")]
+    /// them from a file: one HOST:PORT a line (# comments), or `terraform output -json workers`;
+    /// dns:NAME:PORT is every address NAME resolves to (a Kubernetes headless Service).
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT,...|@FILE|dns:NAME:PORT")]
     pub workers: Vec<String>,
     /// File holding the workers' bearer token (or set VOLLEY_TOKEN).
     #[arg(long, value_name = "FILE")]

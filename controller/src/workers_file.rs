@@ -3,23 +3,55 @@
 //! lines are skipped), or JSON as Terraform prints it: `terraform output -json workers` (a list
 //! of "HOST:PORT" strings) or `terraform output -json` (an object whose `workers` output holds
 //! that list under `value`).
+//!
+//! `--workers dns:NAME:PORT`: every address NAME resolves to, each a worker on PORT, as a
+//! Kubernetes headless Service names its pods (one A or AAAA record each). Resolved once, at
+//! start, by the system's resolver; the workers found are named on stderr.
 
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
 use serde_json::Value;
 
 use crate::error::CliError;
 
-/// `--workers` items with every `@FILE` replaced by the workers that file lists, in order.
+/// `--workers` items with every `@FILE` replaced by the workers that file lists, and every
+/// `dns:NAME:PORT` by the addresses NAME resolves to, in order.
 pub(crate) fn expand(items: &[String]) -> Result<Vec<String>, CliError> {
     let mut workers = Vec::new();
     for item in items {
-        match item.trim().strip_prefix('@') {
-            Some(path) => workers.extend(read(Path::new(path))?),
-            None => workers.push(item.clone()),
+        let item = item.trim();
+        if let Some(path) = item.strip_prefix('@') {
+            workers.extend(read(Path::new(path))?);
+        } else if let Some(service) = item.strip_prefix("dns:") {
+            let found = discover(service, |name, port| (name, port).to_socket_addrs().map(Iterator::collect))?;
+            eprintln!("volley: --workers {item}: {} workers: {}", found.len(), found.join(", "));
+            workers.extend(found);
+        } else {
+            workers.push(item.to_string());
         }
     }
     Ok(workers)
+}
+
+/// `NAME:PORT`'s workers: every address `resolve` gives for NAME, once each, in address order,
+/// with PORT.
+fn discover(
+    service: &str,
+    resolve: impl FnOnce(&str, u16) -> std::io::Result<Vec<SocketAddr>>,
+) -> Result<Vec<String>, CliError> {
+    let bad = |why: String| CliError::Usage(format!("--workers dns:{service}: {why}"));
+    let Some((name, port)) = service.rsplit_once(':').filter(|(name, _)| !name.is_empty()) else {
+        return Err(bad("expected dns:NAME:PORT, such as dns:volley-worker:7700".into()));
+    };
+    let port: u16 = port.parse().map_err(|_| bad(format!("'{port}' is not a port number")))?;
+    let mut addresses = resolve(name, port).map_err(|e| bad(format!("{name} does not resolve ({e})")))?;
+    addresses.sort_unstable();
+    addresses.dedup();
+    if addresses.is_empty() {
+        return Err(bad(format!("{name} resolves to no address")));
+    }
+    Ok(addresses.iter().map(SocketAddr::to_string).collect())
 }
 
 fn read(path: &Path) -> Result<Vec<String>, CliError> {
@@ -117,6 +149,29 @@ mod tests {
             assert!(err.contains(expect), "{text:?}: {err}");
             assert!(!err.contains('\n'), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn a_dns_item_is_every_address_its_name_resolves_to_once_each_in_order() {
+        let addresses = |list: &[&str]| list.iter().map(|a| a.parse().unwrap()).collect::<Vec<SocketAddr>>();
+        let found = discover("volley-worker:7700", |name, port| {
+            assert_eq!((name, port), ("volley-worker", 7700));
+            Ok(addresses(&["10.0.0.3:7700", "10.0.0.1:7700", "[fd00::2]:7700", "10.0.0.3:7700"]))
+        });
+        assert_eq!(found.unwrap(), ["10.0.0.1:7700", "10.0.0.3:7700", "[fd00::2]:7700"]);
+        for (service, expect) in [
+            ("volley-worker", "expected dns:NAME:PORT"),
+            (":7700", "expected dns:NAME:PORT"),
+            ("volley-worker:x", "'x' is not a port number"),
+            ("volley-worker:70000", "'70000' is not a port number"),
+        ] {
+            let err = discover(service, |_, _| Ok(addresses(&["10.0.0.1:1"]))).expect_err(service).to_string();
+            assert!(err.starts_with(&format!("--workers dns:{service}: ")) && err.contains(expect), "{err}");
+        }
+        let none = discover("gone:7700", |_, _| Ok(Vec::new())).expect_err("no address").to_string();
+        assert_eq!(none, "--workers dns:gone:7700: gone resolves to no address");
+        let failed = discover("gone:7700", |_, _| Err(std::io::Error::other("no such host"))).expect_err("no name");
+        assert_eq!(failed.to_string(), "--workers dns:gone:7700: gone does not resolve (no such host)");
     }
 
     #[test]

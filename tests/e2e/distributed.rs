@@ -6,6 +6,7 @@
 use crate::support;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -1036,4 +1037,72 @@ fn a_worker_whose_io_uring_a_seccomp_filter_blocks_says_so_at_start_up_and_how_t
     let line = volley_error_line(&out);
     assert!(line.contains("io_uring is blocked by a seccomp filter"), "{line}");
     assert!(line.contains("deploy/seccomp/volley-worker.json"), "no fix named: {line}");
+}
+
+#[test]
+fn workers_found_through_dns_are_every_address_the_name_resolves_to() {
+    // SAFETY: geteuid(2) has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || Command::new("ip").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: needs root and iproute2 (`ip`) to make a network namespace");
+        return;
+    }
+    // One namespace whose resolver asks a DNS server of the test's, on its loopback: `ip netns
+    // exec` puts /etc/netns/NAME/resolv.conf in place of /etc/resolv.conf for what it runs.
+    let ns = format!("volley-{}-dns", std::process::id());
+    let mut namespaces = Namespaces { names: Vec::new() };
+    if let Err(e) = namespaces.add(&ns) {
+        eprintln!("SKIPPED: cannot make network namespaces here ({e})");
+        return;
+    }
+    ip(&["-n", &ns, "link", "set", "lo", "up"]).expect("loopback up");
+    let etc = EtcNetns(PathBuf::from("/etc/netns").join(&ns));
+    std::fs::create_dir_all(&etc.0).expect("/etc/netns/NAME");
+    std::fs::write(etc.0.join("resolv.conf"), "nameserver 127.0.0.1\noptions timeout:1 attempts:2\n").unwrap();
+    let workers: Vec<std::net::Ipv4Addr> = ["127.0.0.3", "127.0.0.1", "127.0.0.2"].map(|a| a.parse().unwrap()).into();
+    let socket = in_netns(&ns, || std::net::UdpSocket::bind("127.0.0.1:53")).expect("the DNS port in the namespace");
+    let dns = support::dns::DnsServer::serve(socket, "volley-worker.test", workers.clone());
+
+    let target_addr: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+    let target = in_netns(&ns, move || {
+        volley_serve::Server::start(volley_serve::ServeConfig { addr: target_addr, ..Default::default() })
+    })
+    .expect("the target server starts in the namespace");
+    let _running: Vec<WorkerProcess> = workers
+        .iter()
+        .map(|ip| {
+            let listen = format!("{ip}:7700");
+            WorkerProcess::spawn(volley_in(&ns, &["worker", "--listen", &listen]), listen.parse().unwrap(), Some(&ns))
+                .unwrap_or_else(|e| panic!("worker {listen}: {e}"))
+        })
+        .collect();
+
+    let url = format!("http://{target_addr}/");
+    let out = run(volley_in(&ns, &["--workers", "dns:volley-worker.test:7700", "-n", "300", "-c", "3", "-j", &url]));
+    assert_success(&out);
+    let found =
+        "volley: --workers dns:volley-worker.test:7700: 3 workers: 127.0.0.1:7700, 127.0.0.2:7700, 127.0.0.3:7700";
+    assert!(stderr(&out).contains(found), "the workers found are not named: {}", describe_output(&out));
+    let r = json_report(&out);
+    let addresses: Vec<&str> =
+        r["workers"].as_array().unwrap().iter().map(|w| w["address"].as_str().unwrap()).collect();
+    assert_eq!(addresses, ["127.0.0.1:7700", "127.0.0.2:7700", "127.0.0.3:7700"], "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 300, "{r}");
+    assert_eq!(target.requests(), 300, "the target's own count");
+    assert!(dns.questions() > 0, "the resolver never asked the test's DNS server");
+
+    // A name that does not resolve is a usage error naming it, before any load.
+    let out = run(volley_in(&ns, &["--workers", "dns:nobody.test:7700", "-n", "10", &url]));
+    assert_eq!(out.status.code(), Some(2), "{}", describe_output(&out));
+    let line = one_error_line(&out);
+    assert!(line.starts_with("volley: error: --workers dns:nobody.test:7700: nobody.test does not resolve"), "{line}");
+    assert_eq!(target.requests(), 300);
+}
+
+/// /etc/netns/NAME, removed with the test's namespace.
+struct EtcNetns(PathBuf);
+
+impl Drop for EtcNetns {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

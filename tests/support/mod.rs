@@ -34,6 +34,8 @@
 //!   or a self-signed one made by the `openssl` command ([`TestCert::openssl_self_signed`]).
 //! - [`send_request`], [`read_response`]: a tiny blocking HTTP/1.1 client to poke servers with.
 //!
+//! - [`dns::DnsServer`]: a few-line DNS server answering one name with several A records, for
+//!   a resolver pointed at it (in a network namespace of the test's own).
 //! - [`Prometheus`]: a real Prometheus server scraping the targets a test names, queried over
 //!   its HTTP API.
 //! - [`unaccepting_listener`]: connects that hang; [`WorkerProcess`] and [`BackgroundProcess`]:
@@ -47,6 +49,7 @@
 
 mod certs;
 mod client;
+pub mod dns;
 pub mod fake_worker;
 pub mod h2_servers;
 mod h3_client;
