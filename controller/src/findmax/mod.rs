@@ -53,10 +53,11 @@ pub(crate) fn run(args: &FindMaxArgs, matches: Option<&ArgMatches>) -> Result<()
             settings.start
         )));
     }
-    // The first and the last step's rates bound every other's: each is checked (the plan's
-    // limits, the split over workers) before any load.
+    // The first and the last step's rates bound every other's, all checked before any load:
+    // the first whole (its split over the workers, and each worker's message, whose size the
+    // rate does not change), the last against the plan's limits, without encoding its shards.
     runner.shards(settings.start, settings.step)?;
-    runner.shards(settings.max_rate, settings.step)?;
+    runner.step_plan(settings.max_rate, settings.step)?;
     let interrupt = RunControl::new();
     signals::stop_on_ctrl_c(&interrupt);
     let (steps, found) = run_steps(&runner, &settings, &interrupt);

@@ -50,14 +50,21 @@ impl Runner {
         &self.plan
     }
 
-    /// Each place's share of a step at `rate` for `length`; a usage error when the step cannot
-    /// be split over the workers (fewer connections than workers).
-    pub(crate) fn shards(&self, rate: u64, length: Duration) -> Result<Vec<fleet::Part>, CliError> {
+    /// The whole plan of a step at `rate` for `length`, checked against the engine's limits.
+    pub(crate) fn step_plan(&self, rate: u64, length: Duration) -> Result<Plan, CliError> {
         let mut plan = self.plan.clone();
         plan.load = Load::rate(rate);
         plan.stop = Stop::Duration(length);
         plan.threads = plan.threads_for(options::local_threads(self.threads));
         options::check(&plan)?;
+        Ok(plan)
+    }
+
+    /// Each place's share of a step at `rate` for `length`, ready to send; a usage error when
+    /// the step breaks a limit, cannot be split over the workers (fewer connections than
+    /// workers) or is too large for a worker's message.
+    pub(crate) fn shards(&self, rate: u64, length: Duration) -> Result<Vec<fleet::Part>, CliError> {
+        let plan = self.step_plan(rate, length)?;
         let shards = match self.places.as_slice() {
             [Place::Local] => vec![plan],
             places => fleet::split(&plan, places.len())?,
