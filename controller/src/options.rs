@@ -107,6 +107,7 @@ pub(crate) fn check(plan: &Plan) -> Result<(), CliError> {
             Setting::Stages => "--stages",
             Setting::WarmUp => "--warm-up",
             Setting::Hold => "--max-hold",
+            Setting::Targets => "--targets",
         };
         CliError::Usage(format!("{flag}: {e}"))
     })

@@ -10,7 +10,7 @@ use crate::driver::{self, GRO_BUF_SIZE, MIN_BUF_SIZE, Shared, ThreadDone, Thread
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
-use crate::plan::{Plan, Protocol, Stop};
+use crate::plan::{Plan, Protocol, Requests, Stop};
 use crate::quic;
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::session::SessionConfig;
@@ -107,10 +107,14 @@ pub struct RunResult {
 pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progress)) -> Result<RunResult, EngineError> {
     plan.validate()?;
     let ring = probe_io_uring()?;
+    // FIXME(mix): the engine sends the one request only, for now.
+    let Requests::One(request) = &plan.requests else {
+        return Err(EngineError::Plan("mixes are not supported yet"));
+    };
     let addr = plan.target.resolve()?[0];
     let session = match plan.protocol {
         Protocol::Http1 => SessionConfig::H1(h1::Config {
-            head: plan.request.is_head(),
+            head: request.is_head(),
             keepalive: plan.keepalive,
             request_timeout: plan.request_timeout,
         }),
@@ -119,8 +123,8 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             return Err(EngineError::Plan("HTTP/2 needs keep-alive: its connections carry many requests"));
         }
         Protocol::Http2 { streams } => SessionConfig::H2(Arc::new(h2::Config {
-            request: h2::encode_request(&plan.target, &plan.request).into(),
-            body: plan.request.body.clone().into(),
+            request: h2::encode_request(&plan.target, request).into(),
+            body: request.body.clone().into(),
             streams,
             connect_timeout: plan.connect_timeout,
             request_timeout: plan.request_timeout,
@@ -138,7 +142,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             SessionConfig::H3(Arc::new(h3::Setup {
                 request: h3::Config::new(
                     &plan.target,
-                    &plan.request,
+                    request,
                     streams,
                     plan.connect_timeout,
                     plan.request_timeout,
@@ -163,7 +167,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     let shared = Arc::new(Shared {
         addr,
         sockaddr: driver::encode_sockaddr(&addr),
-        request: h1::encode_request(&plan.target, &plan.request, !plan.keepalive),
+        request: h1::encode_request(&plan.target, request, !plan.keepalive),
         tls,
         connect_timeout: plan.connect_timeout,
         keepalive: plan.keepalive,

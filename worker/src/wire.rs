@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use volley_engine::{
-    ConnectionIndices, ErrorKind, HistogramError, Load, Plan, Protocol, QuicCongestion, Rate, RequestSpec, RingSupport,
+    ConnectionIndices, ErrorKind, HistogramError, Load, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport,
     Stage, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
@@ -39,17 +39,21 @@ pub enum WireError {
 
 /// One worker's part of `plan` as the protocol carries it, with the plan's threads.
 pub fn shard_to_proto(plan: &Plan) -> v1::Shard {
+    // FIXME(mix): a mix's requests are not on the wire yet.
+    let request = match &plan.requests {
+        Requests::One(spec) => spec,
+        Requests::Mix(mix) => &mix.requests[0].spec,
+    };
     v1::Shard {
         protocol: PROTOCOL_VERSION,
         url: plan.target.to_string(),
-        method: plan.request.method.clone(),
-        headers: plan
-            .request
+        method: request.method.clone(),
+        headers: request
             .headers
             .iter()
             .map(|(name, value)| v1::Header { name: name.clone(), value: value.clone() })
             .collect(),
-        body: plan.request.body.clone(),
+        body: request.body.clone(),
         connections: u32::try_from(plan.connections).unwrap_or(u32::MAX),
         threads: u32::try_from(plan.threads).unwrap_or(u32::MAX),
         stop: Some(match plan.stop {

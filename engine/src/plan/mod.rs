@@ -2,12 +2,14 @@
 //! and threads (`split`).
 
 mod ramp;
+mod requests;
 mod split;
 mod stages;
 mod validate;
 
 pub(crate) use ramp::ConnectionRamp;
 pub use ramp::{ConnectionIndices, connections_at};
+pub use requests::{MAX_NAMES, MAX_REQUESTS, Mix, NamedRequest, Order, Requests};
 pub(crate) use stages::Curve;
 pub use stages::{MAX_STAGES, Stage, requested_between, stage_at};
 pub use validate::{PlanError, Setting};
@@ -148,7 +150,7 @@ pub enum Stop {
     Duration(Duration),
 }
 
-/// The request every connection sends.
+/// A request: what every connection sends, or one request of a mix (its path apart).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestSpec {
     pub method: String,
@@ -258,8 +260,9 @@ pub struct TlsOptions {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Plan {
+    /// The origin every request goes to, and the one request's path.
     pub target: Target,
-    pub request: RequestSpec,
+    pub requests: Requests,
     pub protocol: Protocol,
     pub connections: usize,
     pub threads: usize,
@@ -291,7 +294,7 @@ impl Plan {
     pub fn new(target: Target, request: RequestSpec, connections: usize, stop: Stop) -> Self {
         Plan {
             target,
-            request,
+            requests: Requests::One(request),
             protocol: Protocol::Http1,
             connections,
             threads: 1,

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::{
-    Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_STREAMS, MAX_THREADS,
+    Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_NAMES, MAX_REQUESTS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_STREAMS, MAX_THREADS,
     Plan, Protocol, Stop,
 };
 
@@ -35,9 +35,49 @@ pub enum Setting {
     Stages,
     WarmUp,
     Hold,
+    /// A mix's requests (a targets file).
+    Targets,
 }
 
 impl Plan {
+    /// A mix's size, names and paths, and the size of the bodies.
+    fn validate_requests(&self) -> Result<(), PlanError> {
+        let bad = |setting, why: String| Err(PlanError { setting, why });
+        if let Some(mix) = self.requests.mix() {
+            if mix.requests.is_empty() {
+                return bad(Setting::Targets, "a mix needs at least one request".into());
+            }
+            if mix.requests.len() > MAX_REQUESTS {
+                return bad(
+                    Setting::Targets,
+                    format!("{} requests is more than the {MAX_REQUESTS} a mix may list", mix.requests.len()),
+                );
+            }
+            let names = mix.names().len();
+            if names > MAX_NAMES {
+                return bad(Setting::Targets, format!("{names} names is more than the {MAX_NAMES} a run may have"));
+            }
+            if let Some(r) = mix.requests.iter().find(|r| !r.path_and_query.starts_with('/')) {
+                return bad(Setting::Targets, format!("{}: a path must start with /", r.name));
+            }
+        }
+        // A mix's bodies together: they travel to a worker in one shard message, like one
+        // request's body.
+        let body: usize = self.requests.each(&self.target.path_and_query).iter().map(|(_, s)| s.body.len()).sum();
+        if body > MAX_BODY_BYTES {
+            let (setting, what) =
+                if self.requests.mix().is_some() { (Setting::Targets, "bodies of") } else { (Setting::Body, "a body of") };
+            return bad(
+                setting,
+                format!(
+                    "{what} {body} bytes is more than the {MAX_BODY_BYTES} bytes ({} MiB) a run's requests may carry",
+                    MAX_BODY_BYTES >> 20
+                ),
+            );
+        }
+        Ok(())
+    }
+
     /// Checks the plan against every limit a run has; the first broken one is the error.
     pub fn validate(&self) -> Result<(), PlanError> {
         let bad = |setting, why: String| Err(PlanError { setting, why });
@@ -79,16 +119,7 @@ impl Plan {
             }
             _ => {}
         }
-        if self.request.body.len() > MAX_BODY_BYTES {
-            return bad(
-                Setting::Body,
-                format!(
-                    "a body of {} bytes is more than the {MAX_BODY_BYTES} bytes ({} MiB) a request may carry",
-                    self.request.body.len(),
-                    MAX_BODY_BYTES >> 20
-                ),
-            );
-        }
+        self.validate_requests()?;
         if let Protocol::Http2 { streams } | Protocol::Http3 { streams } = self.protocol {
             if streams == 0 {
                 return bad(Setting::Streams, "streams per connection must be at least 1".into());

@@ -2,11 +2,13 @@
 
 mod counters;
 mod histogram;
+mod names;
 mod retry_after;
 mod spans;
 
 pub use counters::{Counters, ErrorKind};
 pub use histogram::{HistogramError, decode_histogram, encode_histogram, new_histogram};
+pub use names::{NameStats, Names};
 pub use retry_after::{RetryAfter, RetryAfterCounts};
 pub(crate) use spans::Spans;
 
@@ -72,6 +74,9 @@ impl Default for Histograms {
 pub struct Stats {
     pub counters: Counters,
     pub histograms: Histograms,
+    /// A mix's statistics per name (empty without a mix): each request is in its name's as
+    /// well as in `counters` and `histograms`.
+    pub names: Names,
 }
 
 impl Stats {
@@ -82,6 +87,7 @@ impl Stats {
     pub fn merge(&mut self, other: &Stats) {
         self.counters.merge(&other.counters);
         self.histograms.merge(&other.histograms);
+        self.names.merge(&other.names);
     }
 
     /// Records one sample, clamping (and counting) a value beyond the histogram's range so that

@@ -35,7 +35,7 @@ fn plan(stop: Stop) -> Plan {
 
 fn assert_same_plan(a: &Plan, b: &Plan) {
     assert_eq!(a.target, b.target);
-    assert_eq!(a.request, b.request);
+    assert_eq!(a.requests, b.requests);
     assert_eq!(a.protocol, b.protocol);
     assert_eq!(a.connections, b.connections);
     assert_eq!(a.threads, b.threads);

@@ -1,6 +1,8 @@
 use std::time::Duration;
 
-use crate::plan::{Load, MAX_BODY_BYTES, Plan, RequestSpec, Stage, Stop};
+use crate::plan::{
+    Load, MAX_BODY_BYTES, MAX_NAMES, Mix, NamedRequest, Order, Plan, RequestSpec, Requests, Stage, Stop,
+};
 use crate::target::Target;
 
 fn plan(stop: Stop) -> Plan {
@@ -34,9 +36,9 @@ fn stages_beside_a_request_count_are_refused_since_the_run_would_never_end() {
 #[test]
 fn a_body_past_the_limit_is_refused_with_the_limit_in_the_message() {
     let mut p = plan(Stop::Requests(1));
-    p.request.body = vec![b'x'; MAX_BODY_BYTES];
+    p.requests = Requests::One(RequestSpec::new("POST", vec![], vec![b'x'; MAX_BODY_BYTES]));
     assert_eq!(p.validate(), Ok(()));
-    p.request.body.push(b'x');
+    p.requests = Requests::One(RequestSpec::new("POST", vec![], vec![b'x'; MAX_BODY_BYTES + 1]));
     let why = p.validate().unwrap_err().to_string();
     assert!(why.contains(&MAX_BODY_BYTES.to_string()) && why.contains("64 MiB"), "{why}");
 }
@@ -52,4 +54,34 @@ fn limits_are_named_in_their_messages() {
     let mut p = plan(Stop::Requests(1));
     p.connect_timeout = Duration::ZERO;
     assert!(p.validate().is_err());
+}
+
+fn mix(names: impl Iterator<Item = String>, body: usize) -> Requests {
+    let requests = names
+        .map(|name| NamedRequest {
+            path_and_query: format!("/{name}"),
+            name,
+            spec: RequestSpec::new("POST", vec![], vec![b'x'; body]),
+        })
+        .collect();
+    Requests::Mix(Mix { requests, order: Order::InTurn })
+}
+
+#[test]
+fn a_mix_past_the_names_limit_or_with_bodies_past_the_body_limit_is_refused() {
+    let mut p = plan(Stop::Requests(1));
+    p.requests = mix((0..MAX_NAMES).map(|i| i.to_string()), 0);
+    assert_eq!(p.validate(), Ok(()));
+    p.requests = mix((0..=MAX_NAMES).map(|i| i.to_string()), 0);
+    let why = p.validate().unwrap_err().to_string();
+    assert!(why.contains("1001 names") && why.contains("1000"), "{why}");
+    // Many requests may share a name.
+    p.requests = mix((0..=MAX_NAMES).map(|i| (i % 3).to_string()), 0);
+    assert_eq!(p.validate(), Ok(()));
+    // Two bodies, each within the limit, together past it.
+    p.requests = mix(["a".to_string(), "b".to_string()].into_iter(), MAX_BODY_BYTES / 2 + 1);
+    let why = p.validate().unwrap_err().to_string();
+    assert!(why.contains("bodies of") && why.contains("64 MiB"), "{why}");
+    p.requests = Requests::Mix(Mix { requests: vec![], order: Order::InTurn });
+    assert!(p.validate().unwrap_err().to_string().contains("at least one request"));
 }

@@ -1,0 +1,113 @@
+//! What a run sends: the command line's one request, or a mix of named requests (a targets
+//! file's), each name with statistics of its own.
+
+use super::RequestSpec;
+
+/// The most names a mix may have: each costs its own statistics in every thread, every second
+/// and on the wire.
+pub const MAX_NAMES: usize = 1000;
+
+/// The most requests a mix may list (several may share a name).
+pub const MAX_REQUESTS: usize = 100_000;
+
+/// What a run sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requests {
+    /// One request, at the URL's path: statistics for the run as a whole only.
+    One(RequestSpec),
+    /// Several requests to the URL's origin, each with its own path and a name whose
+    /// statistics are kept apart as well as in the run's.
+    Mix(Mix),
+}
+
+/// Several requests, and the order connections take them in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mix {
+    pub requests: Vec<NamedRequest>,
+    pub order: Order,
+}
+
+/// One request of a mix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedRequest {
+    /// What its statistics are kept under; requests may share one.
+    pub name: String,
+    /// Path and query, starting with `/`: the origin is the run's.
+    pub path_and_query: String,
+    pub spec: RequestSpec,
+}
+
+/// Which request of a mix a connection sends next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Each connection walks the list in turn, connection k starting at request k (mod the
+    /// list's length), so that a run's first requests spread over the list too.
+    InTurn,
+    /// Each request drawn at random, from a generator seeded by `seed` and the thread (and
+    /// worker): the same plan draws the same sequence.
+    Random { seed: u64 },
+}
+
+impl Requests {
+    /// Every request, with the path it goes to (`default_path` for the one request).
+    pub(crate) fn each<'a>(&'a self, default_path: &'a str) -> Vec<(&'a str, &'a RequestSpec)> {
+        match self {
+            Requests::One(spec) => vec![(default_path, spec)],
+            Requests::Mix(mix) => mix.requests.iter().map(|r| (r.path_and_query.as_str(), &r.spec)).collect(),
+        }
+    }
+
+    /// The mix, if this is one.
+    pub fn mix(&self) -> Option<&Mix> {
+        match self {
+            Requests::One(_) => None,
+            Requests::Mix(mix) => Some(mix),
+        }
+    }
+}
+
+impl Mix {
+    /// The distinct names, in the order they first appear: what per-name statistics are
+    /// indexed by, on every thread and worker alike.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for r in &self.requests {
+            if seen.insert(r.name.as_str()) {
+                names.push(&r.name);
+            }
+        }
+        names
+    }
+
+    /// For each request, the index of its name in [`Mix::names`].
+    pub(crate) fn name_indices(&self) -> Vec<u16> {
+        let mut index: std::collections::HashMap<&str, u16> = std::collections::HashMap::new();
+        self.requests
+            .iter()
+            .map(|r| {
+                let next = index.len() as u16;
+                *index.entry(r.name.as_str()).or_insert(next)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(name: &str) -> NamedRequest {
+        NamedRequest { name: name.into(), path_and_query: "/".into(), spec: RequestSpec::new("GET", vec![], vec![]) }
+    }
+
+    #[test]
+    fn names_are_distinct_in_order_of_first_appearance_and_requests_point_at_theirs() {
+        let mix = Mix {
+            requests: vec![request("b"), request("a"), request("b"), request("c"), request("a")],
+            order: Order::InTurn,
+        };
+        assert_eq!(mix.names(), ["b", "a", "c"]);
+        assert_eq!(mix.name_indices(), [0, 1, 0, 2, 1]);
+    }
+}

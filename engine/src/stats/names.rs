@@ -1,0 +1,107 @@
+//! Statistics per name of a mix: each name's outcomes, status codes, latency and time to first
+//! byte, kept beside the run's (which stay the sum over names) and merged exactly like them.
+//!
+//! A name is an index into the mix's names (`Mix::names`), the same on every thread and worker;
+//! names without a sample in a part (a thread's second, a worker's interval) are absent from
+//! it, so a second in which few names moved costs only those.
+
+use hdrhistogram::Histogram;
+
+use super::{Counters, new_histogram};
+
+/// What one name measured. Of its counters, the outcomes (ok, errors by kind) and the status
+/// codes are kept; bytes, connections and the open model's counts are the run's only.
+#[derive(Debug, Clone)]
+pub struct NameStats {
+    pub counters: Counters,
+    /// From due (or sent, in the closed model) to the response's last byte, in nanoseconds.
+    pub latency: Histogram<u64>,
+    /// To the response's first byte.
+    pub ttfb: Histogram<u64>,
+}
+
+impl NameStats {
+    pub fn new() -> Self {
+        NameStats { counters: Counters::default(), latency: new_histogram(), ttfb: new_histogram() }
+    }
+
+    pub fn merge(&mut self, other: &NameStats) {
+        self.counters.merge(&other.counters);
+        self.latency.add(&other.latency).expect("volley histograms share one range");
+        self.ttfb.add(&other.ttfb).expect("volley histograms share one range");
+    }
+}
+
+impl Default for NameStats {
+    fn default() -> Self {
+        NameStats::new()
+    }
+}
+
+/// Each name's statistics, by its index; a name with nothing counted yet has none.
+#[derive(Debug, Clone, Default)]
+pub struct Names(Vec<Option<Box<NameStats>>>);
+
+impl Names {
+    /// The statistics of name `index`, made empty when it has none yet.
+    pub fn entry(&mut self, index: usize) -> &mut NameStats {
+        if self.0.len() <= index {
+            self.0.resize_with(index + 1, || None);
+        }
+        self.0[index].get_or_insert_with(Box::default)
+    }
+
+    pub fn get(&self, index: usize) -> Option<&NameStats> {
+        self.0.get(index).and_then(|s| s.as_deref())
+    }
+
+    /// The names with statistics, by index, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &NameStats)> {
+        self.0.iter().enumerate().filter_map(|(i, s)| s.as_deref().map(|s| (i, s)))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(Option::is_none)
+    }
+
+    /// One past the highest index with statistics.
+    pub fn len(&self) -> usize {
+        self.0.iter().rposition(Option::is_some).map_or(0, |i| i + 1)
+    }
+
+    pub fn merge(&mut self, other: &Names) {
+        for (index, stats) in other.iter() {
+            self.entry(index).merge(stats);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::stats::Stats;
+
+    #[test]
+    fn names_merge_by_index_and_absent_names_stay_absent() {
+        let mut a = Names::default();
+        let mut b = Names::default();
+        let one = a.entry(1);
+        one.counters.ok += 2;
+        Stats::record(&mut one.counters, &mut one.latency, Duration::from_millis(3));
+        let three = b.entry(3);
+        three.counters.status(404);
+        let one = b.entry(1);
+        one.counters.ok += 1;
+        Stats::record(&mut one.counters, &mut one.latency, Duration::from_millis(9));
+        a.merge(&b);
+        assert_eq!(a.iter().map(|(i, _)| i).collect::<Vec<_>>(), [1, 3]);
+        assert!(a.get(0).is_none() && a.get(2).is_none());
+        let one = a.get(1).expect("merged");
+        assert_eq!((one.counters.ok, one.latency.len()), (3, 2));
+        assert_eq!(a.get(3).expect("merged").counters.statuses().collect::<Vec<_>>(), [(404, 1)]);
+        assert_eq!(a.len(), 4);
+        assert!(Names::default().is_empty());
+    }
+}
