@@ -10,7 +10,7 @@ use crate::driver::{self, GRO_BUF_SIZE, MIN_BUF_SIZE, Shared, ThreadDone, Thread
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
-use crate::plan::{Plan, Protocol, Requests, Stop};
+use crate::plan::{Order, Plan, Protocol, Stop};
 use crate::quic;
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::session::SessionConfig;
@@ -107,24 +107,20 @@ pub struct RunResult {
 pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progress)) -> Result<RunResult, EngineError> {
     plan.validate()?;
     let ring = probe_io_uring()?;
-    // FIXME(mix): the engine sends the one request only, for now.
-    let Requests::One(request) = &plan.requests else {
-        return Err(EngineError::Plan("mixes are not supported yet"));
-    };
+    // Every request with its path; a mix's names, by request.
+    let requests = plan.requests.each(&plan.target.path_and_query);
+    let names = plan.requests.mix().map(|mix| mix.name_indices().into_boxed_slice());
     let addr = plan.target.resolve()?[0];
     let session = match plan.protocol {
-        Protocol::Http1 => SessionConfig::H1(h1::Config {
-            head: request.is_head(),
-            keepalive: plan.keepalive,
-            request_timeout: plan.request_timeout,
-        }),
+        Protocol::Http1 => {
+            SessionConfig::H1(h1::Config { keepalive: plan.keepalive, request_timeout: plan.request_timeout })
+        }
         Protocol::Http2 { streams: 0 } => return Err(EngineError::Plan("HTTP/2 streams must be at least 1")),
         Protocol::Http2 { .. } if !plan.keepalive => {
             return Err(EngineError::Plan("HTTP/2 needs keep-alive: its connections carry many requests"));
         }
         Protocol::Http2 { streams } => SessionConfig::H2(Arc::new(h2::Config {
-            request: h2::encode_request(&plan.target, request).into(),
-            body: request.body.clone().into(),
+            requests: h2::encode_requests(&plan.target, &requests).into(),
             streams,
             connect_timeout: plan.connect_timeout,
             request_timeout: plan.request_timeout,
@@ -140,13 +136,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             // The name is checked once here, rather than failing every connection.
             tls::server_name(&plan.target.host)?;
             SessionConfig::H3(Arc::new(h3::Setup {
-                request: h3::Config::new(
-                    &plan.target,
-                    request,
-                    streams,
-                    plan.connect_timeout,
-                    plan.request_timeout,
-                ),
+                request: h3::Config::new(&plan.target, &requests, streams, plan.connect_timeout, plan.request_timeout),
                 quic: quic::Config::for_plan(plan)?,
                 server: addr,
                 server_name: plan.target.host.clone(),
@@ -167,7 +157,12 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     let shared = Arc::new(Shared {
         addr,
         sockaddr: driver::encode_sockaddr(&addr),
-        request: h1::encode_request(&plan.target, request, !plan.keepalive),
+        requests: requests
+            .iter()
+            .map(|(path, spec)| h1::encode_request(&plan.target, path, spec, !plan.keepalive))
+            .collect(),
+        names,
+        heads: requests.iter().map(|(_, spec)| spec.is_head()).collect(),
         tls,
         connect_timeout: plan.connect_timeout,
         keepalive: plan.keepalive,
@@ -192,6 +187,10 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             },
             load: part.load,
             warm_up_ticks: plan.warm_up_seconds(),
+            seed: match part.requests.mix().map(|mix| mix.order) {
+                Some(Order::Random { seed }) => Some(seed),
+                _ => None,
+            },
             gate: control.gate.clone(),
             stop_flag: control.stop_flag.clone(),
             tx: tx.clone(),

@@ -8,8 +8,9 @@
 use std::time::Duration;
 
 use volley_engine::{
-    ConnectionIndices, ErrorKind, HistogramError, Load, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport,
-    Stage, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram, new_histogram,
+    ConnectionIndices, ErrorKind, HistogramError, Load, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests,
+    RingSupport, Stage, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram,
+    new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;

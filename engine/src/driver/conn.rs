@@ -54,6 +54,9 @@ pub(crate) struct Conn {
     /// Open model: the session has room for a request and waits for the next one due (it is on
     /// the loop's `waiting` list).
     pub waiting: bool,
+    /// Which of the run's requests this slot sends next (see `session::Picker`), kept across
+    /// its connections; a failed set-up counts the request it claimed as this one.
+    pub next_request: u32,
 }
 
 /// What carries a connection's bytes. A run's connections all have the same kind (the
@@ -70,8 +73,8 @@ pub(crate) struct Tcp {
     pub tls: Option<Box<TlsSession>>,
     /// When the TLS handshake must be done.
     pub handshake_by: Option<Instant>,
-    /// The bytes being sent are the run's shared request, not `send_buf`.
-    pub send_from_request: bool,
+    /// The bytes being sent are this one of the run's shared requests, not `send_buf`.
+    pub send_from_request: Option<u32>,
     /// How far the send in flight has got.
     pub send_off: usize,
 }
@@ -106,8 +109,9 @@ impl Transport {
 }
 
 impl Conn {
-    /// An idle connection of a run over UDP (`udp`) or TCP.
-    pub(crate) fn new(now: Instant, udp: bool) -> Self {
+    /// An idle connection of a run over UDP (`udp`) or TCP, whose first request is
+    /// `next_request`.
+    pub(crate) fn new(now: Instant, udp: bool, next_request: u32) -> Self {
         Conn {
             phase: Phase::Idle,
             generation: 0,
@@ -122,6 +126,7 @@ impl Conn {
             send_buf: Vec::new(),
             dirty: false,
             waiting: false,
+            next_request,
         }
     }
 }

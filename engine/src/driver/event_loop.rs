@@ -47,7 +47,7 @@ use super::recvmsg::RecvMsg;
 use super::uring::{Completion, Op, Uring, untoken};
 use super::{Shared, ThreadDone, ThreadPlan};
 use crate::plan::ConnectionRamp;
-use crate::session::{Event, Schedule, Units};
+use crate::session::{Event, Picker, Schedule, Units};
 use crate::stats::{ErrorKind, Stats};
 
 /// Receive buffers: small, since benchmark responses are small and RSS counts.
@@ -72,6 +72,8 @@ pub(super) struct Loop<'r> {
     /// Everything measured since the last interval was handed out.
     stats: Stats,
     schedule: Schedule,
+    /// Which request each connection sends next.
+    picker: Picker,
     /// The open model: service time is recorded beside the latency from due.
     open_model: bool,
     /// Ticks of warm-up still to be handed out (0: none, or it is over), and the requests
@@ -149,11 +151,14 @@ impl<'r> Loop<'r> {
             BufRing::new(uring.submitter(), entries.clamp(64, 4096) as u16, BUF_SIZE, 0)?
         };
         let now = Instant::now();
+        let mut picker = Picker::new(shared.heads.clone(), plan.seed);
+        let conns = (0..n).map(|slot| Conn::new(now, udp, picker.first(slot))).collect();
         let mut l = Loop {
             completions: Vec::with_capacity(uring.sq_entries()),
             uring,
             bufs,
-            conns: (0..n).map(|_| Conn::new(now, udp)).collect(),
+            conns,
+            picker,
             lifecycle: Lifecycle::new(&plan, now),
             stats: Stats::new(),
             schedule: Schedule::for_load(plan.budget, &plan.load),
@@ -385,7 +390,8 @@ impl<'r> Loop<'r> {
         let mut room = false;
         // Beyond the ramp's count, no new request: it closes once idle.
         if released && !c.peer_closed && i < self.open_allowed {
-            let mut units = Units::new(&mut c.claimed, &mut self.schedule, &mut self.stats);
+            let mut units = Units::new(&mut c.claimed, &mut self.schedule, &mut self.stats)
+                .picking(&mut c.next_request, &mut self.picker);
             session.start_requests(now, &mut units, &mut self.events);
             room = units.found_none_due();
             self.in_flight += u64::from(units.taken());

@@ -31,8 +31,14 @@ pub(crate) struct Shared {
     pub addr: SocketAddr,
     /// `addr` as connect(2) takes it; every connect points here.
     pub sockaddr: (libc::sockaddr_storage, libc::socklen_t),
-    /// The request as HTTP/1.1 encodes it, once per run: connections send it from here.
-    pub request: Vec<u8>,
+    /// The run's requests as HTTP/1.1 encodes them, once per run: connections send them from
+    /// here.
+    pub requests: Vec<Vec<u8>>,
+    /// A mix: the name of each request (an index into `Mix::names`), whose statistics it is
+    /// counted in besides the run's. None: the one request, counted in the run's alone.
+    pub names: Option<Box<[u16]>>,
+    /// Per request: it is a HEAD.
+    pub heads: Box<[bool]>,
     pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
     pub connect_timeout: Duration,
     /// With false, nothing is opened before the start: every request gets its own connection.
@@ -58,6 +64,8 @@ pub(crate) struct ThreadPlan {
     pub load: crate::plan::Load,
     /// The first this many ticks are the warm-up; a budget begins after them.
     pub warm_up_ticks: u32,
+    /// A mix taken at random: this thread's seed (None: in turn).
+    pub seed: Option<u64>,
     pub gate: Arc<StartGate>,
     pub stop_flag: Arc<AtomicBool>,
     pub tx: Sender<ThreadMsg>,

@@ -1,4 +1,4 @@
-//! Encodes the one HTTP/1.1 request a run sends, once, before any load starts.
+//! Encodes the HTTP/1.1 requests a run sends, once each, before any load starts.
 
 use crate::plan::RequestSpec;
 use crate::target::Target;
@@ -10,11 +10,12 @@ use crate::target::Target;
 /// `-H` adds them when wanted). Content-Length is always ours (a user-supplied one is dropped,
 /// since a wrong one would desynchronise the connection). With `close`, `Connection: close`
 /// asks the server to end the connection after its response.
-pub(crate) fn encode_request(target: &Target, spec: &RequestSpec, close: bool) -> Vec<u8> {
+/// `path` (with its query) goes to `target`'s origin.
+pub(crate) fn encode_request(target: &Target, path: &str, spec: &RequestSpec, close: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(256 + spec.body.len());
     out.extend_from_slice(spec.method.as_bytes());
     out.push(b' ');
-    out.extend_from_slice(target.path_and_query.as_bytes());
+    out.extend_from_slice(path.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
     let has = |name: &str| spec.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
     if !has("host") {
@@ -55,7 +56,7 @@ mod tests {
     #[test]
     fn a_get_carries_host_and_nothing_the_user_did_not_ask_for() {
         let spec = RequestSpec::new("GET", vec![], vec![]);
-        let bytes = encode_request(&target(), &spec, false);
+        let bytes = encode_request(&target(), "/a/b?c=d", &spec, false);
         assert_eq!(String::from_utf8(bytes).unwrap(), "GET /a/b?c=d HTTP/1.1\r\nHost: example.test:8080\r\n\r\n");
     }
 
@@ -66,7 +67,7 @@ mod tests {
             vec![("host".into(), "other".into()), ("Content-Length".into(), "999".into()), ("X-A".into(), "1".into())],
             b"hello".to_vec(),
         );
-        let text = String::from_utf8(encode_request(&target(), &spec, true)).unwrap();
+        let text = String::from_utf8(encode_request(&target(), "/a/b?c=d", &spec, true)).unwrap();
         assert!(text.starts_with("POST /a/b?c=d HTTP/1.1\r\n"));
         assert!(text.contains("host: other\r\n"));
         assert!(!text.contains("Host: example.test"));
@@ -78,7 +79,7 @@ mod tests {
     #[test]
     fn empty_post_still_says_content_length_zero() {
         let spec = RequestSpec::new("POST", vec![], vec![]);
-        let text = String::from_utf8(encode_request(&target(), &spec, false)).unwrap();
+        let text = String::from_utf8(encode_request(&target(), "/a/b?c=d", &spec, false)).unwrap();
         assert!(text.contains("Content-Length: 0\r\n"));
     }
 }

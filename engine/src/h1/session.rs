@@ -16,8 +16,6 @@ use crate::stats::ErrorKind;
 /// What every HTTP/1.1 session of a run shares.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Config {
-    /// The request is HEAD: its responses have no body.
-    pub head: bool,
     /// With false, every request gets its own connection (the request says `Connection: close`).
     pub keepalive: bool,
     pub request_timeout: Option<Duration>,
@@ -28,6 +26,8 @@ pub(crate) struct Session {
     scanner: Scanner,
     /// A request was started and has not ended as ok or error.
     in_flight: bool,
+    /// Which of the run's requests it is.
+    request: u32,
     /// Its bytes were taken for a send.
     taken: bool,
     /// Taken but not yet all written: a response now means the server answered early.
@@ -47,6 +47,7 @@ impl Session {
             config,
             scanner: Scanner::new(),
             in_flight: false,
+            request: 0,
             taken: false,
             unwritten: false,
             first_byte_seen: false,
@@ -62,9 +63,10 @@ impl Session {
         if self.in_flight || self.must_close {
             return;
         }
-        let Some(due) = units.take(now) else { return };
-        self.due = due;
-        self.scanner.start(self.config.head);
+        let Some(start) = units.take(now) else { return };
+        self.due = start.due;
+        self.request = start.request;
+        self.scanner.start(units.is_head(start.request));
         self.in_flight = true;
         self.taken = false;
         self.first_byte_seen = false;
@@ -78,7 +80,7 @@ impl Session {
         }
         self.taken = true;
         self.unwritten = true;
-        Transmit::Request
+        Transmit::Request(self.request)
     }
 
     pub(crate) fn wants_transmit(&self) -> bool {
@@ -98,7 +100,7 @@ impl Session {
         }
         if !self.first_byte_seen {
             self.first_byte_seen = true;
-            events.push(Event::FirstByte { sent_at: self.sent_at, at: now });
+            events.push(Event::FirstByte { request: self.request, sent_at: self.sent_at, at: now });
         }
         match self.scanner.feed(bytes) {
             Err(e) => self.fail(ErrorKind::Protocol, e.to_string().into(), events),
@@ -140,14 +142,15 @@ impl Session {
         if let Some(value) = response.retry_after {
             events.push(Event::RetryAfter { status: response.status, value });
         }
-        events.push(Event::Response { status: response.status, due: self.due, sent_at: self.sent_at, at: now });
+        let (request, status, due, sent_at) = (self.request, response.status, self.due, self.sent_at);
+        events.push(Event::Response { request, status, due, sent_at, at: now });
     }
 
     pub(crate) fn fail(&mut self, kind: ErrorKind, why: Why, events: &mut Vec<Event>) {
         self.must_close = true;
         if self.in_flight {
             self.end();
-            events.push(Event::Failed { kind, n: 1, why });
+            events.push(Event::Failed { request: self.request, kind, why });
         }
     }
 

@@ -1,9 +1,9 @@
 //! One client HTTP/2 connection as a Sans-I/O state machine (RFC 9113): received plaintext and
 //! the clock go in; bytes to send and completed responses come out.
 //!
-//! Made for a load generator: every stream sends the same request (one header block, encoded
-//! once per run, and one body), and of a response only its status, its timing and the size of
-//! its body matter. So streams carry no headers or body buffers; the only per-connection
+//! Made for a load generator: every stream sends one of the run's requests (a header block
+//! encoded once per run, and a body), and of a response only its status, its timing and the
+//! size of its body matter. So streams carry no headers or body buffers; the only per-connection
 //! buffers are reused for the whole connection's life (received bytes that end mid-frame, a
 //! header block split across CONTINUATION frames, and the output), and nothing is allocated per
 //! response. Receive windows are large and released in batches so that a fast server is never
@@ -46,16 +46,25 @@ const OUR_SETTINGS: [(u16, u32); 4] = [
 pub(crate) enum Event {
     /// A complete response (END_STREAM seen, after HEADERS [+ DATA] [+ trailers]); `due` is
     /// when its request was due, `sent_at` when it was started; `first_byte_at` when its first HEADERS frame arrived.
-    Response { stream: u32, status: u16, due: Instant, sent_at: Instant, first_byte_at: Instant, body_bytes: u64 },
+    Response {
+        stream: u32,
+        request: u32,
+        status: u16,
+        due: Instant,
+        sent_at: Instant,
+        first_byte_at: Instant,
+        body_bytes: u64,
+    },
     /// The response that follows, on `stream`, carried `retry-after` in its final HEADERS.
     RetryAfter { stream: u32, status: u16, value: RetryAfter },
     /// The peer reset one stream (RST_STREAM): a stream error; the connection goes on.
-    StreamReset { stream: u32, code: u32, sent_at: Instant },
-    /// GOAWAY: the streams in `unanswered` (above `last_stream_id`) will not be answered and are
+    StreamReset { stream: u32, request: u32, code: u32, sent_at: Instant },
+    /// GOAWAY: the streams in `unanswered` (above `last_stream_id`: their ids, when they were
+    /// sent and which requests they carried) will not be answered and are
     /// already closed: report them as failed, do not resend them on this connection. Streams
     /// below finish; no new streams start; reconnect when `open_streams() == 0`. A `code` other
     /// than NO_ERROR means the peer saw an error (report it as a protocol error).
-    GoAway { last_stream_id: u32, code: u32, unanswered: Vec<(u32, Instant)> },
+    GoAway { last_stream_id: u32, code: u32, unanswered: Vec<(u32, Instant, u32)> },
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS is below what we want: `can_start` is held to it.
     StreamsLimited { limit: u32 },
 }
@@ -99,8 +108,10 @@ struct Stream {
     /// When its first HEADERS frame arrived, from `sent_at`; `NO_BYTE_YET` until then.
     first_byte: u64,
     body_bytes: u64,
-    /// How much of the request body went out.
-    body_sent: usize,
+    /// How much of the request body went out (bodies are at most `MAX_BODY_BYTES`).
+    body_sent: u32,
+    /// Which of the run's requests it carries.
+    request: u32,
     /// May go negative when the peer lowers SETTINGS_INITIAL_WINDOW_SIZE (RFC 9113 §6.9.2);
     /// within ±(2^31 - 1), which the frames that change it are checked against.
     send_window: i32,
@@ -163,15 +174,23 @@ enum Indexing {
     Plain,
 }
 
+/// One of the run's requests as HTTP/2 sends it: its header blocks and its body.
+#[derive(Debug)]
+pub(crate) struct Request {
+    pub blocks: hpack::RequestBlocks,
+    pub body: Box<[u8]>,
+}
+
 pub(crate) struct Connection {
-    request: Arc<hpack::RequestBlocks>,
+    /// The run's requests, shared by every connection. With more than one, each sends its
+    /// plain block: the indexing pair puts one request's fields in the server's table.
+    requests: Arc<[Request]>,
     indexing: Indexing,
     /// SETTINGS_HEADER_TABLE_SIZE: the room the server's decoder gives our encoder.
     peer_header_table: u32,
     /// The server lowered its table below what our fields need: the next block must open with
     /// a dynamic table size update (RFC 7541 §4.2) to this size.
     table_size_update: Option<u32>,
-    body: Arc<[u8]>,
     want_streams: u32,
     /// Open streams (client ids are odd: `id >> 1` numbers them).
     streams: OpenStreams<Stream>,
@@ -206,19 +225,20 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// `request`: the request's header blocks, encoded once per run and shared; `body`: the
-    /// request body (may be empty); `want_streams`: streams to keep in flight (-p).
+    /// `requests`: the run's requests, encoded once per run and shared (at least one);
+    /// `want_streams`: streams to keep in flight (-p).
     /// Queues the preface, our SETTINGS and a WINDOW_UPDATE raising the connection window.
-    pub(crate) fn new(request: Arc<hpack::RequestBlocks>, body: Arc<[u8]>, want_streams: u32) -> Self {
+    pub(crate) fn new(requests: Arc<[Request]>, want_streams: u32) -> Self {
         let mut out = Vec::with_capacity(4096);
         frame::encode_preface(&mut out, &OUR_SETTINGS);
         frame::encode_window_update(&mut out, 0, RECV_WINDOW - frame::DEFAULT_WINDOW);
+        // The indexing pair names one request's fields; several requests send plain blocks.
+        let indexing = if requests.len() == 1 { Indexing::NotYet } else { Indexing::Plain };
         Connection {
-            request,
-            indexing: Indexing::NotYet,
+            requests,
+            indexing,
             peer_header_table: DEFAULT_HEADER_TABLE as u32,
             table_size_update: None,
-            body,
             want_streams: want_streams.max(1),
             streams: OpenStreams::new(want_streams, 1),
             retry_after: Vec::new(),
@@ -254,22 +274,24 @@ impl Connection {
         self.want_streams.min(peer).saturating_sub(self.open_streams() as u32)
     }
 
-    /// Starts one request, due at `due`: a new stream id, HEADERS (+CONTINUATION) and as much of the body as
-    /// the windows allow queued; the rest follows WINDOW_UPDATEs. Returns the stream id.
-    pub(crate) fn start_request(&mut self, now: Instant, due: Instant) -> Option<u32> {
+    /// Starts `request` (an index into the run's requests, which the caller keeps in range),
+    /// due at `due`: a new stream id, HEADERS (+CONTINUATION) and as much of the body as the
+    /// windows allow queued; the rest follows WINDOW_UPDATEs. Returns the stream id.
+    pub(crate) fn start_request(&mut self, now: Instant, due: Instant, request: u32) -> Option<u32> {
         if self.can_start() == 0 {
             return None;
         }
         let id = self.next_stream_id;
         self.next_stream_id += 2;
-        let has_body = !self.body.is_empty();
-        self.encode_request_headers(id, !has_body);
+        let has_body = !self.requests[request as usize].body.is_empty();
+        self.encode_request_headers(id, request, !has_body);
         let stream = Stream {
             sent_at: now,
             due: nanos_from(now, due),
             first_byte: NO_BYTE_YET,
             body_bytes: 0,
             body_sent: 0,
+            request,
             // Both at most 2^31 - 1: SETTINGS checks the peer's, and ours is a constant.
             send_window: self.peer_initial_window as i32,
             recv_window: RECV_WINDOW as i32,
@@ -288,8 +310,8 @@ impl Connection {
     /// The request's HEADERS on stream `id`: the block that adds its fields to the server's
     /// table on the first request, the indexed block after, the plain one where the server's
     /// table has no room for them.
-    fn encode_request_headers(&mut self, id: u32, end_stream: bool) {
-        let blocks = &self.request;
+    fn encode_request_headers(&mut self, id: u32, request: u32, end_stream: bool) {
+        let blocks = &self.requests[request as usize].blocks;
         if self.indexing == Indexing::NotYet {
             let room = blocks.table_size > 0 && blocks.table_size <= self.peer_header_table as usize;
             self.indexing = if room { Indexing::Indexed } else { Indexing::Plain };
@@ -327,17 +349,18 @@ impl Connection {
     }
 
     /// Cancels every stream whose request started before `cutoff` (RST_STREAM CANCEL queued):
-    /// they ran out of time. Returns how many.
-    pub(crate) fn expire(&mut self, cutoff: Instant) -> u32 {
-        let mut expired = 0;
+    /// they ran out of time. `expired` is told each one's request; returns how many.
+    pub(crate) fn expire(&mut self, cutoff: Instant, mut expired: impl FnMut(u32)) -> u32 {
+        let mut n = 0;
         for i in 0..self.streams.places() {
             if self.streams.is_open(i) && self.streams.get(i).sent_at < cutoff {
-                let (id, ..) = self.remove(i);
+                let (id, s, _) = self.remove(i);
                 frame::encode_rst_stream(&mut self.out, id, code::CANCEL);
-                expired += 1;
+                expired(s.request);
+                n += 1;
             }
         }
-        expired
+        n
     }
 
     /// Appends everything queued to send: one buffer, so all streams share one socket write.
@@ -371,6 +394,11 @@ impl Connection {
     /// The peer's SETTINGS arrived: its limits are known.
     pub(crate) fn peer_settings_seen(&self) -> bool {
         self.peer_settings_seen
+    }
+
+    /// The request each open stream carries.
+    pub(crate) fn open_requests(&self) -> impl Iterator<Item = u32> + '_ {
+        self.streams.iter().map(|(_, s)| s.request)
     }
 
     pub(crate) fn open_streams(&self) -> usize {
@@ -510,7 +538,7 @@ impl Connection {
                 self.check_stream(stream)?;
                 if let Some(i) = self.index(stream) {
                     let (_, s, _) = self.remove(i);
-                    events.push(Event::StreamReset { stream, code, sent_at: s.sent_at });
+                    events.push(Event::StreamReset { stream, request: s.request, code, sent_at: s.sent_at });
                 }
                 Ok(())
             }
@@ -542,10 +570,10 @@ impl Connection {
                 for i in 0..self.streams.places() {
                     if self.streams.is_open(i) && self.streams.id(i) > u64::from(last) {
                         let (id, s, _) = self.remove(i);
-                        unanswered.push((id, s.sent_at));
+                        unanswered.push((id, s.sent_at, s.request));
                     }
                 }
-                unanswered.sort_unstable_by_key(|&(id, _)| id);
+                unanswered.sort_unstable_by_key(|&(id, ..)| id);
                 events.push(Event::GoAway { last_stream_id, code, unanswered });
                 Ok(())
             }
@@ -652,9 +680,8 @@ impl Connection {
 
     /// The response on `streams[i]` is complete.
     fn complete(&mut self, i: usize, events: &mut Vec<Event>) {
-        let body_len = self.body.len();
         let (id, s, retry_after) = self.remove(i);
-        if s.body_sent < body_len {
+        if (s.body_sent as usize) < self.requests[s.request as usize].body.len() {
             // The server answered before reading the whole body; stop sending it (RFC 9113 §8.1).
             frame::encode_rst_stream(&mut self.out, id, code::NO_ERROR);
         }
@@ -667,6 +694,7 @@ impl Connection {
         }
         events.push(Event::Response {
             stream: id,
+            request: s.request,
             status: s.status,
             due: at_nanos(s.sent_at, s.due),
             sent_at: s.sent_at,
@@ -680,7 +708,7 @@ impl Connection {
     fn remove(&mut self, i: usize) -> (u32, Stream, Option<RetryAfter>) {
         let s = *self.streams.get(i);
         let id = self.streams.remove(i) as u32;
-        if s.body_sent < self.body.len() {
+        if (s.body_sent as usize) < self.requests[s.request as usize].body.len() {
             self.bodies_pending -= 1;
         }
         let retry_after = if s.retry_after {
@@ -785,7 +813,7 @@ impl Connection {
             }
             setting::HEADER_TABLE_SIZE => {
                 self.peer_header_table = value;
-                if self.indexing == Indexing::Indexed && (value as usize) < self.request.table_size {
+                if self.indexing == Indexing::Indexed && (value as usize) < self.requests[0].blocks.table_size {
                     // The server's table evicts what our indexed block names: plain from now on,
                     // after telling it our table shrank.
                     self.indexing = Indexing::Plain;
@@ -803,20 +831,22 @@ impl Connection {
         if self.bodies_pending == 0 {
             return;
         }
-        let body = &self.body;
         for (id, s) in self.streams.iter_mut() {
             if self.send_window <= 0 {
                 break;
             }
-            let left = body.len() - s.body_sent.min(body.len());
+            let body = &self.requests[s.request as usize].body;
+            let sent = s.body_sent as usize;
+            let left = body.len() - sent.min(body.len());
             if left == 0 || s.send_window <= 0 {
                 continue;
             }
             let n = (left as i64).min(i64::from(s.send_window)).min(self.send_window) as usize;
-            let end = s.body_sent + n;
+            let end = sent + n;
             let last = end == body.len();
-            frame::encode_data(&mut self.out, id as u32, &body[s.body_sent..end], last, self.peer_max_frame);
-            s.body_sent = end;
+            frame::encode_data(&mut self.out, id as u32, &body[sent..end], last, self.peer_max_frame);
+            // Within the body's length, itself within MAX_BODY_BYTES.
+            s.body_sent = end as u32;
             // n is at most the stream's window, which is positive here.
             s.send_window -= n as i32;
             self.send_window -= n as i64;

@@ -1,6 +1,7 @@
 //! The HTTP/2 request header blocks a run sends, encoded once before any load starts, and the
 //! request fields they carry, which HTTP/3 sends too.
 
+use super::conn::Request;
 use super::hpack;
 use crate::plan::RequestSpec;
 use crate::target::Target;
@@ -42,16 +43,22 @@ pub(crate) fn request_fields(target: &Target, spec: &RequestSpec) -> RequestFiel
     RequestFields { scheme, authority, headers }
 }
 
-/// The request's header blocks (see `request_fields`).
-pub(crate) fn encode_request(target: &Target, spec: &RequestSpec) -> hpack::RequestBlocks {
+/// A request's header blocks (see `request_fields`), `path` (with its query) at `target`'s
+/// origin.
+pub(crate) fn encode_request(target: &Target, path: &str, spec: &RequestSpec) -> hpack::RequestBlocks {
     let fields = request_fields(target, spec);
-    hpack::encode_request_blocks(
-        &spec.method,
-        fields.scheme,
-        &fields.authority,
-        &target.path_and_query,
-        &fields.headers,
-    )
+    hpack::encode_request_blocks(&spec.method, fields.scheme, &fields.authority, path, &fields.headers)
+}
+
+/// Every request of a run, as `Requests::each` gives them, as HTTP/2 sends them.
+pub(crate) fn encode_requests(target: &Target, requests: &[(&str, &RequestSpec)]) -> Vec<Request> {
+    requests
+        .iter()
+        .map(|(path, spec)| Request {
+            blocks: encode_request(target, path, spec),
+            body: spec.body.clone().into_boxed_slice(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -79,7 +86,7 @@ mod tests {
     #[test]
     fn a_get_carries_the_pseudo_headers_and_nothing_the_user_did_not_ask_for() {
         let target = Target::parse("https://example.test:8443/a?b=c").expect("valid url");
-        let fields = decoded(&encode_request(&target, &RequestSpec::new("GET", vec![], vec![])));
+        let fields = decoded(&encode_request(&target, "/a?b=c", &RequestSpec::new("GET", vec![], vec![])));
         let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, [":method", ":scheme", ":authority", ":path"]);
         assert_eq!(fields[1].1, "https");
@@ -100,7 +107,7 @@ mod tests {
             ],
             b"hello".to_vec(),
         );
-        let fields = decoded(&encode_request(&target, &spec));
+        let fields = decoded(&encode_request(&target, "/", &spec));
         assert!(fields.contains(&(":authority".into(), "vhost.test".into())));
         assert!(fields.contains(&("x-trace".into(), "1".into())));
         assert!(fields.contains(&("content-length".into(), "5".into())));

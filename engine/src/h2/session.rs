@@ -21,18 +21,16 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::conn::{Connection, Event as H2Event};
+use super::conn::{Connection, Event as H2Event, Request};
 use super::frame::code;
-use super::hpack;
 use crate::session::{Event, Negotiated, Transmit, Units, Why};
 use crate::stats::ErrorKind;
 
 /// What every HTTP/2 session of a run shares: encoded once, shared by reference.
 #[derive(Debug)]
 pub(crate) struct Config {
-    /// The request's header blocks (`hpack::RequestBlocks`).
-    pub request: Arc<hpack::RequestBlocks>,
-    pub body: Arc<[u8]>,
+    /// The run's requests: header blocks and bodies.
+    pub requests: Arc<[Request]>,
     /// Streams to keep in flight on each connection (-p).
     pub streams: u32,
     pub connect_timeout: Duration,
@@ -70,7 +68,7 @@ impl Session {
             };
             return Err(format!("the server does not offer HTTP/2 over TLS (ALPN: we offered h2, {chose})").into());
         }
-        let conn = Connection::new(config.request.clone(), config.body.clone(), config.streams);
+        let conn = Connection::new(config.requests.clone(), config.streams);
         Ok(Session {
             setup_by: Some(connect_started.checked_add(config.connect_timeout).unwrap_or(connect_started)),
             config,
@@ -117,15 +115,18 @@ impl Session {
         // can_start is asked before every take, so no request is taken for a stream that cannot
         // start (start_request succeeds whenever it is above 0).
         while self.conn.can_start() > 0
-            && let Some(due) = units.take(now)
+            && let Some(start) = units.take(now)
         {
-            self.conn.start_request(now, due);
+            self.conn.start_request(now, start.due, start.request);
             self.oldest_started.get_or_insert(now);
         }
         // The server's doing only: under a rate the claim may just wait for its due instant.
-        if self.conn.open_streams() == 0 && self.conn.can_start() == 0 && units.take_unused_claim() {
+        if self.conn.open_streams() == 0
+            && self.conn.can_start() == 0
+            && let Some(request) = units.take_unused_claim()
+        {
             let why = "the server allowed no stream on a fresh connection (SETTINGS_MAX_CONCURRENT_STREAMS 0, or GOAWAY first)";
-            events.push(Event::Failed { kind: ErrorKind::Protocol, n: 1, why: why.into() });
+            events.push(Event::Failed { request, kind: ErrorKind::Protocol, why: why.into() });
         }
     }
 
@@ -166,11 +167,10 @@ impl Session {
         let Some(timeout) = self.config.request_timeout else { return };
         if let Some(cutoff) = now.checked_sub(timeout) {
             // Streams started at or before the cutoff are out of time.
-            let expired = self.conn.expire(cutoff + Duration::from_nanos(1));
-            if expired > 0 {
-                let why = "no complete response within --timeout";
-                events.push(Event::Failed { kind: ErrorKind::Timeout, n: u64::from(expired), why: why.into() });
-            }
+            let why = "no complete response within --timeout";
+            self.conn.expire(cutoff + Duration::from_nanos(1), |request| {
+                events.push(Event::Failed { request, kind: ErrorKind::Timeout, why: why.into() });
+            });
         }
         self.oldest_started = self.conn.oldest_stream_start();
     }
@@ -203,7 +203,9 @@ impl Session {
         if !self.established {
             events.push(Event::SetupFailed { kind, why });
         } else {
-            events.push(Event::Failed { kind, n: self.conn.open_streams() as u64, why });
+            for request in self.conn.open_requests() {
+                events.push(Event::Failed { request, kind, why: why.clone() });
+            }
         }
     }
 
@@ -224,23 +226,25 @@ impl Session {
     /// What the run counts of one of the connection's events.
     fn count(&mut self, event: H2Event, now: Instant, events: &mut Vec<Event>) {
         match event {
-            H2Event::Response { status, due, sent_at, first_byte_at, .. } => {
-                events.push(Event::FirstByte { sent_at, at: first_byte_at });
-                events.push(Event::Response { status, due, sent_at, at: now });
+            H2Event::Response { request, status, due, sent_at, first_byte_at, .. } => {
+                events.push(Event::FirstByte { request, sent_at, at: first_byte_at });
+                events.push(Event::Response { request, status, due, sent_at, at: now });
             }
             H2Event::RetryAfter { status, value, .. } => events.push(Event::RetryAfter { status, value }),
-            H2Event::StreamReset { code: code::REFUSED_STREAM, .. } => events.push(Event::Refused(1)),
-            H2Event::StreamReset { code, .. } => {
+            H2Event::StreamReset { code: code::REFUSED_STREAM, request, .. } => events.push(Event::Refused { request }),
+            H2Event::StreamReset { code, request, .. } => {
                 let why = format!("the server reset a stream (RST_STREAM {})", code::name(code));
-                events.push(Event::Failed { kind: ErrorKind::Reset, n: 1, why: why.into() });
+                events.push(Event::Failed { request, kind: ErrorKind::Reset, why: why.into() });
             }
             H2Event::GoAway { code: code::NO_ERROR, unanswered, .. } => {
-                events.push(Event::Refused(unanswered.len() as u64));
+                events.extend(unanswered.into_iter().map(|(_, _, request)| Event::Refused { request }));
             }
             H2Event::GoAway { code, unanswered, .. } => {
                 self.goaway_error = true;
-                let why = format!("the server sent GOAWAY {}", code::name(code));
-                events.push(Event::Failed { kind: ErrorKind::Protocol, n: unanswered.len() as u64, why: why.into() });
+                let why: Why = format!("the server sent GOAWAY {}", code::name(code)).into();
+                for (_, _, request) in unanswered {
+                    events.push(Event::Failed { request, kind: ErrorKind::Protocol, why: why.clone() });
+                }
             }
             H2Event::StreamsLimited { limit } => events.push(Event::Limited(limit)),
         }

@@ -16,13 +16,16 @@ use crate::target::Target;
 pub(crate) struct Config {
     /// Our control stream's bytes: its type and our SETTINGS (`frame::encode_control_stream`).
     pub control: Bytes,
-    /// A request stream's bytes before the body: HEADERS, then the header of the DATA frame
-    /// that carries the body when there is one. The body follows, then the stream's end. Each
-    /// session takes its own copy of the head, so that the threads do not share its count of
-    /// references; the body is shared.
-    pub request_head: Bytes,
-    pub body: Bytes,
-    /// The request's field section alone, whose size a server's SETTINGS_MAX_FIELD_SECTION_SIZE
+    /// Every request stream's bytes before the body, one request after the other: HEADERS,
+    /// then the header of the DATA frame that carries the body when there is one. The body
+    /// follows, then the stream's end. A session takes its own copy when they are small
+    /// (`Config::heads_for_session`), so that the threads do not share their count of
+    /// references; the bodies are shared.
+    heads: Bytes,
+    /// Where each request's head ends in `heads`.
+    head_ends: Box<[usize]>,
+    bodies: Box<[Bytes]>,
+    /// The largest request field section, whose size a server's SETTINGS_MAX_FIELD_SECTION_SIZE
     /// limits (RFC 9114 §4.2.2 counts it decoded: names, values and 32 bytes a field).
     pub field_section_size: u64,
     /// Requests to keep in flight on each connection (-p): the streams a session opens.
@@ -31,43 +34,66 @@ pub(crate) struct Config {
     pub request_timeout: Option<Duration>,
 }
 
+/// Heads up to this size in all are copied into every session; larger ones are shared.
+const COPIED_HEADS: usize = 16 << 10;
+
 impl Config {
+    /// `requests`: each request's path (and query) and what it is, as `Requests::each` gives.
     pub(crate) fn new(
         target: &Target,
-        spec: &RequestSpec,
+        requests: &[(&str, &RequestSpec)],
         streams: u32,
         connect_timeout: Duration,
         request_timeout: Option<Duration>,
     ) -> Config {
-        let fields = request_fields(target, spec);
-        let section = qpack::encode_field_section(
-            &spec.method,
-            "https",
-            &fields.authority,
-            &target.path_and_query,
-            &fields.headers,
-        );
-        let mut request_head = Vec::with_capacity(section.len() + 16);
-        frame::encode_request_head(&section, spec.body.len(), &mut request_head);
+        let mut heads = Vec::new();
+        let mut head_ends = Vec::with_capacity(requests.len());
+        let mut bodies = Vec::with_capacity(requests.len());
+        let mut field_section_size = 0;
+        for (path, spec) in requests {
+            let fields = request_fields(target, spec);
+            let section = qpack::encode_field_section(&spec.method, "https", &fields.authority, path, &fields.headers);
+            frame::encode_request_head(&section, spec.body.len(), &mut heads);
+            head_ends.push(heads.len());
+            bodies.push(Bytes::from(spec.body.clone()));
+            let pseudo = [(":method", spec.method.as_str()), (":scheme", "https"), (":authority", &fields.authority)];
+            let size: u64 = pseudo
+                .iter()
+                .map(|(n, v)| n.len() + v.len())
+                .chain([":path".len() + path.len()])
+                .chain(fields.headers.iter().map(|(n, v)| n.len() + v.len()))
+                .map(|n| n as u64 + 32)
+                .sum();
+            field_section_size = field_section_size.max(size);
+        }
         let mut control = Vec::with_capacity(8);
         frame::encode_control_stream(&mut control);
-        let pseudo = [(":method", spec.method.as_str()), (":scheme", "https"), (":authority", &fields.authority)];
-        let field_section_size = pseudo
-            .iter()
-            .map(|(n, v)| n.len() + v.len())
-            .chain([":path".len() + target.path_and_query.len()])
-            .chain(fields.headers.iter().map(|(n, v)| n.len() + v.len()))
-            .map(|n| n as u64 + 32)
-            .sum();
         Config {
             control: control.into(),
-            request_head: request_head.into(),
-            body: Bytes::from(spec.body.clone()),
+            heads: heads.into(),
+            head_ends: head_ends.into(),
+            bodies: bodies.into(),
             field_section_size,
             streams,
             connect_timeout,
             request_timeout,
         }
+    }
+
+    /// The heads a new session writes from: its own copy when they are small.
+    pub(crate) fn heads_for_session(&self) -> Bytes {
+        if self.heads.len() <= COPIED_HEADS { Bytes::copy_from_slice(&self.heads) } else { self.heads.clone() }
+    }
+
+    /// Where request `request`'s head lies in the heads.
+    pub(crate) fn head_range(&self, request: u32) -> std::ops::Range<usize> {
+        let i = request as usize;
+        let start = if i == 0 { 0 } else { self.head_ends[i - 1] };
+        start..self.head_ends[i]
+    }
+
+    pub(crate) fn body(&self, request: u32) -> &Bytes {
+        &self.bodies[request as usize]
     }
 }
 
@@ -77,10 +103,14 @@ mod tests {
     use crate::h3::frame::{Frame, FrameDecoder};
     use crate::h3::qpack::field_lines;
 
+    fn one(target: &Target, spec: &RequestSpec, streams: u32, connect: Duration, timeout: Option<Duration>) -> Config {
+        Config::new(target, &[(target.path_and_query.as_str(), spec)], streams, connect, timeout)
+    }
+
     /// Decodes a request stream's bytes (head, body) as a server would: its fields and body.
-    fn read_request(config: &Config) -> (Vec<(String, String)>, Vec<u8>) {
-        let mut stream = config.request_head.to_vec();
-        stream.extend_from_slice(&config.body);
+    fn read_request(config: &Config, request: u32) -> (Vec<(String, String)>, Vec<u8>) {
+        let mut stream = config.heads[config.head_range(request)].to_vec();
+        stream.extend_from_slice(config.body(request));
         let mut input = stream.as_slice();
         let mut frames = FrameDecoder::default();
         let (mut fields, mut body) = (Vec::new(), Vec::new());
@@ -106,8 +136,8 @@ mod tests {
     #[test]
     fn a_get_carries_the_pseudo_headers_only_and_no_data_frame() {
         let target = Target::parse("https://example.test:8443/a?b=c").expect("valid url");
-        let config = Config::new(&target, &RequestSpec::new("GET", vec![], vec![]), 1, Duration::from_secs(1), None);
-        let (fields, body) = read_request(&config);
+        let config = one(&target, &RequestSpec::new("GET", vec![], vec![]), 1, Duration::from_secs(1), None);
+        let (fields, body) = read_request(&config, 0);
         let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, [":method", ":scheme", ":authority", ":path"]);
         assert_eq!(fields[0].1, "GET");
@@ -116,8 +146,8 @@ mod tests {
         assert_eq!(fields[3].1, "/a?b=c");
         assert!(body.is_empty());
         // HEADERS only: its type, its length, the section.
-        assert_eq!(config.request_head[0], 0x01);
-        assert_eq!(config.request_head[1] as usize, config.request_head.len() - 2);
+        assert_eq!(config.heads[0], 0x01);
+        assert_eq!(config.heads[1] as usize, config.heads.len() - 2);
     }
 
     #[test]
@@ -133,12 +163,12 @@ mod tests {
             ],
             b"hello".to_vec(),
         );
-        let config = Config::new(&target, &spec, 4, Duration::from_secs(2), Some(Duration::from_secs(3)));
+        let config = one(&target, &spec, 4, Duration::from_secs(2), Some(Duration::from_secs(3)));
         assert_eq!(
             (config.streams, config.connect_timeout, config.request_timeout),
             (4, Duration::from_secs(2), Some(Duration::from_secs(3)))
         );
-        let (fields, body) = read_request(&config);
+        let (fields, body) = read_request(&config, 0);
         assert!(fields.contains(&(":authority".into(), "vhost.test".into())));
         assert!(fields.contains(&(":method".into(), "POST".into())));
         assert!(fields.contains(&("x-trace".into(), "1".into())));
@@ -146,7 +176,7 @@ mod tests {
         assert!(!fields.iter().any(|(n, _)| n == "connection" || n == "host"));
         assert_eq!(body, b"hello");
         // The DATA frame's header ends the head: type 0, length 5.
-        assert_eq!(config.request_head[config.request_head.len() - 2..], [0x00, 0x05]);
+        assert_eq!(config.heads[config.heads.len() - 2..], [0x00, 0x05]);
         let decoded: u64 = fields.iter().map(|(n, v)| (n.len() + v.len() + 32) as u64).sum();
         assert_eq!(config.field_section_size, decoded);
     }
@@ -155,16 +185,53 @@ mod tests {
     fn huffman_literals_make_a_plain_get_a_19_byte_headers_frame() {
         // ARCHITECTURE.md quotes this size.
         let target = Target::parse("https://127.0.0.1:8443/").expect("valid url");
-        let config = Config::new(&target, &RequestSpec::new("GET", vec![], vec![]), 1, Duration::from_secs(1), None);
-        assert_eq!(config.request_head.len(), 19);
+        let config = one(&target, &RequestSpec::new("GET", vec![], vec![]), 1, Duration::from_secs(1), None);
+        assert_eq!(config.heads.len(), 19);
     }
 
     #[test]
     fn the_control_stream_is_its_type_and_settings_with_no_dynamic_table() {
         let target = Target::parse("https://127.0.0.1:8443/").expect("valid url");
-        let config = Config::new(&target, &RequestSpec::new("GET", vec![], vec![]), 1, Duration::from_secs(1), None);
+        let config = one(&target, &RequestSpec::new("GET", vec![], vec![]), 1, Duration::from_secs(1), None);
         // Type 0x00; SETTINGS (0x04) of 4 bytes: QPACK_MAX_TABLE_CAPACITY (0x01) 0,
         // QPACK_BLOCKED_STREAMS (0x07) 0.
         assert_eq!(&config.control[..], [0x00, 0x04, 0x04, 0x01, 0x00, 0x07, 0x00]);
+    }
+}
+
+#[cfg(test)]
+mod mix_tests {
+    use super::*;
+    use crate::h3::frame::{Frame, FrameDecoder};
+    use crate::h3::qpack::field_lines;
+
+    #[test]
+    fn each_request_of_a_mix_has_its_own_head_and_body_and_the_largest_section_is_the_limit() {
+        let target = Target::parse("https://127.0.0.1:8443/").expect("valid url");
+        let get = RequestSpec::new("GET", vec![("x-long".into(), "v".repeat(100))], vec![]);
+        let post = RequestSpec::new("POST", vec![], b"body".to_vec());
+        let config = Config::new(&target, &[("/a", &get), ("/b?c", &post)], 1, Duration::from_secs(1), None);
+        let mut paths = Vec::new();
+        for request in 0..2 {
+            let head = &config.heads[config.head_range(request)];
+            let mut input = head;
+            let mut frames = FrameDecoder::default();
+            while let Some(frame) = frames.next(&mut input).expect("valid frames") {
+                if let Frame::Headers(section) = frame {
+                    for line in field_lines(section).expect("static-only section") {
+                        let line = line.expect("valid field line");
+                        let name = line.name.to_vec().expect("valid");
+                        if name == b":path" {
+                            paths.push(String::from_utf8(line.value.to_vec().expect("valid")).expect("ASCII"));
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(paths, ["/a", "/b?c"]);
+        assert!(config.body(0).is_empty());
+        assert_eq!(&config.body(1)[..], b"body");
+        // The GET's section, with its long header, is the larger.
+        assert!(config.field_section_size > 100 + 32 * 5);
     }
 }

@@ -68,6 +68,8 @@ pub(crate) struct Setup {
 #[derive(Debug)]
 struct Request {
     stream: StreamId,
+    /// Which of the run's requests it is.
+    request: u32,
     /// When it was due (the schedule's instant; when it was sent, in the closed model).
     due: Instant,
     sent_at: Instant,
@@ -81,8 +83,8 @@ struct Request {
 
 pub(crate) struct Session {
     setup: Arc<Setup>,
-    /// This connection's copy of the run's request head (see `RequestConfig::request_head`).
-    head: Bytes,
+    /// The run's request heads, this connection's copy when small (see `RequestConfig::heads`).
+    heads_out: Bytes,
     transport: Transport,
     /// The handshake is done with h3: the connection is made.
     established: bool,
@@ -137,7 +139,7 @@ impl Session {
             .map_err(|e| Why::from(e.to_string()))?;
         let streams = setup.request.streams;
         let mut session = Session {
-            head: Bytes::copy_from_slice(&setup.request.request_head),
+            heads_out: setup.request.heads_for_session(),
             setup,
             transport,
             established: false,
@@ -188,11 +190,13 @@ impl Session {
             return;
         }
         if self.goaway.is_some() {
-            if self.requests.is_empty() && units.take_unused_claim() {
+            if self.requests.is_empty()
+                && let Some(request) = units.take_unused_claim()
+            {
                 // The connection was opened for a request that cannot start on it (GOAWAY came
                 // first): it fails, so such a server cannot keep the run reconnecting forever.
                 let why = "the server sent GOAWAY before any request on a fresh HTTP/3 connection";
-                events.push(Event::Failed { kind: ErrorKind::Protocol, n: 1, why: why.into() });
+                events.push(Event::Failed { request, kind: ErrorKind::Protocol, why: why.into() });
             }
             return;
         }
@@ -204,20 +208,21 @@ impl Session {
                 limited = true;
                 break;
             };
-            let Some(due) = units.take(now) else {
+            let Some(start) = units.take(now) else {
                 self.spare = Some(stream);
                 break;
             };
             let mut request = Request {
                 stream,
-                due,
+                request: start.request,
+                due: start.due,
                 sent_at: now,
                 written: 0,
                 epoch: self.transmits,
                 first_byte: false,
                 response: ResponseStream::default(),
             };
-            write_request(&mut self.transport, &self.head, &self.setup.request.body, &mut request);
+            write_request(&mut self.transport, &self.heads_out, &self.setup.request, &mut request);
             self.requests.insert(stream.number(), request);
             self.oldest_started.get_or_insert(now);
             self.poked = true;
@@ -229,9 +234,9 @@ impl Session {
                 // the connection closes (as HTTP/2's does at SETTINGS_MAX_CONCURRENT_STREAMS 0
                 // and ours at a GOAWAY first), so the budget runs down rather than wait on it.
                 self.starved = true;
-                if units.take_unused_claim() {
+                if let Some(request) = units.take_unused_claim() {
                     let why = "the server allowed no request stream on a fresh HTTP/3 connection";
-                    events.push(Event::Failed { kind: ErrorKind::Protocol, n: 1, why: why.into() });
+                    events.push(Event::Failed { request, kind: ErrorKind::Protocol, why: why.into() });
                 }
             }
         }
@@ -288,10 +293,7 @@ impl Session {
         if self.goaway_by.is_some_and(|by| now >= by) {
             self.goaway_by = None;
             let id = self.goaway.unwrap_or(0);
-            let unsettled = self.cancel_where(|r| r.stream.number() >= id);
-            if unsettled > 0 {
-                events.push(Event::Refused(unsettled));
-            }
+            self.cancel_where(|r| r.stream.number() >= id, |request| events.push(Event::Refused { request }));
         }
         if self.blocked_since.is_some_and(|t| now.saturating_duration_since(t) >= self.setup.request.connect_timeout) {
             // The server did not allow another stream in all that time: the connection closes
@@ -304,11 +306,11 @@ impl Session {
         if let Some(timeout) = self.setup.request.request_timeout
             && let Some(cutoff) = now.checked_sub(timeout)
         {
-            let expired = self.cancel_where(|r| r.sent_at <= cutoff);
-            if expired > 0 {
-                let why = "no complete response within --timeout";
-                events.push(Event::Failed { kind: ErrorKind::Timeout, n: expired, why: why.into() });
-            }
+            let why = "no complete response within --timeout";
+            self.cancel_where(
+                |r| r.sent_at <= cutoff,
+                |request| events.push(Event::Failed { request, kind: ErrorKind::Timeout, why: why.into() }),
+            );
             self.oldest_started = self.requests.iter().map(|(_, r)| r.sent_at).min();
         }
     }
@@ -323,18 +325,22 @@ impl Session {
         if !self.established {
             events.push(Event::SetupFailed { kind, why });
         } else {
-            events.push(Event::Failed { kind, n: self.requests.len() as u64, why });
+            for (_, r) in self.requests.iter() {
+                events.push(Event::Failed { request: r.request, kind, why: why.clone() });
+            }
         }
         self.requests.clear();
     }
 
-    /// Cancels (H3_REQUEST_CANCELLED) every request `which` picks; returns how many.
-    fn cancel_where(&mut self, which: impl Fn(&Request) -> bool) -> u64 {
+    /// Cancels (H3_REQUEST_CANCELLED) every request `which` picks, telling `cancelled` which
+    /// of the run's requests each was; returns how many.
+    fn cancel_where(&mut self, which: impl Fn(&Request) -> bool, mut cancelled: impl FnMut(u32)) -> u64 {
         let transport = &mut self.transport;
         let n = self.requests.close_where(|_, r| {
             let pick = which(r);
             if pick {
                 transport.cancel(r.stream, code::H3_REQUEST_CANCELLED);
+                cancelled(r.request);
             }
             pick
         });
@@ -396,8 +402,8 @@ impl Session {
             },
             QuicEvent::Writable(stream) => {
                 if let Some(i) = self.requests.index(stream.number()) {
-                    let body = &self.setup.request.body;
-                    write_request(&mut self.transport, &self.head, body, self.requests.get_mut(i));
+                    let request = self.requests.get_mut(i);
+                    write_request(&mut self.transport, &self.heads_out, &self.setup.request, request);
                 }
             }
             QuicEvent::Stopped { stream, code } => self.stopped(stream, code),
@@ -457,9 +463,9 @@ impl Session {
         });
         if got && !request.first_byte {
             request.first_byte = true;
-            events.push(Event::FirstByte { sent_at: request.sent_at, at: now });
+            events.push(Event::FirstByte { request: request.request, sent_at: request.sent_at, at: now });
         }
-        let (due, sent_at) = (request.due, request.sent_at);
+        let (due, sent_at, which) = (request.due, request.sent_at, request.request);
         let finished = match (error, end) {
             (Some(e), _) => return self.stream_error(i, e, now, events),
             (None, Ok(ReadEnd::Blocked)) => return,
@@ -467,16 +473,16 @@ impl Session {
             (None, Ok(ReadEnd::Reset(code))) => {
                 self.requests.remove(i);
                 if code == code::H3_REQUEST_REJECTED || self.goaway.is_some_and(|id| stream.number() >= id) {
-                    events.push(Event::Refused(1));
+                    events.push(Event::Refused { request: which });
                 } else {
                     let why = format!("the server reset a request stream ({})", code_name(code));
-                    events.push(Event::Failed { kind: ErrorKind::Reset, n: 1, why: why.into() });
+                    events.push(Event::Failed { request: which, kind: ErrorKind::Reset, why: why.into() });
                 }
                 return;
             }
             (None, Err(e)) => {
                 self.requests.remove(i);
-                events.push(Event::Failed { kind: ErrorKind::Reset, n: 1, why: e.to_string().into() });
+                events.push(Event::Failed { request: which, kind: ErrorKind::Reset, why: e.to_string().into() });
                 return;
             }
         };
@@ -486,7 +492,7 @@ impl Session {
                 if let Some(value) = response.retry_after {
                     events.push(Event::RetryAfter { status: response.status, value });
                 }
-                events.push(Event::Response { status: response.status, due, sent_at, at: now });
+                events.push(Event::Response { request: which, status: response.status, due, sent_at, at: now });
             }
             Err(e) => self.stream_error(i, e, now, events),
         }
@@ -498,11 +504,11 @@ impl Session {
         if error.is_connection_error() {
             return self.connection_error(error, now, events);
         }
-        let stream = self.requests.get(i).stream;
+        let (stream, request) = (self.requests.get(i).stream, self.requests.get(i).request);
         self.requests.remove(i);
         self.transport.cancel(stream, error.code());
         self.poked = true;
-        events.push(Event::Failed { kind: ErrorKind::Protocol, n: 1, why: error.to_string().into() });
+        events.push(Event::Failed { request, kind: ErrorKind::Protocol, why: error.to_string().into() });
     }
 
     fn connection_error(&mut self, error: H3Error, now: Instant, events: &mut Vec<Event>) {
@@ -574,10 +580,13 @@ impl Session {
     /// those a GOAWAY said were not processed, which are sent again.
     fn lost(&mut self, lost: quic::Lost, events: &mut Vec<Event>) {
         if let Some(id) = self.goaway {
-            let refused = self.requests.close_where(|stream, _| stream >= id);
-            if refused > 0 {
-                events.push(Event::Refused(refused));
-            }
+            self.requests.close_where(|stream, r| {
+                let refused = stream >= id;
+                if refused {
+                    events.push(Event::Refused { request: r.request });
+                }
+                refused
+            });
         }
         if self.established && self.requests.is_empty() {
             self.ended = true;
@@ -602,12 +611,15 @@ impl Session {
 }
 
 /// Hands the request's bytes to QUIC as far as its windows take them, and its end after.
-fn write_request(transport: &mut Transport, head: &Bytes, body: &Bytes, request: &mut Request) {
+/// Hands QUIC as much of `request` (its head, from `heads`, then its body) as it takes.
+fn write_request(transport: &mut Transport, heads: &Bytes, config: &RequestConfig, request: &mut Request) {
     let stream = request.stream;
+    let head = config.head_range(request.request);
+    let body = config.body(request.request);
     let total = head.len() + body.len();
     while request.written < total {
         let rest = if request.written < head.len() {
-            head.slice(request.written..)
+            heads.slice(head.start + request.written..head.end)
         } else {
             body.slice(request.written - head.len()..)
         };

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{Load, Plan, Rate, Stage, Stop};
+use super::{Load, Mix, Order, Plan, Rate, Requests, Stage, Stop};
 
 impl Plan {
     /// This plan as `parts` plans (workers, or one engine's threads) that add up to exactly it:
@@ -49,10 +49,22 @@ impl Plan {
                 if let Some(b) = &budgets {
                     part.stop = Stop::Requests(b[i]);
                 }
+                if let Requests::Mix(Mix { order: Order::Random { seed }, .. }) = &mut part.requests {
+                    // Each part draws its own sequence (split again, each of its parts too).
+                    *seed = part_seed(*seed, i);
+                }
                 part
             })
             .collect()
     }
+}
+
+/// The seed of part `i` of a plan seeded with `seed`: distinct for every part, and the same
+/// for the same plan.
+fn part_seed(seed: u64, i: usize) -> u64 {
+    let mut z = seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z ^ (z >> 27)
 }
 
 impl Load {

@@ -12,21 +12,23 @@ pub(crate) type Why = Cow<'static, str>;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Event {
-    /// The first byte of a response: `at - sent_at` is its time to first byte.
-    FirstByte { sent_at: Instant, at: Instant },
+    /// The first byte of a response to `request` (which of the run's requests it answers):
+    /// `at - sent_at` is its time to first byte.
+    FirstByte { request: u32, sent_at: Instant, at: Instant },
     /// A complete response (any status): `at - due` is its latency, `at - sent_at` its service
     /// time (the same in the closed model, where a request is due when it is sent).
-    Response { status: u16, due: Instant, sent_at: Instant, at: Instant },
+    Response { request: u32, status: u16, due: Instant, sent_at: Instant, at: Instant },
     /// The response that follows carried `Retry-After`. An event of its own, pushed only when
     /// the header came, so that responses without it cost nothing more.
     RetryAfter { status: u16, value: RetryAfter },
-    /// `n` requests the server declined without processing them: they go back into the budget to
-    /// be sent again.
-    Refused(u64),
-    /// `n` requests failed, all for one reason.
-    Failed { kind: ErrorKind, n: u64, why: Why },
+    /// A request (`request`) the server declined without processing it: it goes back into the
+    /// budget to be sent again.
+    Refused { request: u32 },
+    /// A request failed (several failing at once come one event each, since each is counted
+    /// under its own name).
+    Failed { request: u32, kind: ErrorKind, why: Why },
     /// The connection could not be set up: a failed connect, and the request claimed for it
-    /// fails as `kind`.
+    /// (the connection's next, which the loop knows) fails as `kind`.
     SetupFailed { kind: ErrorKind, why: Why },
     /// The server allows at most this many requests in flight on a connection, fewer than asked.
     Limited(u32),

@@ -19,7 +19,7 @@ use std::time::Instant;
 pub(crate) use event::{Event, Why};
 pub(crate) use open_streams::OpenStreams;
 pub(crate) use schedule::Schedule;
-pub(crate) use units::Units;
+pub(crate) use units::{Picker, Units};
 
 use crate::stats::ErrorKind;
 use crate::{h1, h2, h3};
@@ -76,9 +76,9 @@ pub(crate) enum Negotiated<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Transmit {
     Nothing,
-    /// The run's request, as encoded once and shared by every connection: sent from there, so
-    /// a request is never copied.
-    Request,
+    /// One of the run's requests (by index), as encoded once and shared by every connection:
+    /// sent from there, so a request is never copied.
+    Request(u32),
     /// Bytes appended to the buffer handed to `poll_transmit`.
     Bytes,
 }

@@ -1,5 +1,5 @@
 //! How a session takes requests: from its connection's claimed one first, then from the
-//! thread's schedule, each with the instant it was due.
+//! thread's schedule, each with the instant it was due and which of the run's requests it is.
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,8 @@ pub(crate) struct Units<'a> {
     claimed: &'a mut bool,
     schedule: &'a mut Schedule,
     stats: &'a mut Stats,
+    /// Which of the run's requests the connection sends next; None: request 0, not a HEAD.
+    picks: Option<(&'a mut u32, &'a mut Picker)>,
     /// A take found the next request not yet due: the session has room and waits for it.
     not_due: bool,
     /// Requests the session took (to send, or to fail unsent).
@@ -24,43 +26,64 @@ pub(crate) struct Units<'a> {
 
 impl<'a> Units<'a> {
     pub(crate) fn new(claimed: &'a mut bool, schedule: &'a mut Schedule, stats: &'a mut Stats) -> Self {
-        Units { claimed, schedule, stats, not_due: false, taken: 0 }
+        Units { claimed, schedule, stats, picks: None, not_due: false, taken: 0 }
     }
 
-    /// One request to start at `now`, with the instant it was due (`now` in the closed model);
-    /// None when there is none, or none due yet.
+    /// Requests are picked from a mix: `next` is the connection's next one, which `picker`
+    /// moves on as they are taken.
+    pub(crate) fn picking(mut self, next: &'a mut u32, picker: &'a mut Picker) -> Self {
+        self.picks = Some((next, picker));
+        self
+    }
+
+    /// One request to start at `now`, with the instant it was due (`now` in the closed model)
+    /// and which request it is; None when there is none, or none due yet.
     #[inline]
-    pub(crate) fn take(&mut self, now: Instant) -> Option<Instant> {
-        match self.schedule.take(now, self.claimed) {
-            Take::Now => {
-                self.taken += 1;
-                Some(now)
-            }
+    pub(crate) fn take(&mut self, now: Instant) -> Option<Start> {
+        let due = match self.schedule.take(now, self.claimed) {
+            Take::Now => now,
             Take::Due(due) => {
-                self.taken += 1;
                 let lateness = now.saturating_duration_since(due);
                 let counters = &mut self.stats.counters;
                 counters.late += u64::from(lateness > LATE);
                 Stats::record(counters, &mut self.stats.histograms.lateness, lateness);
-                Some(due)
+                due
             }
             Take::NotYet => {
                 self.not_due = true;
-                None
+                return None;
             }
-            Take::Spent => None,
+            Take::Spent => return None,
+        };
+        self.taken += 1;
+        Some(Start { due, request: self.pick() })
+    }
+
+    /// The request taken next, and the connection moves on.
+    #[inline]
+    fn pick(&mut self) -> u32 {
+        match &mut self.picks {
+            None => 0,
+            Some((next, picker)) => picker.advance(next),
         }
     }
 
+    /// Whether request `request` is a HEAD (its responses have no body); never without a
+    /// picker.
+    pub(crate) fn is_head(&self, request: u32) -> bool {
+        self.picks.as_ref().is_some_and(|(_, picker)| picker.is_head(request))
+    }
+
     /// The connection's own request is still unused: it was opened for a request that could
-    /// not start. Taking it makes the caller answer for it (as an error).
-    pub(crate) fn take_unused_claim(&mut self) -> bool {
+    /// not start. Taking it makes the caller answer for it (as an error): which request it is.
+    pub(crate) fn take_unused_claim(&mut self) -> Option<u32> {
         let unused = std::mem::take(self.claimed);
-        if unused {
-            self.schedule.drop_claim();
-            self.taken += 1;
+        if !unused {
+            return None;
         }
-        unused
+        self.schedule.drop_claim();
+        self.taken += 1;
+        Some(self.pick())
     }
 
     /// Whether a request may still come from here, now or later (nothing is taken): the
@@ -77,5 +100,103 @@ impl<'a> Units<'a> {
     /// The session asked for a request and the next was not due yet: it has room, and waits.
     pub(crate) fn found_none_due(&self) -> bool {
         self.not_due
+    }
+}
+
+/// A request a session starts: when it was due, and which of the run's it is (0 without a mix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Start {
+    pub due: Instant,
+    pub request: u32,
+}
+
+/// How a thread's connections pick the requests of a mix: each in turn through the list, or at
+/// random from a seeded generator, and what each request is.
+#[derive(Debug, Clone)]
+pub(crate) struct Picker {
+    /// Per request: it is a HEAD.
+    heads: Box<[bool]>,
+    /// xorshift64* state; None: in turn.
+    random: Option<u64>,
+}
+
+impl Picker {
+    /// `heads` has one entry per request of the mix; `seed` picks at random, else in turn.
+    pub(crate) fn new(heads: Box<[bool]>, seed: Option<u64>) -> Self {
+        // xorshift needs a state other than 0; splitmix64's finaliser spreads nearby seeds.
+        let random = seed.map(|s| {
+            let mut z = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) | 1
+        });
+        Picker { heads, random }
+    }
+
+    /// The first request of connection slot `slot`: in turn, slot k starts at request k, so a
+    /// run's first requests spread over the list too.
+    pub(crate) fn first(&mut self, slot: usize) -> u32 {
+        let len = self.heads.len().max(1);
+        match &mut self.random {
+            None => (slot % len) as u32,
+            Some(state) => draw(state, len),
+        }
+    }
+
+    /// Returns `*next` and sets it to the one after.
+    #[inline]
+    pub(crate) fn advance(&mut self, next: &mut u32) -> u32 {
+        let this = *next;
+        let len = self.heads.len().max(1);
+        *next = match &mut self.random {
+            None => {
+                let n = this + 1;
+                if n as usize >= len { 0 } else { n }
+            }
+            Some(state) => draw(state, len),
+        };
+        this
+    }
+
+    pub(crate) fn is_head(&self, request: u32) -> bool {
+        self.heads.get(request as usize).copied().unwrap_or(false)
+    }
+}
+
+/// A request index in `0..len`, uniformly enough (len ≤ 100,000 against 64 random bits).
+fn draw(state: &mut u64, len: usize) -> u32 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    (state.wrapping_mul(0x2545_f491_4f6c_dd1d) % len as u64) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_turn_each_connection_walks_the_list_from_its_own_slot() {
+        let mut picker = Picker::new(vec![false; 3].into(), None);
+        let mut next = picker.first(4);
+        let taken: Vec<u32> = (0..5).map(|_| picker.advance(&mut next)).collect();
+        assert_eq!(taken, [1, 2, 0, 1, 2]);
+    }
+
+    #[test]
+    fn at_random_the_same_seed_draws_the_same_requests_and_covers_them_all_evenly() {
+        let draw_all = |seed| {
+            let mut picker = Picker::new(vec![false; 4].into(), Some(seed));
+            let mut next = picker.first(0);
+            (0..40_000).map(|_| picker.advance(&mut next)).collect::<Vec<u32>>()
+        };
+        let a = draw_all(7);
+        assert_eq!(a, draw_all(7));
+        assert_ne!(a, draw_all(8));
+        for request in 0..4 {
+            let n = a.iter().filter(|&&r| r == request).count();
+            // 10,000 expected; a binomial's standard deviation here is about 87.
+            assert!((9_500..=10_500).contains(&n), "request {request}: {n}");
+        }
     }
 }

@@ -34,10 +34,14 @@ impl Loop<'_> {
         let (mut ttfb, mut latency, mut service) = (Spans::default(), Spans::default(), Spans::default());
         for event in events.drain(..) {
             match event {
-                Event::FirstByte { sent_at, at } => {
+                Event::FirstByte { request, sent_at, at } => {
                     ttfb.add(sent_at, at, &mut self.stats.counters, &mut self.stats.histograms.ttfb);
+                    if let Some(names) = &self.shared.names {
+                        let name = self.stats.names.entry(usize::from(names[request as usize]));
+                        Stats::record(&mut name.counters, &mut name.ttfb, at.saturating_duration_since(sent_at));
+                    }
                 }
-                Event::Response { status, due, sent_at, at } => {
+                Event::Response { request, status, due, sent_at, at } => {
                     self.refused_in_a_row = 0;
                     self.batch_responses += 1;
                     self.in_flight = self.in_flight.saturating_sub(1);
@@ -49,15 +53,22 @@ impl Loop<'_> {
                     if self.open_model {
                         service.add(sent_at, at, counters, &mut h.service);
                     }
+                    if let Some(names) = &self.shared.names {
+                        let name = self.stats.names.entry(usize::from(names[request as usize]));
+                        name.counters.ok += 1;
+                        name.counters.status(status);
+                        Stats::record(&mut name.counters, &mut name.latency, at.saturating_duration_since(due));
+                    }
                 }
                 Event::RetryAfter { status, value } => self.stats.counters.retry_after.record(status, value),
-                Event::Refused(n) => {
-                    self.in_flight = self.in_flight.saturating_sub(n);
-                    self.refused(n);
+                Event::Refused { request } => {
+                    self.in_flight = self.in_flight.saturating_sub(1);
+                    self.refused(request);
                 }
-                Event::Failed { kind, n, why } => {
-                    self.in_flight = self.in_flight.saturating_sub(n);
-                    self.count_errors(kind, n, why);
+                Event::Failed { request, kind, why } => {
+                    self.in_flight = self.in_flight.saturating_sub(1);
+                    self.count_errors(kind, 1, why);
+                    self.count_name_error(request, kind);
                 }
                 Event::SetupFailed { kind, why } => self.setup_failed(i, kind, why),
                 Event::Limited(limit) => {
@@ -76,17 +87,18 @@ impl Loop<'_> {
     /// Requests the server declined unprocessed: they go back into the budget to be sent again,
     /// unless the server has declined everything for a while; then they fail, so that a server
     /// refusing every request cannot keep a `-n` run going forever.
-    pub(super) fn refused(&mut self, n: u64) {
-        self.refused_in_a_row += n;
+    pub(super) fn refused(&mut self, request: u32) {
+        self.refused_in_a_row += 1;
         if self.refused_in_a_row > REFUSED_IN_A_ROW {
             let why = format!(
                 "the server declined over {REFUSED_IN_A_ROW} requests in a row unprocessed; they are no longer sent again"
             );
-            self.count_errors(ErrorKind::Reset, n, why.into());
+            self.count_errors(ErrorKind::Reset, 1, why.into());
+            self.count_name_error(request, ErrorKind::Reset);
             return;
         }
-        self.stats.counters.refused += n;
-        self.schedule.give_back(n);
+        self.stats.counters.refused += 1;
+        self.schedule.give_back(1);
     }
 
     /// `n` requests failed for one reason.
@@ -100,13 +112,22 @@ impl Loop<'_> {
         }
     }
 
+    /// A mix: request `request` failed as `kind`, counted under its name too.
+    fn count_name_error(&mut self, request: u32, kind: ErrorKind) {
+        if let Some(names) = &self.shared.names {
+            self.stats.names.entry(usize::from(names[request as usize])).counters.error(kind);
+        }
+    }
+
     /// Connection `i` could not be set up: a failed connect, and the request it was opened for
-    /// fails as `kind`.
+    /// (its next) fails as `kind`.
     pub(super) fn setup_failed(&mut self, i: usize, kind: ErrorKind, why: Why) {
         self.connect_failures += 1;
         if std::mem::take(&mut self.conns[i].claimed) {
             self.schedule.drop_claim();
             self.count_errors(kind, 1, why);
+            let request = self.picker.advance(&mut self.conns[i].next_request);
+            self.count_name_error(request, kind);
         }
     }
 

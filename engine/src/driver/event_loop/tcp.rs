@@ -48,15 +48,15 @@ impl Loop<'_> {
         }
         c.send_buf.clear();
         tcp.send_off = 0;
-        let mut from_request = false;
+        let mut from_request = None;
         // The output is one HTTP/1.1 request (over TLS: its records, and any the receive
         // queued before them): a candidate for a quiet send.
         let mut one_request = false;
         if let Some(session) = c.session.as_mut().and_then(Session::stream) {
             match tcp.tls.as_mut() {
                 Some(tls) => match session.poll_transmit(&mut self.plain_out) {
-                    Transmit::Request => {
-                        tls.send(&self.shared.request);
+                    Transmit::Request(r) => {
+                        tls.send(&self.shared.requests[r as usize]);
                         one_request = true;
                     }
                     Transmit::Bytes => {
@@ -66,15 +66,17 @@ impl Loop<'_> {
                     Transmit::Nothing => {}
                 },
                 None => {
-                    from_request = session.poll_transmit(&mut c.send_buf) == Transmit::Request;
-                    one_request = from_request;
+                    if let Transmit::Request(r) = session.poll_transmit(&mut c.send_buf) {
+                        from_request = Some(r);
+                        one_request = true;
+                    }
                 }
             }
         }
         if let Some(tls) = &mut tcp.tls {
             tls.take_ciphertext(&mut c.send_buf);
         }
-        if !from_request && c.send_buf.is_empty() {
+        if from_request.is_none() && c.send_buf.is_empty() {
             if let Some(session) = c.session.as_mut().and_then(Session::stream) {
                 session.written();
             }
@@ -99,7 +101,10 @@ impl Loop<'_> {
         let c = &mut self.conns[i];
         let Transport::Tcp(tcp) = &mut c.transport else { return Ok(()) };
         tcp.send_off += res as usize;
-        let len = if tcp.send_from_request { self.shared.request.len() } else { c.send_buf.len() };
+        let len = match tcp.send_from_request {
+            Some(r) => self.shared.requests[r as usize].len(),
+            None => c.send_buf.len(),
+        };
         if tcp.send_off < len { self.submit_send(i, false) } else { self.flush(i) }
     }
 
@@ -216,7 +221,10 @@ impl Loop<'_> {
     pub(super) fn submit_send(&mut self, i: usize, one_request: bool) -> io::Result<()> {
         let c = &mut self.conns[i];
         let Transport::Tcp(tcp) = &c.transport else { return Ok(()) };
-        let bytes: &[u8] = if tcp.send_from_request { &self.shared.request } else { &c.send_buf };
+        let bytes: &[u8] = match tcp.send_from_request {
+            Some(r) => &self.shared.requests[r as usize],
+            None => &c.send_buf,
+        };
         let rest = &bytes[tcp.send_off.min(bytes.len())..];
         if one_request && tcp.send_off == 0 && rest.len() <= QUIET_SEND_MAX {
             // One request at a time never fills the socket buffer, so the kernel takes all of

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::session::Schedule;
+use crate::session::{Picker, Schedule};
 use crate::stats::RetryAfter;
 use crate::stats::Stats;
 
@@ -11,7 +11,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
 
 fn config() -> Config {
-    Config { head: false, keepalive: true, request_timeout: Some(TIMEOUT) }
+    Config { keepalive: true, request_timeout: Some(TIMEOUT) }
 }
 
 /// A session on a connection opened with one request claimed, and `budget` more to come.
@@ -65,20 +65,23 @@ fn left(budget: &mut Schedule) -> u64 {
 #[test]
 fn keep_alive_carries_one_request_after_another_until_the_budget_is_spent() {
     let mut h = Harness::new(config(), 1);
-    assert_eq!(h.start(0), Transmit::Request);
+    assert_eq!(h.start(0), Transmit::Request(0));
     assert!(!h.claimed, "the connection's own request goes first");
     assert_eq!(h.session.sent_in_flight(), 1);
     let events = h.receive(OK, 3);
     assert_eq!(
         events,
         vec![
-            Event::FirstByte { sent_at: h.at(0), at: h.at(3) },
-            Event::Response { status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(3) }
+            Event::FirstByte { request: 0, sent_at: h.at(0), at: h.at(3) },
+            Event::Response { request: 0, status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(3) }
         ]
     );
     assert!(h.session.is_idle() && !h.session.must_close());
-    assert_eq!(h.start(5), Transmit::Request, "the next request takes the budget's one");
-    assert_eq!(h.receive(OK, 9)[1], Event::Response { status: 200, due: h.at(5), sent_at: h.at(5), at: h.at(9) });
+    assert_eq!(h.start(5), Transmit::Request(0), "the next request takes the budget's one");
+    assert_eq!(
+        h.receive(OK, 9)[1],
+        Event::Response { request: 0, status: 200, due: h.at(5), sent_at: h.at(5), at: h.at(9) }
+    );
     assert_eq!(h.start(10), Transmit::Nothing, "budget spent: nothing more to send");
     assert!(h.session.is_idle() && !h.session.must_close());
 }
@@ -88,7 +91,7 @@ fn connection_close_ends_the_connection_after_its_response() {
     let mut h = Harness::new(config(), 5);
     h.start(0);
     let events = h.receive(b"HTTP/1.1 503 Busy\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", 1);
-    assert_eq!(events[1], Event::Response { status: 503, due: h.at(0), sent_at: h.at(0), at: h.at(1) });
+    assert_eq!(events[1], Event::Response { request: 0, status: 503, due: h.at(0), sent_at: h.at(0), at: h.at(1) });
     assert!(h.session.must_close());
     assert_eq!(h.start(2), Transmit::Nothing, "no request after Connection: close");
     assert_eq!(left(&mut h.budget), 5, "and none was taken for it");
@@ -113,8 +116,8 @@ fn a_response_split_at_every_byte_is_one_response_timed_from_its_first_piece() {
         assert_eq!(
             events,
             vec![
-                Event::FirstByte { sent_at: h.at(0), at: h.at(2) },
-                Event::Response { status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(7) }
+                Event::FirstByte { request: 0, sent_at: h.at(0), at: h.at(2) },
+                Event::Response { request: 0, status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(7) }
             ],
             "split at {split}"
         );
@@ -134,7 +137,11 @@ fn no_complete_response_by_the_deadline_is_one_timeout() {
     h.session.handle_timeout(h.at(100) + TIMEOUT, &mut h.events);
     assert_eq!(
         h.events,
-        vec![Event::Failed { kind: ErrorKind::Timeout, n: 1, why: "no complete response within --timeout".into() }]
+        vec![Event::Failed {
+            request: 0,
+            kind: ErrorKind::Timeout,
+            why: "no complete response within --timeout".into()
+        }]
     );
     assert!(h.session.must_close() && h.session.is_idle());
     assert_eq!(h.session.poll_timeout(), None);
@@ -156,7 +163,7 @@ fn a_close_before_the_response_is_complete_is_a_reset() {
         }
         h.events.clear();
         h.session.peer_closed(h.at(2), &mut h.events);
-        assert_eq!(h.events, vec![Event::Failed { kind: ErrorKind::Reset, n: 1, why: why.into() }]);
+        assert_eq!(h.events, vec![Event::Failed { request: 0, kind: ErrorKind::Reset, why: why.into() }]);
         assert!(h.session.must_close());
     }
 }
@@ -167,7 +174,10 @@ fn a_body_delimited_by_the_close_completes_at_the_close() {
     h.start(0);
     h.receive(b"HTTP/1.0 200 OK\r\n\r\nsome body", 1);
     h.session.peer_closed(h.at(4), &mut h.events);
-    assert_eq!(h.events.last(), Some(&Event::Response { status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(4) }));
+    assert_eq!(
+        h.events.last(),
+        Some(&Event::Response { request: 0, status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(4) })
+    );
 }
 
 #[test]
@@ -175,7 +185,7 @@ fn a_malformed_response_is_one_protocol_error() {
     let mut h = Harness::new(config(), 5);
     h.start(0);
     let events = h.receive(b"SMTP ready\r\n", 1);
-    assert!(matches!(events[1], Event::Failed { kind: ErrorKind::Protocol, n: 1, .. }), "{events:?}");
+    assert!(matches!(events[1], Event::Failed { request: 0, kind: ErrorKind::Protocol, .. }), "{events:?}");
     assert!(h.session.must_close());
 }
 
@@ -197,7 +207,7 @@ fn bytes_after_the_response_or_an_early_answer_end_the_connection() {
 
     let mut h = Harness::new(config(), 5);
     h.session.start_requests(h.at(0), &mut Units::new(&mut h.claimed, &mut h.budget, &mut h.stats));
-    assert_eq!(h.session.poll_transmit(), Transmit::Request);
+    assert_eq!(h.session.poll_transmit(), Transmit::Request(0));
     // Not yet all written: the server answered before reading the whole request.
     h.receive(OK, 1);
     assert!(h.session.must_close());
@@ -210,15 +220,21 @@ fn a_failed_transport_fails_the_request_in_flight_once() {
     assert_eq!(h.session.sent_in_flight(), 0, "not taken for a send yet");
     h.session.fail(ErrorKind::Reset, "gone".into(), &mut h.events);
     h.session.fail(ErrorKind::Reset, "gone".into(), &mut h.events);
-    assert_eq!(h.events, vec![Event::Failed { kind: ErrorKind::Reset, n: 1, why: "gone".into() }]);
+    assert_eq!(h.events, vec![Event::Failed { request: 0, kind: ErrorKind::Reset, why: "gone".into() }]);
 }
 
 #[test]
 fn a_head_request_expects_no_body() {
-    let mut h = Harness::new(Config { head: true, ..config() }, 0);
-    h.start(0);
+    let mut h = Harness::new(config(), 0);
+    // The run's one request is a HEAD.
+    let (mut next, mut picker) = (0, Picker::new(Box::new([true]), None));
+    let now = h.at(0);
+    let mut units = Units::new(&mut h.claimed, &mut h.budget, &mut h.stats).picking(&mut next, &mut picker);
+    h.session.start_requests(now, &mut units);
+    h.session.poll_transmit();
+    h.session.written();
     let events = h.receive(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", 1);
-    assert_eq!(events[1], Event::Response { status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(1) });
+    assert_eq!(events[1], Event::Response { request: 0, status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(1) });
     assert!(!h.session.must_close());
 }
 
@@ -227,12 +243,15 @@ fn under_a_rate_the_next_request_waits_for_its_due_instant_and_keeps_it_when_lat
     let mut h = Harness::new(config(), 10);
     h.budget = Schedule::open(Some(10), crate::plan::Rate::per_second(100));
     h.budget.start(h.t0);
-    assert_eq!(h.start(0), Transmit::Request, "slot 0 is due at the start");
-    assert_eq!(h.receive(OK, 3)[1], Event::Response { status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(3) });
+    assert_eq!(h.start(0), Transmit::Request(0), "slot 0 is due at the start");
+    assert_eq!(
+        h.receive(OK, 3)[1],
+        Event::Response { request: 0, status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(3) }
+    );
     assert_eq!(h.start(5), Transmit::Nothing, "slot 1 is due at 10 ms");
     // Free again only at 25 ms: slot 1 goes out 15 ms late and its latency counts from 10 ms.
-    assert_eq!(h.start(25), Transmit::Request);
-    let late = Event::Response { status: 200, due: h.at(10), sent_at: h.at(25), at: h.at(27) };
+    assert_eq!(h.start(25), Transmit::Request(0));
+    let late = Event::Response { request: 0, status: 200, due: h.at(10), sent_at: h.at(25), at: h.at(27) };
     assert_eq!(h.receive(OK, 27)[1], late);
     assert_eq!(h.stats.counters.late, 1, "one request sent over 1 ms after its due instant");
     assert_eq!(h.stats.histograms.lateness.len(), 2, "every request sent has its lateness");
@@ -246,9 +265,9 @@ fn a_response_carrying_retry_after_is_announced_before_it_is_counted() {
     assert_eq!(
         h.receive(busy, 2),
         vec![
-            Event::FirstByte { sent_at: h.at(0), at: h.at(2) },
+            Event::FirstByte { request: 0, sent_at: h.at(0), at: h.at(2) },
             Event::RetryAfter { status: 503, value: RetryAfter::Seconds(30) },
-            Event::Response { status: 503, due: h.at(0), sent_at: h.at(0), at: h.at(2) }
+            Event::Response { request: 0, status: 503, due: h.at(0), sent_at: h.at(0), at: h.at(2) }
         ]
     );
     // One ended by the close (no length) still says so; the next, without it, says nothing.
@@ -259,7 +278,7 @@ fn a_response_carrying_retry_after_is_announced_before_it_is_counted() {
         std::mem::take(&mut h.events),
         vec![
             Event::RetryAfter { status: 429, value: RetryAfter::Date },
-            Event::Response { status: 429, due: h.at(3), sent_at: h.at(3), at: h.at(5) }
+            Event::Response { request: 0, status: 429, due: h.at(3), sent_at: h.at(3), at: h.at(5) }
         ]
     );
     let mut h = Harness::new(config(), 0);

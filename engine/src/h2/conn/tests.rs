@@ -21,13 +21,19 @@ fn headers(out: &mut Vec<u8>, stream: u32, code: u16, end_stream: bool) {
 }
 
 fn conn(streams: u32, body: &[u8]) -> Connection {
-    Connection::new(Arc::new(hpack::RequestBlocks::plain(b"\x82\x86\x84\x41\x01a".to_vec())), Arc::from(body), streams)
+    Connection::new(
+        Arc::from([Request {
+            blocks: hpack::RequestBlocks::plain(b"\x82\x86\x84\x41\x01a".to_vec()),
+            body: body.into(),
+        }]),
+        streams,
+    )
 }
 
 /// A connection with one request (stream 1) started at `now`.
 fn one_request(now: Instant) -> Connection {
     let mut c = conn(1, b"");
-    assert_eq!(c.start_request(now, now), Some(1));
+    assert_eq!(c.start_request(now, now, 0), Some(1));
     c
 }
 
@@ -90,7 +96,7 @@ fn feed(c: &mut Connection, bytes: &[u8], now: Instant) -> Result<Vec<Event>, Co
 fn indexing_conn(streams: u32, params: &[(u16, u32)]) -> Connection {
     let ua = [("user-agent".to_string(), "volley/1".to_string())];
     let blocks = hpack::encode_request_blocks("GET", "http", "127.0.0.1:8080", "/", &ua);
-    let mut c = Connection::new(Arc::new(blocks), Arc::from(&b""[..]), streams);
+    let mut c = Connection::new(Arc::from([Request { blocks, body: Box::default() }]), streams);
     let mut s = Vec::new();
     settings(&mut s, params);
     feed(&mut c, &s, t0()).expect("settings");
@@ -117,10 +123,10 @@ fn sent_blocks(c: &mut Connection) -> Vec<Vec<u8>> {
 fn the_first_request_indexes_its_fields_and_later_ones_name_them_in_a_byte_each() {
     let mut c = indexing_conn(3, &[]);
     for _ in 0..3 {
-        c.start_request(t0(), t0());
+        c.start_request(t0(), t0(), 0);
     }
     let blocks = sent_blocks(&mut c);
-    let request = &c.request;
+    let request = &c.requests[0].blocks;
     assert_eq!(blocks, [request.first.clone(), request.indexed.clone(), request.indexed.clone()]);
     assert_eq!(request.indexed.len(), 5); // :method, :scheme, :authority, :path, user-agent
     // The server's decoder reads the same request every time.
@@ -134,29 +140,29 @@ fn the_first_request_indexes_its_fields_and_later_ones_name_them_in_a_byte_each(
 #[test]
 fn a_server_table_too_small_for_the_fields_gets_the_plain_block() {
     let mut c = indexing_conn(2, &[(setting::HEADER_TABLE_SIZE, 64)]);
-    c.start_request(t0(), t0());
-    c.start_request(t0(), t0());
-    let plain = c.request.plain.clone();
+    c.start_request(t0(), t0(), 0);
+    c.start_request(t0(), t0(), 0);
+    let plain = c.requests[0].blocks.plain.clone();
     assert_eq!(sent_blocks(&mut c), [plain.clone(), plain]);
 }
 
 #[test]
 fn a_server_that_shrinks_its_table_gets_a_size_update_then_plain_blocks() {
     let mut c = indexing_conn(3, &[]);
-    c.start_request(t0(), t0());
+    c.start_request(t0(), t0(), 0);
     let mut server = hpack::Decoder::new(DEFAULT_HEADER_TABLE);
     let first = server.decode(&sent_blocks(&mut c)[0]).expect("first block");
     let mut s = Vec::new();
     settings(&mut s, &[(setting::HEADER_TABLE_SIZE, 0)]);
     feed(&mut c, &s, t0()).expect("settings");
     server.set_max_table_size(0);
-    c.start_request(t0(), t0());
-    c.start_request(t0(), t0());
+    c.start_request(t0(), t0(), 0);
+    c.start_request(t0(), t0(), 0);
     let blocks = sent_blocks(&mut c);
     let mut update = Vec::new();
     hpack::size_update(&mut update, 0);
-    assert!(blocks[0].starts_with(&update) && blocks[0].ends_with(&c.request.plain));
-    assert_eq!(blocks[1], c.request.plain);
+    assert!(blocks[0].starts_with(&update) && blocks[0].ends_with(&c.requests[0].blocks.plain));
+    assert_eq!(blocks[1], c.requests[0].blocks.plain);
     for block in &blocks {
         assert_eq!(server.decode(block).expect("a block the shrunk table reads"), first);
     }
@@ -245,7 +251,7 @@ fn retry_after_of_the_final_headers_comes_before_its_response_at_every_split() {
     let mut plain = Vec::new();
     settings(&mut plain, &[(setting::MAX_CONCURRENT_STREAMS, 100)]);
     headers(&mut plain, 1, 503, true);
-    assert!(matches!(every_split(one_request, &plain).as_slice(), [Event::Response { status: 503, .. }]));
+    assert!(matches!(every_split(one_request, &plain).as_slice(), [Event::Response { request: 0, status: 503, .. }]));
 }
 
 #[test]
@@ -258,7 +264,7 @@ fn a_retry_after_goes_with_its_stream_when_the_stream_is_reset_or_dropped() {
     settings(&mut s, &[]);
     feed(&mut c, &s, now).unwrap();
     for _ in 0..3 {
-        c.start_request(now, now).unwrap();
+        c.start_request(now, now, 0).unwrap();
     }
     // Streams 1 and 3 get a final 503 with retry-after; 1 is then reset, 3 left open by GOAWAY.
     s.clear();
@@ -273,7 +279,7 @@ fn a_retry_after_goes_with_its_stream_when_the_stream_is_reset_or_dropped() {
     let mut s = Vec::new();
     settings(&mut s, &[]);
     feed(&mut c, &s, now).unwrap();
-    c.start_request(now, now).unwrap();
+    c.start_request(now, now, 0).unwrap();
     s.clear();
     frame::encode_headers(&mut s, 1, &with_retry, true, MAX);
     let ev = feed(&mut c, &s, now).unwrap();
@@ -287,7 +293,7 @@ fn a_request_sent_after_its_due_instant_reports_both() {
     let sent = due + Duration::from_micros(1500);
     let mut c = conn(1, b"");
     feed(&mut c, b"\0\0\0\x04\0\0\0\0\0", due).unwrap();
-    c.start_request(sent, due).unwrap();
+    c.start_request(sent, due, 0).unwrap();
     let mut s = Vec::new();
     headers(&mut s, 1, 200, true);
     let ev = feed(&mut c, &s, sent + Duration::from_millis(2)).unwrap();
@@ -305,7 +311,7 @@ fn times_are_the_request_start_and_first_headers() {
     let end = start + Duration::from_millis(9);
     let mut c = conn(1, b"");
     feed(&mut c, b"\0\0\0\x04\0\0\0\0\0", start).unwrap();
-    c.start_request(start, start).unwrap();
+    c.start_request(start, start, 0).unwrap();
     let mut s = Vec::new();
     headers(&mut s, 1, 204, false);
     assert!(feed(&mut c, &s, later).unwrap().is_empty());
@@ -314,7 +320,15 @@ fn times_are_the_request_start_and_first_headers() {
     let ev = feed(&mut c, &s, end).unwrap();
     assert_eq!(
         ev,
-        [Event::Response { stream: 1, status: 204, due: start, sent_at: start, first_byte_at: later, body_bytes: 0 }]
+        [Event::Response {
+            stream: 1,
+            request: 0,
+            status: 204,
+            due: start,
+            sent_at: start,
+            first_byte_at: later,
+            body_bytes: 0
+        }]
     );
 }
 
@@ -323,7 +337,7 @@ fn responses_in_any_order_find_their_own_stream() {
     let now = t0();
     let mut c = conn(8, b"");
     let due = |id: u32| now + Duration::from_millis(u64::from(id));
-    let ids: Vec<u32> = (0..8).map(|_| c.start_request(now, due(c.next_stream_id)).unwrap()).collect();
+    let ids: Vec<u32> = (0..8).map(|_| c.start_request(now, due(c.next_stream_id), 0).unwrap()).collect();
     // HEADERS in one order, DATA in another: a lookup that lost track of where a stream
     // sits would pair a frame with the wrong stream.
     let mut s = Vec::new();
@@ -351,12 +365,12 @@ fn a_new_stream_takes_the_place_closed_last_and_every_stream_is_still_found() {
     let mut s = Vec::new();
     settings(&mut s, &[]);
     feed(&mut c, &s, now).unwrap();
-    let first: Vec<u32> = (0..8).map(|_| c.start_request(now, now).unwrap()).collect();
+    let first: Vec<u32> = (0..8).map(|_| c.start_request(now, now, 0).unwrap()).collect();
     s.clear();
     headers(&mut s, 5, 200, true);
     headers(&mut s, 11, 200, true);
     assert_eq!(feed(&mut c, &s, now).unwrap().len(), 2);
-    let (seventeen, nineteen) = (c.start_request(now, now).unwrap(), c.start_request(now, now).unwrap());
+    let (seventeen, nineteen) = (c.start_request(now, now, 0).unwrap(), c.start_request(now, now, 0).unwrap());
     // 11 closed last: its place, still in cache, is the first taken.
     let place = |id: u32| first.iter().position(|&f| f == id);
     assert_eq!((c.index(seventeen), c.index(nineteen)), (place(11), place(5)));
@@ -385,10 +399,10 @@ fn a_stream_left_open_while_later_ones_take_its_slot_is_still_found() {
     let mut s = Vec::new();
     settings(&mut s, &[]);
     feed(&mut c, &s, now).unwrap();
-    let slow = c.start_request(now, due(1)).unwrap();
+    let slow = c.start_request(now, due(1), 0).unwrap();
     // Twenty requests come and go beside it, several of them in its slot of the table.
     for _ in 0..20 {
-        let id = c.start_request(now, due(c.next_stream_id)).unwrap();
+        let id = c.start_request(now, due(c.next_stream_id), 0).unwrap();
         let mut s = Vec::new();
         headers(&mut s, id, 200, false);
         frame::encode_data(&mut s, id, b"", true, MAX);
@@ -399,7 +413,7 @@ fn a_stream_left_open_while_later_ones_take_its_slot_is_still_found() {
     headers(&mut s, slow, 204, true);
     let events = feed(&mut c, &s, now).unwrap();
     assert!(
-        matches!(events[..], [Event::Response { stream: 1, status: 204, due: d, .. }] if d == due(1)),
+        matches!(events[..], [Event::Response { stream: 1, request: 0, status: 204, due: d, .. }] if d == due(1)),
         "{events:?}"
     );
 }
@@ -419,7 +433,7 @@ fn hundred_responses_over_ten_streams_limited_to_four() {
     let mut max_open = 0;
     while done < 100 {
         while started < 100 && c.can_start() > 0 {
-            c.start_request(now, now).unwrap();
+            c.start_request(now, now, 0).unwrap();
             started += 1;
         }
         max_open = max_open.max(c.open_streams());
@@ -430,7 +444,7 @@ fn hundred_responses_over_ten_streams_limited_to_four() {
             frame::encode_data(&mut s, id, b"ok", true, MAX);
         }
         for e in feed(&mut c, &s, now).unwrap() {
-            assert!(matches!(e, Event::Response { status: 200, body_bytes: 2, .. }), "{e:?}");
+            assert!(matches!(e, Event::Response { request: 0, status: 200, body_bytes: 2, .. }), "{e:?}");
             done += 1;
         }
     }
@@ -506,7 +520,7 @@ fn reset_stream_then_more_responses() {
     let now = t0();
     let mut c = conn(3, b"");
     for _ in 0..3 {
-        c.start_request(now, now);
+        c.start_request(now, now, 0);
     }
     let mut s = Vec::new();
     settings(&mut s, &[]);
@@ -521,7 +535,7 @@ fn reset_stream_then_more_responses() {
     assert!(matches!(ev[1], Event::Response { stream: 3, status: 200, .. }));
     assert!(matches!(ev[2], Event::Response { stream: 5, status: 500, .. }));
     assert_eq!(ev.len(), 3);
-    assert_eq!(c.start_request(now, now), Some(7));
+    assert_eq!(c.start_request(now, now, 0), Some(7));
     let mut s = Vec::new();
     headers(&mut s, 7, 200, true);
     assert!(matches!(feed(&mut c, &s, now).unwrap()[..], [Event::Response { stream: 7, .. }]));
@@ -531,11 +545,11 @@ fn reset_stream_then_more_responses() {
 fn only_streams_whose_output_was_taken_count_as_sent() {
     let now = t0();
     let mut c = conn(4, b"");
-    c.start_request(now, now);
-    c.start_request(now, now);
+    c.start_request(now, now, 0);
+    c.start_request(now, now, 0);
     assert_eq!(c.sent_open_streams(), 0);
     output(&mut c);
-    c.start_request(now, now);
+    c.start_request(now, now, 0);
     assert_eq!((c.open_streams(), c.sent_open_streams()), (3, 2));
     let mut s = Vec::new();
     settings(&mut s, &[]);
@@ -551,11 +565,13 @@ fn expired_streams_are_cancelled_and_their_late_frames_ignored() {
     let early = t0();
     let late = early + Duration::from_millis(10);
     let mut c = conn(3, b"");
-    c.start_request(early, early);
-    c.start_request(early, early);
-    c.start_request(late, late);
+    c.start_request(early, early, 0);
+    c.start_request(early, early, 0);
+    c.start_request(late, late, 0);
     output(&mut c);
-    assert_eq!(c.expire(late), 2);
+    let mut expired = Vec::new();
+    assert_eq!(c.expire(late, |r| expired.push(r)), 2);
+    assert_eq!(expired, [0, 0]);
     assert_eq!(c.open_streams(), 1);
     assert_eq!(output(&mut c), [Out::Rst(1, code::CANCEL), Out::Rst(3, code::CANCEL)]);
     let mut s = Vec::new();
@@ -563,7 +579,7 @@ fn expired_streams_are_cancelled_and_their_late_frames_ignored() {
     headers(&mut s, 1, 200, true);
     headers(&mut s, 5, 200, true);
     assert!(matches!(feed(&mut c, &s, late).unwrap()[..], [Event::Response { stream: 5, .. }]));
-    assert_eq!(c.expire(late), 0);
+    assert_eq!(c.expire(late, |_| panic!("none is out of time")), 0);
 }
 
 #[test]
@@ -571,16 +587,16 @@ fn goaway_with_last_stream_id() {
     let now = t0();
     let mut c = conn(3, b"");
     for _ in 0..3 {
-        c.start_request(now, now);
+        c.start_request(now, now, 0);
     }
     let mut s = Vec::new();
     settings(&mut s, &[]);
     frame::encode_goaway(&mut s, 3, code::NO_ERROR, b"bye");
     let ev = feed(&mut c, &s, now).unwrap();
-    assert_eq!(ev, [Event::GoAway { last_stream_id: 3, code: 0, unanswered: vec![(5, now)] }]);
+    assert_eq!(ev, [Event::GoAway { last_stream_id: 3, code: 0, unanswered: vec![(5, now, 0)] }]);
     assert!(c.is_goaway());
     assert_eq!(c.can_start(), 0);
-    assert_eq!(c.start_request(now, now), None);
+    assert_eq!(c.start_request(now, now, 0), None);
     assert_eq!(c.open_streams(), 2);
     let mut s = Vec::new();
     headers(&mut s, 1, 200, true);
@@ -589,15 +605,19 @@ fn goaway_with_last_stream_id() {
     assert_eq!(c.open_streams(), 0);
     // An error GOAWAY below the open streams leaves them all unanswered.
     let mut c = conn(2, b"");
-    c.start_request(now, now);
-    c.start_request(now, now);
+    c.start_request(now, now, 0);
+    c.start_request(now, now, 0);
     let mut s = Vec::new();
     settings(&mut s, &[]);
     frame::encode_goaway(&mut s, 0, code::ENHANCE_YOUR_CALM, b"");
     let ev = feed(&mut c, &s, now).unwrap();
     assert_eq!(
         ev,
-        [Event::GoAway { last_stream_id: 0, code: code::ENHANCE_YOUR_CALM, unanswered: vec![(1, now), (3, now)] }]
+        [Event::GoAway {
+            last_stream_id: 0,
+            code: code::ENHANCE_YOUR_CALM,
+            unanswered: vec![(1, now, 0), (3, now, 0)]
+        }]
     );
     assert_eq!(c.open_streams(), 0);
 }
@@ -625,7 +645,7 @@ fn window_updates_release_a_large_body() {
     let mut c = conn(1, &body);
     feed(&mut c, b"\0\0\0\x04\0\0\0\0\0", now).unwrap();
     output(&mut c);
-    assert_eq!(c.start_request(now, now), Some(1));
+    assert_eq!(c.start_request(now, now, 0), Some(1));
     let sent = |out: &[Out]| -> (usize, bool) {
         let mut n = 0;
         let mut end = false;
@@ -667,7 +687,7 @@ fn initial_window_change_applies_to_open_streams() {
     let mut s = Vec::new();
     settings(&mut s, &[(setting::INITIAL_WINDOW_SIZE, 10_000)]);
     feed(&mut c, &s, now).unwrap();
-    c.start_request(now, now);
+    c.start_request(now, now, 0);
     s.clear();
     // Lowering then raising: the stream's window goes negative, then back above zero.
     settings(&mut s, &[(setting::INITIAL_WINDOW_SIZE, 0)]);
@@ -682,12 +702,12 @@ fn early_response_stops_the_body() {
     let now = t0();
     let body = vec![1u8; 100_000];
     let mut c = conn(1, &body);
-    c.start_request(now, now);
+    c.start_request(now, now, 0);
     let mut s = Vec::new();
     settings(&mut s, &[]);
     headers(&mut s, 1, 413, true);
     let ev = feed(&mut c, &s, now).unwrap();
-    assert!(matches!(ev[..], [Event::Response { status: 413, .. }]));
+    assert!(matches!(ev[..], [Event::Response { request: 0, status: 413, .. }]));
     assert!(output(&mut c).contains(&Out::Rst(1, code::NO_ERROR)));
     assert_eq!(c.bodies_pending, 0);
 }
@@ -696,7 +716,7 @@ fn early_response_stops_the_body() {
 fn large_response_body_releases_windows() {
     let now = t0();
     let mut c = conn(1, b"");
-    c.start_request(now, now);
+    c.start_request(now, now, 0);
     let mut s = Vec::new();
     settings(&mut s, &[]);
     headers(&mut s, 1, 200, false);
@@ -720,7 +740,7 @@ fn fails(setup_streams: u32, server: &[u8]) -> ConnError {
     let now = t0();
     let mut c = conn(setup_streams, b"");
     for _ in 0..setup_streams {
-        c.start_request(now, now);
+        c.start_request(now, now, 0);
     }
     output(&mut c);
     let mut ev = Vec::new();
@@ -867,8 +887,8 @@ fn fuzz_random_and_mutated_server_streams() {
         }
         let now = Instant::now();
         let mut c = conn(2, if round % 3 == 0 { &body } else { b"" });
-        c.start_request(now, now);
-        c.start_request(now, now);
+        c.start_request(now, now, 0);
+        c.start_request(now, now, 0);
         events.clear();
         let mut at = 0;
         let mut result = Ok(());
@@ -877,7 +897,7 @@ fn fuzz_random_and_mutated_server_streams() {
             result = c.receive(&bytes[at..at + n], now, &mut events);
             at += n;
             while c.can_start() > 0 {
-                c.start_request(now, now);
+                c.start_request(now, now, 0);
             }
         }
         ok += usize::from(result.is_ok());

@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::h2::conn::Request;
 use crate::h2::frame::{self, setting};
 use crate::h2::hpack::RequestBlocks;
 use crate::session::Schedule;
@@ -13,8 +14,10 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 
 fn config(streams: u32) -> Arc<Config> {
     Arc::new(Config {
-        request: Arc::new(RequestBlocks::plain(b"\x82\x86\x84\x41\x01a".to_vec())),
-        body: Arc::from(&b""[..]),
+        requests: Arc::from([Request {
+            blocks: RequestBlocks::plain(b"\x82\x86\x84\x41\x01a".to_vec()),
+            body: Box::default(),
+        }]),
         streams,
         connect_timeout: CONNECT_TIMEOUT,
         request_timeout: Some(TIMEOUT),
@@ -105,8 +108,9 @@ impl Harness {
     }
 }
 
-fn failed(kind: ErrorKind, n: u64, why: &str) -> Event {
-    Event::Failed { kind, n, why: why.to_string().into() }
+/// `n` requests (each request 0) failed as `kind`: one event each.
+fn failed(kind: ErrorKind, n: usize, why: &str) -> Vec<Event> {
+    vec![Event::Failed { request: 0, kind, why: why.to_string().into() }; n]
 }
 
 #[test]
@@ -162,10 +166,10 @@ fn refused_streams_are_to_be_sent_again_and_resets_are_errors() {
     assert_eq!(
         events,
         vec![
-            Event::Refused(1),
-            failed(ErrorKind::Reset, 1, "the server reset a stream (RST_STREAM INTERNAL_ERROR)"),
-            Event::FirstByte { sent_at: h.at(10), at: h.at(12) },
-            Event::Response { status: 200, due: h.at(10), sent_at: h.at(10), at: h.at(12) },
+            Event::Refused { request: 0 },
+            failed(ErrorKind::Reset, 1, "the server reset a stream (RST_STREAM INTERNAL_ERROR)").remove(0),
+            Event::FirstByte { request: 0, sent_at: h.at(10), at: h.at(12) },
+            Event::Response { request: 0, status: 200, due: h.at(10), sent_at: h.at(10), at: h.at(12) },
         ]
     );
     assert!(h.session.is_idle() && !h.session.must_close());
@@ -177,7 +181,8 @@ fn a_goaway_without_error_lets_older_streams_finish_and_refuses_the_rest() {
     let mut h = Harness::established(4, 10, &[]);
     assert_eq!(h.start(0), 4);
     let events = h.receive(Server::default().goaway(3, code::NO_ERROR).ok(1), 5);
-    assert_eq!(events[0], Event::Refused(2), "streams 5 and 7 were not processed");
+    let refused = Event::Refused { request: 0 };
+    assert_eq!(events[..2], [refused.clone(), refused], "streams 5 and 7 were not processed");
     assert!(!h.session.must_close(), "stream 3 is still to be answered");
     assert_eq!(h.start(6), 1, "no new stream after GOAWAY");
     h.receive(Server::default().ok(3), 7);
@@ -189,11 +194,11 @@ fn a_goaway_with_an_error_fails_what_it_leaves_and_what_the_close_loses() {
     let mut h = Harness::established(4, 10, &[]);
     h.start(0);
     let events = h.receive(Server::default().goaway(3, code::PROTOCOL_ERROR), 5);
-    assert_eq!(events, vec![failed(ErrorKind::Protocol, 2, "the server sent GOAWAY PROTOCOL_ERROR")]);
+    assert_eq!(events, failed(ErrorKind::Protocol, 2, "the server sent GOAWAY PROTOCOL_ERROR"));
     h.session.peer_closed(&mut h.events);
     assert_eq!(
         h.events,
-        vec![failed(ErrorKind::Protocol, 2, "the server closed the connection with 2 HTTP/2 streams in flight")]
+        failed(ErrorKind::Protocol, 2, "the server closed the connection with 2 HTTP/2 streams in flight")
     );
 
     let mut h = Harness::established(4, 10, &[]);
@@ -201,7 +206,7 @@ fn a_goaway_with_an_error_fails_what_it_leaves_and_what_the_close_loses() {
     h.session.peer_closed(&mut h.events);
     assert_eq!(
         h.events,
-        vec![failed(ErrorKind::Reset, 4, "the server closed the connection with 4 HTTP/2 streams in flight")],
+        failed(ErrorKind::Reset, 4, "the server closed the connection with 4 HTTP/2 streams in flight"),
         "without a GOAWAY error, streams lost with the connection are resets"
     );
     h.events.clear();
@@ -225,7 +230,7 @@ fn a_server_allowing_no_stream_fails_the_connections_request() {
     let mut h = Harness::established(4, 10, &[(setting::MAX_CONCURRENT_STREAMS, 0)]);
     assert_eq!(h.start(2), 0);
     assert!(
-        matches!(&h.events[..], [Event::Failed { kind: ErrorKind::Protocol, n: 1, why }] if why.contains("allowed no stream"))
+        matches!(&h.events[..], [Event::Failed { request: 0, kind: ErrorKind::Protocol, why }] if why.contains("allowed no stream"))
     );
     assert!(!h.claimed && h.session.is_idle());
 }
@@ -241,7 +246,7 @@ fn streams_out_of_time_are_timeouts_and_the_connection_goes_on() {
     assert!(h.events.is_empty());
     assert_eq!(h.session.poll_timeout(), Some(h.at(10) + TIMEOUT), "exact after a look");
     h.session.handle_timeout(h.at(10) + TIMEOUT, &mut h.events);
-    assert_eq!(h.events, vec![failed(ErrorKind::Timeout, 2, "no complete response within --timeout")]);
+    assert_eq!(h.events, failed(ErrorKind::Timeout, 2, "no complete response within --timeout"));
     assert!(!h.session.must_close() && h.session.is_idle());
     h.events.clear();
     assert_eq!(h.start(30_011), 2, "new streams start on the same connection");
@@ -254,7 +259,8 @@ fn a_connection_error_fails_every_open_stream() {
     let mut junk = Vec::new();
     frame::encode_frame(&mut junk, frame::kind::DATA, 0, 2, b"x");
     h.session.receive(&junk, h.at(1), &mut h.events);
-    assert!(matches!(&h.events[..], [Event::Failed { kind: ErrorKind::Protocol, n: 3, .. }]), "{:?}", h.events);
+    assert_eq!(h.events.len(), 3, "{:?}", h.events);
+    assert!(h.events.iter().all(|e| matches!(e, Event::Failed { kind: ErrorKind::Protocol, .. })), "{:?}", h.events);
     assert!(h.session.must_close());
 }
 
@@ -280,5 +286,5 @@ fn under_a_rate_a_claimed_request_waits_for_its_slot_instead_of_failing() {
     assert_eq!(h.start(30), 3);
     assert!(!h.claimed);
     let events = h.receive(Server::default().ok(1), 31);
-    assert_eq!(events[1], Event::Response { status: 200, due: h.at(5), sent_at: h.at(30), at: h.at(31) });
+    assert_eq!(events[1], Event::Response { request: 0, status: 200, due: h.at(5), sent_at: h.at(30), at: h.at(31) });
 }

@@ -364,7 +364,7 @@ impl Net {
         let method = if body.is_empty() { "GET" } else { "POST" };
         let spec = RequestSpec::new(method, vec![], body);
         let setup = Setup {
-            request: RequestConfig::new(&target, &spec, streams, CONNECT_TIMEOUT, request_timeout),
+            request: RequestConfig::new(&target, &[("/", &spec)], streams, CONNECT_TIMEOUT, request_timeout),
             quic: QuicConfig::new(&trusting(cert), Congestion::Loopback, CONNECT_TIMEOUT).unwrap(),
             server: server_addr(),
             server_name: SERVER_NAME.to_string(),
@@ -400,12 +400,12 @@ impl Net {
                     assert_eq!(status, 200);
                     self.counts.ok += 1;
                 }
-                Event::Refused(n) => {
-                    self.counts.refused += n;
-                    self.budget.give_back(n);
+                Event::Refused { .. } => {
+                    self.counts.refused += 1;
+                    self.budget.give_back(1);
                 }
-                Event::Failed { kind, n, why } => {
-                    *self.counts.errors.entry(kind).or_default() += n;
+                Event::Failed { kind, why, .. } => {
+                    *self.counts.errors.entry(kind).or_default() += 1;
                     self.counts.why.push(why.into_owned());
                 }
                 Event::SetupFailed { kind, why } => self.counts.setup_failed = Some((kind, why.into_owned())),
