@@ -27,6 +27,7 @@ mod h3_servers_smoke;
 mod hlog;
 mod hostile_workers;
 mod html_report;
+mod mix;
 mod progress;
 mod prometheus;
 mod readme_examples;

@@ -60,6 +60,8 @@ struct Counts {
     /// (status, retry-after value) -> responses sent with it.
     retry_afters: Mutex<BTreeMap<(u16, String), u64>>,
     requests: AtomicU64,
+    /// Requests answered, by method and path without the query (`GET /a`).
+    routes: Mutex<BTreeMap<String, u64>>,
     connections: AtomicU64,
     in_flight: AtomicU64,
     peak_in_flight: AtomicU64,
@@ -138,6 +140,11 @@ impl H3TestServer {
         self.counts.requests.load(Ordering::SeqCst)
     }
 
+    /// Requests answered, by method and path without the query (`GET /a`).
+    pub fn routes(&self) -> BTreeMap<String, u64> {
+        self.counts.routes.lock().unwrap().clone()
+    }
+
     /// QUIC connections whose handshake completed.
     pub fn connections(&self) -> u64 {
         self.counts.connections.load(Ordering::SeqCst)
@@ -205,7 +212,8 @@ async fn respond(
     options: Arc<H3Options>,
     counts: Arc<Counts>,
 ) {
-    let Ok((_request, mut stream)) = resolver.resolve_request().await else { return };
+    let Ok((request, mut stream)) = resolver.resolve_request().await else { return };
+    let route = format!("{} {}", request.method(), request.uri().path());
     let now = counts.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     counts.peak_in_flight.fetch_max(now, Ordering::SeqCst);
     let answered = async {
@@ -243,6 +251,7 @@ async fn respond(
     counts.in_flight.fetch_sub(1, Ordering::SeqCst);
     if answered.is_some() {
         counts.requests.fetch_add(1, Ordering::SeqCst);
+        *counts.routes.lock().unwrap().entry(route).or_default() += 1;
         let _ = stream.finish().await;
     }
 }

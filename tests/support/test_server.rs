@@ -46,6 +46,9 @@ pub struct Behavior {
     /// `Some((k, status))`: the k-th, 2k-th, ... request the server receives (counted over all
     /// connections, in arrival order) is answered with `status`. Default `None`.
     pub status_every: Option<(u64, u16)>,
+    /// `(path, status)` rules: a request for exactly this path (without the query) is answered
+    /// with `status`. Default none.
+    pub status_for: Vec<(String, u16)>,
     /// `Some((k, delay))`: the k-th, 2k-th, ... request the server receives waits `delay` instead
     /// of [`delay`](Self::delay). Default `None`.
     pub slow_every: Option<(u64, Duration)>,
@@ -90,6 +93,7 @@ impl Behavior {
             close_every: None,
             headers: Vec::new(),
             status_every: None,
+            status_for: Vec::new(),
             slow_every: None,
             fail_after: None,
             stall: None,
@@ -138,6 +142,11 @@ impl Behavior {
         self.headers.push((name.to_string(), value.to_string()));
         self
     }
+    pub fn status_for(mut self, path: &str, status: u16) -> Self {
+        self.status_for.push((path.to_string(), status));
+        self
+    }
+
     pub fn status_every(mut self, k: u64, status: u16) -> Self {
         self.status_every = Some((k.max(1), status));
         self
@@ -209,6 +218,8 @@ struct Stats {
     /// Bytes read off the hyper connections' sockets: TLS records and handshakes included.
     wire_bytes_in: AtomicU64,
     methods: Mutex<BTreeMap<String, u64>>,
+    /// Requests answered, by method and path (without the query): `GET /a`.
+    routes: Mutex<BTreeMap<String, u64>>,
     last: Mutex<Option<SeenRequest>>,
     /// When the first and the latest request heads arrived.
     first_at: std::sync::OnceLock<Instant>,
@@ -459,6 +470,12 @@ impl TestServer {
     }
 
     /// Requests received per method.
+    /// Requests received, by method and path without the query (`GET /a`), counted as their
+    /// bodies were read.
+    pub fn routes(&self) -> BTreeMap<String, u64> {
+        self.stats.routes.lock().unwrap().clone()
+    }
+
     pub fn methods(&self) -> BTreeMap<String, u64> {
         self.stats.methods.lock().unwrap().clone()
     }
@@ -592,6 +609,9 @@ async fn handle(
     let head = req.method() == hyper::Method::HEAD;
     let (parts, incoming) = req.into_parts();
     let request_body = incoming.collect().await?.to_bytes();
+    let route = format!("{} {}", parts.method, parts.uri.path());
+    *stats.routes.lock().unwrap().entry(route).or_default() += 1;
+    let path_status = behavior.status_for.iter().find(|(path, _)| parts.uri.path() == path).map(|(_, s)| *s);
     stats.complete(SeenRequest {
         method: parts.method.to_string(),
         path: parts.uri.path_and_query().map_or("/".to_string(), |p| p.to_string()),
@@ -635,9 +655,14 @@ async fn handle(
     let status = match (failing, retry, behavior.status_every) {
         _ if limited => 503,
         (Some((_, status)), ..) => status,
-        (None, Some((_, status, _)), _) => *status,
-        (None, None, Some((k, status))) if arrived.is_multiple_of(k) => status,
-        _ => behavior.status,
+        _ => match path_status {
+            Some(status) => status,
+            None => match (retry, behavior.status_every) {
+                (Some((_, status, _)), _) => *status,
+                (None, Some((k, status))) if arrived.is_multiple_of(k) => status,
+                _ => behavior.status,
+            },
+        },
     };
     *response.status_mut() = StatusCode::from_u16(status).unwrap();
     let headers = response.headers_mut();

@@ -1,0 +1,186 @@
+//! Request mixes end to end: several named requests to one origin, over HTTP/1.1, HTTP/2 and
+//! HTTP/3, with and without TLS, each name's counts checked against what the server counted
+//! per route, and the run's totals the sum over names.
+
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use support::h3_server::{H3Options, H3TestServer};
+use support::{Behavior, TestServer};
+use volley_engine::{
+    Mix, NamedRequest, Order, Plan, Protocol, RequestSpec, Requests, RunControl, RunResult, Stop, Target,
+};
+
+/// Four requests under three names: two GETs of one route with different queries share a
+/// name, a POST carries a body, and one route the server answers 404.
+fn mix(order: Order) -> Requests {
+    let request = |name: &str, method: &str, path: &str, body: &[u8]| NamedRequest {
+        name: name.into(),
+        path_and_query: path.into(),
+        spec: RequestSpec::new(method, vec![("x-mix".into(), name.into())], body.to_vec()),
+    };
+    Requests::Mix(Mix {
+        requests: vec![
+            request("list", "GET", "/items?page=1", b""),
+            request("create", "POST", "/items", &[b'x'; 1000]),
+            request("list", "GET", "/items?page=2", b""),
+            request("missing", "GET", "/missing", b""),
+        ],
+        order,
+    })
+}
+
+fn run(url: &str, protocol: Protocol, requests: Requests, ca: Option<&str>, n: u64) -> RunResult {
+    let target = Target::parse(url).expect("valid URL");
+    let mut plan = Plan::new(target, RequestSpec::new("GET", vec![], vec![]), 4, Stop::Requests(n));
+    plan.requests = requests;
+    plan.protocol = protocol;
+    plan.threads = 2;
+    if let Some(ca) = ca {
+        plan.tls.extra_ca_pem = ca.as_bytes().to_vec();
+    }
+    let result = volley_engine::run(&plan, &RunControl::new(), &mut |_| {});
+    result.expect("the run")
+}
+
+/// Each name's ok responses (by name), checking on the way that every name's counts add up to
+/// the run's and its histograms hold one sample per response.
+fn per_name(result: &RunResult, names: &[&str]) -> BTreeMap<String, u64> {
+    let stats = &result.stats;
+    let mut ok = BTreeMap::new();
+    let (mut sum_ok, mut sum_errors) = (0, 0);
+    for (index, name) in stats.names.iter() {
+        assert_eq!(name.latency.len(), name.counters.ok, "{}", names[index]);
+        assert_eq!(name.ttfb.len(), name.counters.ok, "{}", names[index]);
+        sum_ok += name.counters.ok;
+        sum_errors += name.counters.errors();
+        ok.insert(names[index].to_string(), name.counters.ok);
+    }
+    assert_eq!(sum_ok, stats.counters.ok, "the run's ok is the sum over names");
+    assert_eq!(sum_errors, stats.counters.errors(), "and so are its errors");
+    ok
+}
+
+/// The server's routes as the mix names them.
+fn by_name(routes: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    let name = |route: &str| match route {
+        "GET /items" => "list",
+        "POST /items" => "create",
+        "GET /missing" => "missing",
+        other => panic!("a route the mix does not have: {other}"),
+    };
+    let mut counts = BTreeMap::new();
+    for (route, n) in routes {
+        *counts.entry(name(route).to_string()).or_default() += n;
+    }
+    counts
+}
+
+const NAMES: [&str; 3] = ["list", "create", "missing"];
+
+fn check_in_turn(result: &RunResult, server_routes: &BTreeMap<String, u64>, n: u64) {
+    let ok = per_name(result, &NAMES);
+    assert_eq!(result.stats.counters.ok, n, "{:?}", result.error_samples);
+    assert_eq!(ok, by_name(server_routes), "each name's count is what the server counted for its route");
+    // In turn, every connection walks the list: 2 of 4 requests are "list".
+    let list = ok["list"] as f64 / n as f64;
+    assert!((0.45..=0.55).contains(&list), "{ok:?}");
+    let missing = result.stats.names.get(2).expect("missing was sent");
+    assert_eq!(missing.counters.statuses().collect::<Vec<_>>(), [(404, ok["missing"])]);
+    let list = result.stats.names.get(0).expect("list was sent");
+    assert_eq!(list.counters.statuses().collect::<Vec<_>>(), [(200, ok["list"])]);
+}
+
+#[test]
+fn an_http1_mix_counts_each_name_as_the_server_counted_its_route() {
+    let server = TestServer::start(Behavior::ok(10).status_for("/missing", 404));
+    let result = run(&server.url(), Protocol::Http1, mix(Order::InTurn), None, 2000);
+    check_in_turn(&result, &server.routes(), 2000);
+    assert_eq!(server.request_body_bytes(), 1000 * by_name(&server.routes())["create"]);
+}
+
+#[test]
+fn an_http2_mix_over_tls_counts_each_name_as_the_server_counted_its_route() {
+    let server = TestServer::start_tls(Behavior::ok(10).status_for("/missing", 404));
+    let ca = server.cert().expect("a TLS server").ca_pem.clone();
+    let result = run(&server.url(), Protocol::Http2 { streams: 8 }, mix(Order::InTurn), Some(&ca), 2000);
+    check_in_turn(&result, &server.routes(), 2000);
+    assert_eq!(server.request_body_bytes(), 1000 * by_name(&server.routes())["create"]);
+}
+
+#[test]
+fn an_h2c_mix_counts_each_name_as_the_server_counted_its_route() {
+    let server = TestServer::start(Behavior::ok(10).status_for("/missing", 404));
+    let result = run(&server.url(), Protocol::Http2 { streams: 8 }, mix(Order::InTurn), None, 2000);
+    check_in_turn(&result, &server.routes(), 2000);
+}
+
+#[test]
+fn an_http3_mix_counts_each_name_as_the_server_counted_its_route() {
+    let server = H3TestServer::start(H3Options::default());
+    let ca = server.cert().ca_pem.clone();
+    let result = run(&server.url(), Protocol::Http3 { streams: 8 }, mix(Order::InTurn), Some(&ca), 2000);
+    let ok = per_name(&result, &NAMES);
+    assert_eq!(result.stats.counters.ok, 2000, "{:?}", result.error_samples);
+    assert_eq!(ok, by_name(&server.routes()));
+}
+
+#[test]
+fn a_random_order_draws_each_request_within_a_binomial_bound_and_counts_stay_exact() {
+    let server = TestServer::start(Behavior::ok(10).status_for("/missing", 404));
+    let n = 4000;
+    let result = run(&server.url(), Protocol::Http1, mix(Order::Random { seed: 42 }), None, n);
+    let ok = per_name(&result, &NAMES);
+    assert_eq!(result.stats.counters.ok, n);
+    assert_eq!(ok, by_name(&server.routes()));
+    // Each of the four requests is drawn with p = ¼: "list" (two of them) ½, the others ¼.
+    // Five standard deviations of a binomial(4000, p) either side: a fixed seed does not fail
+    // by chance, and a picker that favoured one request by a few percent would.
+    for (name, p) in [("list", 0.5), ("create", 0.25), ("missing", 0.25)] {
+        let (mean, sd) = (n as f64 * p, (n as f64 * p * (1.0 - p)).sqrt());
+        let got = ok[name] as f64;
+        assert!((got - mean).abs() <= 5.0 * sd, "{name}: {got} against {mean} ± {}", 5.0 * sd);
+    }
+}
+
+#[test]
+fn a_mix_of_a_timed_run_counts_every_finished_request_under_a_name() {
+    let server = TestServer::start(Behavior::ok(10).status_for("/missing", 404));
+    let target = Target::parse(&server.url()).expect("valid URL");
+    let mut plan =
+        Plan::new(target, RequestSpec::new("GET", vec![], vec![]), 4, Stop::Duration(Duration::from_secs(1)));
+    plan.requests = mix(Order::InTurn);
+    plan.threads = 2;
+    let result = volley_engine::run(&plan, &RunControl::new(), &mut |_| {}).expect("the run");
+    let ok = per_name(&result, &NAMES);
+    assert!(result.stats.counters.ok > 100, "{:?}", result.error_samples);
+    // The server may have counted the requests the end aborted; it counted every finished one.
+    let server = by_name(&server.routes());
+    for name in NAMES {
+        assert!(ok[name] <= server[name], "{name}: {} > {}", ok[name], server[name]);
+    }
+    let aborted = result.stats.counters.aborted;
+    assert!(server.values().sum::<u64>() <= result.stats.counters.ok + aborted, "{server:?} {aborted}");
+}
+
+#[test]
+fn connections_that_cannot_connect_fail_their_requests_under_their_names() {
+    // A port nothing listens on: each connection fails to connect, and the request it was
+    // opened for fails with it, under the name it was to be sent as (the run ends once every
+    // connection has failed).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let url = format!("http://{}/", closed.local_addr().expect("its address"));
+    drop(closed);
+    let result = run(&url, Protocol::Http1, mix(Order::InTurn), None, 40);
+    let stats = &result.stats;
+    assert!(stats.counters.errors() > 0);
+    let errors: u64 = stats.names.iter().map(|(_, s)| s.counters.errors()).sum();
+    assert_eq!(errors, stats.counters.errors(), "every failed request is under a name");
+    // Each thread's connection k starts at request k: the first two requests, "list" and
+    // "create", are the ones their connections were opened for.
+    let list = stats.names.get(0).map_or(0, |s| s.counters.errors());
+    let create = stats.names.get(1).map_or(0, |s| s.counters.errors());
+    assert!(list > 0 && create > 0, "{list} {create}");
+}
