@@ -104,6 +104,14 @@ TARGETS = {  # keyed by the proto column
     "h3serve": Targets(f"{SUBJECT}'s client CPU per request at most 0.6 × oha's", cpu_vs={"oha": 0.6}),
     "h3ngtcp2": Targets(f"against ngtcp2's server, {SUBJECT}'s client CPU per request at most "
                         f"0.6 × oha's and shb's", cpu_vs={"oha": 0.6, "shb": 1.0}),
+    # Issue 36 (bench/mix.sh, subject volley-mix): a mix of 8 targets costs at most 1.05 × a
+    # single URL of the same protocol, and at most 0.6 × oha's --urls-from-file.
+    "mixh1": Targets("volley-mix's client CPU per request at most 1.05 × volley's single URL and "
+                      "0.6 × oha-mix's", cpu_vs={"volley": 1.05, "oha-mix": 0.6}),
+    "mixh2c": Targets("volley-mix's client CPU per request at most 1.05 × volley's single URL and "
+                       "0.6 × oha-mix's", cpu_vs={"volley": 1.05, "oha-mix": 0.6}),
+    "mixh3": Targets("volley-mix's client CPU per request at most 1.05 × volley's single URL",
+                      cpu_vs={"volley": 1.05}),
 }
 NO_TARGETS = Targets("", cpu_vs={})
 
@@ -191,7 +199,9 @@ def parse_oha(text: str) -> tuple[int, float]:
 
 
 PARSERS = {"wrk": parse_wrk, "h2load": parse_h2load, "shb": parse_shb, "oha": parse_oha,
-           "volley": parse_volley}
+           "volley": parse_volley,
+           # bench/mix.sh: a targets file's mix through volley, and the same URLs through oha.
+           "volley-mix": parse_volley, "oha-mix": parse_oha}
 
 
 def parse_time_file(path: str) -> tuple[float, float, int]:
@@ -446,6 +456,7 @@ def _noise(ratios: list[float], limit: float, at_least: bool = False) -> str:
 
 
 def cmd_summarize(args) -> int:
+    subject = args.subject
     with open(args.csv, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     has_streams = any(r.get("streams") for r in rows)
@@ -462,7 +473,7 @@ def cmd_summarize(args) -> int:
     print(f"| proto | tool | {point_col} | req/s | CPU µs/req | peak RSS MB | client CPU % "
           f"| runs ok |")
     print("|---|---|--:|--:|--:|--:|--:|---|")
-    order = [SUBJECT] + [t for t in PARSERS if t != SUBJECT]
+    order = [subject] + [t for t in PARSERS if t != subject]
     for key in sorted(cells, key=lambda k: (k[0], k[2], k[3], order.index(k[1])
                                             if k[1] in order else 99, k[1])):
         proto, tool, conns, streams = key
@@ -501,7 +512,7 @@ def cmd_summarize(args) -> int:
         if text and text not in texts:
             texts.append(text)
     print()
-    print(f"Ratios of medians, {SUBJECT} / other"
+    print(f"Ratios of medians, {subject} / other"
           + (f" (targets from the issue: {'; '.join(texts)})" if texts else "") + ". "
           "Beside each target, the ratios of the runs that ran back to back, and whether a "
           "sign test over them puts the target met or missed beyond this machine's "
@@ -511,12 +522,12 @@ def cmd_summarize(args) -> int:
         targets = TARGETS.get(proto, NO_TARGETS)
         for conns, streams in sorted({(k[2], k[3]) for k in cells if k[0] == proto}):
             label = f"{proto} {_point_label(conns, streams)}"
-            mine = med.get((proto, SUBJECT, conns, streams))
+            mine = med.get((proto, subject, conns, streams))
             if mine is None:
-                print(f"- {label}: n/a, {SUBJECT} has no successful runs here")
+                print(f"- {label}: n/a, {subject} has no successful runs here")
                 continue
             parts = []
-            for other in [t for t in PARSERS if t != SUBJECT]:
+            for other in [t for t in PARSERS if t != subject]:
                 if (proto, other, conns, streams) not in cells:
                     continue
                 theirs = med.get((proto, other, conns, streams))
@@ -524,7 +535,7 @@ def cmd_summarize(args) -> int:
                 cpu = _ratio(g(mine, "cpu"), g(theirs, "cpu"))
                 rps = _ratio(g(mine, "rps"), g(theirs, "rps"))
                 rss = _ratio(g(mine, "rss"), g(theirs, "rss"))
-                mine_ok = ok_rows[(proto, SUBJECT, conns, streams)]
+                mine_ok = ok_rows[(proto, subject, conns, streams)]
                 theirs_ok = ok_rows[(proto, other, conns, streams)]
                 pairs_cpu = _paired(mine_ok, theirs_ok, "cpu_us_per_req")
                 pairs_rps = _paired(mine_ok, theirs_ok, "rps")
@@ -539,7 +550,7 @@ def cmd_summarize(args) -> int:
             line = f"- {label}: " + ("; ".join(parts) if parts else "no other tool")
             if targets.rss_mb is not None and conns == targets.rss_conns:
                 rss_mb = mine["rss"]
-                line += (f"; {SUBJECT} peak RSS {_fmt(rss_mb, 1)} MB "
+                line += (f"; {subject} peak RSS {_fmt(rss_mb, 1)} MB "
                          f"(target ≤ {targets.rss_mb:g} MB: {_verdict(rss_mb, targets.rss_mb)})")
             print(line)
         if targets.rss_mb is not None and not any(
@@ -755,6 +766,7 @@ def main(argv: list[str]) -> int:
 
     s = sub.add_parser("summarize")
     s.add_argument("csv")
+    s.add_argument("--subject", default=SUBJECT, help="the tool the ratios are of (default volley)")
     s.set_defaults(fn=cmd_summarize)
 
     s = sub.add_parser("rate-record")

@@ -14,6 +14,7 @@
 #   url_P PORT                    optional: the URL, default http://127.0.0.1:PORT/;
 #   cmd_P_TOOL CONNS SECONDS URL [STREAMS]
 #                                 sets the CMD array for one run (STREAMS only with CxM points).
+# SUBJECT, if set, is the tool the report's ratios are of (default volley).
 # Optional hooks: setup_server (runs before nginx starts, e.g. to set NGINX_SERVER_EXTRA),
 # header_notes (more "- ..." lines for the report header), and prepare_TOOL (run once before
 # the tool's availability probe; on failure it sets UNAVAILABLE_REASON and returns non-zero).
@@ -224,14 +225,14 @@ all_tools() {
 
 version_of() { # tool
   case $1 in
-  volley)
+  volley | volley-*)
     local v
     v=$(timeout 5 "$VOLLEY" --version 2>&1 </dev/null) && [[ -n $v ]] || v="unknown (--version failed)"
     echo "$VOLLEY: ${v%%$'\n'*}"
     ;;
   wrk) wrk --version 2>&1 </dev/null | head -n1 || true ;;
   h2load) h2load --version 2>&1 </dev/null | head -n1 || true ;;
-  oha) echo "$OHA: $("$OHA" --version 2>&1 </dev/null | head -n1 || true)" ;;
+  oha | oha-*) echo "$OHA: $("$OHA" --version 2>&1 </dev/null | head -n1 || true)" ;;
   shb) # shb has no --version; cargo's install records have it
     local v
     v=$(grep -ho '"shb [0-9][^ ]*' "$(dirname "$(dirname "$SHB")")/.crates.toml" ~/.cargo/.crates.toml 2>/dev/null | head -n1)
@@ -312,7 +313,7 @@ clients_main() { # ensure_packages specs of the tools
   local report=$RESULTS/$NAME-$STAMP.md
   {
     print_header
-    python3 "$LIB" summarize "$CSV"
+    python3 "$LIB" summarize --subject "${SUBJECT:-volley}" "$CSV"
     echo
     echo "Raw rows: bench/results/$NAME-$STAMP.csv"
   } | tee "$report"

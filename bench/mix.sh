@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# bench/mix.sh — what a request mix costs the client: a targets file of 8 requests (GETs with
+# different paths, queries and headers, one POST with a 1 KB body) against one URL of the same
+# protocol, and the same 8 URLs through oha's --urls-from-file.
+#
+# Tools, per protocol:
+#   volley      one URL (the baseline)
+#   volley-mix  --targets with the 8 requests, taken in turn by each connection
+#   oha-mix     oha --urls-from-file with the 8 URLs (oha sends GETs only, without the headers;
+#               HTTP/1.1 and h2c)
+# The report's ratios are volley-mix's (SUBJECT) over the others'.
+#
+# Servers: one nginx (1 worker, pinned to BENCH_SERVER_CPU) for mixh1 (plain TCP) and mixh2c
+# (prior knowledge), answering 200 "hello, world!\n" on every path; `volley serve --http3` for
+# mixh3 (every path too). Clients pinned to BENCH_CLIENT_CPU with 1 thread, as in bench/h1.sh;
+# medians of interleaved runs, the driver in bench/lib/clients.sh. See bench/README.md.
+#
+# Environment:
+#   BENCH_SECONDS=5                  duration of each client run
+#   BENCH_POINTS="32x16"             connections × streams (streams for h2c and h3 only)
+#   BENCH_PROTOS="mixh1 mixh2c mixh3"
+#   BENCH_RUNS=5                     repetitions (tools interleaved, order rotated per run)
+#   BENCH_CLIENT_CPU=0 / BENCH_SERVER_CPU=1
+#   VOLLEY=./target/release/volley   BENCH_NO_BUILD=1   BENCH_NO_INSTALL=1
+#   OHA=PATH                         the oha to measure (default: on PATH, else bench/tools)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+NAME=mix
+TITLE="volley request mix benchmark"
+SUBJECT=volley-mix
+read -r -a POINTS <<<"${BENCH_POINTS:-32x16}"
+read -r -a PROTOS <<<"${BENCH_PROTOS:-mixh1 mixh2c mixh3}"
+for p in "${POINTS[@]}"; do
+  [[ $p =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || { echo "mix.sh: BENCH_POINTS: '$p' is not CONNSxSTREAMS, e.g. 32x16" >&2; exit 2; }
+done
+for p in "${PROTOS[@]}"; do
+  [[ $p == mixh1 || $p == mixh2c || $p == mixh3 ]] || { echo "mix.sh: BENCH_PROTOS: '$p' is not mixh1, mixh2c or mixh3" >&2; exit 2; }
+done
+((${#POINTS[@]} && ${#PROTOS[@]})) || { echo "mix.sh: BENCH_POINTS and BENCH_PROTOS must not be empty" >&2; exit 2; }
+POINTS_DESC="connections × streams per connection ${POINTS[*]} (HTTP/1.1: connections only)"
+
+# shellcheck source-path=SCRIPTDIR source=lib/clients.sh
+. "$ROOT/bench/lib/clients.sh"
+
+# shellcheck disable=SC2034 # read through a nameref, TOOLS_$proto
+TOOLS_mixh1=(volley volley-mix oha-mix)
+# shellcheck disable=SC2034
+TOOLS_mixh2c=(volley volley-mix oha-mix)
+# shellcheck disable=SC2034
+TOOLS_mixh3=(volley volley-mix)
+
+# The 8 requests, at URL's origin: a targets file for volley, a URL list for oha.
+write_targets() { # url file
+  local origin=${1%/} body=$TMP/mix-body.bin
+  head -c 1000 /dev/zero | tr '\0' x >"$body"
+  cat >"$2" <<EOF
+GET $origin/
+# name: list
+GET $origin/items?page=1
+Accept: application/json
+
+GET $origin/items/42
+Accept: application/json
+X-Request-Id: bench
+
+GET $origin/search?q=volley&limit=10
+Accept: application/json
+
+GET $origin/static/app.js
+Accept-Encoding: identity
+
+GET $origin/users/7/orders
+Authorization: Bearer bench-token
+
+GET $origin/health
+
+POST $origin/items
+Content-Type: application/octet-stream
+@$body
+EOF
+}
+write_urls() { # url file
+  local origin=${1%/}
+  printf '%s\n' "$origin/" "$origin/items?page=1" "$origin/items/42" "$origin/search?q=volley&limit=10" \
+    "$origin/static/app.js" "$origin/users/7/orders" "$origin/health" "$origin/items" >"$2"
+}
+
+targets_for() { # url: sets TARGETS_FILE (one per URL, written once)
+  TARGETS_FILE=$TMP/targets-$(printf '%s' "$1" | tr -c 'a-zA-Z0-9' _).txt
+  [[ -s $TARGETS_FILE ]] || write_targets "$1" "$TARGETS_FILE"
+}
+urls_for() { # url: sets URLS_FILE
+  URLS_FILE=$TMP/urls-$(printf '%s' "$1" | tr -c 'a-zA-Z0-9' _).txt
+  [[ -s $URLS_FILE ]] || write_urls "$1" "$URLS_FILE"
+}
+
+# Commands get CONNS SECONDS URL STREAMS.
+cmd_mixh1_volley() { CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j "$3"); }
+cmd_mixh1_volley-mix() { targets_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE"); }
+cmd_mixh1_oha-mix() { urls_for "$3"; CMD=("$OHA" --no-tui --output-format json -c "$1" -z "${2}s" --urls-from-file "$URLS_FILE"); }
+cmd_mixh2c_volley() { CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
+cmd_mixh2c_volley-mix() {
+  targets_for "$3"
+  CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE")
+}
+# oha's -c is requests in flight, -p how many share a connection.
+cmd_mixh2c_oha-mix() {
+  urls_for "$3"
+  CMD=("$OHA" --http2 --no-tui --output-format json -c "$(($1 * $4))" -p "$4" -z "${2}s" --urls-from-file "$URLS_FILE")
+}
+cmd_mixh3_volley() { CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
+cmd_mixh3_volley-mix() {
+  targets_for "$3"
+  CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE")
+}
+
+prepare_oha-mix() {
+  OHA=${OHA:-$(command -v oha || echo "$SHB_ROOT/bin/oha")}
+  if [[ ! -x $OHA ]]; then
+    UNAVAILABLE_REASON="oha not found (cargo install oha, or set OHA=PATH)"
+    return 1
+  fi
+}
+
+# ---------------------------------------------------------------------------------------
+# nginx for the TCP protocols, `volley serve --http3` for HTTP/3.
+listen_mixh1() { echo "listen 127.0.0.1:$1;"; }
+listen_mixh2c() { echo "listen 127.0.0.1:$1 http2;"; }
+SERVE_PID=
+start_server() {
+  local proto args=()
+  for proto in "${PROTOS[@]}"; do
+    PORTS[$proto]=$(python3 "$LIB" free-port)
+    if [[ $proto == mixh3 ]]; then
+      URLS[$proto]="https://127.0.0.1:${PORTS[$proto]}/"
+      continue
+    fi
+    URLS[$proto]="http://127.0.0.1:${PORTS[$proto]}/"
+    args+=("${PORTS[$proto]}" "$("listen_$proto" "${PORTS[$proto]}")")
+  done
+  if ((${#args[@]})); then
+    NGINX_SERVER_EXTRA="http2_max_concurrent_streams 128;"
+    start_nginx "${args[@]}"
+    cp "$TMP/nginx.conf" "$RESULTS/$NAME-$STAMP.nginx.conf"
+  fi
+  if [[ -n ${URLS[mixh3]:-} ]]; then
+    prepare_volley || die "$UNAVAILABLE_REASON" # the server is the binary measured: built first
+    SERVE_CMD=(taskset -c "$SERVER_CPU" "$VOLLEY" serve --listen "127.0.0.1:${PORTS[mixh3]}" --http3)
+    "${SERVE_CMD[@]}" </dev/null >"$TMP/serve.log" 2>&1 &
+    SERVE_PID=$!
+    sleep 1
+  fi
+  check_server
+  log "servers (CPU $SERVER_CPU): $(for p in "${PROTOS[@]}"; do printf '%s=%s ' "$p" "${URLS[$p]}"; done)"
+}
+check_server() {
+  [[ -z ${NGINX_PID:-} ]] || check_nginx
+  [[ -z $SERVE_PID ]] || kill -0 "$SERVE_PID" 2>/dev/null || die "volley serve died (see $TMP/serve.log)"
+}
+cleanup_hook() { [[ -z $SERVE_PID ]] || stop_pid "$SERVE_PID"; }
+server_header() {
+  [[ -z ${NGINX_PID:-} ]] || echo "- nginx: $("$NGINX" -v 2>&1 | head -n1) — 1 worker, pinned to CPU $SERVER_CPU, 200 on every path; h2c: prior knowledge, http2_max_concurrent_streams 128"
+  [[ -z $SERVE_PID ]] || echo "- mixh3: volley serve --http3 (the VOLLEY binary), pinned to CPU $SERVER_CPU"
+}
+server_commands() {
+  [[ -z ${NGINX_PID:-} ]] || echo "$(show_cmd "${NGINX_CMD[@]}")  # config: bench/results/${NAME}-$STAMP.nginx.conf"
+  [[ -z $SERVE_PID ]] || show_cmd "${SERVE_CMD[@]}"
+}
+header_notes() {
+  echo "- the mix: 8 requests to one origin (7 GETs of different paths, queries and headers; 1 POST of 1,000 bytes), one targets file (volley-mix) or URL list (oha-mix, GETs only, no headers)"
+}
+
+clients_main /usr/bin/time:time
