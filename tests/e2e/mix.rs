@@ -7,8 +7,9 @@ use crate::support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use base64::Engine;
 use support::h3_server::{H3Options, H3TestServer};
-use support::{Behavior, TestServer};
+use support::{Behavior, TestServer, WorkerProcess, number};
 use volley_engine::{
     Mix, NamedRequest, Order, Plan, Protocol, RequestSpec, Requests, RunControl, RunResult, Stop, Target,
 };
@@ -183,4 +184,90 @@ fn connections_that_cannot_connect_fail_their_requests_under_their_names() {
     let list = stats.names.get(0).map_or(0, |s| s.counters.errors());
     let create = stats.names.get(1).map_or(0, |s| s.counters.errors());
     assert!(list > 0 && create > 0, "{list} {create}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Through the command line: a targets file, locally and across workers
+// ---------------------------------------------------------------------------------------------
+
+/// A targets file (Vegeta's http format) of the same four requests at `url`'s origin, in a
+/// directory that lives as long as it; the POST's body comes from a file beside it.
+fn targets_file(url: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let origin = url.trim_end_matches('/');
+    std::fs::write(dir.path().join("body.bin"), [b'x'; 1000]).expect("the body file");
+    let text = format!(
+        "# name: list\nGET {origin}/items?page=1\nX-Mix: list\n\n\
+         # name: create\nPOST {origin}/items\nX-Mix: create\n@body.bin\n\n\
+         # name: list\nGET {origin}/items?page=2\n\n\
+         # name: missing\nGET {origin}/missing\n"
+    );
+    let path = dir.path().join("targets.http");
+    std::fs::write(&path, text).expect("the targets file");
+    (dir, path.to_str().expect("a UTF-8 path").to_string())
+}
+
+/// The report's names: each name's ok count, in the report's order, checking that the
+/// names' totals add up to the run's.
+fn report_names(r: &serde_json::Value) -> Vec<(String, u64)> {
+    let names = r["names"].as_array().unwrap_or_else(|| panic!("no names in {r}"));
+    let mut total = 0;
+    let mut out = Vec::new();
+    for n in names {
+        total += number(n, "/requests/total");
+        out.push((n["name"].as_str().expect("a name").to_string(), number(n, "/requests/ok")));
+    }
+    assert_eq!(total, number(r, "/requests/total"), "the run's total is the sum over names");
+    out
+}
+
+fn names_in_file_order(ok: &BTreeMap<String, u64>) -> Vec<(String, u64)> {
+    NAMES.iter().map(|n| (n.to_string(), ok.get(*n).copied().unwrap_or(0))).collect()
+}
+
+#[test]
+fn a_targets_file_over_each_protocol_reports_each_name_as_the_server_counted_it() {
+    let tcp = TestServer::start(Behavior::ok(10).status_for("/missing", 404));
+    let (_dir, targets) = targets_file(&tcp.url());
+    for flags in [&[][..], &["--http2", "-p", "4"][..]] {
+        let before = tcp.routes();
+        let mut args = vec!["-c", "4", "-t", "2", "-n", "1000", "-j", "--targets", &targets];
+        args.extend_from_slice(flags);
+        let out = support::run_volley(&args);
+        let r = support::json_report(&out);
+        let mut served = tcp.routes();
+        for (route, n) in before {
+            *served.get_mut(&route).expect("a route seen before") -= n;
+        }
+        assert_eq!(report_names(&r), names_in_file_order(&by_name(&served)), "{flags:?}: {r}");
+        assert_eq!(r["names"][2]["statusCodes"]["404"], r["names"][2]["requests"]["ok"], "{r}");
+    }
+    let quic = H3TestServer::start(H3Options::default());
+    let (_dir, targets) = targets_file(&quic.url());
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let ca = quic.cert().write_ca(dir.path());
+    let ca = ca.to_str().expect("a UTF-8 path");
+    let args = ["--http3", "-p", "4", "-c", "4", "-t", "2", "-n", "1000", "--cacert", ca, "-j", "--targets", &targets];
+    let r = support::json_report(&support::run_volley(args));
+    assert_eq!(report_names(&r), names_in_file_order(&by_name(&quic.routes())), "{r}");
+}
+
+#[test]
+fn a_targets_file_across_three_workers_reports_each_name_as_the_server_counted_it() {
+    let server = TestServer::start(Behavior::ok(10).status_for("/missing", 404));
+    let (_dir, targets) = targets_file(&server.url());
+    let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[]), WorkerProcess::start(&[])];
+    let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
+    let out = support::run_volley(["--workers", &list, "-c", "9", "-n", "3001", "-j", "--targets", &targets]);
+    let r = support::json_report(&out);
+    assert_eq!(number(&r, "/requests/ok"), 3001, "{r}");
+    assert_eq!(report_names(&r), names_in_file_order(&by_name(&server.routes())), "{r}");
+    // Each name's latency histogram is the merge of the workers': one sample per response.
+    for n in r["names"].as_array().expect("names") {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(n["histograms"]["latency"].as_str().expect("a histogram"))
+            .expect("base64");
+        let h = volley_engine::decode_histogram(&bytes).expect("an HdrHistogram");
+        assert_eq!(h.len(), number(n, "/requests/ok"), "{n}");
+    }
 }
