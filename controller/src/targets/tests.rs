@@ -144,3 +144,16 @@ fn names_given_in_the_file_are_neither_empty_nor_control_characters() {
     let e = read_text("# name: a\u{1b}[2Jb\nGET http://a/\n", None, None).unwrap_err();
     assert_eq!(e, "targets.txt:1:9: the name 'a\\u{1b}[2Jb' holds control characters");
 }
+
+#[test]
+fn the_example_files_in_both_formats_are_the_same_mix() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/targets");
+    let http = read(&examples.join("api.http"), None, None).expect("examples/targets/api.http");
+    let json = read(&examples.join("api.jsonl"), None, None).expect("examples/targets/api.jsonl");
+    assert_eq!(http.origin.to_string(), "http://127.0.0.1:8080/", "volley serve's default address");
+    assert_eq!(http.origin, json.origin);
+    assert_eq!(http.requests, json.requests);
+    let names: Vec<&str> = http.requests.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["list users", "list users", "GET /users/42", "POST /users"]);
+    assert_eq!(http.requests[3].spec.body, br#"{"name":"Ada","email":"ada@example.com"}"#);
+}
