@@ -111,11 +111,48 @@ pub(crate) enum QuicCongestionArg {
     Standard,
 }
 
+/// `--targets-format`'s choices.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum TargetsFormatArg {
+    /// JSON lines if the first line that is neither blank nor a comment starts with `{`.
+    Auto,
+    /// vegeta's http format: METHOD URL, header lines, @BODYFILE, a blank line.
+    Http,
+    /// One JSON object a line.
+    Json,
+}
+
+/// `--targets-order`'s choices, as the engine's `Order`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum TargetsOrderArg {
+    /// Each connection walks the list in turn, starting at its own place in it.
+    InTurn,
+    /// Each request drawn at random, from a generator seeded by --seed.
+    Random,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct LoadArgs {
-    /// Target URL, e.g. http://127.0.0.1:8080/
-    #[arg(required = true)]
+    /// Target URL, e.g. http://127.0.0.1:8080/; with --targets, the origin of the file's
+    /// targets (then it may be left out if they are absolute URLs of one origin).
+    #[arg(required_unless_present = "targets")]
     pub url: Option<String>,
+    /// Send the requests a targets file lists, each with statistics under its name, instead
+    /// of one request to URL: vegeta's http format (METHOD URL, headers, @BODYFILE; `# name:
+    /// NAME` above names one) or JSON lines ({"method","url","header","body","name"}). One
+    /// origin a run; -H adds headers to every target.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["method", "data"])]
+    pub targets: Option<PathBuf>,
+    /// The targets file's format.
+    #[arg(long, value_name = "FORMAT", default_value = "auto", requires = "targets")]
+    pub targets_format: TargetsFormatArg,
+    /// Which target each request is: in-turn or random.
+    #[arg(long, value_name = "ORDER", default_value = "in-turn", requires = "targets")]
+    pub targets_order: TargetsOrderArg,
+    /// The seed of every random choice of the run (today --targets-order random's): the same
+    /// seed makes the same choices.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
     /// Concurrent connections [default: 50; with --stages and no --rate, the largest stage].
     #[arg(short = 'c', long)]
     pub connections: Option<u64>,

@@ -2,6 +2,8 @@
 
 use volley_engine::{EngineError, TargetError};
 
+use crate::targets::TargetsError;
+
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CliError {
     #[error("{0}")]
@@ -12,6 +14,9 @@ pub(crate) enum CliError {
     /// volley can trust: bad input, as a usage error is.
     #[error("{path}: {why}")]
     BadReport { path: String, why: String },
+    /// A `--targets` file that cannot be used: bad input, as a usage error is.
+    #[error(transparent)]
+    Targets(#[from] TargetsError),
     #[error(transparent)]
     Target(#[from] TargetError),
     #[error(transparent)]
@@ -38,13 +43,13 @@ pub(crate) enum CliError {
 }
 
 impl CliError {
-    /// 130 for Ctrl-C, as shells do; 2 for a usage error, as for clap's own, or a saved report that
-    /// cannot be read; 3 for a run some
+    /// 130 for Ctrl-C, as shells do; 2 for a usage error, as for clap's own, or a saved report or
+    /// targets file that cannot be read; 3 for a run some
     /// workers did not complete; 4 for thresholds that failed; 5 for a capacity search whose
     /// first step failed; 1 for everything else.
     pub(crate) fn exit_code(&self) -> std::process::ExitCode {
         match self {
-            CliError::Usage(_) | CliError::BadReport { .. } => std::process::ExitCode::from(2),
+            CliError::Usage(_) | CliError::BadReport { .. } | CliError::Targets(_) => std::process::ExitCode::from(2),
             CliError::Interrupted => std::process::ExitCode::from(130),
             CliError::Incomplete(_) => std::process::ExitCode::from(3),
             CliError::ThresholdsFailed(_) => std::process::ExitCode::from(4),

@@ -13,6 +13,7 @@ mod printable;
 mod prometheus;
 mod report;
 mod signals;
+mod targets;
 mod workers_file;
 
 use std::process::ExitCode;

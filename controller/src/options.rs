@@ -4,13 +4,14 @@ use std::io::Read;
 use std::time::Duration;
 
 use volley_engine::{
-    Load, MAX_BODY_BYTES, MAX_DURATION, Plan, Protocol, QuicCongestion, RequestSpec, Setting, Stage, Stop, Target,
-    TlsOptions,
+    Load, MAX_BODY_BYTES, MAX_DURATION, Mix, Order, Plan, Protocol, QuicCongestion, RequestSpec, Requests, Setting,
+    Stage, Stop, Target, TlsOptions,
 };
 
-use crate::cli::{LoadArgs, QuicCongestionArg, WorkerArgs};
+use crate::cli::{LoadArgs, QuicCongestionArg, TargetsFormatArg, TargetsOrderArg, WorkerArgs};
 use crate::error::CliError;
 use crate::fleet::{Access, Place};
+use crate::targets;
 
 pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     let protocol = match (args.http2, args.http3, args.parallel) {
@@ -25,8 +26,14 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
         (true, false, p) => Protocol::Http2 { streams: parse_streams(p.unwrap_or(1))? },
         (false, true, p) => Protocol::Http3 { streams: parse_streams(p.unwrap_or(1))? },
     };
-    let url = args.url.as_deref().ok_or_else(|| CliError::Usage("a target URL is required".into()))?;
-    let target = Target::parse(url)?;
+    let url = args.url.as_deref().map(Target::parse).transpose()?;
+    let (target, mix) = match &args.targets {
+        None => (url.ok_or_else(|| CliError::Usage("a target URL is required".into()))?, None),
+        Some(path) => {
+            let file = targets::read(path, targets_format(args.targets_format), url.as_ref())?;
+            (file.origin, Some(file.requests))
+        }
+    };
     if matches!(protocol, Protocol::Http3 { .. }) && !target.is_tls() {
         return Err(CliError::Usage(
             "--http3 needs an https:// URL: HTTP/3 runs over QUIC, which is always TLS".into(),
@@ -71,7 +78,20 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
         tls.extra_ca_pem = std::fs::read(path)
             .map_err(|e| CliError::File { path: format!("--cacert {}", path.display()), why: e.to_string() })?;
     }
-    let mut plan = Plan::new(target, RequestSpec::new(&method, headers, body), connections, stop);
+    let requests = match mix {
+        None => Requests::One(RequestSpec::new(&method, headers, body)),
+        Some(mut requests) => {
+            targets::add_headers(&mut requests, &headers);
+            let order = match args.targets_order {
+                TargetsOrderArg::InTurn => Order::InTurn,
+                TargetsOrderArg::Random => Order::Random { seed: args.seed },
+            };
+            Requests::Mix(Mix { requests, order })
+        }
+    };
+    // Plan::new takes one request: a mix then takes its place.
+    let mut plan = Plan::new(target, RequestSpec::new("GET", Vec::new(), Vec::new()), connections, stop);
+    plan.requests = requests;
     plan.protocol = protocol;
     plan.load = load;
     // Decided here for a local run; a distributed run's controller decides each worker's from
@@ -111,6 +131,15 @@ pub(crate) fn check(plan: &Plan) -> Result<(), CliError> {
         };
         CliError::Usage(format!("{flag}: {e}"))
     })
+}
+
+/// `--targets-format`: a format, or None to tell by the file's first line.
+fn targets_format(asked: TargetsFormatArg) -> Option<targets::Format> {
+    match asked {
+        TargetsFormatArg::Auto => None,
+        TargetsFormatArg::Http => Some(targets::Format::Http),
+        TargetsFormatArg::Json => Some(targets::Format::Json),
+    }
 }
 
 /// `-t`, or this machine's physical cores: the threads a local run asks for.
@@ -654,6 +683,82 @@ mod tests {
             let err = plan(flags).expect_err("refused").to_string();
             assert!(err.contains(says), "{flags:?}: {err}");
         }
+    }
+
+    /// `volley FLAGS` as the command line would run it (no URL added).
+    fn plan_of(flags: &[&str]) -> Result<Plan, String> {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from([&["volley"], flags].concat()).map_err(|e| e.to_string())?;
+        build_plan(&cli.load).map_err(|e| e.to_string())
+    }
+
+    /// A targets file of `text` in a directory of its own, and the file's path.
+    fn targets_file(text: &str) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("targets.http");
+        std::fs::write(&path, text).expect("a targets file");
+        (dir, path.display().to_string())
+    }
+
+    #[test]
+    fn a_targets_file_is_a_mix_to_its_origin_with_the_command_lines_headers_and_order() {
+        let (_dir, file) =
+            targets_file("GET http://127.0.0.1:8080/a?x=1\nAccept: text/plain\n\nPOST http://127.0.0.1:8080/b\n");
+        let plan =
+            plan_of(&["--targets", &file, "-H", "accept: */*", "-H", "X-Run: 1", "-c", "4", "-t", "2", "--http2"])
+                .expect("a plan");
+        assert_eq!(plan.target.to_string(), "http://127.0.0.1:8080/", "the origin, at /");
+        assert_eq!((plan.connections, plan.threads, plan.protocol), (4, 2, Protocol::Http2 { streams: 1 }));
+        let mix = plan.requests.mix().expect("a mix");
+        assert_eq!(mix.order, Order::InTurn);
+        let request = |name: &str, method: &str, path: &str, headers: &[(&str, &str)]| volley_engine::NamedRequest {
+            name: name.into(),
+            path_and_query: path.into(),
+            spec: RequestSpec::new(
+                method,
+                headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+                vec![],
+            ),
+        };
+        assert_eq!(
+            mix.requests,
+            [
+                request("GET /a", "GET", "/a?x=1", &[("Accept", "text/plain"), ("X-Run", "1")]),
+                request("POST /b", "POST", "/b", &[("accept", "*/*"), ("X-Run", "1")]),
+            ]
+        );
+        let random = plan_of(&["--targets", &file, "--targets-order", "random", "--seed", "7"]).expect("a plan");
+        assert_eq!(random.requests.mix().map(|m| m.order), Some(Order::Random { seed: 7 }));
+        let unseeded = plan_of(&["--targets", &file, "--targets-order", "random"]).expect("a plan");
+        assert_eq!(unseeded.requests.mix().map(|m| m.order), Some(Order::Random { seed: 0 }));
+        let given = plan_of(&["--targets", &file, "http://127.0.0.1:8080"]).expect("the URL as the origin");
+        assert_eq!(given.target.to_string(), "http://127.0.0.1:8080/");
+    }
+
+    #[test]
+    fn with_a_targets_file_the_method_and_body_are_the_files_and_its_flags_need_one() {
+        let (_dir, file) = targets_file("GET http://127.0.0.1:8080/\n");
+        for (flags, says) in [
+            (vec!["--targets", &file, "-m", "POST"], "cannot be used with"),
+            (vec!["--targets", &file, "-d", "x"], "cannot be used with"),
+            (vec!["--targets", &file, "--data", "@body"], "cannot be used with"),
+            (vec!["--targets-order", "random", "http://a/"], "--targets"),
+            (vec!["--targets-format", "json", "http://a/"], "--targets"),
+            (vec![], "required"),
+            (vec!["--targets", &file, "--http3"], "--http3 needs an https:// URL"),
+        ] {
+            let e = plan_of(&flags).expect_err("refused");
+            assert!(e.contains(says), "{flags:?}: {e}");
+        }
+        assert!(plan_of(&["--seed", "3", "http://a/"]).is_ok(), "a seed is the run's, with or without a mix");
+    }
+
+    #[test]
+    fn a_mix_beyond_the_engines_limits_is_refused_naming_targets() {
+        let text: String = (0..=volley_engine::MAX_NAMES).map(|n| format!("GET http://a/{n}\n\n")).collect();
+        let (_dir, file) = targets_file(&text);
+        let e = plan_of(&["--targets", &file]).expect_err("too many names");
+        assert_eq!(e, "--targets: 1001 names is more than the 1000 a run may have");
     }
 
     #[test]

@@ -34,5 +34,6 @@ mod readme_examples;
 mod report_outputs;
 mod retry_after;
 mod serve;
+mod targets;
 mod tls_certificates;
 mod worker_limits;
