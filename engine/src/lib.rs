@@ -28,14 +28,15 @@ mod tls;
 
 pub use error::EngineError;
 pub use plan::{
-    ConnectionIndices, DEFAULT_MAX_HOLD, Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_RATE,
-    MAX_NAMES, MAX_REQUESTS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, Mix, NamedRequest, Order, Plan, PlanError, Protocol,
-    QuicCongestion, Rate, RequestSpec, Requests, Setting, Stage, Stop, ThreadLimit, TlsOptions, connections_at, requested_between, stage_at,
+    ConnectionIndices, DEFAULT_MAX_HOLD, Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES,
+    MAX_RATE, MAX_REQUESTS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, Mix, NamedRequest, Order, Plan, PlanError, Protocol,
+    QuicCongestion, Rate, RequestSpec, Requests, Setting, Stage, Stop, ThreadLimit, TlsOptions, connections_at,
+    requested_between, stage_at,
 };
 pub use ring::{RingSupport, kernel_release, probe_io_uring};
 pub use run::{Progress, RunControl, RunResult, UDP_BUFFER_VAR, run};
 pub use stats::{
-    Counters, ErrorKind, HistogramError, Histograms, NameStats, Names, RetryAfter, RetryAfterCounts, Snapshot, Stats, decode_histogram,
-    encode_histogram, new_histogram,
+    Counters, ErrorKind, HistogramError, Histograms, NameStats, Names, RetryAfter, RetryAfterCounts, Snapshot, Stats,
+    decode_histogram, encode_histogram, new_histogram,
 };
 pub use target::{Scheme, Target, TargetError};

@@ -140,13 +140,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             // The name is checked once here, rather than failing every connection.
             tls::server_name(&plan.target.host)?;
             SessionConfig::H3(Arc::new(h3::Setup {
-                request: h3::Config::new(
-                    &plan.target,
-                    request,
-                    streams,
-                    plan.connect_timeout,
-                    plan.request_timeout,
-                ),
+                request: h3::Config::new(&plan.target, request, streams, plan.connect_timeout, plan.request_timeout),
                 quic: quic::Config::for_plan(plan)?,
                 server: addr,
                 server_name: plan.target.host.clone(),

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use super::{
-    Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_NAMES, MAX_REQUESTS, MAX_DURATION, MAX_HOLD, MAX_RATE, MAX_STAGES, MAX_STREAMS, MAX_THREADS,
-    Plan, Protocol, Stop,
+    Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_STAGES,
+    MAX_STREAMS, MAX_THREADS, Plan, Protocol, Stop,
 };
 
 /// Why a plan cannot run: the setting it concerns, and words that name the limit it broke.
@@ -65,8 +65,11 @@ impl Plan {
         // request's body.
         let body: usize = self.requests.each(&self.target.path_and_query).iter().map(|(_, s)| s.body.len()).sum();
         if body > MAX_BODY_BYTES {
-            let (setting, what) =
-                if self.requests.mix().is_some() { (Setting::Targets, "bodies of") } else { (Setting::Body, "a body of") };
+            let (setting, what) = if self.requests.mix().is_some() {
+                (Setting::Targets, "bodies of")
+            } else {
+                (Setting::Body, "a body of")
+            };
             return bad(
                 setting,
                 format!(
