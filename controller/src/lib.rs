@@ -158,8 +158,8 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let live = endpoint.as_ref().map(|e| &e.exporter);
     let interrupt = RunControl::new();
     signals::stop_on_ctrl_c(&interrupt);
-    let url = plan.target.to_string();
-    let (protocol, congestion) = (plan.protocol, plan.quic_congestion);
+    // The plan goes to the workers; the report keeps what it says of the run, the mix's names too.
+    let summary = report::PlanSummary::of(&plan);
     let fleet = if args.workers.is_empty() {
         let followers = fleet::Followers { live, watch: watch.as_mut(), hlog: hlog.as_mut() };
         let parts = vec![fleet::Part { plan, to: fleet::Destination::Local }];
@@ -185,7 +185,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
         fleet::run(parts, &access, Some(handle), &interrupt, followers)
     };
     let stopped_by_user = fleet.interrupted;
-    let mut report = Report::from_fleet(url, protocol, congestion, fleet);
+    let mut report = Report::from_fleet(summary, fleet);
     let mut verdicts = gate::judge(&thresholds, &report);
     if let Some(baseline) = &baseline {
         verdicts.extend(gate::baseline::judge(baseline, std::slice::from_ref(&report)));

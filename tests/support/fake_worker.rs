@@ -145,6 +145,7 @@ pub fn stats(ok: u64, resets: u64) -> v1::Stats {
         // The closed model's: a real worker sends none.
         service: Vec::new(),
         lateness: Vec::new(),
+        names: Vec::new(),
     }
 }
 

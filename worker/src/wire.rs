@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use volley_engine::{
-    ConnectionIndices, ErrorKind, HistogramError, Load, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests,
-    RingSupport, Stage, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram,
-    new_histogram,
+    ConnectionIndices, Counters, ErrorKind, HistogramError, Load, MAX_NAMES, MAX_REQUESTS, Mix, NameStats,
+    NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Stage, Stats, Stop,
+    Target, TargetError, TlsOptions, decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -40,21 +40,21 @@ pub enum WireError {
 
 /// One worker's part of `plan` as the protocol carries it, with the plan's threads.
 pub fn shard_to_proto(plan: &Plan) -> v1::Shard {
-    // FIXME(mix): a mix's requests are not on the wire yet.
-    let request = match &plan.requests {
-        Requests::One(spec) => spec,
-        Requests::Mix(mix) => &mix.requests[0].spec,
+    // The one request travels in the shard's own fields, a mix in `mix` with those empty.
+    let (one, mix, order) = match &plan.requests {
+        Requests::One(spec) => (Some(spec), Vec::new(), None),
+        Requests::Mix(mix) => {
+            (None, mix.requests.iter().map(mix_request_to_proto).collect(), Some(order_to_proto(mix.order)))
+        }
     };
     v1::Shard {
         protocol: PROTOCOL_VERSION,
         url: plan.target.to_string(),
-        method: request.method.clone(),
-        headers: request
-            .headers
-            .iter()
-            .map(|(name, value)| v1::Header { name: name.clone(), value: value.clone() })
-            .collect(),
-        body: request.body.clone(),
+        method: one.map(|spec| spec.method.clone()).unwrap_or_default(),
+        headers: one.map(|spec| headers_to_proto(&spec.headers)).unwrap_or_default(),
+        body: one.map(|spec| spec.body.clone()).unwrap_or_default(),
+        mix,
+        order,
         connections: u32::try_from(plan.connections).unwrap_or(u32::MAX),
         threads: u32::try_from(plan.threads).unwrap_or(u32::MAX),
         stop: Some(match plan.stop {
@@ -82,6 +82,27 @@ pub fn shard_to_proto(plan: &Plan) -> v1::Shard {
             QuicCongestion::Loopback => 0,
             QuicCongestion::Standard => 1,
         },
+    }
+}
+
+fn headers_to_proto(headers: &[(String, String)]) -> Vec<v1::Header> {
+    headers.iter().map(|(name, value)| v1::Header { name: name.clone(), value: value.clone() }).collect()
+}
+
+fn mix_request_to_proto(r: &NamedRequest) -> v1::MixRequest {
+    v1::MixRequest {
+        name: r.name.clone(),
+        method: r.spec.method.clone(),
+        path_and_query: r.path_and_query.clone(),
+        headers: headers_to_proto(&r.spec.headers),
+        body: r.spec.body.clone(),
+    }
+}
+
+fn order_to_proto(order: Order) -> v1::shard::Order {
+    match order {
+        Order::InTurn => v1::shard::Order::InTurn(v1::InTurn {}),
+        Order::Random { seed } => v1::shard::Order::RandomSeed(seed),
     }
 }
 
@@ -118,28 +139,16 @@ pub fn shard_from_proto(shard: &v1::Shard) -> Result<Plan, WireError> {
         Some(v1::shard::Stop::DurationNanos(d)) => Stop::Duration(Duration::from_nanos(d)),
         None => return Err(invalid("neither a request count nor a duration")),
     };
-    if !is_token(&shard.method) {
-        return Err(WireError::Shard(format!("bad method '{}'", shard.method.escape_debug())));
-    }
-    // The engine writes these into the request as they are: a line break would smuggle in a
-    // request of its own.
-    for h in &shard.headers {
-        if !is_token(&h.name) || h.value.chars().any(|c| matches!(c, '\r' | '\n' | '\0')) {
-            return Err(WireError::Shard(format!("bad header '{}'", h.name.escape_debug())));
-        }
-    }
     let protocol = match shard.http_version {
         0 | 1 => Protocol::Http1,
         2 => Protocol::Http2 { streams: shard.streams },
         3 => Protocol::Http3 { streams: shard.streams },
         v => return Err(WireError::Shard(format!("HTTP version {v} is not supported by this worker"))),
     };
-    let request = RequestSpec::new(
-        &shard.method,
-        shard.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
-        shard.body.clone(),
-    );
-    let mut plan = Plan::new(target, request, shard.connections as usize, stop);
+    let requests = requests_from_proto(shard)?;
+    // `Plan::new` takes the one request; a mix takes its place.
+    let mut plan = Plan::new(target, RequestSpec::new("GET", Vec::new(), Vec::new()), shard.connections as usize, stop);
+    plan.requests = requests;
     plan.protocol = protocol;
     plan.threads = shard.threads as usize;
     plan.connect_timeout = Duration::from_nanos(shard.connect_timeout_nanos);
@@ -168,6 +177,66 @@ pub fn shard_from_proto(shard: &v1::Shard) -> Result<Plan, WireError> {
     Ok(plan)
 }
 
+/// The one request, or the mix: with a mix, the one request's fields are empty and its order
+/// is given; without one, no order is.
+fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
+    let invalid = |why: &str| WireError::Shard(why.to_string());
+    if shard.mix.is_empty() {
+        if shard.order.is_some() {
+            return Err(invalid("an order for a mix without requests"));
+        }
+        return Ok(Requests::One(request_from_proto(&shard.method, &shard.headers, &shard.body)?));
+    }
+    // Counted before any is copied; how many names they have is `Plan::validate`'s to judge.
+    if shard.mix.len() > MAX_REQUESTS {
+        return Err(WireError::Shard(format!(
+            "{} requests is more than the {MAX_REQUESTS} a mix may list",
+            shard.mix.len()
+        )));
+    }
+    if !shard.method.is_empty() || !shard.headers.is_empty() || !shard.body.is_empty() {
+        return Err(invalid("a mix beside the one request's method, headers or body"));
+    }
+    let order = match shard.order {
+        Some(v1::shard::Order::InTurn(v1::InTurn {})) => Order::InTurn,
+        Some(v1::shard::Order::RandomSeed(seed)) => Order::Random { seed },
+        None => return Err(invalid("a mix without an order")),
+    };
+    let mut requests = Vec::with_capacity(shard.mix.len());
+    for r in &shard.mix {
+        // The path goes into the request line (and HTTP/2's :path) as it is, like a header:
+        // the URL's own path is held to the same rule by `Target::parse`.
+        if !r.path_and_query.starts_with('/') || r.path_and_query.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(WireError::Shard(format!(
+                "{}: bad path '{}'",
+                r.name.escape_debug(),
+                r.path_and_query.escape_debug()
+            )));
+        }
+        requests.push(NamedRequest {
+            name: r.name.clone(),
+            path_and_query: r.path_and_query.clone(),
+            spec: request_from_proto(&r.method, &r.headers, &r.body)?,
+        });
+    }
+    Ok(Requests::Mix(Mix { requests, order }))
+}
+
+/// A request's method, headers and body, checked before the engine writes them out.
+fn request_from_proto(method: &str, headers: &[v1::Header], body: &[u8]) -> Result<RequestSpec, WireError> {
+    if !is_token(method) {
+        return Err(WireError::Shard(format!("bad method '{}'", method.escape_debug())));
+    }
+    // The engine writes these into the request as they are: a line break would smuggle in a
+    // request of its own.
+    for h in headers {
+        if !is_token(&h.name) || h.value.chars().any(|c| matches!(c, '\r' | '\n' | '\0')) {
+            return Err(WireError::Shard(format!("bad header '{}'", h.name.escape_debug())));
+        }
+    }
+    Ok(RequestSpec::new(method, headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(), body.to_vec()))
+}
+
 fn load_from_proto(load: &v1::shard::Load) -> Load {
     // Copied as they are (the message's size bounds them): `Plan::validate` judges them.
     let stages = |stages: &[v1::Stage]| -> Vec<Stage> {
@@ -186,38 +255,21 @@ fn load_from_proto(load: &v1::shard::Load) -> Load {
     }
 }
 
+/// How many names the mix of `shard` has (0 without a mix): the indices its worker's
+/// statistics may be kept under (see [`event_from_proto`]).
+pub fn shard_names(shard: &v1::Shard) -> usize {
+    shard.mix.iter().map(|r| r.name.as_str()).collect::<std::collections::HashSet<_>>().len()
+}
+
 /// An HTTP token (RFC 9110): what a method or a header name may consist of.
 fn is_token(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 pub fn stats_to_proto(stats: &Stats) -> v1::Stats {
-    let c = &stats.counters;
     let h = &stats.histograms;
     v1::Stats {
-        counters: Some(v1::Counters {
-            ok: c.ok,
-            errors_connect: c.errors_of(ErrorKind::Connect),
-            errors_timeout: c.errors_of(ErrorKind::Timeout),
-            errors_reset: c.errors_of(ErrorKind::Reset),
-            errors_protocol: c.errors_of(ErrorKind::Protocol),
-            errors_tls: c.errors_of(ErrorKind::Tls),
-            status: c.statuses().map(|(code, n)| (u32::from(code), n)).collect(),
-            bytes_sent: c.bytes_sent,
-            bytes_received: c.bytes_received,
-            connects: c.connects,
-            aborted: c.aborted,
-            clamped: c.clamped,
-            refused: c.refused,
-            late: c.late,
-            blocked: c.blocked,
-            unsent: c.unsent,
-            retry_after: c.retry_after.statuses().map(|(code, n)| (u32::from(code), n)).collect(),
-            retry_after_largest_seconds: c.retry_after.largest_seconds,
-            retry_after_dates: c.retry_after.dates,
-            truncated: c.truncated,
-            dropped_packets: c.dropped_packets,
-        }),
+        counters: Some(counters_to_proto(&stats.counters)),
         latency: encode_histogram(&h.latency),
         connect: encode_histogram(&h.connect),
         first_byte: encode_histogram(&h.ttfb),
@@ -225,43 +277,55 @@ pub fn stats_to_proto(stats: &Stats) -> v1::Stats {
         // The closed model leaves these empty: sent as no bytes, which decode as empty.
         service: encode_unless_empty(&h.service),
         lateness: encode_unless_empty(&h.lateness),
+        // Only the names something was counted for (`Names` keeps no others); a name with
+        // errors only has no latency, sent as no bytes.
+        names: stats
+            .names
+            .iter()
+            .map(|(index, name)| v1::NameStats {
+                index: u32::try_from(index).unwrap_or(u32::MAX),
+                counters: Some(Box::new(counters_to_proto(&name.counters))),
+                latency: encode_unless_empty(&name.latency),
+                first_byte: encode_unless_empty(&name.ttfb),
+            })
+            .collect(),
     }
 }
 
-/// The statistics in `stats`; an absent part (counters, a histogram's bytes) is empty.
-pub fn stats_from_proto(stats: &v1::Stats) -> Result<Stats, WireError> {
+fn counters_to_proto(c: &Counters) -> v1::Counters {
+    v1::Counters {
+        ok: c.ok,
+        errors_connect: c.errors_of(ErrorKind::Connect),
+        errors_timeout: c.errors_of(ErrorKind::Timeout),
+        errors_reset: c.errors_of(ErrorKind::Reset),
+        errors_protocol: c.errors_of(ErrorKind::Protocol),
+        errors_tls: c.errors_of(ErrorKind::Tls),
+        status: c.statuses().map(|(code, n)| (u32::from(code), n)).collect(),
+        bytes_sent: c.bytes_sent,
+        bytes_received: c.bytes_received,
+        connects: c.connects,
+        aborted: c.aborted,
+        clamped: c.clamped,
+        refused: c.refused,
+        late: c.late,
+        blocked: c.blocked,
+        unsent: c.unsent,
+        retry_after: c.retry_after.statuses().map(|(code, n)| (u32::from(code), n)).collect(),
+        retry_after_largest_seconds: c.retry_after.largest_seconds,
+        retry_after_dates: c.retry_after.dates,
+        truncated: c.truncated,
+        dropped_packets: c.dropped_packets,
+    }
+}
+
+/// The statistics in `stats`; an absent part (counters, a histogram's bytes) is empty. `names`
+/// is how many names the shard's mix has (0 without one): a name's statistics beyond them are
+/// refused before they are decoded, so a worker cannot make the controller hold histograms for
+/// names nobody asked for (each name's two can grow to 264 KiB apiece).
+pub fn stats_from_proto(stats: &v1::Stats, names: usize) -> Result<Stats, WireError> {
     let mut out = Stats::new();
     if let Some(c) = &stats.counters {
-        let into = &mut out.counters;
-        into.ok = c.ok;
-        for (kind, n) in [
-            (ErrorKind::Connect, c.errors_connect),
-            (ErrorKind::Timeout, c.errors_timeout),
-            (ErrorKind::Reset, c.errors_reset),
-            (ErrorKind::Protocol, c.errors_protocol),
-            (ErrorKind::Tls, c.errors_tls),
-        ] {
-            into.add_errors(kind, n);
-        }
-        for (&code, &n) in &c.status {
-            into.add_status(status_code(code)?, n);
-        }
-        for (&code, &n) in &c.retry_after {
-            into.retry_after.add_status(status_code(code)?, n);
-        }
-        into.retry_after.largest_seconds = c.retry_after_largest_seconds;
-        into.retry_after.dates = c.retry_after_dates;
-        into.bytes_sent = c.bytes_sent;
-        into.bytes_received = c.bytes_received;
-        into.connects = c.connects;
-        into.aborted = c.aborted;
-        into.clamped = c.clamped;
-        into.refused = c.refused;
-        into.late = c.late;
-        into.blocked = c.blocked;
-        into.unsent = c.unsent;
-        into.truncated = c.truncated;
-        into.dropped_packets = c.dropped_packets;
+        out.counters = counters_from_proto(c)?;
     }
     let h = &mut out.histograms;
     for (into, bytes) in [
@@ -272,9 +336,66 @@ pub fn stats_from_proto(stats: &v1::Stats) -> Result<Stats, WireError> {
         (&mut h.service, &stats.service),
         (&mut h.lateness, &stats.lateness),
     ] {
-        *into = if bytes.is_empty() { new_histogram() } else { decode_histogram(bytes)? };
+        *into = histogram_from_proto(bytes)?;
+    }
+    let names = names.min(MAX_NAMES);
+    for name in &stats.names {
+        let index = name.index as usize;
+        if index >= names {
+            return Err(WireError::Stats(match names {
+                0 => format!("statistics for name {index} in a run without a mix"),
+                _ => format!("statistics for name {index}, past the {names} names of its mix"),
+            }));
+        }
+        if out.names.get(index).is_some() {
+            return Err(WireError::Stats(format!("statistics for name {index} twice")));
+        }
+        *out.names.entry(index) = NameStats {
+            counters: name.counters.as_deref().map(counters_from_proto).transpose()?.unwrap_or_default(),
+            latency: histogram_from_proto(&name.latency)?,
+            ttfb: histogram_from_proto(&name.first_byte)?,
+        };
     }
     Ok(out)
+}
+
+fn counters_from_proto(c: &v1::Counters) -> Result<Counters, WireError> {
+    let mut into = Counters::default();
+    into.ok = c.ok;
+    for (kind, n) in [
+        (ErrorKind::Connect, c.errors_connect),
+        (ErrorKind::Timeout, c.errors_timeout),
+        (ErrorKind::Reset, c.errors_reset),
+        (ErrorKind::Protocol, c.errors_protocol),
+        (ErrorKind::Tls, c.errors_tls),
+    ] {
+        into.add_errors(kind, n);
+    }
+    for (&code, &n) in &c.status {
+        into.add_status(status_code(code)?, n);
+    }
+    for (&code, &n) in &c.retry_after {
+        into.retry_after.add_status(status_code(code)?, n);
+    }
+    into.retry_after.largest_seconds = c.retry_after_largest_seconds;
+    into.retry_after.dates = c.retry_after_dates;
+    into.bytes_sent = c.bytes_sent;
+    into.bytes_received = c.bytes_received;
+    into.connects = c.connects;
+    into.aborted = c.aborted;
+    into.clamped = c.clamped;
+    into.refused = c.refused;
+    into.late = c.late;
+    into.blocked = c.blocked;
+    into.unsent = c.unsent;
+    into.truncated = c.truncated;
+    into.dropped_packets = c.dropped_packets;
+    Ok(into)
+}
+
+/// A histogram's bytes; none is an empty histogram.
+fn histogram_from_proto(bytes: &[u8]) -> Result<hdrhistogram::Histogram<u64>, WireError> {
+    Ok(if bytes.is_empty() { new_histogram() } else { decode_histogram(bytes)? })
 }
 
 fn encode_unless_empty(h: &hdrhistogram::Histogram<u64>) -> Vec<u8> {
@@ -355,8 +476,9 @@ pub fn event_to_proto(event: Event) -> v1::RunEvent {
     v1::RunEvent { event: Some(event) }
 }
 
-/// The event a worker sent. Accepted's io_uring has no kernel release here (Hello has it).
-pub fn event_from_proto(event: v1::RunEvent) -> Result<Event, WireError> {
+/// The event a worker sent, for a shard whose mix has `names` names (0 without a mix; see
+/// [`stats_from_proto`]). Accepted's io_uring has no kernel release here (Hello has it).
+pub fn event_from_proto(event: v1::RunEvent, names: usize) -> Result<Event, WireError> {
     use v1::run_event::Event as E;
     let empty = v1::Stats::default();
     Ok(match event.event.ok_or(WireError::EmptyEvent)? {
@@ -368,10 +490,10 @@ pub fn event_from_proto(event: v1::RunEvent) -> Result<Event, WireError> {
         E::Ready(r) => Event::Ready { connected: r.connected, failed: r.failed },
         E::Started(s) => Event::Started { at_nanos: s.at_worker_nanos },
         E::Interval(i) => {
-            Event::Interval { second: i.second, delta: stats_from_proto(i.delta.as_ref().unwrap_or(&empty))? }
+            Event::Interval { second: i.second, delta: stats_from_proto(i.delta.as_ref().unwrap_or(&empty), names)? }
         }
         E::Finished(f) => Event::Finished(Box::new(Outcome {
-            stats: stats_from_proto(f.stats.as_ref().unwrap_or(&empty))?,
+            stats: stats_from_proto(f.stats.as_ref().unwrap_or(&empty), names)?,
             duration: Duration::from_nanos(f.duration_nanos),
             threads: f.threads as usize,
             connections: f.connections as usize,
@@ -379,7 +501,7 @@ pub fn event_from_proto(event: v1::RunEvent) -> Result<Event, WireError> {
             interrupted: f.interrupted,
             error_samples: error_samples_from_proto(&f.error_samples)?,
             stream_limit: Some(f.stream_limit).filter(|&l| l > 0),
-            warm_up: f.warm_up.as_ref().map(stats_from_proto).transpose()?,
+            warm_up: f.warm_up.as_ref().map(|w| stats_from_proto(w, names)).transpose()?,
             stopped_by: Some(f.stopped_by).filter(|why| !why.is_empty()),
         })),
         E::Failed(f) => Event::Failed(f.reason),

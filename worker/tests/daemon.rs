@@ -194,7 +194,7 @@ async fn hello_clock_and_a_run_of_500_requests() {
     let Event::Started(started) = run.next_but_intervals().await else { panic!("no Started") };
     assert!(started.at_worker_nanos + 2_000_000 >= at, "started {} before {at}", started.at_worker_nanos);
     let Event::Finished(finished) = run.next_but_intervals().await else { panic!("no Finished") };
-    let stats = wire::stats_from_proto(&finished.stats.expect("stats")).expect("stats decode");
+    let stats = wire::stats_from_proto(&finished.stats.expect("stats"), 0).expect("stats decode");
     assert_eq!(stats.counters.ok, 500);
     assert_eq!(server.requests(), 500);
     assert_eq!(stats.histograms.latency.len(), 500);
@@ -264,7 +264,8 @@ async fn another_protocol_version_is_refused() {
     let server = target_server();
     let worker = worker(|_| {}).await;
     let mut client = client(&worker, None).await;
-    // A newer controller, and an older one: the one before the load model became a `oneof`.
+    // A newer controller, and an older one: the one before mixes went on the wire, which would
+    // send the one request where a mix was asked for.
     for theirs in [999, volley_proto::PROTOCOL_VERSION - 1] {
         let status =
             client.hello(v1::HelloRequest { protocol: theirs, version: "9.9.9".into() }).await.expect_err("refused");

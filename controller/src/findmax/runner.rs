@@ -9,7 +9,7 @@ use volley_engine::{Load, Plan, RunControl, Stop};
 use crate::cli::LoadArgs;
 use crate::error::CliError;
 use crate::fleet::{self, Access, Place};
-use crate::report::Report;
+use crate::report::{PlanSummary, Report};
 use crate::{options, workers_file};
 
 pub(crate) struct Runner {
@@ -76,11 +76,9 @@ impl Runner {
     /// One step at `rate` requests per second for `length`; `interrupt` (Ctrl-C) stops it.
     pub(crate) fn run(&self, rate: u64, length: Duration, interrupt: &RunControl) -> Result<Report, CliError> {
         let shards = self.shards(rate, length)?;
-        let url = self.plan.target.to_string();
-        let protocol = self.plan.protocol;
         let handle = self.runtime.as_ref().map(|r| r.handle());
         let followers = fleet::Followers::default();
         let run = fleet::run(shards, &self.access, handle, interrupt, followers);
-        Ok(Report::from_fleet(url, protocol, self.plan.quic_congestion, run))
+        Ok(Report::from_fleet(PlanSummary::of(&self.plan), run))
     }
 }

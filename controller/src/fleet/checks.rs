@@ -28,6 +28,8 @@ pub(crate) enum Implausible {
     Service { samples: u64, ok: u64 },
     #[error("its connect histogram holds {samples} samples but it counts {connects} connections")]
     Connect { samples: u64, connects: u64 },
+    #[error("its latency histogram of name {index} holds {samples} samples but it counts {ok} ok requests of it")]
+    NameLatency { index: usize, samples: u64, ok: u64 },
     #[error("its final counts ({done} requests) are below what its intervals said ({said})")]
     FinalBelowIntervals { done: u64, said: u64 },
 }
@@ -63,6 +65,10 @@ pub(crate) fn counts(stats: &Stats, already: u64, budget: Option<u64>) -> Result
     }
     if h.connect.len() != c.connects {
         return Err(Implausible::Connect { samples: h.connect.len(), connects: c.connects });
+    }
+    // Each name of a mix by the same rule: its percentiles are reported beside the run's.
+    if let Some((index, name)) = stats.names.iter().find(|(_, n)| n.latency.len() != n.counters.ok) {
+        return Err(Implausible::NameLatency { index, samples: name.latency.len(), ok: name.counters.ok });
     }
     let done = done(c).saturating_add(already);
     match budget {
@@ -130,6 +136,18 @@ mod tests {
         assert_eq!(counts(&open, 0, None), Ok(()), "service time for every ok request");
         open.histograms.service.record(1).unwrap();
         assert_eq!(counts(&open, 0, None), Err(Implausible::Service { samples: 5, ok: 4 }));
+    }
+
+    #[test]
+    fn each_names_latency_histogram_holds_as_many_samples_as_its_ok_requests() {
+        let mut mix = stats(3, 1);
+        let name = mix.names.entry(2);
+        name.counters.ok = 3;
+        name.latency.record_n(1_000_000, 3).unwrap();
+        mix.names.entry(0).counters.add_errors(ErrorKind::Reset, 1);
+        assert_eq!(counts(&mix, 0, None), Ok(()), "a name with errors only has no latency");
+        mix.names.entry(2).counters.ok = 4;
+        assert_eq!(counts(&mix, 0, None), Err(Implausible::NameLatency { index: 2, samples: 3, ok: 4 }));
     }
 
     #[test]

@@ -118,6 +118,8 @@ async fn drive_run(
     let offset = clock_sync::estimate(&probes).ok_or("no clock probe answered")?;
     let _ = events.send((index, LinkEvent::Synced(offset)));
 
+    // Statistics for names the shard does not have are refused as they are decoded.
+    let names = wire::shard_names(&shard);
     let (out, out_rx) = tokio::sync::mpsc::channel::<v1::RunCommand>(16);
     let send = |command| v1::RunCommand { command: Some(command) };
     out.send(send(v1::run_command::Command::Shard(shard))).await.map_err(|_| "the run stream closed")?;
@@ -141,7 +143,7 @@ async fn drive_run(
         tokio::select! {
             message = stream.message() => match message {
                 Ok(Some(message)) => {
-                    let mut event = wire::event_from_proto(message).map_err(|e| format!("unreadable event: {e}"))?;
+                    let mut event = wire::event_from_proto(message, names).map_err(|e| format!("unreadable event: {e}"))?;
                     if let Event::Accepted { ring, .. } = &mut event {
                         // The kernel came with Hello, not with every event.
                         ring.kernel.clone_from(&kernel);

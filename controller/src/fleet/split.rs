@@ -94,7 +94,7 @@ pub(crate) fn parts(shards: Vec<Plan>, places: Vec<Place>, threads: Option<usize
 
 #[cfg(test)]
 mod tests {
-    use volley_engine::{RequestSpec, Target};
+    use volley_engine::{Mix, NamedRequest, Order, RequestSpec, Requests, Target};
 
     use super::*;
 
@@ -117,9 +117,21 @@ mod tests {
     }
 
     #[test]
-    fn every_worker_gets_a_share_of_what_was_asked() {
-        let shards = split(&plan(5, Stop::Requests(7)), 2).unwrap();
+    fn every_worker_gets_a_share_of_what_was_asked_and_the_whole_mix() {
+        let mut whole = plan(5, Stop::Requests(7));
+        let request = |name: &str, path: &str| NamedRequest {
+            name: name.into(),
+            path_and_query: path.into(),
+            spec: RequestSpec::new("GET", vec![], vec![]),
+        };
+        // A share of the requests, but every worker sends every kind: its names are the run's.
+        whole.requests = Requests::Mix(Mix {
+            requests: vec![request("a", "/a"), request("b", "/b"), request("a", "/c")],
+            order: Order::Random { seed: 7 },
+        });
+        let shards = split(&whole, 2).unwrap();
         assert_eq!(shards.iter().map(|s| s.connections).collect::<Vec<_>>(), vec![3, 2]);
         assert_eq!(shards.iter().map(|s| s.stop).collect::<Vec<_>>(), vec![Stop::Requests(4), Stop::Requests(3)]);
+        assert!(shards.iter().all(|s| s.requests == whole.requests));
     }
 }

@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 use serde_json::{Map, Value, json};
 use volley_engine::{Counters, ErrorKind, RingSupport, Stats, encode_histogram};
 
-use super::{PERCENTILES, Report, WorkerLine, per_sec};
+use super::{NameLine, PERCENTILES, Report, WorkerLine, per_sec};
 use crate::fleet::Second;
 
 pub(crate) fn to_json(r: &Report) -> Value {
@@ -51,6 +51,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "warnings": r.warnings(),
         "histograms": histograms(&r.stats),
         "warmUp": r.warm_up.as_ref().map(warm_up),
+        "names": r.name_lines().map(|line| name(&line, r.duration)).collect::<Vec<_>>(),
         "workers": r.workers.iter().map(worker).collect::<Vec<_>>(),
         "intervals": r.intervals.iter().map(|s| interval(s, r.rate.is_some())).collect::<Vec<_>>(),
     })
@@ -68,6 +69,28 @@ fn warm_up(w: &super::WarmUp) -> Value {
         "connectionsMade": c.connects,
         "latencySeconds": summary(&h.latency),
         "histograms": { "latency": encode(&h.latency) },
+    })
+}
+
+/// One name of a mix: its outcomes, statuses and latencies, with the histograms that let
+/// saved reports merge it exactly. Its counters hold nothing else (bytes, connections and the
+/// schedule are the run's).
+fn name(line: &NameLine, duration: std::time::Duration) -> Value {
+    let s = &line.stats;
+    let c = &s.counters;
+    json!({
+        "name": line.name,
+        "requests": { "total": c.total(), "ok": c.ok, "errors": c.errors() },
+        "requestsPerSec": per_sec(c.total(), duration),
+        "errors": errors(c),
+        "statusCodes": statuses(c),
+        "latencySeconds": summary(&s.latency),
+        "firstByteSeconds": summary(&s.ttfb),
+        "histograms": {
+            "format": "HdrHistogram V2+DEFLATE, base64, nanoseconds",
+            "latency": encode(&s.latency),
+            "firstByte": encode(&s.ttfb),
+        },
     })
 }
 
@@ -233,3 +256,6 @@ fn secs(nanos: u64) -> f64 {
 fn encode(h: &Histogram<u64>) -> String {
     base64::engine::general_purpose::STANDARD.encode(encode_histogram(h))
 }
+
+#[cfg(test)]
+mod tests;

@@ -7,7 +7,7 @@ mod text;
 
 use std::time::Duration;
 
-use volley_engine::{ErrorKind, Protocol, QuicCongestion, RingSupport, Stage, Stats};
+use volley_engine::{ErrorKind, Mix, NameStats, Plan, Protocol, QuicCongestion, RingSupport, Stage, Stats};
 
 pub(crate) use protocols::{HttpVersion, Protocols};
 
@@ -40,6 +40,27 @@ const HELD_SHARE: f64 = 0.20;
 pub(crate) const KEPT_RATE: f64 = 0.99;
 /// A worker that started further than this from the planned instant is worth a warning.
 const LATE_START: Duration = Duration::from_millis(10);
+
+/// What the report takes from the plan beside the workers' numbers: where the load went, how,
+/// and the names of its mix.
+pub(crate) struct PlanSummary {
+    pub url: String,
+    pub protocol: Protocol,
+    pub congestion: QuicCongestion,
+    /// The mix's names in index order (`Mix::names`, the targets file's order); empty without a mix.
+    pub names: Vec<String>,
+}
+
+impl PlanSummary {
+    pub(crate) fn of(plan: &Plan) -> Self {
+        PlanSummary {
+            url: plan.target.to_string(),
+            protocol: plan.protocol,
+            congestion: plan.quic_congestion,
+            names: plan.requests.mix().map(Mix::names).unwrap_or_default().into_iter().map(String::from).collect(),
+        }
+    }
+}
 
 pub(crate) struct Report {
     pub url: String,
@@ -76,6 +97,15 @@ pub(crate) struct Report {
     pub warm_up: Option<WarmUp>,
     /// `--stages` without a rate: the connection counts the run ramped through.
     pub connection_stages: Vec<Stage>,
+    /// A mix's names, in index order: `stats.names` holds each one's statistics (a name with
+    /// none counted none). Empty without a mix.
+    pub names: Vec<String>,
+}
+
+/// One name of a mix with its statistics, for the reports' per-name sections.
+pub(crate) struct NameLine<'a> {
+    pub name: &'a str,
+    pub stats: std::borrow::Cow<'a, NameStats>,
 }
 
 /// The warm-up's own numbers: counted, merged over the workers, and kept out of the rest.
@@ -119,7 +149,8 @@ pub(crate) struct WorkerLine {
 }
 
 impl Report {
-    pub(crate) fn from_fleet(url: String, protocol: Protocol, congestion: QuicCongestion, fleet: FleetRun) -> Self {
+    pub(crate) fn from_fleet(plan: PlanSummary, fleet: FleetRun) -> Self {
+        let PlanSummary { url, protocol, congestion, names } = plan;
         let interrupted = fleet.interrupted;
         // The numbers are the measurement's, after the warm-up; so is the time they took.
         let warm_up = fleet.profile.warm_up();
@@ -177,6 +208,7 @@ impl Report {
             w.seconds = fleet.profile.warm_up_seconds;
         }
         report.connection_stages = fleet.profile.connection_stages().to_vec();
+        report.names = names;
         report.protocol = Protocols::one(HttpVersion::of(protocol));
         match protocol {
             Protocol::Http1 => {}
@@ -247,7 +279,20 @@ impl Report {
             aborted: None,
             warm_up: warm_up.map(|stats| WarmUp { seconds: 0, stats }),
             connection_stages: Vec::new(),
+            names: Vec::new(),
         }
+    }
+
+    /// Each name of the mix in index order, with what was counted for it (nothing, for a name
+    /// no request of which finished).
+    pub(crate) fn name_lines(&self) -> impl Iterator<Item = NameLine<'_>> {
+        self.names.iter().enumerate().map(|(index, name)| NameLine {
+            name,
+            stats: match self.stats.names.get(index) {
+                Some(stats) => std::borrow::Cow::Borrowed(stats),
+                None => std::borrow::Cow::Owned(NameStats::new()),
+            },
+        })
     }
 
     /// Everything the run counted, its warm-up included: what its seconds add up to.
@@ -496,6 +541,68 @@ impl WorkerLine {
     }
 }
 
+/// A run of a mix, made by hand: the reports' per-name tests share it.
+#[cfg(test)]
+pub(crate) mod mix_fixture {
+    use volley_engine::{ErrorKind, Stats};
+
+    use super::{Report, WorkerLine};
+
+    /// The mix's names in the targets file's order: "search" never has a request finish.
+    pub(crate) const NAMES: [&str; 3] = ["home", "search", "login"];
+
+    /// The latencies (ns) worker `worker` measured for name `name`: "home" on both workers,
+    /// over three orders of magnitude, "login" on the first only.
+    pub(crate) fn latencies(worker: usize, name: usize) -> Vec<u64> {
+        match (worker, name) {
+            (0, 0) => (1..=9).map(|i| i * 1_000_000 + 7_777).collect(),
+            (1, 0) => (1..=5).map(|i| i * 30_000_000 + 123).collect(),
+            (0, 2) => vec![400_000, 500_000, 600_000],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Worker `worker`'s statistics: each name's latencies (first byte at half of each),
+    /// statuses (one of "home"'s on the first worker a 404, "login"'s 201) and one timeout of
+    /// "home" on the first worker; the run's own counters and latencies are the names' sum.
+    pub(crate) fn worker_stats(worker: usize) -> Stats {
+        let mut stats = Stats::new();
+        for name in 0..NAMES.len() {
+            for (i, v) in latencies(worker, name).into_iter().enumerate() {
+                let status = match (name, i) {
+                    (2, _) => 201,
+                    (0, 0) if worker == 0 => 404,
+                    _ => 200,
+                };
+                for (counters, latency, ttfb) in
+                    [(&mut stats.counters, &mut stats.histograms.latency, &mut stats.histograms.ttfb), {
+                        let n = stats.names.entry(name);
+                        (&mut n.counters, &mut n.latency, &mut n.ttfb)
+                    }]
+                {
+                    counters.ok += 1;
+                    counters.add_status(status, 1);
+                    latency.record(v).expect("in range");
+                    ttfb.record(v / 2).expect("in range");
+                }
+            }
+        }
+        if worker == 0 {
+            stats.counters.add_errors(ErrorKind::Timeout, 1);
+            stats.names.entry(0).counters.add_errors(ErrorKind::Timeout, 1);
+        }
+        stats
+    }
+
+    /// The run over both workers (a second each), as `from_fleet` makes it with the plan's names.
+    pub(crate) fn report() -> Report {
+        let workers = (0..2).map(|w| WorkerLine::measured(&format!("w{w}"), worker_stats(w))).collect();
+        let mut report = Report::from_workers("http://x/".into(), workers, true, false, Vec::new());
+        report.names = NAMES.map(String::from).to_vec();
+        report
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use volley_engine::Stats;
@@ -530,7 +637,7 @@ mod tests {
                 all.counters.ok += 1;
             }
             // Through the wire, as a remote worker's result travels.
-            let travelled = wire::stats_from_proto(&wire::stats_to_proto(&mine)).unwrap();
+            let travelled = wire::stats_from_proto(&wire::stats_to_proto(&mine), 0).unwrap();
             workers.push(WorkerLine::measured(&format!("w{w}"), travelled));
         }
         let report = Report::from_workers("http://x/".into(), workers, true, false, Vec::new());

@@ -1,13 +1,14 @@
 //! Reading saved JSON reports back for `volley merge`: each report becomes one worker line,
 //! with its counters and its histograms decoded from the report itself, and its warm-up
-//! section, if any, merged apart like a worker's warm-up.
+//! section, if any, merged apart like a worker's warm-up. A mix's names are merged by name:
+//! reports of different mixes merge into the names of all of them, in order of appearance.
 
 use std::time::Duration;
 
 use base64::Engine;
 use hdrhistogram::Histogram;
 use serde_json::Value;
-use volley_engine::{Counters, ErrorKind, QuicCongestion, Stats, decode_histogram};
+use volley_engine::{Counters, ErrorKind, MAX_NAMES, NameStats, QuicCongestion, Stats, decode_histogram};
 
 use super::{HttpVersion, Protocols, Report, WorkerLine};
 use crate::error::CliError;
@@ -41,6 +42,9 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
     // where the file that broke it can be named, not saturated later without a word.
     let mut totals = Counters::default();
     let mut warm_up_totals = Counters::default();
+    // Every report's names, each once, and what they count so far (added up checked likewise).
+    let mut names: Vec<String> = Vec::new();
+    let mut name_totals: Vec<Counters> = Vec::new();
     for (path, text) in texts {
         let bad = |why: String| CliError::BadReport { path: path.clone(), why };
         let report: Value = serde_json::from_str(text).map_err(|e| bad(format!("not a JSON report: {e}")))?;
@@ -72,7 +76,31 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
         // the others.
         let seconds = report["warmUp"]["seconds"].as_u64().and_then(|s| u32::try_from(s).ok()).unwrap_or(0);
         warm_up_seconds = warm_up_seconds.max(seconds);
-        let line = line(path, &report).map_err(bad)?;
+        let mut line = line(path, &report).map_err(bad)?;
+        for (name, stats) in mix_names(&report).map_err(bad)? {
+            let index = match names.iter().position(|n| *n == name) {
+                Some(index) => index,
+                None if names.len() < MAX_NAMES => {
+                    names.push(name);
+                    name_totals.push(Counters::default());
+                    names.len() - 1
+                }
+                None => {
+                    return Err(bad(format!(
+                        "its names and those of the reports before it are more than the {MAX_NAMES} a run may have"
+                    )));
+                }
+            };
+            if !name_totals[index].checked_merge(&stats.counters) || name_totals[index].total_checked().is_none() {
+                return Err(bad(format!(
+                    "the counts of name '{}' and those of the reports before it add up past what a 64-bit count holds",
+                    names[index]
+                )));
+            }
+            if let Some(measured) = &mut line.stats {
+                *measured.names.entry(index) = stats;
+            }
+        }
         let fits = |totals: &mut Counters, stats: Option<&Stats>| {
             stats.is_none_or(|s| totals.checked_merge(&s.counters) && totals.total_checked().is_some())
         };
@@ -84,6 +112,7 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
         workers.push(line);
     }
     let mut report = Report::from_workers(urls.join(", "), workers, true, false, Vec::new());
+    report.names = names;
     if let Some(w) = &mut report.warm_up {
         w.seconds = warm_up_seconds;
     }
@@ -213,6 +242,50 @@ fn warm_up(w: &Value) -> Result<Option<Stats>, String> {
         ));
     }
     Ok(Some(stats))
+}
+
+/// A report's `names`: each name of its mix with its statistics, in its order. Reports from
+/// before mixes, and of runs without one, have none.
+fn mix_names(r: &Value) -> Result<Vec<(String, NameStats)>, String> {
+    let Some(entries) = r.get("names") else { return Ok(Vec::new()) };
+    let entries = entries.as_array().ok_or("names is not a list")?;
+    if entries.len() > MAX_NAMES {
+        return Err(format!("{} names is more than the {MAX_NAMES} a run may have", entries.len()));
+    }
+    let mut out: Vec<(String, NameStats)> = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let name = one_line(entry["name"].as_str().ok_or_else(|| format!("names/{i} has no name"))?);
+        if out.iter().any(|(n, _)| *n == name) {
+            return Err(format!("names/{i}: '{name}' is there twice"));
+        }
+        let stats = name_stats(entry).map_err(|why| format!("names/{i} ('{name}'): {why}"))?;
+        out.push((name, stats));
+    }
+    Ok(out)
+}
+
+/// One name's outcomes, statuses and histograms, as `names` holds them.
+fn name_stats(entry: &Value) -> Result<NameStats, String> {
+    let mut stats = NameStats::new();
+    let c = &mut stats.counters;
+    c.ok = count(entry, "/requests/ok")?;
+    for kind in ErrorKind::ALL {
+        c.add_errors(kind, count(entry, &format!("/errors/{}", kind.name()))?);
+    }
+    for (code, n) in entry["statusCodes"].as_object().into_iter().flatten() {
+        let code: u16 = code.parse().map_err(|_| format!("status code '{code}' is not a number"))?;
+        c.add_status(code, n.as_u64().ok_or("a status count is not a number")?);
+    }
+    stats.latency = histogram(entry, "latency")?.ok_or("no histograms.latency")?;
+    stats.ttfb = histogram(entry, "firstByte")?.ok_or("no histograms.firstByte")?;
+    if stats.latency.len() != stats.counters.ok {
+        return Err(format!(
+            "its latency histogram holds {} samples but it counts {} ok requests",
+            stats.latency.len(),
+            stats.counters.ok
+        ));
+    }
+    Ok(stats)
 }
 
 fn count(r: &Value, pointer: &str) -> Result<u64, String> {

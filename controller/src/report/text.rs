@@ -6,6 +6,7 @@ use hdrhistogram::Histogram;
 use volley_engine::{Counters, ErrorKind, Stage};
 
 use super::{PERCENTILES, Report, per_sec};
+use crate::printable::one_line;
 
 pub(crate) fn to_text(r: &Report) -> String {
     let c = &r.stats.counters;
@@ -100,6 +101,9 @@ pub(crate) fn to_text(r: &Report) -> String {
     if hold.max() > 0 {
         summary_line(&mut out, "Client hold (ms):", hold);
     }
+    if !r.names.is_empty() {
+        names(&mut out, r);
+    }
     if r.distributed {
         workers(&mut out, r);
     }
@@ -107,6 +111,47 @@ pub(crate) fn to_text(r: &Report) -> String {
         let _ = writeln!(out, "Warning: {w}");
     }
     out
+}
+
+/// A mix: one row per name, in the targets file's order, every name even if none of its
+/// requests finished.
+fn names(out: &mut String, r: &Report) {
+    const HEAD: [&str; 10] = ["name", "requests", "ok", "errors", "req/s", "p50", "p90", "p99", "max", "status codes"];
+    let dash = || "-".to_string();
+    let rows: Vec<[String; 10]> = r
+        .name_lines()
+        .map(|line| {
+            let (c, lat) = (&line.stats.counters, &line.stats.latency);
+            let at = |q: f64| if lat.is_empty() { dash() } else { ms(lat.value_at_quantile(q)) };
+            let statuses: Vec<String> = c.statuses().map(|(code, n)| format!("{code}×{n}")).collect();
+            [
+                one_line(line.name),
+                c.total().to_string(),
+                c.ok.to_string(),
+                c.errors().to_string(),
+                format!("{:.1}", per_sec(c.total(), r.duration)),
+                at(0.5),
+                at(0.9),
+                at(0.99),
+                if lat.is_empty() { dash() } else { ms(lat.max()) },
+                if statuses.is_empty() { dash() } else { statuses.join(",") },
+            ]
+        })
+        .collect();
+    let width = |column: usize| {
+        rows.iter().map(|row| row[column].chars().count()).chain([HEAD[column].chars().count()]).max().unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..HEAD.len()).map(width).collect();
+    let _ = writeln!(out, "Names (latency in ms):");
+    let head = HEAD.map(String::from);
+    for row in std::iter::once(&head).chain(&rows) {
+        // The name and the status codes read from the left, the numbers line up on the right.
+        let _ = write!(out, "  {:<w$}", row[0], w = widths[0]);
+        for (cell, w) in row[1..9].iter().zip(&widths[1..9]) {
+            let _ = write!(out, "  {cell:>w$}");
+        }
+        let _ = writeln!(out, "  {}", row[9]);
+    }
 }
 
 /// A ramp of the connection count: each stage's way from the previous target to its own (the
@@ -272,3 +317,6 @@ fn summary_line(out: &mut String, label: &str, h: &Histogram<u64>) {
 fn ms(nanos: u64) -> String {
     format!("{:.3}", nanos as f64 / 1e6)
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,23 @@
 use super::*;
 use volley_engine::{MAX_RATE, MAX_STAGES, MAX_THREADS};
 
+/// A mix of three requests under two names, each with its own method, path, headers and body.
+fn mix(order: Order) -> Requests {
+    let request = |name: &str, method: &str, path: &str, headers: Vec<(String, String)>, body: &[u8]| NamedRequest {
+        name: name.into(),
+        path_and_query: path.into(),
+        spec: RequestSpec::new(method, headers, body.to_vec()),
+    };
+    Requests::Mix(Mix {
+        requests: vec![
+            request("home", "GET", "/", vec![], b""),
+            request("search", "GET", "/search?q=volley&page=2", vec![("accept".into(), "text/html".into())], b""),
+            request("home", "POST", "/login", vec![("content-type".into(), "application/json".into())], b"{\"a\":1}"),
+        ],
+        order,
+    })
+}
+
 fn plan(stop: Stop) -> Plan {
     let request = RequestSpec::new(
         "POST",
@@ -218,9 +235,74 @@ fn a_shard_the_engine_cannot_run_is_refused() {
         assert!(err.contains(what), "{what}: {err}");
     }
     let mut old = good.clone();
-    old.protocol = 5;
+    old.protocol = 6;
     let err = shard_from_proto(&old).expect_err("old protocol");
-    assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 5, this side speaks 6");
+    assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 6, this side speaks 7");
+}
+
+#[test]
+fn a_mix_survives_the_wire_exactly_in_every_part_of_a_split() {
+    for order in [Order::InTurn, Order::Random { seed: 0xfeed_beef_dead_0001 }] {
+        let mut whole = plan(Stop::Requests(1000));
+        whole.requests = mix(order);
+        for part in whole.split(3) {
+            let wire = shard_to_proto(&part);
+            assert_eq!(wire.mix.len(), 3);
+            assert!(wire.method.is_empty() && wire.headers.is_empty() && wire.body.is_empty());
+            assert_eq!(shard_names(&wire), 2);
+            let back = shard_from_proto(&wire).expect("valid");
+            assert_same_plan(&back, &part);
+            assert_eq!(back.requests, whole.requests);
+        }
+    }
+    // The one request has no mix, no order and no names.
+    let one = shard_to_proto(&plan(Stop::Requests(1000)));
+    assert!(one.mix.is_empty() && one.order.is_none());
+    assert_eq!(shard_names(&one), 0);
+}
+
+#[test]
+fn a_mixs_requests_are_checked_like_the_one_request_and_counted_before_they_are_copied() {
+    let mut p = plan(Stop::Requests(100));
+    p.requests = mix(Order::InTurn);
+    let good = shard_to_proto(&p);
+    type Spoil = Box<dyn Fn(&mut v1::Shard)>;
+    let cases: Vec<(&str, Spoil)> = vec![
+        ("bad method", Box::new(|s| s.mix[1].method = "GET / HTTP/1.1\r\n".into())),
+        ("bad method", Box::new(|s| s.mix[1].method = String::new())),
+        ("bad header", Box::new(|s| s.mix[2].headers.push(v1::Header { name: "a".into(), value: "v\r\nX: y".into() }))),
+        ("bad header", Box::new(|s| s.mix[0].headers.push(v1::Header { name: "a b".into(), value: "v".into() }))),
+        ("bad path", Box::new(|s| s.mix[1].path_and_query = "/x HTTP/1.1\r\nX: y".into())),
+        ("bad path", Box::new(|s| s.mix[1].path_and_query = "/a b".into())),
+        ("bad path", Box::new(|s| s.mix[1].path_and_query = "x".into())),
+        ("bad path", Box::new(|s| s.mix[1].path_and_query = String::new())),
+        ("without an order", Box::new(|s| s.order = None)),
+        ("beside the one request", Box::new(|s| s.method = "GET".into())),
+        ("beside the one request", Box::new(|s| s.body = b"x".to_vec())),
+        ("beside the one request", Box::new(|s| s.headers.push(v1::Header { name: "a".into(), value: "b".into() }))),
+        ("more than the 100000", Box::new(|s| s.mix = vec![s.mix[0].clone(); MAX_REQUESTS + 1])),
+        ("an order for a mix without requests", Box::new(|s| s.mix.clear())),
+    ];
+    for (why, spoil) in cases {
+        let mut shard = good.clone();
+        spoil(&mut shard);
+        let err = shard_from_proto(&shard).expect_err(why).to_string();
+        assert!(err.contains(why), "{why}: {err}");
+    }
+    // Names past the limit: Plan::validate's call, which the worker makes on every shard.
+    let mut many = good.clone();
+    many.mix = (0..=MAX_NAMES)
+        .map(|i| v1::MixRequest {
+            name: i.to_string(),
+            method: "GET".into(),
+            path_and_query: "/".into(),
+            ..Default::default()
+        })
+        .collect();
+    let err = shard_from_proto(&many).expect_err("too many names").to_string();
+    assert!(err.contains("1001 names"), "{err}");
+    many.mix.pop();
+    assert!(shard_from_proto(&many).is_ok(), "as many names as a run may have");
 }
 
 fn sample_stats() -> Stats {
@@ -262,8 +344,41 @@ fn sample_stats() -> Stats {
     s
 }
 
+/// `sample_stats` with statistics for names 0 and 2 of a mix: one with errors and status
+/// codes beside its latencies, one with an error only (no latency at all); name 1 has none.
+fn sample_stats_with_names() -> Stats {
+    let mut s = sample_stats();
+    let home = s.names.entry(0);
+    home.counters.ok = 900;
+    home.counters.add_status(200, 890);
+    home.counters.add_status(404, 10);
+    home.counters.add_errors(ErrorKind::Timeout, 3);
+    for v in 0..900u64 {
+        home.latency.record(v * v * 51 + 2_000).expect("in range");
+        home.ttfb.record(v * 977 + 1_500).expect("in range");
+    }
+    s.names.entry(2).counters.add_errors(ErrorKind::Reset, 1);
+    s
+}
+
+fn assert_same_histogram(x: &hdrhistogram::Histogram<u64>, y: &hdrhistogram::Histogram<u64>) {
+    assert_eq!(x.len(), y.len());
+    assert_eq!(x.min(), y.min());
+    assert_eq!(x.max(), y.max());
+    for q in [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0] {
+        assert_eq!(x.value_at_quantile(q), y.value_at_quantile(q), "quantile {q}");
+    }
+    assert_eq!(x, y);
+}
+
 fn assert_same_stats(a: &Stats, b: &Stats) {
     assert_eq!(a.counters, b.counters);
+    assert_eq!(a.names.iter().map(|(i, _)| i).collect::<Vec<_>>(), b.names.iter().map(|(i, _)| i).collect::<Vec<_>>());
+    for ((_, x), (_, y)) in a.names.iter().zip(b.names.iter()) {
+        assert_eq!(x.counters, y.counters);
+        assert_same_histogram(&x.latency, &y.latency);
+        assert_same_histogram(&x.ttfb, &y.ttfb);
+    }
     for (x, y) in [
         (&a.histograms.latency, &b.histograms.latency),
         (&a.histograms.connect, &b.histograms.connect),
@@ -272,20 +387,14 @@ fn assert_same_stats(a: &Stats, b: &Stats) {
         (&a.histograms.service, &b.histograms.service),
         (&a.histograms.lateness, &b.histograms.lateness),
     ] {
-        assert_eq!(x.len(), y.len());
-        assert_eq!(x.min(), y.min());
-        assert_eq!(x.max(), y.max());
-        for q in [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0] {
-            assert_eq!(x.value_at_quantile(q), y.value_at_quantile(q), "quantile {q}");
-        }
-        assert_eq!(x, y);
+        assert_same_histogram(x, y);
     }
 }
 
 #[test]
 fn stats_survive_the_wire_exactly() {
     let s = sample_stats();
-    let back = stats_from_proto(&stats_to_proto(&s)).expect("decodes");
+    let back = stats_from_proto(&stats_to_proto(&s), 0).expect("decodes");
     assert_same_stats(&s, &back);
     assert_eq!(back.counters.statuses().collect::<Vec<_>>(), vec![(200, 1200), (404, 30), (503, 4)]);
     assert_eq!(back.counters.errors_of(ErrorKind::Tls), 41);
@@ -294,8 +403,50 @@ fn stats_survive_the_wire_exactly() {
 }
 
 #[test]
+fn stats_per_name_survive_the_wire_exactly_and_names_without_any_stay_absent() {
+    let s = sample_stats_with_names();
+    let wire = stats_to_proto(&s);
+    assert_eq!(wire.names.iter().map(|n| n.index).collect::<Vec<_>>(), [0, 2], "only names with counts are sent");
+    assert!(wire.names[1].latency.is_empty() && wire.names[1].first_byte.is_empty(), "no latency, no bytes");
+    let back = stats_from_proto(&wire, 3).expect("decodes");
+    assert_same_stats(&s, &back);
+    assert!(back.names.get(1).is_none());
+    let home = back.names.get(0).expect("sent");
+    assert_eq!(home.counters.statuses().collect::<Vec<_>>(), [(200, 890), (404, 10)]);
+    assert_eq!((home.counters.ok, home.counters.errors_of(ErrorKind::Timeout), home.latency.len()), (900, 3, 900));
+    let reset = back.names.get(2).expect("sent");
+    assert_eq!((reset.counters.errors(), reset.latency.len(), reset.ttfb.len()), (1, 0, 0));
+}
+
+#[test]
+fn stats_for_a_name_the_mix_does_not_have_or_for_one_twice_are_refused() {
+    let wire = stats_to_proto(&sample_stats_with_names());
+    let err = stats_from_proto(&wire, 2).expect_err("past the mix").to_string();
+    assert!(err.contains("name 2, past the 2 names of its mix"), "{err}");
+    let err = stats_from_proto(&wire, 0).expect_err("no mix").to_string();
+    assert!(err.contains("name 0 in a run without a mix"), "{err}");
+    // However many names the caller says, no index reaches MAX_NAMES.
+    let mut far = wire.clone();
+    far.names[1].index = MAX_NAMES as u32;
+    let err = stats_from_proto(&far, usize::MAX).expect_err("past every mix").to_string();
+    assert!(err.contains(&format!("name {MAX_NAMES}, past the {MAX_NAMES} names")), "{err}");
+    far.names[1].index = u32::MAX;
+    assert!(matches!(stats_from_proto(&far, usize::MAX), Err(WireError::Stats(_))));
+    let mut twice = wire.clone();
+    twice.names[1].index = 0;
+    let err = stats_from_proto(&twice, 3).expect_err("twice").to_string();
+    assert!(err.contains("name 0 twice"), "{err}");
+    let mut broken = wire.clone();
+    broken.names[0].first_byte = b"garbage".to_vec();
+    assert!(matches!(stats_from_proto(&broken, 3), Err(WireError::Histogram(_))));
+    let mut broken = wire;
+    broken.names[0].counters.as_mut().expect("counters").status.insert(1_000, 1);
+    assert!(matches!(stats_from_proto(&broken, 3), Err(WireError::Stats(_))));
+}
+
+#[test]
 fn absent_stats_are_empty() {
-    let empty = stats_from_proto(&v1::Stats::default()).expect("empty is fine");
+    let empty = stats_from_proto(&v1::Stats::default(), 0).expect("empty is fine");
     assert_same_stats(&empty, &Stats::new());
 }
 
@@ -303,13 +454,13 @@ fn absent_stats_are_empty() {
 fn broken_stats_are_refused() {
     let mut p = stats_to_proto(&sample_stats());
     p.latency = b"garbage".to_vec();
-    assert!(matches!(stats_from_proto(&p), Err(WireError::Histogram(_))));
+    assert!(matches!(stats_from_proto(&p, 0), Err(WireError::Histogram(_))));
     let mut p = stats_to_proto(&sample_stats());
     p.counters.as_mut().expect("counters").status.insert(70_000, 1);
-    assert!(matches!(stats_from_proto(&p), Err(WireError::Stats(_))));
+    assert!(matches!(stats_from_proto(&p, 0), Err(WireError::Stats(_))));
     let mut p = stats_to_proto(&sample_stats());
     p.counters.as_mut().expect("counters").retry_after.insert(1_000, 1);
-    assert!(matches!(stats_from_proto(&p), Err(WireError::Stats(_))));
+    assert!(matches!(stats_from_proto(&p, 0), Err(WireError::Stats(_))));
 }
 
 #[test]
@@ -340,19 +491,19 @@ fn events_survive_the_wire() {
         interrupted: true,
         error_samples: vec![(ErrorKind::Reset, "connection reset by peer".into())],
         stream_limit: Some(16),
-        warm_up: Some(sample_stats()),
+        warm_up: Some(sample_stats_with_names()),
         stopped_by: Some("the worker got SIGTERM and shut down".into()),
     };
     let events = vec![
         Event::Accepted { threads: 4, connections: 64, ring: ring.clone() },
         Event::Ready { connected: 63, failed: 1 },
         Event::Started { at_nanos: 123_456_789_012 },
-        Event::Interval { second: 3, delta: sample_stats() },
+        Event::Interval { second: 3, delta: sample_stats_with_names() },
         Event::Finished(Box::new(outcome)),
         Event::Failed("the target went away".into()),
     ];
     for event in events {
-        let back = event_from_proto(event_to_proto(event.clone())).expect("decodes");
+        let back = event_from_proto(event_to_proto(event.clone()), 3).expect("decodes");
         match (&event, &back) {
             (
                 Event::Accepted { threads: a, connections: b, ring: r },
@@ -397,5 +548,8 @@ fn events_survive_the_wire() {
             _ => panic!("{event:?} came back as {back:?}"),
         }
     }
-    assert!(matches!(event_from_proto(v1::RunEvent { event: None }), Err(WireError::EmptyEvent)));
+    assert!(matches!(event_from_proto(v1::RunEvent { event: None }, 0), Err(WireError::EmptyEvent)));
+    // A worker's names are held to its shard's mix in every event that carries statistics.
+    let interval = Event::Interval { second: 1, delta: sample_stats_with_names() };
+    assert!(matches!(event_from_proto(event_to_proto(interval), 2), Err(WireError::Stats(_))));
 }

@@ -1,12 +1,12 @@
 use serde_json::Value;
-use volley_engine::{ErrorKind, Stats};
+use volley_engine::{ErrorKind, MAX_NAMES, Stats, new_histogram};
 
 use super::{LONGEST_SECONDS, from_texts};
 use crate::error::CliError;
-use crate::report::{Report, WarmUp, WorkerLine};
+use crate::report::{Report, WarmUp, WorkerLine, mix_fixture};
 
 /// A report as `-j` writes it, from a run that measured something of every kind a report
-/// carries: latencies over several orders of magnitude, statuses, errors, a warm-up.
+/// carries: latencies over several orders of magnitude, statuses, errors, a warm-up, a mix.
 fn real_report() -> Value {
     let mut stats = Stats::new();
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -19,8 +19,16 @@ fn real_report() -> Value {
         stats.histograms.connect.record(v / 3).unwrap();
         stats.histograms.ttfb.record(v / 2).unwrap();
         stats.counters.ok += 1;
-        stats.counters.status(if x.is_multiple_of(7) { 503 } else { 200 });
+        let status = if x.is_multiple_of(7) { 503 } else { 200 };
+        stats.counters.status(status);
+        // Two names of a mix of three share the requests; the third has none.
+        let name = stats.names.entry(usize::from(x.is_multiple_of(3)) * 2);
+        name.latency.record(v).unwrap();
+        name.ttfb.record(v / 2).unwrap();
+        name.counters.ok += 1;
+        name.counters.status(status);
     }
+    stats.names.entry(0).counters.add_errors(ErrorKind::Timeout, 3);
     stats.counters.add_errors(ErrorKind::Timeout, 3);
     stats.counters.connects = 4;
     stats.counters.bytes_sent = 51_000;
@@ -34,6 +42,7 @@ fn real_report() -> Value {
     line.client_cpu = std::time::Duration::from_millis(250);
     let mut report = Report::from_workers("http://127.0.0.1:8080/".into(), vec![line], false, false, Vec::new());
     report.warm_up = report.warm_up.take().map(|w| WarmUp { seconds: 2, ..w });
+    report.names = vec!["home".into(), "none yet".into(), "login".into()];
     crate::output::report_json(&report, &[])
 }
 
@@ -59,6 +68,100 @@ fn a_real_report_reads_back_with_its_numbers() {
     assert_eq!(merged.stats.counters.ok, 1_000);
     assert_eq!(merged.stats.counters.errors_of(ErrorKind::Timeout), 6);
     assert_eq!(merged.client_cpu, std::time::Duration::from_millis(500));
+}
+
+/// The mix fixture's run as worker `worker` alone measured it, saved as `-j` writes it.
+fn saved_part(worker: usize) -> (String, String) {
+    let line = WorkerLine::measured("local", mix_fixture::worker_stats(worker));
+    let mut report = Report::from_workers("http://x/".into(), vec![line], false, false, Vec::new());
+    report.names = mix_fixture::NAMES.map(String::from).to_vec();
+    named(&format!("part{worker}.json"), &crate::output::report_json(&report, &[]))
+}
+
+#[test]
+fn a_mix_reads_back_with_its_names_and_two_saved_parts_merge_exactly() {
+    let merged = from_texts(&[saved_part(0), saved_part(1)]).unwrap();
+    assert_eq!(merged.names, mix_fixture::NAMES);
+    for (index, _) in mix_fixture::NAMES.iter().enumerate() {
+        let mut all = new_histogram();
+        (0..2).flat_map(|w| mix_fixture::latencies(w, index)).for_each(|v| all.record(v).unwrap());
+        match merged.stats.names.get(index) {
+            Some(name) => {
+                assert_eq!(name.latency, all, "name {index}");
+                assert_eq!(name.counters.ok, all.len());
+                for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+                    assert_eq!(
+                        name.latency.value_at_quantile(q),
+                        all.value_at_quantile(q),
+                        "name {index}, quantile {q}"
+                    );
+                }
+            }
+            // Saved with no request finished, read back the same: a name without statistics.
+            None => assert!(all.is_empty(), "name {index} lost its statistics"),
+        }
+    }
+    let home = merged.stats.names.get(0).expect("home");
+    assert_eq!(home.counters.statuses().collect::<Vec<_>>(), [(200, 13), (404, 1)]);
+    assert_eq!(home.counters.errors_of(ErrorKind::Timeout), 1);
+    // And the merge is written again with every name, in the same order.
+    let json = crate::output::report_json(&merged, &[]);
+    assert_eq!(json["names"].as_array().map(Vec::len), Some(3));
+    assert_eq!(json["names"][0]["requests"]["total"], 15);
+}
+
+#[test]
+fn reports_of_different_mixes_merge_by_name_in_order_of_appearance() {
+    let (_, text) = saved_part(0);
+    let mut other: Value = serde_json::from_str(&text).unwrap();
+    // The second report's mix: "login" first, then a name the first report does not have.
+    let names = other["names"].as_array_mut().unwrap();
+    names.swap(0, 2);
+    names[1]["name"] = "checkout".into();
+    let merged = from_texts(&[saved_part(0), named("other.json", &other)]).unwrap();
+    assert_eq!(merged.names, ["home", "search", "login", "checkout"]);
+    let ok = |index: usize| merged.stats.names.get(index).map_or(0, |n| n.counters.ok);
+    assert_eq!((ok(0), ok(1), ok(2), ok(3)), (18, 0, 6, 0));
+}
+
+#[test]
+fn a_report_from_before_mixes_reads_back_without_names() {
+    let mut old = real_report();
+    old.as_object_mut().unwrap().remove("names");
+    let read = from_texts(&[named("old.json", &old)]).unwrap();
+    assert!(read.names.is_empty() && read.stats.names.is_empty());
+    // Beside one with names, the old one's requests are in the run's numbers only.
+    let both = from_texts(&[named("old.json", &old), named("new.json", &real_report())]).unwrap();
+    assert_eq!(both.names, ["home", "none yet", "login"]);
+    assert_eq!(both.stats.counters.ok, 1_000);
+    assert_eq!(both.stats.names.iter().map(|(_, n)| n.counters.ok).sum::<u64>(), 500);
+}
+
+#[test]
+fn names_twice_past_the_limit_or_with_a_latency_count_that_disagrees_are_refused() {
+    let mut twice = real_report();
+    twice["names"][1]["name"] = "home".into();
+    let line = refusal(&[named("twice.json", &twice)]);
+    assert!(line.contains("names/1: 'home' is there twice"), "{line}");
+    let mut many = real_report();
+    let first = many["names"][0].clone();
+    many["names"] = (0..=MAX_NAMES)
+        .map(|i| {
+            let mut name = first.clone();
+            name["name"] = i.to_string().into();
+            name
+        })
+        .collect();
+    let line = refusal(&[named("many.json", &many)]);
+    assert!(line.contains("1001 names is more than the 1000"), "{line}");
+    let mut lying = real_report();
+    lying["names"][2]["requests"]["ok"] = 1.into();
+    let line = refusal(&[named("lying.json", &lying)]);
+    assert!(line.contains("names/2 ('login')") && line.contains("latency histogram"), "{line}");
+    let mut huge = real_report();
+    huge["names"][0]["errors"]["reset"] = u64::MAX.into();
+    let line = refusal(&[named("a.json", &real_report()), named("huge.json", &huge)]);
+    assert!(line.starts_with("huge.json: ") && line.contains("'home'") && line.contains("64-bit"), "{line}");
 }
 
 #[test]
