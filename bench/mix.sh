@@ -57,6 +57,7 @@ write_targets() { # url file
   head -c 1000 /dev/zero | tr '\0' x >"$body"
   cat >"$2" <<EOF
 GET $origin/
+
 # name: list
 GET $origin/items?page=1
 Accept: application/json
