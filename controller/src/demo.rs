@@ -1,7 +1,8 @@
 //! `volley demo`: the whole product in one command. The built-in target and two workers on
-//! loopback ports, three distributed runs across them (HTTP/1.1, then HTTP/2 on the same port,
-//! then HTTP/3 on a second built-in server with a self-signed certificate), and for each the
-//! merged report with its per-worker breakdown.
+//! loopback ports, four distributed runs across them (HTTP/1.1, then HTTP/2 on the same port,
+//! then HTTP/3 on a second built-in server with a self-signed certificate, then a mix of four
+//! named requests from a targets file), and for each the merged report with its per-worker
+//! breakdown.
 
 use clap::Parser;
 
@@ -34,7 +35,12 @@ pub(crate) fn run() -> Result<(), CliError> {
     let addrs: Vec<String> = workers.iter().map(|w| w.addr().to_string()).collect();
     eprintln!("volley demo: built-in servers on {url} and {quic_url} (HTTP/3); workers on {}", addrs.join(" and "));
     let list = addrs.join(",");
-    let parts: [(&str, &volley_serve::Server, &str, &[&str]); 3] = [
+    // The mix's targets file, in the temp directory for the demo's length.
+    let targets = std::env::temp_dir().join(format!("volley-demo-{}.http", std::process::id()));
+    std::fs::write(&targets, DEMO_TARGETS).map_err(|e| CliError::Serve(format!("{}: {e}", targets.display())))?;
+    let targets = RemovedOnDrop(targets);
+    let targets_path = targets.0.to_string_lossy().into_owned();
+    let parts: [(&str, &volley_serve::Server, &str, &[&str]); 4] = [
         ("HTTP/1.1, 2 s with 32 connections split between the workers", &server, &url, &["-c", "32"]),
         (
             "HTTP/2 on the same port (h2c, prior knowledge), 2 s with 8 connections × 16 streams",
@@ -47,6 +53,12 @@ pub(crate) fn run() -> Result<(), CliError> {
             &quic_server,
             &quic_url,
             &["-c", "8", "--http3", "-p", "16", "-k"],
+        ),
+        (
+            "a mix of four requests under three names (--targets), 2 s with 16 connections: each name reported apart",
+            &server,
+            &url,
+            &["-c", "16", "--targets", &targets_path],
         ),
     ];
     let mut outcome = Ok(());
@@ -71,3 +83,28 @@ pub(crate) fn run() -> Result<(), CliError> {
     }
     outcome
 }
+
+/// A file that goes when the demo does, however it ends.
+struct RemovedOnDrop(std::path::PathBuf);
+
+impl Drop for RemovedOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The demo's mix: paths only, the origin being the built-in server's URL.
+const DEMO_TARGETS: &str = "\
+# name: list items
+GET /items?page=1
+
+# name: list items
+GET /items?page=2
+
+# name: item
+GET /items/42
+
+# name: create item
+POST /items
+Content-Type: application/json
+";

@@ -153,6 +153,11 @@ fn the_example_files_in_both_formats_are_the_same_mix() {
     assert_eq!(http.origin.to_string(), "http://127.0.0.1:8080/", "volley serve's default address");
     assert_eq!(http.origin, json.origin);
     assert_eq!(http.requests, json.requests);
+    // paths.http is the same mix with paths, for the command line's URL to give the origin.
+    let url = Target::parse("http://127.0.0.1:8080").expect("a URL");
+    let paths = read(&examples.join("paths.http"), None, Some(&url)).expect("examples/targets/paths.http");
+    assert_eq!(paths.origin, http.origin);
+    assert_eq!(paths.requests, http.requests);
     let names: Vec<&str> = http.requests.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["list users", "list users", "GET /users/42", "POST /users"]);
     assert_eq!(http.requests[3].spec.body, br#"{"name":"Ada","email":"ada@example.com"}"#);
