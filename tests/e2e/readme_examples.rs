@@ -418,7 +418,16 @@ fn run_load_example(example: &Example) {
         let seen = server.last_request().expect("a request");
         let data = example.has("-d") || example.has("--data");
         let method = example.value("-m").or(example.value("--method")).unwrap_or(if data { "POST" } else { "GET" });
-        assert_eq!(server.methods().keys().collect::<Vec<_>>(), [method], "methods received");
+        let methods = match example.value("--targets") {
+            // A targets file's requests: its methods, and each of its names in the report.
+            Some(file) => {
+                let names = r["names"].as_array().map_or(0, Vec::len);
+                assert!(names > 0, "a targets run without names: {r}");
+                targets_methods(file)
+            }
+            None => vec![method.to_string()],
+        };
+        assert_eq!(server.methods().keys().cloned().collect::<Vec<_>>(), methods, "methods received");
         if data {
             assert_eq!(String::from_utf8_lossy(&seen.body), BODY, "the body received");
         }
@@ -522,4 +531,23 @@ fn readme_examples_are_split_as_sh_splits_them() {
     assert_eq!(seconds("1m30s"), Some(90.0));
     assert_eq!(seconds("500ms"), Some(0.5));
     assert_eq!(seconds("3x"), None);
+}
+
+/// The methods a targets file (vegeta's http format) lists, sorted and once each: its request
+/// lines are `METHOD URL-or-path`.
+fn targets_methods(file: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut methods: Vec<String> = text
+        .lines()
+        .filter_map(|line| {
+            let (method, rest) = line.split_once(' ')?;
+            let request = !method.is_empty()
+                && method.bytes().all(|b| b.is_ascii_uppercase())
+                && (rest.starts_with('/') || rest.starts_with("http"));
+            request.then(|| method.to_string())
+        })
+        .collect();
+    methods.sort();
+    methods.dedup();
+    methods
 }

@@ -245,6 +245,7 @@ fn a_mix_survives_the_wire_exactly_in_every_part_of_a_split() {
     for order in [Order::InTurn, Order::Random { seed: 0xfeed_beef_dead_0001 }] {
         let mut whole = plan(Stop::Requests(1000));
         whole.requests = mix(order);
+        let mut seeds = Vec::new();
         for part in whole.split(3) {
             let wire = shard_to_proto(&part);
             assert_eq!(wire.mix.len(), 3);
@@ -252,8 +253,16 @@ fn a_mix_survives_the_wire_exactly_in_every_part_of_a_split() {
             assert_eq!(shard_names(&wire), 2);
             let back = shard_from_proto(&wire).expect("valid");
             assert_same_plan(&back, &part);
-            assert_eq!(back.requests, whole.requests);
+            assert_eq!(back.requests, part.requests);
+            let (Some(back), Some(whole)) = (back.requests.mix(), whole.requests.mix()) else { panic!("a mix") };
+            assert_eq!(back.requests, whole.requests, "every part has the whole mix");
+            if let Order::Random { seed } = back.order {
+                seeds.push(seed);
+            }
         }
+        // A random order's parts each draw their own sequence.
+        seeds.dedup();
+        assert_eq!(seeds.len(), if order == Order::InTurn { 0 } else { 3 }, "{seeds:?}");
     }
     // The one request has no mix, no order and no names.
     let one = shard_to_proto(&plan(Stop::Requests(1000)));
