@@ -132,6 +132,11 @@ mod tests {
         let shards = split(&whole, 2).unwrap();
         assert_eq!(shards.iter().map(|s| s.connections).collect::<Vec<_>>(), vec![3, 2]);
         assert_eq!(shards.iter().map(|s| s.stop).collect::<Vec<_>>(), vec![Stop::Requests(4), Stop::Requests(3)]);
-        assert!(shards.iter().all(|s| s.requests == whole.requests));
+        let requests = |r: &Requests| r.mix().map(|m| m.requests.clone());
+        assert!(shards.iter().all(|s| requests(&s.requests) == requests(&whole.requests)));
+        // Each worker draws its own random sequence.
+        let seeds: Vec<Order> = shards.iter().filter_map(|s| s.requests.mix().map(|m| m.order)).collect();
+        assert_eq!(seeds.len(), 2);
+        assert_ne!(seeds[0], seeds[1]);
     }
 }
