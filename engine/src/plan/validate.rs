@@ -57,8 +57,14 @@ impl Plan {
             if names > MAX_NAMES {
                 return bad(Setting::Targets, format!("{names} names is more than the {MAX_NAMES} a run may have"));
             }
-            if let Some(r) = mix.requests.iter().find(|r| !r.path_and_query.starts_with('/')) {
-                return bad(Setting::Targets, format!("{}: a path must start with /", r.name));
+            // The path goes into the request line as it is: a blank or a control byte (a line
+            // break) would end it early or smuggle a request of its own.
+            let bad_path = |p: &str| !p.starts_with('/') || p.bytes().any(|b| b <= b' ' || b == 0x7f);
+            if let Some(r) = mix.requests.iter().find(|r| bad_path(&r.path_and_query)) {
+                return bad(
+                    Setting::Targets,
+                    format!("{}: a path must start with / and hold no blank or control character", r.name),
+                );
             }
         }
         // A mix's bodies together: they travel to a worker in one shard message, like one

@@ -85,3 +85,20 @@ fn a_mix_past_the_names_limit_or_with_bodies_past_the_body_limit_is_refused() {
     p.requests = Requests::Mix(Mix { requests: vec![], order: Order::InTurn });
     assert!(p.validate().unwrap_err().to_string().contains("at least one request"));
 }
+
+#[test]
+fn a_mix_path_that_does_not_start_with_a_slash_or_holds_a_blank_or_a_line_break_is_refused() {
+    for path in ["users", "/a b", "/a\r\nX: y", "/a\u{7f}"] {
+        let mut p = plan(Stop::Requests(1));
+        p.requests = Requests::Mix(Mix {
+            requests: vec![NamedRequest {
+                name: "n".into(),
+                path_and_query: path.into(),
+                spec: RequestSpec::new("GET", vec![], vec![]),
+            }],
+            order: Order::InTurn,
+        });
+        let why = p.validate().expect_err(path).to_string();
+        assert!(why.contains("a path must start with /"), "{path:?}: {why}");
+    }
+}
