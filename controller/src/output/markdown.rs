@@ -1,5 +1,5 @@
 //! A Markdown summary for CI step summaries ($GITHUB_STEP_SUMMARY and the like): the verdict,
-//! the thresholds, the headline numbers and the warnings.
+//! the thresholds, the headline numbers, a mix's names and the warnings.
 
 use std::fmt::Write;
 
@@ -61,13 +61,65 @@ pub(crate) fn summary(report: &Report, verdicts: &[Verdict]) -> String {
     if !statuses.is_empty() {
         let _ = writeln!(out, "Status codes: {}\n", statuses.join(", "));
     }
+    names(&mut out, report);
     for w in report.warnings() {
         let _ = writeln!(out, "> **Warning:** {}\n", cell(&w));
     }
     out
 }
 
+/// A mix's names, a row each in the file's order: requests, errors, p50 and p99 (ms), statuses.
+fn names(out: &mut String, report: &Report) {
+    let mut lines = report.name_lines().peekable();
+    if lines.peek().is_none() {
+        return;
+    }
+    out.push_str("| Name | Requests | OK | Errors | p50 (ms) | p99 (ms) | Status codes |\n");
+    out.push_str("| --- | --: | --: | --: | --: | --: | --- |\n");
+    for line in lines {
+        let (c, lat) = (&line.stats.counters, &line.stats.latency);
+        let ms = |q: f64| {
+            if lat.is_empty() { "–".to_string() } else { format!("{:.3}", lat.value_at_quantile(q) as f64 / 1e6) }
+        };
+        let statuses: Vec<String> = c.statuses().map(|(code, n)| format!("{code}: {n}")).collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            cell(line.name),
+            c.total(),
+            c.ok,
+            c.errors(),
+            ms(0.5),
+            ms(0.99),
+            statuses.join(", ")
+        );
+    }
+    out.push('\n');
+}
+
 /// Text safe inside a table cell or a heading: no pipes, no line breaks.
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::mix_fixture;
+
+    #[test]
+    fn a_mix_has_a_row_per_name_in_the_files_order_and_a_run_without_one_has_none() {
+        let report = mix_fixture::report();
+        let text = summary(&report, &[]);
+        let rows: Vec<&str> =
+            text.lines().filter(|l| mix_fixture::NAMES.iter().any(|n| l.starts_with(&format!("| {n} |")))).collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(rows[0].starts_with("| home | 15 | 14 | 1 |"), "{text}");
+        assert!(rows[0].ends_with("| 200: 13, 404: 1 |"), "{text}");
+        assert!(rows[1].starts_with("| search | 0 | 0 | 0 | – | – |"), "{text}");
+        assert!(rows[2].starts_with("| login | 3 | 3 | 0 | 0.500 |"), "{text}");
+        let mut plain = report;
+        plain.names.clear();
+        assert!(!summary(&plain, &[]).contains("| Name |"));
+    }
 }
