@@ -10,7 +10,7 @@ use std::time::Duration;
 use volley_engine::{
     ConnectionIndices, Counters, ErrorKind, HistogramError, Load, MAX_NAMES, MAX_REQUESTS, Mix, NameStats,
     NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Stage, Stats, Stop,
-    Target, TargetError, TlsOptions, decode_histogram, encode_histogram, new_histogram,
+    Target, TargetError, TlsOptions, decode_histogram, encode_histogram, is_request_path, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -204,9 +204,9 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
     };
     let mut requests = Vec::with_capacity(shard.mix.len());
     for r in &shard.mix {
-        // The path goes into the request line (and HTTP/2's :path) as it is, like a header:
+        // Checked here too, before the rest is copied, so that the refusal names the path;
         // the URL's own path is held to the same rule by `Target::parse`.
-        if !r.path_and_query.starts_with('/') || r.path_and_query.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        if !is_request_path(&r.path_and_query) {
             return Err(WireError::Shard(format!(
                 "{}: bad path '{}'",
                 r.name.escape_debug(),

@@ -77,7 +77,10 @@ async fn drive_run(
     mut commands: UnboundedReceiver<Command>,
 ) -> Result<(), String> {
     let channel = connect(address, access).await?;
-    let reply_limit = reply_limit(wire::shard_names(&part.shard));
+    // Statistics for names the shard does not have are refused as they are decoded, and the
+    // replies are bounded by how many it has.
+    let names = wire::shard_names(&part.shard);
+    let reply_limit = reply_limit(names);
     let token = access.token.clone();
     let mut client = WorkerClient::with_interceptor(channel, move |mut request: tonic::Request<()>| {
         if let Some(token) = &token {
@@ -129,8 +132,6 @@ async fn drive_run(
     let offset = clock_sync::estimate(&probes).ok_or("no clock probe answered")?;
     let _ = events.send((index, LinkEvent::Synced(offset)));
 
-    // Statistics for names the shard does not have are refused as they are decoded.
-    let names = wire::shard_names(&shard);
     let (out, out_rx) = tokio::sync::mpsc::channel::<v1::RunCommand>(16);
     let send = |command| v1::RunCommand { command: Some(command) };
     out.send(send(v1::run_command::Command::Shard(shard))).await.map_err(|_| "the run stream closed")?;

@@ -9,7 +9,7 @@ mod validate;
 
 pub(crate) use ramp::ConnectionRamp;
 pub use ramp::{ConnectionIndices, connections_at};
-pub use requests::{MAX_NAMES, MAX_REQUESTS, Mix, NamedRequest, Order, Requests};
+pub use requests::{MAX_NAMES, MAX_REQUESTS, Mix, NamedRequest, Order, Requests, is_request_path};
 pub(crate) use stages::Curve;
 pub use stages::{MAX_STAGES, Stage, requested_between, stage_at};
 pub use validate::{PlanError, Setting};

@@ -48,6 +48,13 @@ pub enum Order {
     Random { seed: u64 },
 }
 
+/// Whether `path` may go into a request line (and HTTP/2's and HTTP/3's `:path`) as it is: it
+/// starts with `/` and holds no blank or control byte, which would end the line early or
+/// smuggle in a request of its own.
+pub fn is_request_path(path: &str) -> bool {
+    path.starts_with('/') && !path.bytes().any(|b| b <= b' ' || b == 0x7f)
+}
+
 impl Requests {
     /// Every request, with the path it goes to (`default_path` for the one request).
     pub(crate) fn each<'a>(&'a self, default_path: &'a str) -> Vec<(&'a str, &'a RequestSpec)> {

@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use super::is_request_path;
+
 use super::{
     Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_STAGES,
     MAX_STREAMS, MAX_THREADS, Plan, Protocol, Stop,
@@ -57,10 +59,7 @@ impl Plan {
             if names > MAX_NAMES {
                 return bad(Setting::Targets, format!("{names} names is more than the {MAX_NAMES} a run may have"));
             }
-            // The path goes into the request line as it is: a blank or a control byte (a line
-            // break) would end it early or smuggle a request of its own.
-            let bad_path = |p: &str| !p.starts_with('/') || p.bytes().any(|b| b <= b' ' || b == 0x7f);
-            if let Some(r) = mix.requests.iter().find(|r| bad_path(&r.path_and_query)) {
+            if let Some(r) = mix.requests.iter().find(|r| !is_request_path(&r.path_and_query)) {
                 return bad(
                     Setting::Targets,
                     format!("{}: a path must start with / and hold no blank or control character", r.name),
