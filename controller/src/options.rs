@@ -128,6 +128,7 @@ pub(crate) fn check(plan: &Plan) -> Result<(), CliError> {
             Setting::WarmUp => "--warm-up",
             Setting::Hold => "--max-hold",
             Setting::Targets => "--targets",
+            Setting::Scenario => "--scenario",
         };
         CliError::Usage(format!("{flag}: {e}"))
     })
@@ -728,9 +729,9 @@ mod tests {
             ]
         );
         let random = plan_of(&["--targets", &file, "--targets-order", "random", "--seed", "7"]).expect("a plan");
-        assert_eq!(random.requests.mix().map(|m| m.order), Some(Order::Random { seed: 7 }));
+        assert_eq!(random.requests.mix().map(|m| m.order.clone()), Some(Order::Random { seed: 7 }));
         let unseeded = plan_of(&["--targets", &file, "--targets-order", "random"]).expect("a plan");
-        assert_eq!(unseeded.requests.mix().map(|m| m.order), Some(Order::Random { seed: 0 }));
+        assert_eq!(unseeded.requests.mix().map(|m| m.order.clone()), Some(Order::Random { seed: 0 }));
         let given = plan_of(&["--targets", &file, "http://127.0.0.1:8080"]).expect("the URL as the origin");
         assert_eq!(given.target.to_string(), "http://127.0.0.1:8080/");
     }

@@ -10,7 +10,7 @@ use crate::driver::{self, GRO_BUF_SIZE, MIN_BUF_SIZE, Shared, ThreadDone, Thread
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
-use crate::plan::{Order, Plan, Protocol, Stop};
+use crate::plan::{Plan, Protocol, Stop};
 use crate::quic;
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::session::SessionConfig;
@@ -163,6 +163,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             .collect(),
         names,
         heads: requests.iter().map(|(_, spec)| spec.is_head()).collect(),
+        scenarios: plan.requests.mix().and_then(|mix| mix.order.scenarios()).map(|s| s.into()),
         tls,
         connect_timeout: plan.connect_timeout,
         keepalive: plan.keepalive,
@@ -187,10 +188,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             },
             load: part.load,
             warm_up_ticks: plan.warm_up_seconds(),
-            seed: match part.requests.mix().map(|mix| mix.order) {
-                Some(Order::Random { seed }) => Some(seed),
-                _ => None,
-            },
+            seed: part.requests.mix().and_then(|mix| mix.order.seed()),
             gate: control.gate.clone(),
             stop_flag: control.stop_flag.clone(),
             tx: tx.clone(),

@@ -8,9 +8,10 @@
 use std::time::Duration;
 
 use volley_engine::{
-    ConnectionIndices, Counters, ErrorKind, HistogramError, Load, MAX_NAMES, MAX_REQUESTS, Mix, NameStats,
-    NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Stage, Stats, Stop,
-    Target, TargetError, TlsOptions, decode_histogram, encode_histogram, is_request_path, new_histogram,
+    ConnectionIndices, Counters, ErrorKind, HistogramError, Load, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, Mix,
+    NameStats, NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario,
+    Stage, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram, is_request_path,
+    new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -44,7 +45,7 @@ pub fn shard_to_proto(plan: &Plan) -> v1::Shard {
     let (one, mix, order) = match &plan.requests {
         Requests::One(spec) => (Some(spec), Vec::new(), None),
         Requests::Mix(mix) => {
-            (None, mix.requests.iter().map(mix_request_to_proto).collect(), Some(order_to_proto(mix.order)))
+            (None, mix.requests.iter().map(mix_request_to_proto).collect(), Some(order_to_proto(&mix.order)))
         }
     };
     v1::Shard {
@@ -99,10 +100,17 @@ fn mix_request_to_proto(r: &NamedRequest) -> v1::MixRequest {
     }
 }
 
-fn order_to_proto(order: Order) -> v1::shard::Order {
+fn order_to_proto(order: &Order) -> v1::shard::Order {
     match order {
         Order::InTurn => v1::shard::Order::InTurn(v1::InTurn {}),
-        Order::Random { seed } => v1::shard::Order::RandomSeed(seed),
+        Order::Random { seed } => v1::shard::Order::RandomSeed(*seed),
+        Order::Scenarios { scenarios, seed } => v1::shard::Order::Scenarios(v1::Scenarios {
+            scenarios: scenarios
+                .iter()
+                .map(|s| v1::Scenario { name: s.name.clone(), weight: s.weight, steps: s.steps })
+                .collect(),
+            seed: *seed,
+        }),
     }
 }
 
@@ -197,9 +205,21 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
     if !shard.method.is_empty() || !shard.headers.is_empty() || !shard.body.is_empty() {
         return Err(invalid("a mix beside the one request's method, headers or body"));
     }
-    let order = match shard.order {
+    let order = match &shard.order {
         Some(v1::shard::Order::InTurn(v1::InTurn {})) => Order::InTurn,
-        Some(v1::shard::Order::RandomSeed(seed)) => Order::Random { seed },
+        Some(v1::shard::Order::RandomSeed(seed)) => Order::Random { seed: *seed },
+        Some(v1::shard::Order::Scenarios(s)) => {
+            // Counted before any is copied; the rest is `Plan::validate`'s to judge.
+            if s.scenarios.len() > MAX_SCENARIOS {
+                return Err(invalid("more scenarios than a run may have"));
+            }
+            let scenarios = s
+                .scenarios
+                .iter()
+                .map(|s| Scenario { name: s.name.clone(), weight: s.weight, steps: s.steps })
+                .collect();
+            Order::Scenarios { scenarios, seed: s.seed }
+        }
         None => return Err(invalid("a mix without an order")),
     };
     let mut requests = Vec::with_capacity(shard.mix.len());
@@ -310,6 +330,7 @@ fn counters_to_proto(c: &Counters) -> v1::Counters {
         late: c.late,
         blocked: c.blocked,
         unsent: c.unsent,
+        iterations: c.iterations,
         retry_after: c.retry_after.statuses().map(|(code, n)| (u32::from(code), n)).collect(),
         retry_after_largest_seconds: c.retry_after.largest_seconds,
         retry_after_dates: c.retry_after.dates,
@@ -388,6 +409,7 @@ fn counters_from_proto(c: &v1::Counters) -> Result<Counters, WireError> {
     into.late = c.late;
     into.blocked = c.blocked;
     into.unsent = c.unsent;
+    into.iterations = c.iterations;
     into.truncated = c.truncated;
     into.dropped_packets = c.dropped_packets;
     Ok(into)

@@ -135,7 +135,7 @@ mod tests {
         let requests = |r: &Requests| r.mix().map(|m| m.requests.clone());
         assert!(shards.iter().all(|s| requests(&s.requests) == requests(&whole.requests)));
         // Each worker draws its own random sequence.
-        let seeds: Vec<Order> = shards.iter().filter_map(|s| s.requests.mix().map(|m| m.order)).collect();
+        let seeds: Vec<Order> = shards.iter().filter_map(|s| s.requests.mix().map(|m| m.order.clone())).collect();
         assert_eq!(seeds.len(), 2);
         assert_ne!(seeds[0], seeds[1]);
     }

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use super::udp::UdpSend;
-use crate::session::Session;
+use crate::session::{Cursor, Session};
 use crate::tls::TlsSession;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,9 +54,9 @@ pub(crate) struct Conn {
     /// Open model: the session has room for a request and waits for the next one due (it is on
     /// the loop's `waiting` list).
     pub waiting: bool,
-    /// Which of the run's requests this slot sends next (see `session::Picker`), kept across
-    /// its connections; a failed set-up counts the request it claimed as this one.
-    pub next_request: u32,
+    /// Where this slot is in the run's requests (see `session::Picker`), kept across its
+    /// connections; a failed set-up counts the request it was opened for as the next one.
+    pub cursor: Cursor,
 }
 
 /// What carries a connection's bytes. A run's connections all have the same kind (the
@@ -110,8 +110,8 @@ impl Transport {
 
 impl Conn {
     /// An idle connection of a run over UDP (`udp`) or TCP, whose first request is
-    /// `next_request`.
-    pub(crate) fn new(now: Instant, udp: bool, next_request: u32) -> Self {
+    /// `first_request`.
+    pub(crate) fn new(now: Instant, udp: bool, first_request: u32) -> Self {
         Conn {
             phase: Phase::Idle,
             generation: 0,
@@ -126,7 +126,7 @@ impl Conn {
             send_buf: Vec::new(),
             dirty: false,
             waiting: false,
-            next_request,
+            cursor: Cursor::at(first_request),
         }
     }
 }

@@ -151,7 +151,7 @@ impl<'r> Loop<'r> {
             BufRing::new(uring.submitter(), entries.clamp(64, 4096) as u16, BUF_SIZE, 0)?
         };
         let now = Instant::now();
-        let mut picker = Picker::new(shared.heads.clone(), plan.seed);
+        let mut picker = Picker::new(shared.heads.clone(), plan.seed, shared.scenarios.as_deref());
         let conns = (0..n).map(|slot| Conn::new(now, udp, picker.first(slot))).collect();
         let mut l = Loop {
             completions: Vec::with_capacity(uring.sq_entries()),
@@ -311,11 +311,13 @@ impl<'r> Loop<'r> {
     }
 
     fn start_conn(&mut self, i: usize, now: Instant) -> io::Result<()> {
-        if !self.schedule.claim() {
+        // A slot in the middle of an iteration opens for its next step, which takes no unit.
+        let owed = self.picker.owes(&self.conns[i].cursor) && !self.schedule.is_stopping();
+        if !owed && !self.schedule.claim() {
             return Ok(());
         }
         let c = &mut self.conns[i];
-        c.claimed = true;
+        c.claimed = !owed;
         c.generation = c.generation.wrapping_add(1);
         c.connect_started = now;
         c.peer_closed = false;
@@ -391,7 +393,7 @@ impl<'r> Loop<'r> {
         // Beyond the ramp's count, no new request: it closes once idle.
         if released && !c.peer_closed && i < self.open_allowed {
             let mut units = Units::new(&mut c.claimed, &mut self.schedule, &mut self.stats)
-                .picking(&mut c.next_request, &mut self.picker);
+                .picking(&mut c.cursor, &mut self.picker);
             session.start_requests(now, &mut units, &mut self.events);
             room = units.found_none_due();
             self.in_flight += u64::from(units.taken());

@@ -39,6 +39,8 @@ pub(crate) struct Shared {
     pub names: Option<Box<[u16]>>,
     /// Per request: it is a HEAD.
     pub heads: Box<[bool]>,
+    /// The requests are the steps of these scenarios, taken as iterations.
+    pub scenarios: Option<Box<[crate::plan::Scenario]>>,
     pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
     pub connect_timeout: Duration,
     /// With false, nothing is opened before the start: every request gets its own connection.

@@ -9,7 +9,9 @@ mod validate;
 
 pub(crate) use ramp::ConnectionRamp;
 pub use ramp::{ConnectionIndices, connections_at};
-pub use requests::{MAX_NAMES, MAX_REQUESTS, Mix, NamedRequest, Order, Requests, is_request_path};
+pub use requests::{
+    MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, Mix, NamedRequest, Order, Requests, Scenario, is_request_path,
+};
 pub(crate) use stages::Curve;
 pub use stages::{MAX_STAGES, Stage, requested_between, stage_at};
 pub use validate::{PlanError, Setting};

@@ -1,5 +1,6 @@
 //! What a run sends: the command line's one request, or a mix of named requests (a targets
-//! file's), each name with statistics of its own.
+//! file's, or the steps of a scenario file's weighted scenarios), each name with statistics of
+//! its own.
 
 use super::RequestSpec;
 
@@ -20,6 +21,9 @@ pub enum Requests {
     Mix(Mix),
 }
 
+/// The most scenarios a mix may have.
+pub const MAX_SCENARIOS: usize = 1000;
+
 /// Several requests, and the order connections take them in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mix {
@@ -38,7 +42,7 @@ pub struct NamedRequest {
 }
 
 /// Which request of a mix a connection sends next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Order {
     /// Each connection walks the list in turn, connection k starting at request k (mod the
     /// list's length), so that a run's first requests spread over the list too.
@@ -46,6 +50,21 @@ pub enum Order {
     /// Each request drawn at random, from a generator seeded by `seed` and the thread (and
     /// worker): the same plan draws the same sequence.
     Random { seed: u64 },
+    /// Weighted scenarios, each a run of consecutive requests of the list (its steps, sent in
+    /// order): a connection draws a scenario by weight, from a generator seeded as for
+    /// `Random`, sends its steps, and draws again. One pass of a scenario is an iteration:
+    /// what a `-n` budget and a rate count.
+    Scenarios { scenarios: Vec<Scenario>, seed: u64 },
+}
+
+/// A scenario of a mix: its steps are the next `steps` requests of the list after those of the
+/// scenarios before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scenario {
+    pub name: String,
+    /// Its share of iterations: `weight` over the sum of all scenarios' weights.
+    pub weight: u32,
+    pub steps: u32,
 }
 
 /// Whether `path` may go into a request line (and HTTP/2's and HTTP/3's `:path`) as it is: it
@@ -69,6 +88,31 @@ impl Requests {
         match self {
             Requests::One(_) => None,
             Requests::Mix(mix) => Some(mix),
+        }
+    }
+}
+
+impl Order {
+    /// The seed of its random choices, if it makes any.
+    pub fn seed(&self) -> Option<u64> {
+        match self {
+            Order::InTurn => None,
+            Order::Random { seed } | Order::Scenarios { seed, .. } => Some(*seed),
+        }
+    }
+
+    pub(crate) fn seed_mut(&mut self) -> Option<&mut u64> {
+        match self {
+            Order::InTurn => None,
+            Order::Random { seed } | Order::Scenarios { seed, .. } => Some(seed),
+        }
+    }
+
+    /// The scenarios, if requests come as the steps of scenarios.
+    pub fn scenarios(&self) -> Option<&[Scenario]> {
+        match self {
+            Order::Scenarios { scenarios, .. } => Some(scenarios),
+            _ => None,
         }
     }
 }

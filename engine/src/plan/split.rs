@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{Load, Mix, Order, Plan, Rate, Requests, Stage, Stop};
+use super::{Load, Mix, Plan, Rate, Requests, Stage, Stop};
 
 impl Plan {
     /// This plan as `parts` plans (workers, or one engine's threads) that add up to exactly it:
@@ -49,7 +49,9 @@ impl Plan {
                 if let Some(b) = &budgets {
                     part.stop = Stop::Requests(b[i]);
                 }
-                if let Requests::Mix(Mix { order: Order::Random { seed }, .. }) = &mut part.requests {
+                if let Requests::Mix(Mix { order, .. }) = &mut part.requests
+                    && let Some(seed) = order.seed_mut()
+                {
                     // Each part draws its own sequence (split again, each of its parts too).
                     *seed = part_seed(*seed, i);
                 }

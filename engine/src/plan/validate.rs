@@ -9,8 +9,8 @@ use std::time::Duration;
 use super::is_request_path;
 
 use super::{
-    Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_STAGES,
-    MAX_STREAMS, MAX_THREADS, Plan, Protocol, Stop,
+    Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS,
+    MAX_STAGES, MAX_STREAMS, MAX_THREADS, Plan, Protocol, Scenario, Stop,
 };
 
 /// Why a plan cannot run: the setting it concerns, and words that name the limit it broke.
@@ -39,6 +39,31 @@ pub enum Setting {
     Hold,
     /// A mix's requests (a targets file).
     Targets,
+    /// A mix of scenarios (a scenario file).
+    Scenario,
+}
+
+/// Scenarios cover a mix's `requests` exactly, each with a step and a weight, and a draw by
+/// weight stays within 64 bits.
+fn validate_scenarios(scenarios: &[Scenario], requests: usize) -> Result<(), PlanError> {
+    let bad = |why: String| Err(PlanError { setting: Setting::Scenario, why });
+    if scenarios.is_empty() {
+        return bad("a scenario mix needs at least one scenario".into());
+    }
+    if scenarios.len() > MAX_SCENARIOS {
+        return bad(format!("{} scenarios is more than the {MAX_SCENARIOS} a run may have", scenarios.len()));
+    }
+    if let Some(s) = scenarios.iter().find(|s| s.steps == 0) {
+        return bad(format!("scenario {}: a scenario needs at least one step", s.name));
+    }
+    if let Some(s) = scenarios.iter().find(|s| s.weight == 0) {
+        return bad(format!("scenario {}: a weight must be at least 1", s.name));
+    }
+    let steps: u64 = scenarios.iter().map(|s| u64::from(s.steps)).sum();
+    if steps != requests as u64 {
+        return bad(format!("the scenarios have {steps} steps in all, but the mix lists {requests} requests"));
+    }
+    Ok(())
 }
 
 impl Plan {
@@ -46,32 +71,37 @@ impl Plan {
     fn validate_requests(&self) -> Result<(), PlanError> {
         let bad = |setting, why: String| Err(PlanError { setting, why });
         if let Some(mix) = self.requests.mix() {
+            let setting = if mix.order.scenarios().is_some() { Setting::Scenario } else { Setting::Targets };
             if mix.requests.is_empty() {
-                return bad(Setting::Targets, "a mix needs at least one request".into());
+                return bad(setting, "a mix needs at least one request".into());
             }
             if mix.requests.len() > MAX_REQUESTS {
                 return bad(
-                    Setting::Targets,
+                    setting,
                     format!("{} requests is more than the {MAX_REQUESTS} a mix may list", mix.requests.len()),
                 );
             }
             let names = mix.names().len();
             if names > MAX_NAMES {
-                return bad(Setting::Targets, format!("{names} names is more than the {MAX_NAMES} a run may have"));
+                return bad(setting, format!("{names} names is more than the {MAX_NAMES} a run may have"));
             }
             if let Some(r) = mix.requests.iter().find(|r| !is_request_path(&r.path_and_query)) {
                 return bad(
-                    Setting::Targets,
+                    setting,
                     format!("{}: a path must start with / and hold no blank or control character", r.name),
                 );
+            }
+            if let Some(scenarios) = mix.order.scenarios() {
+                validate_scenarios(scenarios, mix.requests.len())?;
             }
         }
         // A mix's bodies together: they travel to a worker in one shard message, like one
         // request's body.
         let body: usize = self.requests.each(&self.target.path_and_query).iter().map(|(_, s)| s.body.len()).sum();
         if body > MAX_BODY_BYTES {
-            let (setting, what) = if self.requests.mix().is_some() {
-                (Setting::Targets, "bodies of")
+            let (setting, what) = if let Some(mix) = self.requests.mix() {
+                let setting = if mix.order.scenarios().is_some() { Setting::Scenario } else { Setting::Targets };
+                (setting, "bodies of")
             } else {
                 (Setting::Body, "a body of")
             };
@@ -160,6 +190,17 @@ impl Plan {
             }
             if matches!(self.stop, Stop::Duration(d) if warm_up >= d) {
                 return bad(Setting::WarmUp, "the warm-up must be shorter than the run".into());
+            }
+            // A budget begins after the warm-up by subtracting the requests still in flight;
+            // with iterations of several steps that is not a count of iterations.
+            let several_steps =
+                self.requests.mix().and_then(|m| m.order.scenarios()).is_some_and(|s| s.iter().any(|s| s.steps > 1));
+            if several_steps && matches!(self.stop, Stop::Requests(_)) {
+                return bad(
+                    Setting::WarmUp,
+                    "a warm-up with a count of iterations of several steps is not supported yet: use a duration (-z)"
+                        .into(),
+                );
             }
         }
         if self.max_hold > MAX_HOLD {

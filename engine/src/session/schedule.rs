@@ -232,6 +232,11 @@ impl Schedule {
         self.stopping = true;
     }
 
+    /// The run stops: not even an iteration already started goes on.
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping
+    }
+
     /// Every request of a `-n` budget has been claimed or taken.
     pub(crate) fn is_spent(&self) -> bool {
         self.left == Some(0)

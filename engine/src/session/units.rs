@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::schedule::{Schedule, Take};
+use crate::plan::Scenario;
 use crate::stats::Stats;
 
 /// A request sent more than this after its due instant counts as late.
@@ -16,8 +17,8 @@ pub(crate) struct Units<'a> {
     claimed: &'a mut bool,
     schedule: &'a mut Schedule,
     stats: &'a mut Stats,
-    /// Which of the run's requests the connection sends next; None: request 0, not a HEAD.
-    picks: Option<(&'a mut u32, &'a mut Picker)>,
+    /// Where the connection is in the mix; None: request 0, not a HEAD.
+    picks: Option<(&'a mut Cursor, &'a mut Picker)>,
     /// A take found the next request not yet due: the session has room and waits for it.
     not_due: bool,
     /// Requests the session took (to send, or to fail unsent).
@@ -29,17 +30,28 @@ impl<'a> Units<'a> {
         Units { claimed, schedule, stats, picks: None, not_due: false, taken: 0 }
     }
 
-    /// Requests are picked from a mix: `next` is the connection's next one, which `picker`
-    /// moves on as they are taken.
-    pub(crate) fn picking(mut self, next: &'a mut u32, picker: &'a mut Picker) -> Self {
-        self.picks = Some((next, picker));
+    /// Requests are picked from a mix: `cursor` is where the connection is in it, which
+    /// `picker` moves on as they are taken.
+    pub(crate) fn picking(mut self, cursor: &'a mut Cursor, picker: &'a mut Picker) -> Self {
+        self.picks = Some((cursor, picker));
         self
     }
 
     /// One request to start at `now`, with the instant it was due (`now` in the closed model)
-    /// and which request it is; None when there is none, or none due yet.
+    /// and which request it is; None when there is none, or none due yet. A step of an
+    /// iteration already started is due at once and takes nothing from the schedule: the
+    /// budget and the rate count iterations.
     #[inline]
     pub(crate) fn take(&mut self, now: Instant) -> Option<Start> {
+        if let Some((cursor, picker)) = &mut self.picks
+            && picker.owes(cursor)
+        {
+            if self.schedule.is_stopping() {
+                return None;
+            }
+            self.taken += 1;
+            return Some(Start { due: now, request: picker.advance(cursor) });
+        }
         let due = match self.schedule.take(now, self.claimed) {
             Take::Now => now,
             Take::Due(due) => {
@@ -59,12 +71,16 @@ impl<'a> Units<'a> {
         Some(Start { due, request: self.pick() })
     }
 
-    /// The request taken next, and the connection moves on.
+    /// The request taken next for a unit of the schedule, and the connection moves on; with
+    /// scenarios, the unit is an iteration and this its first step.
     #[inline]
     fn pick(&mut self) -> u32 {
         match &mut self.picks {
             None => 0,
-            Some((next, picker)) => picker.advance(next),
+            Some((cursor, picker)) => {
+                self.stats.counters.iterations += u64::from(picker.has_scenarios());
+                picker.advance(cursor)
+            }
         }
     }
 
@@ -89,7 +105,8 @@ impl<'a> Units<'a> {
     /// Whether a request may still come from here, now or later (nothing is taken): the
     /// connection's claimed one, or one of the schedule's while the run goes on.
     pub(crate) fn has_more(&self) -> bool {
-        self.schedule.has_more(*self.claimed)
+        let owed = self.picks.as_ref().is_some_and(|(cursor, picker)| picker.owes(cursor));
+        (owed && !self.schedule.is_stopping()) || self.schedule.has_more(*self.claimed)
     }
 
     /// How many requests the session took: each ends as a response, a failure or a refusal.
@@ -110,19 +127,49 @@ pub(crate) struct Start {
     pub request: u32,
 }
 
-/// How a thread's connections pick the requests of a mix: each in turn through the list, or at
-/// random from a seeded generator, and what each request is.
+/// Where a connection slot is in the mix, kept across its connections: the request it sends
+/// next, and (with scenarios) steps the server declined unprocessed, to send again first.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Cursor {
+    next: u32,
+    again: Vec<u32>,
+}
+
+impl Cursor {
+    pub(crate) fn at(next: u32) -> Self {
+        Cursor { next, again: Vec::new() }
+    }
+}
+
+/// How a thread's connections pick the requests of a mix: each in turn through the list, at
+/// random from a seeded generator, or as the steps of scenarios drawn by weight; and what each
+/// request is.
 #[derive(Debug, Clone)]
 pub(crate) struct Picker {
     /// Per request: it is a HEAD.
     heads: Box<[bool]>,
     /// xorshift64* state; None: in turn.
     random: Option<u64>,
+    /// Weighted scenarios; None: each request is an iteration of its own.
+    scenarios: Option<Scenarios>,
+}
+
+/// The scenarios a picker draws from, laid out over the list of requests.
+#[derive(Debug, Clone)]
+struct Scenarios {
+    /// Per scenario, in order: the sum of the weights up to and including it, and its first
+    /// request.
+    cumulative: Box<[(u64, u32)]>,
+    /// Per request: it is its scenario's first step (an iteration starts with it) and its
+    /// last (the iteration ends after it).
+    first: Box<[bool]>,
+    last: Box<[bool]>,
 }
 
 impl Picker {
     /// `heads` has one entry per request of the mix; `seed` picks at random, else in turn.
-    pub(crate) fn new(heads: Box<[bool]>, seed: Option<u64>) -> Self {
+    /// `scenarios` (with a seed) lays the requests out as the steps of weighted scenarios.
+    pub(crate) fn new(heads: Box<[bool]>, seed: Option<u64>, scenarios: Option<&[Scenario]>) -> Self {
         // xorshift needs a state other than 0; splitmix64's finaliser spreads nearby seeds.
         let random = seed.map(|s| {
             let mut z = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -130,30 +177,63 @@ impl Picker {
             z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
             (z ^ (z >> 31)) | 1
         });
-        Picker { heads, random }
+        let scenarios = scenarios.filter(|s| !s.is_empty()).map(|list| {
+            let n = heads.len();
+            let (mut first, mut last) = (vec![false; n], vec![false; n]);
+            let (mut weight, mut at) = (0u64, 0u32);
+            let cumulative = list
+                .iter()
+                .map(|s| {
+                    weight += u64::from(s.weight);
+                    let start = at;
+                    at += s.steps;
+                    if let Some(f) = first.get_mut(start as usize) {
+                        *f = true;
+                    }
+                    if let Some(l) = (at as usize).checked_sub(1).and_then(|i| last.get_mut(i)) {
+                        *l = true;
+                    }
+                    (weight, start)
+                })
+                .collect();
+            Scenarios { cumulative, first: first.into(), last: last.into() }
+        });
+        Picker { heads, random, scenarios }
     }
 
     /// The first request of connection slot `slot`: in turn, slot k starts at request k, so a
     /// run's first requests spread over the list too.
     pub(crate) fn first(&mut self, slot: usize) -> u32 {
         let len = self.heads.len().max(1);
-        match &mut self.random {
-            None => (slot % len) as u32,
-            Some(state) => draw(state, len),
+        match (&mut self.random, &self.scenarios) {
+            (Some(state), Some(scenarios)) => scenarios.draw(state),
+            (None, _) => (slot % len) as u32,
+            (Some(state), None) => draw(state, len),
         }
     }
 
-    /// Returns `*next` and sets it to the one after.
+    /// The request `cursor` sends now (one to send again first), and moves it on.
     #[inline]
-    pub(crate) fn advance(&mut self, next: &mut u32) -> u32 {
+    pub(crate) fn advance(&mut self, cursor: &mut Cursor) -> u32 {
+        if let Some(again) = cursor.again.pop() {
+            return again;
+        }
+        let next = &mut cursor.next;
         let this = *next;
         let len = self.heads.len().max(1);
-        *next = match &mut self.random {
-            None => {
+        *next = match (&mut self.random, &self.scenarios) {
+            (Some(state), Some(scenarios)) => {
+                if scenarios.last.get(this as usize).copied().unwrap_or(true) {
+                    scenarios.draw(state)
+                } else {
+                    this + 1
+                }
+            }
+            (None, _) => {
                 let n = this + 1;
                 if n as usize >= len { 0 } else { n }
             }
-            Some(state) => draw(state, len),
+            (Some(state), None) => draw(state, len),
         };
         this
     }
@@ -161,14 +241,56 @@ impl Picker {
     pub(crate) fn is_head(&self, request: u32) -> bool {
         self.heads.get(request as usize).copied().unwrap_or(false)
     }
+
+    /// Requests come as the steps of scenarios: a unit of the schedule is an iteration.
+    pub(crate) fn has_scenarios(&self) -> bool {
+        self.scenarios.is_some()
+    }
+
+    /// Whether what `cursor` sends next goes on iterations already started (a step to send
+    /// again, or a scenario's step after its first): it takes no unit of the budget or the
+    /// rate of its own.
+    #[inline]
+    pub(crate) fn owes(&self, cursor: &Cursor) -> bool {
+        self.scenarios
+            .as_ref()
+            .is_some_and(|s| !cursor.again.is_empty() || !s.first.get(cursor.next as usize).copied().unwrap_or(true))
+    }
+
+    /// The server declined `request` unprocessed. With scenarios it is sent again on this slot
+    /// as the step it is (true); otherwise the caller gives its unit back to the schedule, and
+    /// whichever request comes next takes it (false).
+    pub(crate) fn send_again(&self, cursor: &mut Cursor, request: u32) -> bool {
+        if self.scenarios.is_none() {
+            return false;
+        }
+        cursor.again.push(request);
+        true
+    }
+}
+
+impl Scenarios {
+    /// The first request of a scenario drawn by weight.
+    fn draw(&self, state: &mut u64) -> u32 {
+        let total = self.cumulative.last().map_or(1, |&(w, _)| w.max(1));
+        let r = next_random(state) % total;
+        let k = self.cumulative.partition_point(|&(w, _)| w <= r);
+        self.cumulative.get(k).map_or(0, |&(_, start)| start)
+    }
 }
 
 /// A request index in `0..len`, uniformly enough (len ≤ 100,000 against 64 random bits).
 fn draw(state: &mut u64, len: usize) -> u32 {
+    (next_random(state) % len as u64) as u32
+}
+
+/// xorshift64*'s next number.
+#[inline]
+fn next_random(state: &mut u64) -> u64 {
     *state ^= *state >> 12;
     *state ^= *state << 25;
     *state ^= *state >> 27;
-    (state.wrapping_mul(0x2545_f491_4f6c_dd1d) % len as u64) as u32
+    state.wrapping_mul(0x2545_f491_4f6c_dd1d)
 }
 
 #[cfg(test)]
@@ -177,18 +299,18 @@ mod tests {
 
     #[test]
     fn in_turn_each_connection_walks_the_list_from_its_own_slot() {
-        let mut picker = Picker::new(vec![false; 3].into(), None);
-        let mut next = picker.first(4);
-        let taken: Vec<u32> = (0..5).map(|_| picker.advance(&mut next)).collect();
+        let mut picker = Picker::new(vec![false; 3].into(), None, None);
+        let mut cursor = Cursor::at(picker.first(4));
+        let taken: Vec<u32> = (0..5).map(|_| picker.advance(&mut cursor)).collect();
         assert_eq!(taken, [1, 2, 0, 1, 2]);
     }
 
     #[test]
     fn at_random_the_same_seed_draws_the_same_requests_and_covers_them_all_evenly() {
         let draw_all = |seed| {
-            let mut picker = Picker::new(vec![false; 4].into(), Some(seed));
-            let mut next = picker.first(0);
-            (0..40_000).map(|_| picker.advance(&mut next)).collect::<Vec<u32>>()
+            let mut picker = Picker::new(vec![false; 4].into(), Some(seed), None);
+            let mut cursor = Cursor::at(picker.first(0));
+            (0..40_000).map(|_| picker.advance(&mut cursor)).collect::<Vec<u32>>()
         };
         let a = draw_all(7);
         assert_eq!(a, draw_all(7));

@@ -66,6 +66,9 @@ pub struct Counters {
     pub blocked: u64,
     /// Open model: requests due before the run ended that were never sent.
     pub unsent: u64,
+    /// With scenarios: iterations started (passes of a scenario, each a unit of a `-n`
+    /// budget or a rate); 0 otherwise.
+    pub iterations: u64,
     /// Responses that carried `Retry-After`.
     pub retry_after: RetryAfterCounts,
     /// UDP (HTTP/3): datagrams larger than a receive buffer, cut short by the kernel
@@ -90,6 +93,7 @@ impl Default for Counters {
             late: 0,
             blocked: 0,
             unsent: 0,
+            iterations: 0,
             retry_after: RetryAfterCounts::default(),
             truncated: 0,
             dropped_packets: 0,
@@ -181,6 +185,7 @@ impl Counters {
         add(&mut self.late, other.late);
         add(&mut self.blocked, other.blocked);
         add(&mut self.unsent, other.unsent);
+        add(&mut self.iterations, other.iterations);
         add(&mut self.truncated, other.truncated);
         add(&mut self.dropped_packets, other.dropped_packets);
         self.retry_after.merge(&other.retry_after);

@@ -235,16 +235,28 @@ fn a_shard_the_engine_cannot_run_is_refused() {
         assert!(err.contains(what), "{what}: {err}");
     }
     let mut old = good.clone();
-    old.protocol = 6;
+    old.protocol = 7;
     let err = shard_from_proto(&old).expect_err("old protocol");
-    assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 6, this side speaks 7");
+    assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 7, this side speaks 8");
 }
 
 #[test]
 fn a_mix_survives_the_wire_exactly_in_every_part_of_a_split() {
-    for order in [Order::InTurn, Order::Random { seed: 0xfeed_beef_dead_0001 }] {
+    let scenarios = vec![
+        Scenario { name: "browse".into(), weight: 3, steps: 2 },
+        Scenario { name: "login".into(), weight: 1, steps: 1 },
+    ];
+    for order in [
+        Order::InTurn,
+        Order::Random { seed: 0xfeed_beef_dead_0001 },
+        Order::Scenarios { scenarios, seed: 0xfeed_beef_dead_0002 },
+    ] {
         let mut whole = plan(Stop::Requests(1000));
-        whole.requests = mix(order);
+        if order.scenarios().is_some() {
+            // A count of iterations of several steps has no warm-up (yet).
+            whole.warm_up = None;
+        }
+        whole.requests = mix(order.clone());
         let mut seeds = Vec::new();
         for part in whole.split(3) {
             let wire = shard_to_proto(&part);
@@ -256,11 +268,12 @@ fn a_mix_survives_the_wire_exactly_in_every_part_of_a_split() {
             assert_eq!(back.requests, part.requests);
             let (Some(back), Some(whole)) = (back.requests.mix(), whole.requests.mix()) else { panic!("a mix") };
             assert_eq!(back.requests, whole.requests, "every part has the whole mix");
-            if let Order::Random { seed } = back.order {
+            assert_eq!(back.order.scenarios(), whole.order.scenarios(), "every part has the whole scenarios");
+            if let Some(seed) = back.order.seed() {
                 seeds.push(seed);
             }
         }
-        // A random order's parts each draw their own sequence.
+        // A random order's (and scenarios') parts each draw their own sequence.
         seeds.dedup();
         assert_eq!(seeds.len(), if order == Order::InTurn { 0 } else { 3 }, "{seeds:?}");
     }
@@ -327,6 +340,7 @@ fn sample_stats() -> Stats {
     c.late = 11;
     c.blocked = 12;
     c.unsent = 13;
+    c.iterations = 16;
     c.truncated = 14;
     c.dropped_packets = 15;
     for (i, kind) in ErrorKind::ALL.into_iter().enumerate() {

@@ -63,7 +63,7 @@ impl Loop<'_> {
                 Event::RetryAfter { status, value } => self.stats.counters.retry_after.record(status, value),
                 Event::Refused { request } => {
                     self.in_flight = self.in_flight.saturating_sub(1);
-                    self.refused(request);
+                    self.refused(i, request);
                 }
                 Event::Failed { request, kind, why } => {
                     self.in_flight = self.in_flight.saturating_sub(1);
@@ -87,7 +87,7 @@ impl Loop<'_> {
     /// Requests the server declined unprocessed: they go back into the budget to be sent again,
     /// unless the server has declined everything for a while; then they fail, so that a server
     /// refusing every request cannot keep a `-n` run going forever.
-    pub(super) fn refused(&mut self, request: u32) {
+    pub(super) fn refused(&mut self, i: usize, request: u32) {
         self.refused_in_a_row += 1;
         if self.refused_in_a_row > REFUSED_IN_A_ROW {
             let why = format!(
@@ -98,7 +98,9 @@ impl Loop<'_> {
             return;
         }
         self.stats.counters.refused += 1;
-        self.schedule.give_back(1);
+        if !self.picker.send_again(&mut self.conns[i].cursor, request) {
+            self.schedule.give_back(1);
+        }
     }
 
     /// `n` requests failed for one reason.
@@ -123,12 +125,17 @@ impl Loop<'_> {
     /// (its next) fails as `kind`.
     pub(super) fn setup_failed(&mut self, i: usize, kind: ErrorKind, why: Why) {
         self.connect_failures += 1;
-        if std::mem::take(&mut self.conns[i].claimed) {
+        let claimed = std::mem::take(&mut self.conns[i].claimed);
+        if claimed {
             self.schedule.drop_claim();
-            self.count_errors(kind, 1, why);
-            let request = self.picker.advance(&mut self.conns[i].next_request);
-            self.count_name_error(request, kind);
+            self.stats.counters.iterations += u64::from(self.picker.has_scenarios());
+        } else if !self.picker.owes(&self.conns[i].cursor) {
+            return;
         }
+        // Opened for a unit of the schedule, or for the next step of an iteration under way.
+        self.count_errors(kind, 1, why);
+        let request = self.picker.advance(&mut self.conns[i].cursor);
+        self.count_name_error(request, kind);
     }
 
     /// The transport of `i` failed, and with it every request in flight on it (or its set-up).

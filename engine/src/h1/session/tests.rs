@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::session::{Picker, Schedule};
+use crate::session::{Cursor, Picker, Schedule};
 use crate::stats::RetryAfter;
 use crate::stats::Stats;
 
@@ -227,7 +227,7 @@ fn a_failed_transport_fails_the_request_in_flight_once() {
 fn a_head_request_expects_no_body() {
     let mut h = Harness::new(config(), 0);
     // The run's one request is a HEAD.
-    let (mut next, mut picker) = (0, Picker::new(Box::new([true]), None));
+    let (mut next, mut picker) = (Cursor::default(), Picker::new(Box::new([true]), None, None));
     let now = h.at(0);
     let mut units = Units::new(&mut h.claimed, &mut h.budget, &mut h.stats).picking(&mut next, &mut picker);
     h.session.start_requests(now, &mut units);
