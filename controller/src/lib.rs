@@ -1,6 +1,9 @@
 //! volley's command line: parses arguments, runs the load, prints the report. Every error of
 //! the command ends here, as one line on stderr and a non-zero exit.
 
+// The JSON report's top level is one `json!` of many fields, past the macro's default depth.
+#![recursion_limit = "256"]
+
 mod cli;
 mod demo;
 mod error;

@@ -11,7 +11,8 @@ use base64::Engine;
 use support::h3_server::{H3Options, H3TestServer};
 use support::{Behavior, TestServer, WorkerProcess, number};
 use volley_engine::{
-    Mix, NamedRequest, Order, Plan, Protocol, RequestSpec, Requests, RunControl, RunResult, Stop, Target,
+    Load, Mix, NamedRequest, Order, Plan, Protocol, RequestSpec, Requests, RunControl, RunResult, Scenario, Stop,
+    Target,
 };
 
 /// Four requests under three names: two GETs of one route with different queries share a
@@ -184,6 +185,91 @@ fn connections_that_cannot_connect_fail_their_requests_under_their_names() {
     let list = stats.names.get(0).map_or(0, |s| s.counters.errors());
     let create = stats.names.get(1).map_or(0, |s| s.counters.errors());
     assert!(list > 0 && create > 0, "{list} {create}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios: the same four requests as the steps of two weighted scenarios
+// ---------------------------------------------------------------------------------------------
+
+/// "browse" (weight 3): list page 1, then page 2; "buy" (weight 1): create, then missing.
+fn scenarios(seed: u64) -> Requests {
+    let Requests::Mix(mut m) = mix(Order::InTurn) else { unreachable!("mix() is a mix") };
+    // In the scenarios' order: browse's two steps, then buy's.
+    m.requests.swap(1, 2);
+    m.order = Order::Scenarios {
+        scenarios: vec![
+            Scenario { name: "browse".into(), weight: 3, steps: 2 },
+            Scenario { name: "buy".into(), weight: 1, steps: 2 },
+        ],
+        seed,
+    };
+    Requests::Mix(m)
+}
+
+/// A run of `n` iterations: exactly `n` counted, each with both of its steps answered and
+/// counted under their names as the server counted their routes, "browse" drawn within a
+/// binomial bound of its weight.
+fn check_iterations(result: &RunResult, server_routes: &BTreeMap<String, u64>, n: u64) {
+    let ok = per_name(result, &NAMES);
+    let c = &result.stats.counters;
+    assert_eq!(c.iterations, n, "-n counts iterations");
+    assert_eq!(c.ok, 2 * n, "each iteration sends both steps of its scenario: {:?}", result.error_samples);
+    assert_eq!(ok, by_name(server_routes), "each name's count is what the server counted for its route");
+    // A buy iteration sends one create and one missing; a browse iteration two lists.
+    assert_eq!(ok["create"], ok["missing"]);
+    let browse = ok["list"] / 2;
+    assert_eq!(browse + ok["create"], n);
+    let (mean, sd) = (n as f64 * 0.75, (n as f64 * 0.75 * 0.25).sqrt());
+    assert!((browse as f64 - mean).abs() <= 5.0 * sd, "browse {browse} against {mean} ± {}", 5.0 * sd);
+}
+
+#[test]
+fn an_http1_scenario_run_counts_iterations_and_sends_every_step_of_each() {
+    let server = TestServer::start(Behavior::ok(10).status_for("/missing", 404));
+    let result = run(&server.url(), Protocol::Http1, scenarios(7), None, 2000);
+    check_iterations(&result, &server.routes(), 2000);
+}
+
+#[test]
+fn an_h2c_scenario_run_counts_iterations_and_sends_every_step_of_each() {
+    let server = TestServer::start(Behavior::ok(10).status_for("/missing", 404));
+    let result = run(&server.url(), Protocol::Http2 { streams: 8 }, scenarios(8), None, 2000);
+    check_iterations(&result, &server.routes(), 2000);
+}
+
+#[test]
+fn an_http3_scenario_run_counts_iterations_and_sends_every_step_of_each() {
+    let server = H3TestServer::start(H3Options::default());
+    let ca = server.cert().ca_pem.clone();
+    let result = run(&server.url(), Protocol::Http3 { streams: 8 }, scenarios(9), Some(&ca), 1000);
+    let c = &result.stats.counters;
+    assert_eq!((c.iterations, c.ok), (1000, 2000), "{:?}", result.error_samples);
+    assert_eq!(per_name(&result, &NAMES), by_name(&server.routes()));
+}
+
+#[test]
+fn iterations_go_on_across_connections_the_server_closes_between_their_steps() {
+    // Every third response closes its connection: an iteration cut there sends its next step
+    // on the slot's new connection, with no new unit of the budget.
+    let server = TestServer::start(Behavior::ok(10).status_for("/missing", 404).close_every(3));
+    let result = run(&server.url(), Protocol::Http1, scenarios(11), None, 1000);
+    check_iterations(&result, &server.routes(), 1000);
+    assert!(result.stats.counters.connects > 600, "the server closed connections: {:?}", result.stats.counters);
+}
+
+#[test]
+fn under_a_rate_scenario_iterations_are_what_is_paced_and_each_sends_all_its_steps() {
+    let server = TestServer::start(Behavior::ok(10).status_for("/missing", 404));
+    let target = Target::parse(&server.url()).expect("valid URL");
+    let mut plan = Plan::new(target, RequestSpec::new("GET", vec![], vec![]), 4, Stop::Requests(300));
+    plan.requests = scenarios(10);
+    plan.load = Load::rate(1000);
+    plan.threads = 2;
+    let result = volley_engine::run(&plan, &RunControl::new(), &mut |_| {}).expect("the run");
+    check_iterations(&result, &server.routes(), 300);
+    // 300 iterations due 1 ms apart, each taken from the schedule once: its lateness histogram
+    // has one sample per iteration, not per step.
+    assert_eq!(result.stats.histograms.lateness.len(), 300);
 }
 
 // ---------------------------------------------------------------------------------------------

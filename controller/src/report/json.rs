@@ -52,9 +52,16 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "histograms": histograms(&r.stats),
         "warmUp": r.warm_up.as_ref().map(warm_up),
         "names": r.name_lines().map(|line| name(&line, r.duration)).collect::<Vec<_>>(),
+        "scenarios": scenarios(r),
+        "iterations": (!r.scenarios.is_empty()).then_some(c.iterations),
         "workers": r.workers.iter().map(worker).collect::<Vec<_>>(),
         "intervals": r.intervals.iter().map(|s| interval(s, r.rate.is_some())).collect::<Vec<_>>(),
     })
+}
+
+/// A scenario run's scenarios and their weights; empty otherwise.
+fn scenarios(r: &Report) -> Value {
+    r.scenarios.iter().map(|s| json!({ "name": s.name, "weight": s.weight })).collect()
 }
 
 /// The warm-up's own numbers, in none of the others: its requests, statuses, latency (with its

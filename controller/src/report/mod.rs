@@ -49,6 +49,15 @@ pub(crate) struct PlanSummary {
     pub congestion: QuicCongestion,
     /// The mix's names in index order (`Mix::names`, the targets file's order); empty without a mix.
     pub names: Vec<String>,
+    /// A scenario mix's scenarios, with their weights; empty otherwise.
+    pub scenarios: Vec<ScenarioLine>,
+}
+
+/// A scenario of the run, and its weight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScenarioLine {
+    pub name: String,
+    pub weight: u32,
 }
 
 impl PlanSummary {
@@ -58,6 +67,14 @@ impl PlanSummary {
             protocol: plan.protocol,
             congestion: plan.quic_congestion,
             names: plan.requests.mix().map(Mix::names).unwrap_or_default().into_iter().map(String::from).collect(),
+            scenarios: plan
+                .requests
+                .mix()
+                .and_then(|m| m.order.scenarios())
+                .unwrap_or_default()
+                .iter()
+                .map(|s| ScenarioLine { name: s.name.clone(), weight: s.weight })
+                .collect(),
         }
     }
 }
@@ -100,6 +117,8 @@ pub(crate) struct Report {
     /// A mix's names, in index order: `stats.names` holds each one's statistics (a name with
     /// none counted none). Empty without a mix.
     pub names: Vec<String>,
+    /// A scenario mix's scenarios: then `stats.counters.iterations` counts their passes.
+    pub scenarios: Vec<ScenarioLine>,
 }
 
 /// One name of a mix with its statistics, for the reports' per-name sections.
@@ -150,7 +169,7 @@ pub(crate) struct WorkerLine {
 
 impl Report {
     pub(crate) fn from_fleet(plan: PlanSummary, fleet: FleetRun) -> Self {
-        let PlanSummary { url, protocol, congestion, names } = plan;
+        let PlanSummary { url, protocol, congestion, names, scenarios } = plan;
         let interrupted = fleet.interrupted;
         // The numbers are the measurement's, after the warm-up; so is the time they took.
         let warm_up = fleet.profile.warm_up();
@@ -209,6 +228,7 @@ impl Report {
         }
         report.connection_stages = fleet.profile.connection_stages().to_vec();
         report.names = names;
+        report.scenarios = scenarios;
         report.protocol = Protocols::one(HttpVersion::of(protocol));
         match protocol {
             Protocol::Http1 => {}
@@ -280,6 +300,7 @@ impl Report {
             warm_up: warm_up.map(|stats| WarmUp { seconds: 0, stats }),
             connection_stages: Vec::new(),
             names: Vec::new(),
+            scenarios: Vec::new(),
         }
     }
 

@@ -8,9 +8,11 @@ use std::time::Duration;
 use base64::Engine;
 use hdrhistogram::Histogram;
 use serde_json::Value;
-use volley_engine::{Counters, ErrorKind, MAX_NAMES, NameStats, QuicCongestion, Stats, decode_histogram};
+use volley_engine::{
+    Counters, ErrorKind, MAX_NAMES, MAX_SCENARIOS, NameStats, QuicCongestion, Stats, decode_histogram,
+};
 
-use super::{HttpVersion, Protocols, Report, WorkerLine};
+use super::{HttpVersion, Protocols, Report, ScenarioLine, WorkerLine};
 use crate::error::CliError;
 use crate::printable::one_line;
 
@@ -45,10 +47,19 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
     // Every report's names, each once, and what they count so far (added up checked likewise).
     let mut names: Vec<String> = Vec::new();
     let mut name_totals: Vec<Counters> = Vec::new();
+    // Every report's scenarios, each name once (with the weight it first had).
+    let mut scenarios: Vec<ScenarioLine> = Vec::new();
     for (path, text) in texts {
         let bad = |why: String| CliError::BadReport { path: path.clone(), why };
         let report: Value = serde_json::from_str(text).map_err(|e| bad(format!("not a JSON report: {e}")))?;
         let url = one_line(report["url"].as_str().unwrap_or_default());
+        for s in report["scenarios"].as_array().into_iter().flatten() {
+            let name = one_line(s["name"].as_str().unwrap_or_default());
+            let weight = s["weight"].as_u64().and_then(|w| u32::try_from(w).ok()).unwrap_or(1);
+            if !scenarios.iter().any(|known| known.name == name) && scenarios.len() < MAX_SCENARIOS {
+                scenarios.push(ScenarioLine { name, weight });
+            }
+        }
         if !urls.contains(&url) {
             urls.push(url);
         }
@@ -113,6 +124,7 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
     }
     let mut report = Report::from_workers(urls.join(", "), workers, true, false, Vec::new());
     report.names = names;
+    report.scenarios = scenarios;
     if let Some(w) = &mut report.warm_up {
         w.seconds = warm_up_seconds;
     }
@@ -170,6 +182,7 @@ fn line(path: &str, r: &Value) -> Result<WorkerLine, String> {
     let schedule_count = |field: &str| r["schedule"][field].as_u64().unwrap_or(0);
     let c = &mut stats.counters;
     (c.late, c.blocked, c.unsent) = (schedule_count("late"), schedule_count("blocked"), schedule_count("unsent"));
+    c.iterations = r["iterations"].as_u64().unwrap_or(0);
     if stats.histograms.latency.len() != stats.counters.ok {
         return Err(format!(
             "its latency histogram holds {} samples but it counts {} ok requests",

@@ -37,6 +37,9 @@ pub(crate) fn to_text(r: &Report) -> String {
         secs
     );
     let _ = writeln!(out, "Requests/sec: {:.1}", r.requests_per_sec());
+    if !r.scenarios.is_empty() {
+        iterations(&mut out, r);
+    }
     if let Some(w) = &r.warm_up {
         warm_up(&mut out, w);
     }
@@ -320,3 +323,21 @@ fn ms(nanos: u64) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// A scenario run's iterations (passes of a scenario; what -n and --rate count), and the
+/// scenarios they were drawn from by weight.
+fn iterations(out: &mut String, r: &Report) {
+    let n = r.stats.counters.iterations;
+    let total: u64 = r.scenarios.iter().map(|s| u64::from(s.weight)).sum();
+    let shares: Vec<String> = r
+        .scenarios
+        .iter()
+        .map(|s| format!("{} {:.0}%", s.name, 100.0 * f64::from(s.weight) / total.max(1) as f64))
+        .collect();
+    let _ = writeln!(
+        out,
+        "Iterations:   {n} ({:.1}/sec) of scenarios drawn by weight: {}",
+        per_sec(n, r.duration),
+        shares.join(", ")
+    );
+}

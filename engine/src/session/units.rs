@@ -321,4 +321,57 @@ mod tests {
             assert!((9_500..=10_500).contains(&n), "request {request}: {n}");
         }
     }
+
+    /// Two scenarios: "browse" of steps 0, 1, 2 (weight 3) and "buy" of steps 3, 4 (weight 1).
+    fn two_scenarios(seed: u64) -> Picker {
+        let scenarios = [
+            Scenario { name: "browse".into(), weight: 3, steps: 3 },
+            Scenario { name: "buy".into(), weight: 1, steps: 2 },
+        ];
+        Picker::new(vec![false; 5].into(), Some(seed), Some(&scenarios))
+    }
+
+    #[test]
+    fn scenarios_send_their_steps_in_order_and_draw_the_next_by_weight() {
+        let mut picker = two_scenarios(11);
+        let mut cursor = Cursor::at(picker.first(0));
+        let (mut browse, mut buy) = (0, 0);
+        for _ in 0..20_000 {
+            assert!(!picker.owes(&cursor), "an iteration starts at a scenario's first step");
+            match picker.advance(&mut cursor) {
+                0 => {
+                    browse += 1;
+                    for step in [1, 2] {
+                        assert!(picker.owes(&cursor), "step {step} goes on the iteration");
+                        assert_eq!(picker.advance(&mut cursor), step);
+                    }
+                }
+                3 => {
+                    buy += 1;
+                    assert!(picker.owes(&cursor));
+                    assert_eq!(picker.advance(&mut cursor), 4);
+                }
+                other => panic!("an iteration started at step {other}"),
+            }
+        }
+        // 15,000 expected; the binomial's standard deviation is about 61: within 5 of them.
+        assert!((14_690..=15_310).contains(&browse), "browse {browse}, buy {buy}");
+        assert_eq!(browse + buy, 20_000);
+    }
+
+    #[test]
+    fn a_declined_step_is_sent_again_as_itself_before_the_iteration_goes_on() {
+        let mut picker = two_scenarios(5);
+        let mut cursor = Cursor::at(3);
+        assert_eq!(picker.advance(&mut cursor), 3);
+        assert!(picker.send_again(&mut cursor, 3));
+        assert!(picker.owes(&cursor), "owed: it takes no new unit");
+        assert_eq!(picker.advance(&mut cursor), 3);
+        assert_eq!(picker.advance(&mut cursor), 4);
+        assert!(!picker.owes(&cursor));
+        // Without scenarios the unit goes back to the schedule instead.
+        let plain = Picker::new(vec![false; 2].into(), None, None);
+        assert!(!plain.send_again(&mut Cursor::at(0), 1));
+        assert!(!plain.owes(&Cursor::at(1)));
+    }
 }

@@ -3,7 +3,7 @@ use volley_engine::{ErrorKind, MAX_NAMES, Stats, new_histogram};
 
 use super::{LONGEST_SECONDS, from_texts};
 use crate::error::CliError;
-use crate::report::{Report, WarmUp, WorkerLine, mix_fixture};
+use crate::report::{Report, ScenarioLine, WarmUp, WorkerLine, mix_fixture};
 
 /// A report as `-j` writes it, from a run that measured something of every kind a report
 /// carries: latencies over several orders of magnitude, statuses, errors, a warm-up, a mix.
@@ -284,4 +284,30 @@ fn mutated_real_reports_never_panic_the_reader() {
         std::panic::catch_unwind(|| read_and_show(&texts))
             .unwrap_or_else(|_| panic!("byte iteration {iteration} panicked on {}", texts[0].1));
     }
+}
+
+#[test]
+fn a_scenario_runs_iterations_and_scenarios_are_written_read_back_and_added_up() {
+    let part = |worker: usize, iterations: u64| {
+        let mut stats = mix_fixture::worker_stats(worker);
+        stats.counters.iterations = iterations;
+        let line = WorkerLine::measured("local", stats);
+        let mut report = Report::from_workers("http://x/".into(), vec![line], false, false, Vec::new());
+        report.names = mix_fixture::NAMES.map(String::from).to_vec();
+        report.scenarios =
+            vec![ScenarioLine { name: "browse".into(), weight: 3 }, ScenarioLine { name: "buy".into(), weight: 1 }];
+        let text = crate::report::text::to_text(&report);
+        assert!(text.contains(&format!("Iterations:   {iterations} ")), "{text}");
+        assert!(text.contains("of scenarios drawn by weight: browse 75%, buy 25%"), "{text}");
+        let json = crate::output::report_json(&report, &[]);
+        assert_eq!(json["iterations"], iterations);
+        assert_eq!(json["scenarios"][1]["weight"], 1);
+        named(&format!("part{worker}.json"), &json)
+    };
+    let merged = from_texts(&[part(0, 7), part(1, 5)]).unwrap();
+    assert_eq!(merged.stats.counters.iterations, 12);
+    assert_eq!(merged.scenarios.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["browse", "buy"]);
+    // Without scenarios there are none, and no count of iterations.
+    let json = crate::output::report_json(&from_texts(&[saved_part(0)]).unwrap(), &[]);
+    assert_eq!((json["scenarios"].as_array().map(Vec::len), &json["iterations"]), (Some(0), &Value::Null));
 }
