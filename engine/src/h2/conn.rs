@@ -182,8 +182,8 @@ pub(crate) struct Request {
 }
 
 pub(crate) struct Connection {
-    /// The run's requests, shared by every connection. With more than one, each sends its
-    /// plain block: the indexing pair puts one request's fields in the server's table.
+    /// The run's requests, shared by every connection. Each one's indexing pair adds the same
+    /// fields to the server's table (a mix's shared ones), so any may be a connection's first.
     requests: Arc<[Request]>,
     indexing: Indexing,
     /// SETTINGS_HEADER_TABLE_SIZE: the room the server's decoder gives our encoder.
@@ -232,11 +232,9 @@ impl Connection {
         let mut out = Vec::with_capacity(4096);
         frame::encode_preface(&mut out, &OUR_SETTINGS);
         frame::encode_window_update(&mut out, 0, RECV_WINDOW - frame::DEFAULT_WINDOW);
-        // The indexing pair names one request's fields; several requests send plain blocks.
-        let indexing = if requests.len() == 1 { Indexing::NotYet } else { Indexing::Plain };
         Connection {
             requests,
-            indexing,
+            indexing: Indexing::NotYet,
             peer_header_table: DEFAULT_HEADER_TABLE as u32,
             table_size_update: None,
             want_streams: want_streams.max(1),

@@ -50,15 +50,61 @@ pub(crate) fn encode_request(target: &Target, path: &str, spec: &RequestSpec) ->
     hpack::encode_request_blocks(&spec.method, fields.scheme, &fields.authority, path, &fields.headers)
 }
 
-/// Every request of a run, as `Requests::each` gives them, as HTTP/2 sends them.
+/// Every request of a run, as `Requests::each` gives them, as HTTP/2 sends them. The one
+/// request indexes all its fields; a mix indexes the fields every one of its requests has
+/// (the authority, say, and headers added to all), the same ones in the same order, so that
+/// whichever goes first on a connection leaves the server's table as every later one expects.
 pub(crate) fn encode_requests(target: &Target, requests: &[(&str, &RequestSpec)]) -> Vec<Request> {
-    requests
+    let body = |spec: &RequestSpec| spec.body.clone().into_boxed_slice();
+    if let [(path, spec)] = requests {
+        return vec![Request { blocks: encode_request(target, path, spec), body: body(spec) }];
+    }
+    let all: Vec<(&str, Vec<(String, String)>)> = requests
         .iter()
-        .map(|(path, spec)| Request {
-            blocks: encode_request(target, path, spec),
-            body: spec.body.clone().into_boxed_slice(),
+        .map(|(path, spec)| {
+            let f = request_fields(target, spec);
+            let pseudo = [
+                (":method", spec.method.as_str()),
+                (":scheme", f.scheme),
+                (":authority", &f.authority),
+                (":path", path),
+            ];
+            let mut fields: Vec<(String, String)> =
+                pseudo.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+            fields.extend(f.headers);
+            (*path, fields)
+        })
+        .collect();
+    let shared = shared_fields(all.iter().map(|(_, fields)| fields.as_slice()));
+    all.iter()
+        .zip(requests)
+        .map(|((_, fields), (_, spec))| {
+            // Pseudo-header fields first, as sent; then the shared fields in their common order;
+            // then the request's own. Only fields of different names change places.
+            let (pseudo, regular) = fields.split_at(4);
+            let is_shared = |n: &str, v: &str| shared.iter().any(|(sn, sv)| sn == n && sv == v);
+            let ordered: Vec<(&str, &str)> = pseudo
+                .iter()
+                .chain(shared.iter().filter(|(n, _)| !n.starts_with(':')))
+                .chain(regular.iter().filter(|(n, v)| !is_shared(n, v)))
+                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .collect();
+            Request { blocks: hpack::encode_blocks(&ordered, is_shared), body: body(spec) }
         })
         .collect()
+}
+
+/// The fields every request has with the same value, in the first request's order; a name
+/// any request has more than once is left out, since only fields of different names may change
+/// places.
+fn shared_fields<'a>(mut requests: impl Iterator<Item = &'a [(String, String)]>) -> Vec<(String, String)> {
+    let once = |fields: &[(String, String)], name: &str| fields.iter().filter(|(n, _)| n == name).count() == 1;
+    let Some(first) = requests.next() else { return Vec::new() };
+    let mut shared: Vec<(String, String)> = first.iter().filter(|(n, _)| once(first, n)).cloned().collect();
+    for fields in requests {
+        shared.retain(|(n, v)| once(fields, n) && fields.iter().any(|(fn_, fv)| fn_ == n && fv == v));
+    }
+    shared
 }
 
 #[cfg(test)]
@@ -113,5 +159,66 @@ mod tests {
         assert!(fields.contains(&("content-length".into(), "5".into())));
         assert!(!fields.iter().any(|(n, _)| n == "connection" || n == "host"));
         assert!(!fields.iter().any(|(_, v)| v == "999"));
+    }
+
+    #[test]
+    fn a_mix_indexes_the_fields_all_its_requests_share_so_any_may_go_first_on_a_connection() {
+        let target = Target::parse("http://127.0.0.1:8080/").expect("valid url");
+        let h = |pairs: &[(&str, &str)]| pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+        let specs = [
+            RequestSpec::new("GET", h(&[("X-Run", "7"), ("Accept", "text/html"), ("x-own", "a")]), vec![]),
+            RequestSpec::new("POST", h(&[("x-own", "b"), ("X-Run", "7"), ("Accept", "text/html")]), b"{}".to_vec()),
+            // Two cookies: a name twice is never moved, so never shared.
+            RequestSpec::new(
+                "GET",
+                h(&[("Accept", "text/html"), ("x-run", "7"), ("cookie", "a"), ("cookie", "b")]),
+                vec![],
+            ),
+        ];
+        let paths = ["/a", "/b?c=d", "/e"];
+        let list: Vec<(&str, &RequestSpec)> = paths.iter().copied().zip(specs.iter()).collect();
+        let requests = encode_requests(&target, &list);
+        // The authority, x-run and accept are indexed: the same entries, the same room.
+        let size = requests[0].blocks.table_size;
+        assert_eq!(size, [(10, 14), (5, 1), (6, 9)].iter().map(|(n, v)| n + v + 32).sum::<usize>());
+        assert!(requests.iter().all(|r| r.blocks.table_size == size));
+        let read = |theirs: &mut httlib_hpack::Decoder<'_>, block: &[u8]| {
+            let mut buf = block.to_vec();
+            let mut fields = Vec::new();
+            theirs.decode(&mut buf, &mut fields).expect("a valid header block");
+            let text = |b: Vec<u8>| String::from_utf8(b).expect("ASCII");
+            let mut fields: Vec<(String, String)> = fields.into_iter().map(|(n, v, _)| (text(n), text(v))).collect();
+            fields.sort();
+            fields
+        };
+        // Each request's fields, as the plain block says them, are the user's (sorted: only
+        // fields of different names moved).
+        let plain: Vec<_> = requests
+            .iter()
+            .map(|r| read(&mut httlib_hpack::Decoder::with_dynamic_size(4096), &r.blocks.plain))
+            .collect();
+        for (i, fields) in plain.iter().enumerate() {
+            let mut want: Vec<(String, String)> = request_fields(&target, &specs[i]).headers;
+            want.extend(
+                [
+                    (":method", specs[i].method.as_str()),
+                    (":scheme", "http"),
+                    (":authority", "127.0.0.1:8080"),
+                    (":path", paths[i]),
+                ]
+                .map(|(n, v)| (n.to_string(), v.to_string())),
+            );
+            want.sort();
+            assert_eq!(*fields, want, "request {i}");
+        }
+        // Whichever goes first, every later block on the connection reads as its plain one.
+        for first in 0..3 {
+            let mut connection = httlib_hpack::Decoder::with_dynamic_size(4096);
+            assert_eq!(read(&mut connection, &requests[first].blocks.first), plain[first]);
+            for i in [2, 0, 1, 1, 2] {
+                assert_eq!(read(&mut connection, &requests[i].blocks.indexed), plain[i], "{i} after {first}");
+            }
+        }
+        assert!(requests[0].blocks.indexed.len() < requests[0].blocks.plain.len() / 2);
     }
 }

@@ -13,6 +13,8 @@ use super::table::{ENTRY_OVERHEAD, STATIC_TABLE};
 /// regular headers (names already lowercased by the caller), in that order, as HTTP/2 wants
 /// pseudo-headers first. A field matching a static entry in name and value is sent as its
 /// index; one matching a name only as that index and a literal value; others as literals.
+/// The plain block of `encode_request_blocks`, on its own.
+#[cfg(test)]
 pub(crate) fn encode_request(
     method: &str,
     scheme: &str,
@@ -98,21 +100,39 @@ pub(crate) fn encode_request_blocks(
     path: &str,
     headers: &[(String, String)],
 ) -> RequestBlocks {
-    let plain = encode_request(method, scheme, authority, path, headers);
     let fields: Vec<(&str, &str)> =
         [(":method", method), (":scheme", scheme), (":authority", authority), (":path", path)]
             .into_iter()
             .chain(headers.iter().map(|(n, v)| (n.as_str(), v.as_str())))
             .collect();
-    let added = fields.iter().filter(|(n, v)| !matches!(known(n, v), Known::Field(_))).count();
-    let (mut first, mut indexed) = (Vec::with_capacity(plain.len()), Vec::with_capacity(fields.len()));
+    encode_blocks(&fields, |_, _| true)
+}
+
+/// The blocks of a request of `fields` in the order sent (pseudo-header fields first): the
+/// plain block, and the indexing pair in which the fields `indexes` picks are added to the
+/// server's table by a connection's first request and named by index after; the others go
+/// as in the plain block. Requests that index the same fields in the same order leave the
+/// server's table the same, so any of them may be a connection's first (a mix's shared
+/// fields).
+pub(crate) fn encode_blocks(fields: &[(&str, &str)], indexes: impl Fn(&str, &str) -> bool) -> RequestBlocks {
+    let mut plain = Vec::with_capacity(fields.iter().map(|(n, v)| n.len() + v.len() + 16).sum());
+    for (name, value) in fields {
+        field(&mut plain, name, value);
+    }
+    let added = fields.iter().filter(|(n, v)| indexes(n, v) && !matches!(known(n, v), Known::Field(_))).count();
+    let (mut first, mut indexed) = (Vec::with_capacity(plain.len()), Vec::with_capacity(plain.len()));
     let mut table_size = 0;
     let mut inserted = 0;
-    for (name, value) in fields {
+    for &(name, value) in fields {
         match known(name, value) {
             Known::Field(index) => {
                 integer(&mut first, 0x80, 7, index);
                 integer(&mut indexed, 0x80, 7, index);
+                continue;
+            }
+            _ if !indexes(name, value) => {
+                field(&mut first, name, value);
+                field(&mut indexed, name, value);
                 continue;
             }
             // §6.2.1: literal with incremental indexing, the name by index where it can be.
