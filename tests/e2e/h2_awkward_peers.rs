@@ -407,3 +407,40 @@ fn a_server_refusing_every_request_ends_a_counted_run_with_errors() {
     assert!(number(&r, "/requests/refused") >= 1000, "{r}");
     assert!(sample(&r, "reset").contains("in a row unprocessed"), "{r}");
 }
+
+#[test]
+fn a_scenario_step_refused_unprocessed_is_sent_again_as_that_step_and_iterations_stay_exact() {
+    use volley_engine::{Mix, NamedRequest, Order, Plan, Protocol, RequestSpec, Requests, RunControl, Scenario, Stop};
+    // Every third request is refused: a refused step must go again as itself, within its
+    // iteration, not as a new iteration nor as whichever step comes next.
+    let server = RawH2Server::start(|i, stream, out| {
+        if i % 3 == 0 {
+            frame(out, RST_STREAM, 0, stream, &REFUSED_STREAM.to_be_bytes());
+        } else {
+            ok_response(out, stream);
+        }
+        true
+    });
+    let step = |n: u32| NamedRequest {
+        name: format!("step {n}"),
+        path_and_query: format!("/{n}"),
+        spec: RequestSpec::new("GET", vec![], vec![]),
+    };
+    let target = volley_engine::Target::parse(&server.url()).expect("valid URL");
+    let mut plan = Plan::new(target, RequestSpec::new("GET", vec![], vec![]), 2, Stop::Requests(20));
+    plan.protocol = Protocol::Http2 { streams: 3 };
+    plan.threads = 1;
+    plan.requests = Requests::Mix(Mix {
+        requests: (1..=3).map(step).collect(),
+        order: Order::Scenarios { scenarios: vec![Scenario { name: "walk".into(), weight: 1, steps: 3 }], seed: 1 },
+    });
+    let result = volley_engine::run(&plan, &RunControl::new(), &mut |_| {}).expect("the run");
+    let c = &result.stats.counters;
+    assert_eq!((c.iterations, c.ok, c.errors()), (20, 60, 0), "{:?}", result.error_samples);
+    for (index, name) in result.stats.names.iter() {
+        assert_eq!(name.counters.ok, 20, "step {} answered once per iteration", index + 1);
+    }
+    assert_eq!(result.stats.names.iter().count(), 3);
+    assert_eq!(server.answered.load(Ordering::SeqCst), 60);
+    assert!((28..=32).contains(&c.refused), "{}", c.refused);
+}
