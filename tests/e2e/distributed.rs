@@ -1106,3 +1106,40 @@ impl Drop for EtcNetns {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+#[test]
+fn connections_beyond_the_local_port_range_fail_with_a_line_that_says_why_and_what_to_do() {
+    // SAFETY: geteuid(2) has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || Command::new("ip").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: needs root and iproute2 (`ip`) to make a network namespace");
+        return;
+    }
+    // A namespace whose local port range is 4 ports: 8 connections to one address and port
+    // find no port for half of them (EADDRNOTAVAIL), as 30,000 would with the usual range.
+    let ns = format!("volley-{}-ports", std::process::id());
+    let mut namespaces = Namespaces { names: Vec::new() };
+    if let Err(e) = namespaces.add(&ns) {
+        eprintln!("SKIPPED: cannot make network namespaces here ({e})");
+        return;
+    }
+    ip(&["-n", &ns, "link", "set", "lo", "up"]).expect("loopback up");
+    let sysctl = Command::new("ip")
+        .args(["netns", "exec", &ns, "sysctl", "-qw", "net.ipv4.ip_local_port_range=40000 40003"])
+        .output()
+        .expect("sysctl");
+    assert!(sysctl.status.success(), "{}", String::from_utf8_lossy(&sysctl.stderr));
+    let target_addr: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+    let target = in_netns(&ns, move || {
+        volley_serve::Server::start(volley_serve::ServeConfig { addr: target_addr, ..Default::default() })
+    })
+    .expect("the target server starts in the namespace");
+    let url = format!("http://{target_addr}/");
+    let out = run(volley_in(&ns, &["-c", "8", "-t", "1", "-n", "400", "-j", &url]));
+    let r = json_report(&out);
+    assert!(number(&r, "/errors/connect") > 0, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), target.requests(), "{r}");
+    let samples = r["errorSamples"].to_string();
+    assert!(samples.contains("no local port left (EADDRNOTAVAIL)"), "{samples}");
+    assert!(samples.contains("range (4 ports here, net.ipv4.ip_local_port_range)"), "{samples}");
+    assert!(samples.contains("use fewer connections per machine, or more workers\""), "{samples}");
+}
