@@ -322,6 +322,16 @@ fn scenarios_steps_and_names_beyond_a_runs_limits_are_refused_at_the_first_too_m
 }
 
 #[test]
+fn bodies_beyond_a_runs_limit_are_refused_at_the_body_that_passes_it() {
+    let files = Files::new();
+    files.write("half.bin", vec![0u8; volley_engine::MAX_BODY_BYTES / 2 + 1]);
+    let step = "[[scenario.step]]\nmethod = \"POST\"\npath = \"/\"\nbody_file = \"half.bin\"\n";
+    files.write("s.toml", format!("[[scenario]]\nname = \"a\"\n{step}{step}"));
+    let e = files.read("s.toml", Some("http://a/")).map(|f| f.origin).unwrap_err();
+    assert_eq!(e, "s.toml:10:13: the bodies come to more than 64 MiB, the most a run's requests may carry");
+}
+
+#[test]
 fn a_step_has_at_most_the_headers_a_target_may_have_the_defaults_counted() {
     let names = |range: std::ops::Range<usize>| range.map(|n| format!("h{n} = \"v\"")).collect::<Vec<_>>().join(", ");
     let text = format!(
