@@ -133,9 +133,9 @@ pub(crate) enum TargetsOrderArg {
 
 #[derive(Debug, Args)]
 pub(crate) struct LoadArgs {
-    /// Target URL, e.g. http://127.0.0.1:8080/; with --targets, the origin of the file's
-    /// targets (then it may be left out if they are absolute URLs of one origin).
-    #[arg(required_unless_present = "targets")]
+    /// Target URL, e.g. http://127.0.0.1:8080/; with --targets or --scenario, the origin of the
+    /// file's requests (then it may be left out if the file gives one).
+    #[arg(required_unless_present_any = ["targets", "scenario"])]
     pub url: Option<String>,
     /// Send the requests a targets file lists, each with statistics under its name, instead
     /// of one request to URL: vegeta's http format (METHOD URL, headers, @BODYFILE; `# name:
@@ -149,14 +149,23 @@ pub(crate) struct LoadArgs {
     /// Which target each request is: in-turn or random.
     #[arg(long, value_name = "ORDER", default_value = "in-turn", requires = "targets")]
     pub targets_order: TargetsOrderArg,
-    /// The seed of every random choice of the run (today --targets-order random's): the same
-    /// seed makes the same choices.
+    /// Run the weighted scenarios of a TOML file instead of one request to URL: each connection
+    /// draws a scenario by weight (seeded by --seed) and sends its steps in order, then draws
+    /// again. Each step has statistics under its name. -n and --rate count iterations (one pass
+    /// of a scenario's steps), not requests. One origin a run; -H adds headers to every step.
+    // The targets file's flags named too: clap excuses their `requires = "targets"` once
+    // --targets is ruled out by a conflict, and would let them pass unused.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["targets", "targets_format", "targets_order", "method", "data"])]
+    pub scenario: Option<PathBuf>,
+    /// The seed of every random choice of the run (--targets-order random's, --scenario's draw
+    /// of scenarios): the same seed makes the same choices.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
     /// Concurrent connections [default: 50; with --stages and no --rate, the largest stage].
     #[arg(short = 'c', long)]
     pub connections: Option<u64>,
-    /// Total requests to send (exactly this many are attempted).
+    /// Total requests to send (exactly this many are attempted); with --scenario, iterations:
+    /// passes of a scenario, each its steps' requests.
     #[arg(short = 'n', long, default_value_t = 200, conflicts_with = "duration")]
     pub requests: u64,
     /// Run for this long instead of a request count (10s, 1m30s, 500ms).
@@ -164,7 +173,8 @@ pub(crate) struct LoadArgs {
     pub duration: Option<String>,
     /// Open model: send R requests per second in total (over all workers, threads and
     /// connections), evenly spaced whatever the server does; each goes out on the next
-    /// connection free, and latency counts from when it was due. With -n or -z.
+    /// connection free, and latency counts from when it was due. With -n or -z. With
+    /// --scenario, R iterations (passes of a scenario) start per second.
     #[arg(long, value_name = "R", allow_hyphen_values = true)]
     pub rate: Option<String>,
     /// Ramp through stages, DURATION:TARGET,... (30s:1000,60s:5000,30s:0), each linearly from

@@ -2,6 +2,7 @@
 
 use volley_engine::{EngineError, TargetError};
 
+use crate::scenario::ScenarioError;
 use crate::targets::TargetsError;
 
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +18,9 @@ pub(crate) enum CliError {
     /// A `--targets` file that cannot be used: bad input, as a usage error is.
     #[error(transparent)]
     Targets(#[from] TargetsError),
+    /// A `--scenario` file that cannot be used: bad input, as a usage error is.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
     #[error(transparent)]
     Target(#[from] TargetError),
     #[error(transparent)]
@@ -44,12 +48,14 @@ pub(crate) enum CliError {
 
 impl CliError {
     /// 130 for Ctrl-C, as shells do; 2 for a usage error, as for clap's own, or a saved report or
-    /// targets file that cannot be read; 3 for a run some
+    /// targets or scenario file that cannot be used; 3 for a run some
     /// workers did not complete; 4 for thresholds that failed; 5 for a capacity search whose
     /// first step failed; 1 for everything else.
     pub(crate) fn exit_code(&self) -> std::process::ExitCode {
         match self {
-            CliError::Usage(_) | CliError::BadReport { .. } | CliError::Targets(_) => std::process::ExitCode::from(2),
+            CliError::Usage(_) | CliError::BadReport { .. } | CliError::Targets(_) | CliError::Scenario(_) => {
+                std::process::ExitCode::from(2)
+            }
             CliError::Interrupted => std::process::ExitCode::from(130),
             CliError::Incomplete(_) => std::process::ExitCode::from(3),
             CliError::ThresholdsFailed(_) => std::process::ExitCode::from(4),

@@ -15,6 +15,7 @@ mod output;
 mod printable;
 mod prometheus;
 mod report;
+mod scenario;
 mod signals;
 mod targets;
 mod workers_file;

@@ -11,7 +11,7 @@ use volley_engine::{
 use crate::cli::{LoadArgs, QuicCongestionArg, TargetsFormatArg, TargetsOrderArg, WorkerArgs};
 use crate::error::CliError;
 use crate::fleet::{Access, Place};
-use crate::targets;
+use crate::{scenario, targets};
 
 pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     let protocol = match (args.http2, args.http3, args.parallel) {
@@ -27,12 +27,22 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
         (false, true, p) => Protocol::Http3 { streams: parse_streams(p.unwrap_or(1))? },
     };
     let url = args.url.as_deref().map(Target::parse).transpose()?;
-    let (target, mix) = match &args.targets {
-        None => (url.ok_or_else(|| CliError::Usage("a target URL is required".into()))?, None),
-        Some(path) => {
+    // A file's requests, and the order they are taken in; clap keeps the two files apart.
+    let (target, mix) = match (&args.targets, &args.scenario) {
+        (Some(path), _) => {
             let file = targets::read(path, targets_format(args.targets_format), url.as_ref())?;
-            (file.origin, Some(file.requests))
+            let order = match args.targets_order {
+                TargetsOrderArg::InTurn => Order::InTurn,
+                TargetsOrderArg::Random => Order::Random { seed: args.seed },
+            };
+            (file.origin, Some(Mix { requests: file.requests, order }))
         }
+        (None, Some(path)) => {
+            let file = scenario::read(path, url.as_ref())?;
+            let order = Order::Scenarios { scenarios: file.scenarios, seed: args.seed };
+            (file.origin, Some(Mix { requests: file.requests, order }))
+        }
+        (None, None) => (url.ok_or_else(|| CliError::Usage("a target URL is required".into()))?, None),
     };
     if matches!(protocol, Protocol::Http3 { .. }) && !target.is_tls() {
         return Err(CliError::Usage(
@@ -80,13 +90,9 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     }
     let requests = match mix {
         None => Requests::One(RequestSpec::new(&method, headers, body)),
-        Some(mut requests) => {
-            targets::add_headers(&mut requests, &headers);
-            let order = match args.targets_order {
-                TargetsOrderArg::InTurn => Order::InTurn,
-                TargetsOrderArg::Random => Order::Random { seed: args.seed },
-            };
-            Requests::Mix(Mix { requests, order })
+        Some(mut mix) => {
+            targets::add_headers(&mut mix.requests, &headers);
+            Requests::Mix(mix)
         }
     };
     // Plan::new takes one request: a mix then takes its place.
@@ -760,6 +766,96 @@ mod tests {
         let (_dir, file) = targets_file(&text);
         let e = plan_of(&["--targets", &file]).expect_err("too many names");
         assert_eq!(e, "--targets: 1001 names is more than the 1000 a run may have");
+    }
+
+    /// A scenario file of `text` in a directory of its own, and the file's path.
+    fn scenario_file(text: &str) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("shop.toml");
+        std::fs::write(&path, text).expect("a scenario file");
+        (dir, path.display().to_string())
+    }
+
+    const SHOP: &str = r#"origin = "http://127.0.0.1:8080"
+[[scenario]]
+name = "browse"
+weight = 3
+[[scenario.step]]
+path = "/a?x=1"
+headers = { Accept = "text/plain" }
+[[scenario.step]]
+path = "/b"
+[[scenario]]
+name = "buy"
+[[scenario.step]]
+method = "POST"
+path = "/cart"
+"#;
+
+    #[test]
+    fn a_scenario_file_is_a_mix_of_scenarios_seeded_with_the_command_lines_headers() {
+        let (_dir, file) = scenario_file(SHOP);
+        let plan = plan_of(&["--scenario", &file, "-H", "accept: */*", "-H", "X-Run: 1", "-n", "30", "--seed", "9"])
+            .expect("a plan");
+        assert_eq!(plan.target.to_string(), "http://127.0.0.1:8080/", "the origin, at /");
+        assert_eq!(plan.stop, Stop::Requests(30), "-n counts iterations; the engine knows it from the order");
+        let mix = plan.requests.mix().expect("a mix");
+        let scenarios = vec![
+            volley_engine::Scenario { name: "browse".into(), weight: 3, steps: 2 },
+            volley_engine::Scenario { name: "buy".into(), weight: 1, steps: 1 },
+        ];
+        assert_eq!(mix.order, Order::Scenarios { scenarios: scenarios.clone(), seed: 9 });
+        let request = |name: &str, method: &str, path: &str, headers: &[(&str, &str)]| volley_engine::NamedRequest {
+            name: name.into(),
+            path_and_query: path.into(),
+            spec: RequestSpec::new(
+                method,
+                headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+                vec![],
+            ),
+        };
+        assert_eq!(
+            mix.requests,
+            [
+                request("GET /a", "GET", "/a?x=1", &[("Accept", "text/plain"), ("X-Run", "1")]),
+                request("GET /b", "GET", "/b", &[("accept", "*/*"), ("X-Run", "1")]),
+                request("POST /cart", "POST", "/cart", &[("accept", "*/*"), ("X-Run", "1")]),
+            ]
+        );
+        let unseeded = plan_of(&["--scenario", &file]).expect("a plan");
+        assert_eq!(unseeded.requests.mix().map(|m| m.order.clone()), Some(Order::Scenarios { scenarios, seed: 0 }));
+        let given = plan_of(&["--scenario", &file, "http://127.0.0.1:8080"]).expect("the URL as the origin");
+        assert_eq!(given.target.to_string(), "http://127.0.0.1:8080/");
+    }
+
+    #[test]
+    fn with_a_scenario_file_the_requests_are_the_files_and_the_other_ways_to_give_them_are_refused() {
+        let (_dir, file) = scenario_file(SHOP);
+        let (_targets_dir, targets) = targets_file("GET http://127.0.0.1:8080/\n");
+        for (flags, says) in [
+            (vec!["--scenario", &file, "-m", "POST"], "cannot be used with"),
+            (vec!["--scenario", &file, "-d", "x"], "cannot be used with"),
+            (vec!["--scenario", &file, "--data", "@body"], "cannot be used with"),
+            (vec!["--scenario", &file, "--targets", &targets], "cannot be used with"),
+            (vec!["--scenario", &file, "--targets-order", "random"], "cannot be used with"),
+            (vec!["--scenario", &file, "--targets-format", "json"], "cannot be used with"),
+            (vec!["--scenario", &file, "--http3"], "--http3 needs an https:// URL"),
+            (
+                vec!["--scenario", &file, "http://127.0.0.1:9"],
+                "is not the origin of the command line's URL (http://127.0.0.1:9)",
+            ),
+        ] {
+            let e = plan_of(&flags).expect_err("refused");
+            assert!(e.contains(says), "{flags:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_warm_up_with_a_count_of_iterations_of_several_steps_is_refused_for_now() {
+        let (_dir, file) = scenario_file(SHOP);
+        let e = plan_of(&["--scenario", &file, "--warm-up", "1s", "-n", "1000", "-c", "2"]).expect_err("refused");
+        assert!(e.starts_with("--warm-up: a warm-up with a count of iterations of several steps"), "{e}");
+        assert!(plan_of(&["--scenario", &file, "--warm-up", "1s", "-z", "3s"]).is_ok(), "with a duration it runs");
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod prometheus;
 mod readme_examples;
 mod report_outputs;
 mod retry_after;
+mod scenario_input;
 mod serve;
 mod targets;
 mod tls_certificates;

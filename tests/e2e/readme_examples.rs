@@ -33,7 +33,7 @@ use volley_serve::{ServeConfig, Server};
 
 /// The `$ volley ` lines README.md has today. The test fails below this, so that it cannot pass
 /// by finding no examples (a changed prompt or fence); raise it when the README gains examples.
-const MIN_EXAMPLES: usize = 13;
+const MIN_EXAMPLES: usize = 14;
 
 /// README examples that cannot run on this machine, by the command as written (after `$ `, before
 /// its comment), with why. The test does not run them, and fails if one of them is no longer in
@@ -418,14 +418,20 @@ fn run_load_example(example: &Example) {
         let seen = server.last_request().expect("a request");
         let data = example.has("-d") || example.has("--data");
         let method = example.value("-m").or(example.value("--method")).unwrap_or(if data { "POST" } else { "GET" });
-        let methods = match example.value("--targets") {
+        let methods = match (example.value("--targets"), example.value("--scenario")) {
             // A targets file's requests: its methods, and each of its names in the report.
-            Some(file) => {
+            (Some(file), _) => {
                 let names = r["names"].as_array().map_or(0, Vec::len);
                 assert!(names > 0, "a targets run without names: {r}");
                 targets_methods(file)
             }
-            None => vec![method.to_string()],
+            // A scenario file's steps: likewise.
+            (None, Some(file)) => {
+                let names = r["names"].as_array().map_or(0, Vec::len);
+                assert!(names > 0, "a scenario run without names: {r}");
+                scenario_methods(file)
+            }
+            (None, None) => vec![method.to_string()],
         };
         assert_eq!(server.methods().keys().cloned().collect::<Vec<_>>(), methods, "methods received");
         if data {
@@ -535,6 +541,18 @@ fn readme_examples_are_split_as_sh_splits_them() {
 
 /// The methods a targets file (vegeta's http format) lists, sorted and once each: its request
 /// lines are `METHOD URL-or-path`.
+/// The methods a scenario file's steps use (GET when a step gives none), sorted, each once.
+fn scenario_methods(file: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let doc: serde_json::Value = toml::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let scenarios = doc["scenario"].as_array().unwrap_or_else(|| panic!("{file}: no scenarios"));
+    let steps = scenarios.iter().flat_map(|s| s["step"].as_array().into_iter().flatten());
+    let mut methods: Vec<String> = steps.map(|step| step["method"].as_str().unwrap_or("GET").to_string()).collect();
+    methods.sort();
+    methods.dedup();
+    methods
+}
+
 fn targets_methods(file: &str) -> Vec<String> {
     let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file}: {e}"));
     let mut methods: Vec<String> = text

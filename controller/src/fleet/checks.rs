@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use volley_engine::{Counters, Stats};
+use volley_engine::{Counters, Plan, Stats, Stop};
 
 /// A second can only be reported once it is over; this much is allowed for the error of the
 /// clock estimate (at most half a round trip) and the start skew, with room to spare.
@@ -32,6 +32,15 @@ pub(crate) enum Implausible {
     NameLatency { index: usize, samples: u64, ok: u64 },
     #[error("its final counts ({done} requests) are below what its intervals said ({said})")]
     FinalBelowIntervals { done: u64, said: u64 },
+}
+
+/// The most requests a worker running `shard` may report done: its `-n`, none for a duration.
+/// With scenarios `-n` counts iterations, each of up to the longest scenario's steps.
+pub(crate) fn budget(shard: &Plan) -> Option<u64> {
+    let Stop::Requests(n) = shard.stop else { return None };
+    let scenarios = shard.requests.mix().and_then(|m| m.order.scenarios());
+    let per_unit = scenarios.and_then(|s| s.iter().map(|s| u64::from(s.steps)).max()).unwrap_or(1);
+    Some(n.saturating_mul(per_unit))
 }
 
 /// Requests a report accounts for: ok, errors and aborted, each taking one unit of a budget.
@@ -114,6 +123,27 @@ mod tests {
         assert!(matches!(second(4, 0, at(1.0)), Err(Implausible::Ahead { second: 4, .. })));
         assert!(matches!(second(u32::MAX, 0, at(1.0)), Err(Implausible::Ahead { .. })));
         assert_eq!(second(1, 0, None), Err(Implausible::BeforeStart { second: 1 }));
+    }
+
+    #[test]
+    fn a_shards_budget_is_its_requests_or_with_scenarios_its_iterations_of_the_longest() {
+        use volley_engine::{Mix, NamedRequest, Order, RequestSpec, Requests, Scenario, Target};
+        let target = Target::parse("http://a/").unwrap();
+        let mut plan = Plan::new(target, RequestSpec::new("GET", vec![], vec![]), 1, Stop::Requests(10));
+        assert_eq!(budget(&plan), Some(10));
+        let request = NamedRequest {
+            name: "n".into(),
+            path_and_query: "/".into(),
+            spec: RequestSpec::new("GET", vec![], vec![]),
+        };
+        let scenario = |name: &str, steps| Scenario { name: name.into(), weight: 1, steps };
+        plan.requests = Requests::Mix(Mix {
+            requests: vec![request; 4],
+            order: Order::Scenarios { scenarios: vec![scenario("a", 1), scenario("b", 3)], seed: 0 },
+        });
+        assert_eq!(budget(&plan), Some(30), "10 iterations of up to 3 steps");
+        plan.stop = Stop::Duration(Duration::from_secs(1));
+        assert_eq!(budget(&plan), None);
     }
 
     #[test]

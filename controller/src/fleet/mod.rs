@@ -96,10 +96,7 @@ pub(crate) fn run(
             rate: profile.asked_rate(Some(index), end),
             ..Default::default()
         };
-        let budget = match shard.stop {
-            Stop::Requests(n) => Some(n),
-            Stop::Duration(_) => None,
-        };
+        let budget = checks::budget(&shard);
         let remote = matches!(to, Destination::Remote { .. });
         let link = match to {
             Destination::Local => {

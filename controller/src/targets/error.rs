@@ -32,7 +32,7 @@ pub(crate) struct At {
 }
 
 impl At {
-    pub(super) fn new(line: usize, column: usize) -> At {
+    pub(crate) fn new(line: usize, column: usize) -> At {
         At { line, column }
     }
 
@@ -72,6 +72,9 @@ pub(crate) enum Problem {
     SecondOrigin { found: String, first: String },
     #[error("{found} is not the origin of the command line's URL ({url}); a run has one")]
     NotTheUrlsOrigin { found: String, url: String },
+    /// A scenario file's `origin`, which its steps' absolute URLs must keep to.
+    #[error("{found} is not the file's origin ({origin}); a run has one")]
+    NotTheFilesOrigin { found: String, origin: String },
     #[error("expected a header 'Name: value', a body '@FILE' or a blank line")]
     HeaderLine,
     #[error("'{name}' is not a header name")]
@@ -103,6 +106,6 @@ pub(crate) enum Problem {
 }
 
 /// Text from the file as a message shows it: on one line, escaped, cut when long.
-pub(super) fn shown(text: &str) -> String {
+pub(crate) fn shown(text: &str) -> String {
     one_line(text)
 }

@@ -3,30 +3,34 @@
 //! all to one origin (`origin.rs`).
 //!
 //! Both formats hand each target over as a [`Draft`]; [`MixBuilder`] is what they have in
-//! common: the origin rule, body files, names and the limits of a mix.
+//! common: the origin rule, body files, names and the limits of a mix. `--scenario` files
+//! (`crate::scenario`) share the checks of a request and the origin rule from here.
 
+mod bodies;
 mod error;
 mod http;
 mod jsonl;
 mod origin;
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use volley_engine::{MAX_BODY_BYTES, MAX_REQUESTS, NamedRequest, RequestSpec, Target};
+use volley_engine::{MAX_REQUESTS, NamedRequest, RequestSpec, Target};
 
-pub(crate) use error::TargetsError;
-use error::{At, Located, Problem, shown};
-use origin::OneOrigin;
+pub(crate) use bodies::Bodies;
+
+use error::Located;
+pub(crate) use error::{At, Problem, TargetsError, shown};
+pub(crate) use origin::{OneOrigin, Shown, same_origin};
 
 /// The largest targets file read: far beyond a mix's limits ([`MAX_REQUESTS`] targets, bodies
-/// of [`MAX_BODY_BYTES`] in all), while a wrong file (a disk image, /dev/zero) is refused
+/// of [`volley_engine::MAX_BODY_BYTES`] in all), while a wrong file (a disk image, /dev/zero) is refused
 /// before it fills the memory.
-const MAX_FILE_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 256 << 20;
 
 /// The most headers one target may have of its own: servers refuse more (Apache's default
 /// limit is 100), and each costs memory in every copy of the plan.
-const MAX_HEADERS: usize = 100;
+pub(crate) const MAX_HEADERS: usize = 100;
 
 /// How a targets file is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,12 +83,16 @@ pub(crate) fn read(path: &Path, format: Option<Format>, url: Option<&Target>) ->
 /// case) wins. Several `-H` of one name are all added, as they are for one request.
 pub(crate) fn add_headers(requests: &mut [NamedRequest], extra: &[(String, String)]) {
     for request in requests {
-        let headers = &mut request.spec.headers;
-        let own = headers.len();
-        for (name, value) in extra {
-            if !headers[..own].iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
-                headers.push((name.clone(), value.clone()));
-            }
+        add_headers_to(&mut request.spec.headers, extra);
+    }
+}
+
+/// `extra` after `headers`, but for the names `headers` has (in any case).
+pub(crate) fn add_headers_to(headers: &mut Vec<(String, String)>, extra: &[(String, String)]) {
+    let own = headers.len();
+    for (name, value) in extra {
+        if !headers[..own].iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            headers.push((name.clone(), value.clone()));
         }
     }
 }
@@ -97,14 +105,14 @@ fn detect(text: &str) -> Format {
 
 /// Everything `from` gives, if that is at most `limit` bytes (reading no further than one byte
 /// past it); None when there is more.
-fn read_at_most(from: impl Read, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+pub(crate) fn read_at_most(from: impl Read, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
     let mut bytes = Vec::new();
     from.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
     Ok((bytes.len() as u64 <= limit).then_some(bytes))
 }
 
 /// The bytes as text, or where the first that is not UTF-8 is.
-fn utf8(bytes: &[u8]) -> Result<&str, At> {
+pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, At> {
     std::str::from_utf8(bytes).map_err(|e| {
         let before = &bytes[..e.valid_up_to()];
         let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
@@ -152,15 +160,13 @@ enum Body {
 /// The checks and limits both formats share, turning drafts into a mix's requests.
 struct MixBuilder {
     origin: OneOrigin,
-    /// Where relative body files are.
-    dir: PathBuf,
+    bodies: Bodies,
     requests: Vec<NamedRequest>,
-    body_bytes: usize,
 }
 
 impl MixBuilder {
     fn new(url: Option<&Target>, dir: &Path) -> MixBuilder {
-        MixBuilder { origin: OneOrigin::new(url), dir: dir.to_path_buf(), requests: Vec::new(), body_bytes: 0 }
+        MixBuilder { origin: OneOrigin::new(url), bodies: Bodies::new(dir), requests: Vec::new() }
     }
 
     /// Adds a target, or says what is wrong with it and where.
@@ -173,39 +179,17 @@ impl MixBuilder {
         let body = match draft.body {
             Body::None => Vec::new(),
             Body::Bytes { bytes, at } => {
-                self.count_body(bytes.len(), at)?;
+                self.bodies.count(bytes.len()).map_err(|p| at.has(p))?;
                 bytes
             }
-            Body::File { path, at } => self.read_body(&path, at)?,
+            Body::File { path, at } => self.bodies.read(&path).map_err(|p| at.has(p))?,
         };
         let name = match draft.name {
             Some((name, at)) => checked_name(name).map_err(|p| at.has(p))?,
-            // The query apart: `GET /users?id=7` and `GET /users?id=8` are one name.
-            None => format!("{} {}", draft.method, path_and_query.split('?').next().unwrap_or_default()),
+            None => default_name(&draft.method, &path_and_query),
         };
         let spec = RequestSpec::new(&draft.method, draft.headers, body);
         self.requests.push(NamedRequest { name, path_and_query, spec });
-        Ok(())
-    }
-
-    /// The body file at `path`, read no further than the bodies' limit allows.
-    fn read_body(&mut self, path: &str, at: At) -> Result<Vec<u8>, Located> {
-        let full = self.dir.join(path);
-        let unreadable = |why| at.has(Problem::BodyFile { path: shown(&full.display().to_string()), why });
-        let file = std::fs::File::open(&full).map_err(unreadable)?;
-        let left = MAX_BODY_BYTES.saturating_sub(self.body_bytes) as u64;
-        let bytes = read_at_most(file, left).map_err(unreadable)?.ok_or_else(|| at.has(Problem::BodiesTooLarge))?;
-        self.count_body(bytes.len(), at)?;
-        Ok(bytes)
-    }
-
-    /// Counts a body toward the bodies' limit, which the plan's check would find too, but only
-    /// after every body was held.
-    fn count_body(&mut self, len: usize, at: At) -> Result<(), Located> {
-        self.body_bytes = self.body_bytes.saturating_add(len);
-        if self.body_bytes > MAX_BODY_BYTES {
-            return Err(at.has(Problem::BodiesTooLarge));
-        }
         Ok(())
     }
 
@@ -215,9 +199,15 @@ impl MixBuilder {
     }
 }
 
+/// The name of a request the file names not: `METHOD PATH`, the query apart, so that
+/// `GET /users?id=7` and `GET /users?id=8` are one name.
+pub(crate) fn default_name(method: &str, path_and_query: &str) -> String {
+    format!("{method} {}", path_and_query.split('?').next().unwrap_or_default())
+}
+
 /// A name given in the file: its report line and JSON key, so neither empty nor with control
 /// characters (a line break would forge a line of the report).
-fn checked_name(name: String) -> Result<String, Problem> {
+pub(crate) fn checked_name(name: String) -> Result<String, Problem> {
     if name.trim().is_empty() {
         return Err(Problem::EmptyName);
     }
@@ -234,7 +224,7 @@ fn first_non_token(text: &str) -> Option<(usize, char)> {
 }
 
 /// The method, unless a character of it is not a token's: then that character's offset.
-fn check_method(method: &str) -> Result<(), (usize, Problem)> {
+pub(crate) fn check_method(method: &str) -> Result<(), (usize, Problem)> {
     match first_non_token(method) {
         None if !method.is_empty() => Ok(()),
         None => Err((0, Problem::RequestLine)),
@@ -246,7 +236,7 @@ fn check_method(method: &str) -> Result<(), (usize, Problem)> {
 
 /// A header as the request will carry it: the engine writes name and value as they are, so a
 /// line break or NUL would end the request there and smuggle in another.
-fn check_header(name: &str, value: &str) -> Result<(), Problem> {
+pub(crate) fn check_header(name: &str, value: &str) -> Result<(), Problem> {
     if name.is_empty() || first_non_token(name).is_some() {
         return Err(Problem::HeaderName { name: shown(name) });
     }

@@ -1,5 +1,6 @@
-//! A run has one origin (scheme, host, port): the command line's URL's, or else the first that
-//! the file names. Every target's URL is checked against it and reduced to its path.
+//! A run has one origin (scheme, host, port): the command line's URL's, a scenario file's
+//! `origin`, or else the first that the file names. Every target's URL is checked against it and
+//! reduced to its path.
 
 use std::fmt;
 
@@ -8,23 +9,39 @@ use volley_engine::{Scheme, Target};
 use super::error::{Problem, shown};
 
 /// The run's origin, once known, and where it came from.
-pub(super) struct OneOrigin {
+pub(crate) struct OneOrigin {
     origin: Option<Target>,
-    from_command_line: bool,
+    /// Who gave the origin before any path was read; none when the file's first URL gives it.
+    given: Option<Given>,
+}
+
+/// Where an origin known before the file's paths came from: what a path is taken against, and
+/// what a message about a URL of another origin names.
+#[derive(Clone, Copy)]
+enum Given {
+    CommandLine,
+    /// A scenario file's `origin`.
+    File,
 }
 
 impl OneOrigin {
     /// The origin of `url` (the command line's), or none yet: the file's first URL gives it.
-    pub(super) fn new(url: Option<&Target>) -> OneOrigin {
-        OneOrigin { origin: url.map(root), from_command_line: url.is_some() }
+    pub(crate) fn new(url: Option<&Target>) -> OneOrigin {
+        OneOrigin { origin: url.map(root), given: url.map(|_| Given::CommandLine) }
+    }
+
+    /// The origin a scenario file gives with its `origin` key (checked by its reader against
+    /// the command line's URL, if any): its paths are taken against it.
+    pub(crate) fn of_file(origin: &Target) -> OneOrigin {
+        OneOrigin { origin: Some(root(origin)), given: Some(Given::File) }
     }
 
     /// The path and query a target's URL goes to, once its origin is found to be the run's:
     /// an absolute URL's, or a path (`/x?y`) taken as it is, which needs the command line's
     /// origin.
-    pub(super) fn path_of(&mut self, url: &str) -> Result<String, Problem> {
+    pub(crate) fn path_of(&mut self, url: &str) -> Result<String, Problem> {
         let absolute = if url.starts_with('/') {
-            let Some(origin) = self.origin.as_ref().filter(|_| self.from_command_line) else {
+            let Some(origin) = self.origin.as_ref().filter(|_| self.given.is_some()) else {
                 return Err(Problem::PathWithoutOrigin { path: shown(url) });
             };
             // Parsed whole, so that a path is held to the rules of a URL's.
@@ -36,16 +53,12 @@ impl OneOrigin {
         match &self.origin {
             None => self.origin = Some(root(&target)),
             Some(origin) if same_origin(origin, &target) => {}
-            Some(origin) if self.from_command_line => {
-                return Err(Problem::NotTheUrlsOrigin {
-                    found: Shown(&target).to_string(),
-                    url: Shown(origin).to_string(),
-                });
-            }
             Some(origin) => {
-                return Err(Problem::SecondOrigin {
-                    found: Shown(&target).to_string(),
-                    first: Shown(origin).to_string(),
+                let (found, origin) = (Shown(&target).to_string(), Shown(origin).to_string());
+                return Err(match self.given {
+                    Some(Given::CommandLine) => Problem::NotTheUrlsOrigin { found, url: origin },
+                    Some(Given::File) => Problem::NotTheFilesOrigin { found, origin },
+                    None => Problem::SecondOrigin { found, first: origin },
                 });
             }
         }
@@ -53,7 +66,7 @@ impl OneOrigin {
     }
 
     /// The origin, as a target whose path is `/`; none if no URL was seen.
-    pub(super) fn into_target(self) -> Option<Target> {
+    pub(crate) fn into_target(self) -> Option<Target> {
         self.origin
     }
 }
@@ -66,13 +79,13 @@ fn root(target: &Target) -> Target {
 }
 
 /// Host names compare without case, as DNS does.
-fn same_origin(a: &Target, b: &Target) -> bool {
+pub(crate) fn same_origin(a: &Target, b: &Target) -> bool {
     a.scheme == b.scheme && a.host.eq_ignore_ascii_case(&b.host) && a.port == b.port
 }
 
 /// An origin as messages show it: `http://a:80`, the port always written, since two origins
 /// that differ only by a default port are easier to tell apart with it.
-struct Shown<'a>(&'a Target);
+pub(crate) struct Shown<'a>(pub(crate) &'a Target);
 
 impl Shown<'_> {
     /// `http://host:port`, before a path.
@@ -131,6 +144,16 @@ mod tests {
             "http://127.0.0.1:9000 is not the origin of the command line's URL (http://[::1]:9000); a run has one"
         );
         assert!(matches!(given.path_of("/a b"), Err(Problem::Url(_))), "a path keeps a URL's rules");
+    }
+
+    #[test]
+    fn a_files_own_origin_takes_paths_and_is_named_when_a_url_differs() {
+        let mut file = OneOrigin::of_file(&url("http://a:8080/ignored"));
+        assert_eq!(file.path_of("/x?y").unwrap(), "/x?y");
+        assert_eq!(file.path_of("http://A:8080/z").unwrap(), "/z");
+        let e = file.path_of("http://a:8081/z").unwrap_err().to_string();
+        assert_eq!(e, "http://a:8081 is not the file's origin (http://a:8080); a run has one");
+        assert_eq!(file.into_target().unwrap().to_string(), "http://a:8080/");
     }
 
     #[test]

@@ -1,0 +1,82 @@
+//! What can be wrong with a scenario file: the file as a whole, or something in it, said as
+//! `FILE:LINE:COLUMN: what`, as a targets file's problems are.
+
+use volley_engine::{MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
+
+use crate::targets::{self, At, MAX_FILE_BYTES, MAX_HEADERS};
+
+/// Why a scenario file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ScenarioError {
+    #[error("--scenario {file}: {why}")]
+    Unreadable { file: String, why: std::io::Error },
+    #[error("--scenario {file}: the file is larger than {} MiB, the most a scenario file may be", MAX_FILE_BYTES >> 20)]
+    TooLarge { file: String },
+    #[error("--scenario {file}: the file has no scenario: give at least one [[scenario]] with a [[scenario.step]]")]
+    NoScenario { file: String },
+    /// The paths are the file's: a path on the command line would be silently dropped.
+    #[error(
+        "--scenario: the URL {url} has a path; with a scenario file the URL gives only the origin (scheme, host, port), the paths are the file's"
+    )]
+    UrlHasPath { url: String },
+    #[error("{file}:{line}:{column}: {problem}")]
+    At { file: String, line: usize, column: usize, problem: Problem },
+}
+
+/// A problem and where it is, before the file's name is put to it.
+#[derive(Debug)]
+pub(super) struct Located {
+    pub at: At,
+    pub problem: Problem,
+}
+
+impl Located {
+    pub(super) fn new(at: At, problem: impl Into<Problem>) -> Located {
+        Located { at, problem: problem.into() }
+    }
+
+    pub(super) fn in_file(self, file: &str) -> ScenarioError {
+        ScenarioError::At { file: file.to_string(), line: self.at.line, column: self.at.column, problem: self.problem }
+    }
+}
+
+/// Something in the file that is wrong. Text taken from the file is kept as `targets::shown`
+/// makes it: the message is the one line on stderr, which a line break would break.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Problem {
+    /// What a request's checks share with a targets file's: a method, a header, a URL and its
+    /// origin, a name, a body file, the bodies' limit, UTF-8.
+    #[error(transparent)]
+    Request(#[from] targets::Problem),
+    /// The TOML, or a value of the wrong type: the toml crate's words, without its position
+    /// (which is the file's here).
+    #[error("{0}")]
+    Toml(String),
+    #[error("the origin {origin} has a path: give only scheme, host and port, the paths are the steps'")]
+    OriginHasPath { origin: String },
+    #[error("'{path}' is neither a path (starting with /) nor an absolute URL (http:// or https://)")]
+    NotAPath { path: String },
+    #[error("{path} is a path, and neither the file's origin nor a URL on the command line gives its origin")]
+    PathWithoutOrigin { path: String },
+    #[error("a second scenario named '{name}' (the first is on line {first}): scenario names are distinct")]
+    SecondScenario { name: String, first: usize },
+    #[error("the scenario '{name}' has no steps: give it at least one [[scenario.step]]")]
+    NoSteps { name: String },
+    #[error("body and body_file cannot both be given: one body a step")]
+    BodyAndBodyFile,
+    #[error("more than {MAX_HEADERS} headers in one step, the defaults' counted")]
+    TooManyHeaders,
+    #[error("more than the {MAX_SCENARIOS} scenarios a run may have")]
+    TooManyScenarios,
+    #[error("more than the {MAX_REQUESTS} steps a run may have, over all its scenarios")]
+    TooManySteps,
+    #[error("more than the {MAX_NAMES} names a run may have: steps may share a name")]
+    TooManyNames,
+}
+
+/// Where byte `offset` of `text` is: columns count bytes, as a targets file's do.
+pub(super) fn at_offset(text: &str, offset: usize) -> At {
+    let before = &text.as_bytes()[..offset.min(text.len())];
+    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    At::new(before.iter().filter(|&&b| b == b'\n').count() + 1, before.len() - line_start + 1)
+}

@@ -1,0 +1,180 @@
+//! A scenario file as written: the TOML's tables and keys, each value with its span in the file
+//! (`Spanned`) so that what is wrong in it is pointed at. Unknown keys are refused, so that a
+//! misspelt one (`header`, `steps`) is not silently ignored. What the values mean is checked by
+//! `build.rs`; only what TOML's types say (a string, a whole number) is checked here.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct File {
+    /// The run's origin, when the command line gives none (or the same).
+    #[serde(default)]
+    pub origin: Option<Spanned<String>>,
+    #[serde(default)]
+    pub defaults: Option<Defaults>,
+    /// `[[scenario]]`, in the file's order: the mix's order.
+    #[serde(default, rename = "scenario")]
+    pub scenarios: Vec<Spanned<ScenarioTable>>,
+}
+
+/// `[defaults]`: what every step has unless it says otherwise.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Defaults {
+    #[serde(default)]
+    pub headers: Option<Spanned<Headers>>,
+}
+
+/// One `[[scenario]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ScenarioTable {
+    pub name: Spanned<String>,
+    #[serde(default)]
+    pub weight: Option<Spanned<Weight>>,
+    /// `[[scenario.step]]`, sent in this order.
+    #[serde(default, rename = "step")]
+    pub steps: Vec<Spanned<Step>>,
+}
+
+/// One `[[scenario.step]]`: a request.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Step {
+    #[serde(default)]
+    pub name: Option<Spanned<String>>,
+    #[serde(default)]
+    pub method: Option<Spanned<String>>,
+    /// A path and query, or an absolute URL of the run's origin.
+    pub path: Spanned<String>,
+    #[serde(default)]
+    pub headers: Option<Spanned<Headers>>,
+    #[serde(default)]
+    pub body: Option<Spanned<String>>,
+    /// Relative to the scenario file's directory unless absolute.
+    #[serde(default)]
+    pub body_file: Option<Spanned<String>>,
+}
+
+/// A scenario's weight: its share of iterations. Checked as it is read, so that 0, -1 or 1.5 is
+/// pointed at with what a weight may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Weight(pub u32);
+
+impl<'de> Deserialize<'de> for Weight {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(WeightVisitor)
+    }
+}
+
+struct WeightVisitor;
+
+impl Visitor<'_> for WeightVisitor {
+    type Value = Weight;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a weight: a whole number from 1 to {}", u32::MAX)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Weight, E> {
+        match u32::try_from(v) {
+            Ok(w) if w >= 1 => Ok(Weight(w)),
+            _ => Err(E::invalid_value(de::Unexpected::Signed(v), &self)),
+        }
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Weight, E> {
+        match u32::try_from(v) {
+            Ok(w) if w >= 1 => Ok(Weight(w)),
+            _ => Err(E::invalid_value(de::Unexpected::Unsigned(v), &self)),
+        }
+    }
+}
+
+/// A header table's names, each with its values, in the order written (`preserve_order`): a
+/// value is a string, or an array of strings for a header sent several times.
+#[derive(Debug, Default)]
+pub(super) struct Headers(pub Vec<(Spanned<String>, Vec<Spanned<String>>)>);
+
+impl<'de> Deserialize<'de> for Headers {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(HeadersVisitor)
+    }
+}
+
+struct HeadersVisitor;
+
+impl<'de> Visitor<'de> for HeadersVisitor {
+    type Value = Headers;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a table of header names, each with a string or an array of strings")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Headers, A::Error> {
+        let mut headers = Vec::new();
+        while let Some(name) = map.next_key::<Spanned<String>>()? {
+            let HeaderValues(values) = map.next_value()?;
+            headers.push((name, values));
+        }
+        Ok(Headers(headers))
+    }
+}
+
+/// One header's values: a string is one.
+struct HeaderValues(Vec<Spanned<String>>);
+
+impl<'de> Deserialize<'de> for HeaderValues {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Spanned around the whole, so that a lone string keeps its place too.
+        let values = Spanned::<OneOrMany>::deserialize(deserializer)?;
+        let span = values.span();
+        Ok(HeaderValues(match values.into_inner() {
+            OneOrMany::One(value) => vec![Spanned::new(span, value)],
+            OneOrMany::Many(values) => values,
+        }))
+    }
+}
+
+enum OneOrMany {
+    One(String),
+    Many(Vec<Spanned<String>>),
+}
+
+impl<'de> Deserialize<'de> for OneOrMany {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(OneOrManyVisitor)
+    }
+}
+
+struct OneOrManyVisitor;
+
+impl<'de> Visitor<'de> for OneOrManyVisitor {
+    type Value = OneOrMany;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a header value: a string, or an array of strings")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<OneOrMany, E> {
+        Ok(OneOrMany::One(v.to_string()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<OneOrMany, E> {
+        Ok(OneOrMany::One(v))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<OneOrMany, A::Error> {
+        let mut values = Vec::new();
+        while let Some(value) = seq.next_element()? {
+            values.push(value);
+        }
+        Ok(OneOrMany::Many(values))
+    }
+}

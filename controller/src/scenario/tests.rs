@@ -1,0 +1,356 @@
+use std::path::PathBuf;
+
+use volley_engine::{MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
+
+use super::*;
+
+/// A directory for one test's files.
+struct Files(tempfile::TempDir);
+
+impl Files {
+    fn new() -> Files {
+        Files(tempfile::tempdir().expect("a temporary directory"))
+    }
+
+    /// Writes `name` (under the directory, its parents made) and gives its path.
+    fn write(&self, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.0.path().join(name);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("the file's directory");
+        std::fs::write(&path, bytes).expect("a test file");
+        path
+    }
+
+    /// The scenario file `name`, read as `--scenario` reads it with `url` on the command line;
+    /// an error as printed, the directory left out of its file names.
+    fn read(&self, name: &str, url: Option<&str>) -> Result<ScenarioFile, String> {
+        let url = url.map(|u| Target::parse(u).expect("a URL"));
+        let dir = format!("{}/", self.0.path().display());
+        read(&self.0.path().join(name), url.as_ref()).map_err(|e| e.to_string().replace(&dir, ""))
+    }
+}
+
+/// `text` as the scenario file `s.toml`, read as [`Files::read`] does.
+fn read_text(text: &str, url: Option<&str>) -> Result<ScenarioFile, String> {
+    let files = Files::new();
+    files.write("s.toml", text);
+    files.read("s.toml", url)
+}
+
+/// Each request as (name, method, path and query).
+fn summary(file: &ScenarioFile) -> Vec<(&str, &str, &str)> {
+    file.requests.iter().map(|r| (r.name.as_str(), r.spec.method.as_str(), r.path_and_query.as_str())).collect()
+}
+
+/// Each scenario as (name, weight, steps).
+fn scenarios(file: &ScenarioFile) -> Vec<(&str, u32, u32)> {
+    file.scenarios.iter().map(|s| (s.name.as_str(), s.weight, s.steps)).collect()
+}
+
+fn headers(request: &NamedRequest) -> Vec<(&str, &str)> {
+    request.spec.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect()
+}
+
+/// A file whose origin is `http://a:1`, with `scenarios` after it.
+fn with_origin(scenarios: &str) -> String {
+    format!("origin = \"http://a:1\"\n{scenarios}")
+}
+
+#[test]
+fn scenarios_are_their_steps_in_order_with_weights_names_headers_and_bodies() {
+    let files = Files::new();
+    files.write("bodies/cart.json", r#"{"sku":7}"#);
+    let text = r#"
+origin = "http://127.0.0.1:8080"
+[defaults]
+headers = { accept = "application/json", "X-Run" = "1" }
+
+[[scenario]]
+name = "browse"
+weight = 80
+  [[scenario.step]]
+  name = "home"
+  path = "/?q=1"
+  headers = { Accept = "text/html", cookie = ["a=1", "b=2"] }
+  [[scenario.step]]
+  path = "/items/7?full=1"
+
+[[scenario]]
+name = "buy"
+  [[scenario.step]]
+  method = "POST"
+  path = "http://127.0.0.1:8080/cart"
+  body_file = "bodies/cart.json"
+  [[scenario.step]]
+  name = "home"
+  method = "PUT"
+  path = "/checkout"
+  body = 'paid'
+"#;
+    files.write("s.toml", text);
+    let file = files.read("s.toml", None).unwrap();
+    assert_eq!(file.origin.to_string(), "http://127.0.0.1:8080/");
+    assert_eq!(scenarios(&file), [("browse", 80, 2), ("buy", 1, 2)], "a weight is 1 unless given");
+    assert_eq!(
+        summary(&file),
+        [
+            ("home", "GET", "/?q=1"),
+            ("GET /items/7", "GET", "/items/7?full=1"),
+            ("POST /cart", "POST", "/cart"),
+            ("home", "PUT", "/checkout"),
+        ],
+        "steps may share a name; a name left out is METHOD PATH without the query, as a target's"
+    );
+    let [home, item, cart, checkout] = &file.requests[..] else { panic!("four steps") };
+    assert_eq!(
+        headers(home),
+        [("Accept", "text/html"), ("cookie", "a=1"), ("cookie", "b=2"), ("X-Run", "1")],
+        "the step's own first, in the order written; a default of a name it has (in any case) left out"
+    );
+    assert_eq!(headers(item), [("accept", "application/json"), ("X-Run", "1")]);
+    assert_eq!(cart.spec.body, br#"{"sku":7}"#, "body_file is relative to the scenario file's directory");
+    assert_eq!(checkout.spec.body, b"paid");
+    assert!(home.spec.body.is_empty() && item.spec.body.is_empty());
+}
+
+#[test]
+fn the_origin_is_the_files_or_the_command_lines_and_they_must_agree() {
+    let steps = "[[scenario]]\nname = \"a\"\n[[scenario.step]]\npath = \"/x\"\n";
+    let from_url = read_text(steps, Some("http://a:81")).unwrap();
+    assert_eq!(from_url.origin.to_string(), "http://a:81/");
+    let from_file = read_text(&format!("origin = \"http://a:81\"\n{steps}"), None).unwrap();
+    assert_eq!(from_file.origin.to_string(), "http://a:81/");
+    let both = read_text(&format!("origin = \"http://A:81/\"\n{steps}"), Some("http://a:81")).unwrap();
+    assert_eq!(both.origin.to_string(), "http://a:81/", "the same origin, however written");
+    let cases = [
+        (
+            format!("origin = \"http://a:82\"\n{steps}"),
+            Some("http://a:81"),
+            "s.toml:1:10: http://a:82 is not the origin of the command line's URL (http://a:81); a run has one",
+        ),
+        (
+            format!("origin = \"http://a:81/api\"\n{steps}"),
+            None,
+            "s.toml:1:10: the origin http://a:81/api has a path: give only scheme, host and port, the paths are the steps'",
+        ),
+        (format!("origin = \"a:81\"\n{steps}"), None, "s.toml:1:10: invalid URL 'a:81': no scheme (http:// or https://)"),
+        (
+            steps.to_string(),
+            Some("http://a:81/api"),
+            "--scenario: the URL http://a:81/api has a path; with a scenario file the URL gives only the origin (scheme, host, port), the paths are the file's",
+        ),
+        (
+            steps.to_string(),
+            None,
+            "s.toml:4:8: /x is a path, and neither the file's origin nor a URL on the command line gives its origin",
+        ),
+        (
+            with_origin("[[scenario]]\nname = \"a\"\n[[scenario.step]]\npath = \"http://b:1/x\"\n"),
+            None,
+            "s.toml:5:8: http://b:1 is not the file's origin (http://a:1); a run has one",
+        ),
+        (
+            "[[scenario]]\nname = \"a\"\n[[scenario.step]]\npath = \"http://a:1/\"\n[[scenario.step]]\npath = \"http://b:1/\"\n"
+                .to_string(),
+            None,
+            "s.toml:6:8: http://b:1 is a second origin; a run has one (http://a:1)",
+        ),
+    ];
+    for (text, url, says) in cases {
+        assert_eq!(read_text(&text, url).map(|f| f.origin).unwrap_err(), says, "{text}");
+    }
+    // Without the file's origin or a URL, absolute URLs give it, as in a targets file.
+    let absolute = "[[scenario]]\nname = \"a\"\n[[scenario.step]]\npath = \"http://a:1/x?y\"\n";
+    let file = read_text(absolute, None).unwrap();
+    assert_eq!((file.origin.to_string(), summary(&file)), ("http://a:1/".into(), vec![("GET /x", "GET", "/x?y")]));
+}
+
+#[test]
+fn what_is_wrong_is_pointed_at_by_line_and_column() {
+    let step = "[[scenario]]\nname = \"a\"\n[[scenario.step]]\npath = \"/\"\n";
+    let cases = [
+        // TOML itself: the toml crate's words, where its parser stopped.
+        ("[[scenario]\nname = \"a\"\n".to_string(), "s.toml:1:12: unclosed array table, expected `]`"),
+        ("origin = = 1\n".to_string(), "s.toml:1:10: extra `=`, expected nothing"),
+        // Unknown keys, at the key, with the keys there are.
+        (
+            format!("{step}headerz = {{}}\n"),
+            "s.toml:5:1: unknown field `headerz`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`",
+        ),
+        (
+            "[[scenario]]\nname = \"a\"\nsteps = []\n".to_string(),
+            "s.toml:3:1: unknown field `steps`, expected one of `name`, `weight`, `step`",
+        ),
+        (format!("[defaults]\nheader = {{}}\n{step}"), "s.toml:2:1: unknown field `header`, expected `headers`"),
+        (
+            format!("orign = \"http://a:1\"\n{step}"),
+            "s.toml:1:1: unknown field `orign`, expected one of `origin`, `defaults`, `scenario`",
+        ),
+        // Missing keys, at their table's header.
+        (
+            "[[scenario]]\nname = \"a\"\n[[scenario.step]]\nmethod = \"GET\"\n".into(),
+            "s.toml:3:1: missing field `path`",
+        ),
+        ("[[scenario]]\nweight = 2\n[[scenario.step]]\npath = \"/\"\n".into(), "s.toml:1:1: missing field `name`"),
+        // Weights: a whole number, at least 1.
+        (
+            format!("[[scenario]]\nname = \"a\"\nweight = 0\n{}", "[[scenario.step]]\npath = \"/\"\n"),
+            "s.toml:3:10: invalid value: integer `0`, expected a weight: a whole number from 1 to 4294967295",
+        ),
+        (
+            format!("[[scenario]]\nname = \"a\"\nweight = -2\n{}", "[[scenario.step]]\npath = \"/\"\n"),
+            "s.toml:3:10: invalid value: integer `-2`, expected a weight: a whole number from 1 to 4294967295",
+        ),
+        (
+            format!("[[scenario]]\nname = \"a\"\nweight = 1.5\n{}", "[[scenario.step]]\npath = \"/\"\n"),
+            "s.toml:3:10: invalid type: floating point `1.5`, expected a weight: a whole number from 1 to 4294967295",
+        ),
+        (
+            format!("[[scenario]]\nname = \"a\"\nweight = 4294967296\n{}", "[[scenario.step]]\npath = \"/\"\n"),
+            "s.toml:3:10: invalid value: integer `4294967296`, expected a weight: a whole number from 1 to 4294967295",
+        ),
+        // Scenarios: distinct names, at least one step.
+        (
+            format!("{step}{step}"),
+            "s.toml:6:8: a second scenario named 'a' (the first is on line 2): scenario names are distinct",
+        ),
+        (
+            format!("[[scenario]]\nname = \"empty\"\n\n{step}"),
+            "s.toml:2:8: the scenario 'empty' has no steps: give it at least one [[scenario.step]]",
+        ),
+        ("[[scenario]]\nname = \" \"\n[[scenario.step]]\npath = \"/\"\n".into(), "s.toml:2:8: the name is empty"),
+        // Steps: a method, a path, headers, one body.
+        (format!("{step}method = \"GE T\"\n"), "s.toml:5:10: ' ' cannot be in a method ('GE T')"),
+        (format!("{step}method = \"\"\n"), "s.toml:5:10: expected 'METHOD URL', such as 'GET http://127.0.0.1:8080/'"),
+        (
+            "[[scenario]]\nname = \"a\"\n[[scenario.step]]\npath = \"users/7\"\n".into(),
+            "s.toml:4:8: 'users/7' is neither a path (starting with /) nor an absolute URL (http:// or https://)",
+        ),
+        (
+            format!("{step}headers = {{ x = 1 }}\n"),
+            "s.toml:5:17: invalid type: integer `1`, expected a header value: a string, or an array of strings",
+        ),
+        (
+            format!("{step}headers = {{ x = [\"a\", 2] }}\n"),
+            "s.toml:5:23: invalid type: integer `2`, expected a string",
+        ),
+        (format!("{step}headers = {{ \"a b\" = \"x\" }}\n"), "s.toml:5:13: 'a b' is not a header name"),
+        (
+            format!("{step}headers = {{ x = \"a\\r\\nb: c\" }}\n"),
+            "s.toml:5:17: the value of x holds a line break or NUL, which a header value cannot",
+        ),
+        (
+            format!("[defaults]\nheaders = {{ x = [\"ok\", \"a\\u0000\"] }}\n{step}"),
+            "s.toml:2:24: the value of x holds a line break or NUL, which a header value cannot",
+        ),
+        (
+            format!("{step}body = \"x\"\nbody_file = \"x.json\"\n"),
+            "s.toml:6:13: body and body_file cannot both be given: one body a step",
+        ),
+        (
+            format!("{step}body_file = \"x.json\"\n"),
+            "s.toml:5:13: the body file x.json: No such file or directory (os error 2)",
+        ),
+        (format!("{step}name = \"a\\u001b[2Jb\"\n"), "s.toml:5:8: the name 'a\\u{1b}[2Jb' holds control characters"),
+    ];
+    for (text, says) in cases {
+        // The command line's URL gives the origin, so that the positions are the text's own.
+        assert_eq!(read_text(&text, Some("http://a:1")).map(|f| f.origin).unwrap_err(), says, "{text}");
+    }
+}
+
+#[test]
+fn a_file_that_cannot_be_read_is_too_large_is_not_utf8_or_has_no_scenario_is_named() {
+    let files = Files::new();
+    assert_eq!(
+        files.read("missing.toml", None).map(|f| f.origin).unwrap_err(),
+        "--scenario missing.toml: No such file or directory (os error 2)"
+    );
+    let no_scenario =
+        "--scenario s.toml: the file has no scenario: give at least one [[scenario]] with a [[scenario.step]]";
+    for text in ["", "# nothing\n", "origin = \"http://a:1\"\n[defaults]\n"] {
+        assert_eq!(read_text(text, None).map(|f| f.origin).unwrap_err(), no_scenario, "{text:?}");
+    }
+    files.write("latin1.toml", b"[[scenario]]\nname = \"caf\xe9\"\n");
+    assert_eq!(
+        files.read("latin1.toml", None).map(|f| f.origin).unwrap_err(),
+        "latin1.toml:2:12: the file is not UTF-8 text"
+    );
+    // Past the bound by one byte, sparse: nothing beyond the bound is read.
+    let large = std::fs::File::create(files.0.path().join("large.toml")).expect("a file");
+    large.set_len(MAX_FILE_BYTES + 1).expect("a sparse file");
+    assert_eq!(
+        files.read("large.toml", None).map(|f| f.origin).unwrap_err(),
+        "--scenario large.toml: the file is larger than 256 MiB, the most a scenario file may be"
+    );
+}
+
+#[test]
+fn a_byte_order_mark_is_not_part_of_the_toml() {
+    let file = read_text("\u{feff}[[scenario]]\nname = \"a\"\n[[scenario.step]]\npath = \"/\"\n", Some("http://a/"));
+    assert_eq!(scenarios(&file.unwrap()), [("a", 1, 1)]);
+}
+
+#[test]
+fn scenarios_steps_and_names_beyond_a_runs_limits_are_refused_at_the_first_too_many() {
+    let step = "[[scenario.step]]\npath = \"/\"\n";
+    // Each scenario takes 4 lines: the 1001st starts on line 4000 + 2 (after the origin).
+    let many: String = (0..=MAX_SCENARIOS).map(|n| format!("[[scenario]]\nname = \"s{n}\"\n{step}")).collect();
+    let e = read_text(&with_origin(&many), None).map(|f| f.origin).unwrap_err();
+    assert_eq!(
+        e,
+        format!("s.toml:{}:1: more than the {MAX_SCENARIOS} scenarios a run may have", 4 * MAX_SCENARIOS + 2)
+    );
+    // Steps count over all scenarios: two halves and one more.
+    let half = step.repeat(MAX_REQUESTS / 2);
+    let text = with_origin(&format!("[[scenario]]\nname = \"a\"\n{half}[[scenario]]\nname = \"b\"\n{half}{step}"));
+    let e = read_text(&text, None).map(|f| f.origin).unwrap_err();
+    let line = 1 + 2 + 2 * MAX_REQUESTS + 2 + 1;
+    assert_eq!(
+        e,
+        format!("s.toml:{line}:1: more than the {MAX_REQUESTS} steps a run may have, over all its scenarios")
+    );
+    // Names: the step whose name is the 1001st distinct one.
+    let named: String = (0..=MAX_NAMES).map(|n| format!("{step}name = \"n{n}\"\n")).collect();
+    let e =
+        read_text(&with_origin(&format!("[[scenario]]\nname = \"a\"\n{named}")), None).map(|f| f.origin).unwrap_err();
+    let line = 1 + 2 + 3 * MAX_NAMES + 1;
+    assert_eq!(e, format!("s.toml:{line}:1: more than the {MAX_NAMES} names a run may have: steps may share a name"));
+    // Shared names are one.
+    let shared: String = (0..=MAX_NAMES).map(|_| format!("{step}name = \"n\"\n")).collect();
+    let file = read_text(&with_origin(&format!("[[scenario]]\nname = \"a\"\n{shared}")), None).unwrap();
+    assert_eq!(scenarios(&file), [("a", 1, MAX_NAMES as u32 + 1)]);
+}
+
+#[test]
+fn bodies_beyond_a_runs_limit_are_refused_at_the_body_that_passes_it() {
+    let files = Files::new();
+    files.write("half.bin", vec![0u8; volley_engine::MAX_BODY_BYTES / 2 + 1]);
+    let step = "[[scenario.step]]\nmethod = \"POST\"\npath = \"/\"\nbody_file = \"half.bin\"\n";
+    files.write("s.toml", format!("[[scenario]]\nname = \"a\"\n{step}{step}"));
+    let e = files.read("s.toml", Some("http://a/")).map(|f| f.origin).unwrap_err();
+    assert_eq!(e, "s.toml:10:13: the bodies come to more than 64 MiB, the most a run's requests may carry");
+}
+
+#[test]
+fn a_step_has_at_most_the_headers_a_target_may_have_the_defaults_counted() {
+    let names = |range: std::ops::Range<usize>| range.map(|n| format!("h{n} = \"v\"")).collect::<Vec<_>>().join(", ");
+    let text = format!(
+        "[defaults]\nheaders = {{ {} }}\n[[scenario]]\nname = \"a\"\n[[scenario.step]]\npath = \"/\"\n[[scenario.step]]\npath = \"/\"\nheaders = {{ {} }}\n",
+        names(0..60),
+        names(60..101)
+    );
+    let e = read_text(&text, Some("http://a/")).map(|f| f.origin).unwrap_err();
+    assert_eq!(e, "s.toml:9:11: more than 100 headers in one step, the defaults' counted");
+}
+
+#[test]
+fn the_example_shop_is_a_mix_for_volley_serve() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/scenarios/shop.toml");
+    let url = Target::parse("http://127.0.0.1:8080").expect("a URL");
+    let file = read(&example, Some(&url)).expect("examples/scenarios/shop.toml");
+    assert_eq!(file.origin.to_string(), "http://127.0.0.1:8080/", "volley serve's default address");
+    let names: Vec<&str> = file.scenarios.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["browse", "search", "buy"]);
+    let cart = file.requests.iter().find(|r| r.spec.method == "POST").expect("a POST");
+    assert_eq!(cart.spec.body, std::fs::read(example.with_file_name("cart.json")).expect("cart.json"));
+}
