@@ -65,10 +65,13 @@ impl Drawn<'_> {
     }
 }
 
+/// The thresholds of the whole run, which its charts draw; a name's threshold (`login:p99<...`)
+/// says nothing about the run's lines.
 pub(super) fn drawable(verdicts: &[SavedVerdict]) -> Vec<Drawn<'_>> {
     verdicts
         .iter()
         .filter_map(|v| Threshold::parse(&v.threshold).ok().map(|threshold| Drawn { verdict: v, threshold }))
+        .filter(|d| d.threshold.mix_name.is_none())
         .collect()
 }
 
