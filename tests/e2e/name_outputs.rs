@@ -136,3 +136,53 @@ fn abort_on_fail_watches_a_names_threshold_live_and_stops_the_run() {
     assert_eq!(r["abortedBy"]["threshold"], "missing:status_404<50", "{}", r["abortedBy"]);
     assert_eq!(verdict(&r, "list:status_4xx<1")["passed"], true, "{}", r["thresholds"]);
 }
+
+/// The server's count for each name's route (list and create share a path, not a method).
+fn server_counts(server: &TestServer) -> [u64; 3] {
+    let routes = server.routes();
+    let of = |route: &str| routes.get(route).copied().unwrap_or(0);
+    [of("GET /items"), of("POST /items"), of("GET /missing")]
+}
+
+#[test]
+fn junit_has_a_testcase_per_name_failed_only_by_that_names_thresholds() {
+    let server = server();
+    let (dir, targets) = targets_file(&server.url());
+    let xml = dir.path().join("gates.xml");
+    let out = run_volley(args(&[
+        "--targets",
+        &targets,
+        "-n",
+        "300",
+        "-c",
+        "3",
+        "--threshold",
+        "missing:status_4xx<1%",
+        "--threshold",
+        "list:p99<5s",
+        "-o",
+        &format!("junit:{}", xml.display()),
+    ]));
+    assert_eq!(code(&out), Some(4), "{}", describe_output(&out));
+    let suites = junit_parser::from_reader(std::io::BufReader::new(std::fs::File::open(&xml).expect("the file")))
+        .expect("JUnit XML");
+    // run, two thresholds, three names; the failed threshold and its name.
+    assert_eq!((suites.tests, suites.failures, suites.errors), (6, 2, 0));
+    let cases: Vec<_> =
+        suites.suites[0].cases.iter().filter(|c| c.classname.as_deref() == Some("volley.names")).collect();
+    let names: Vec<&str> = cases.iter().map(|c| c.original_name.as_str()).collect();
+    assert_eq!(names, NAMES);
+    for (case, counted) in cases.iter().zip(server_counts(&server)) {
+        let requests = case.properties.hashmap.get("requests").map(String::as_str);
+        assert_eq!(requests, Some(counted.to_string().as_str()), "{}", case.original_name);
+        let out = case.system_out.as_deref().unwrap_or_default();
+        assert!(out.starts_with(&format!("requests {counted}, ok {counted}, errors 0, p50 ")), "{out}");
+        assert_eq!(
+            case.status.is_success(),
+            case.original_name != "missing",
+            "{}: {:?}",
+            case.original_name,
+            case.status
+        );
+    }
+}
