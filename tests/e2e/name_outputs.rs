@@ -186,3 +186,52 @@ fn junit_has_a_testcase_per_name_failed_only_by_that_names_thresholds() {
         );
     }
 }
+
+#[test]
+fn the_csv_series_has_a_row_per_name_per_second_that_adds_up_to_each_names_total() {
+    // Whole seconds (a count-limited run's last part-second is in the totals, not the series).
+    let server = TestServer::start(Behavior::ok(10).status_for("/missing", 404).delay(Duration::from_millis(10)));
+    let (dir, targets) = targets_file(&server.url());
+    let csv = dir.path().join("series.csv");
+    let out = run_volley(args(&[
+        "--targets",
+        &targets,
+        "-z",
+        "3s",
+        "-c",
+        "2",
+        "-o",
+        &format!("csv:{}", csv.display()),
+        "-j",
+    ]));
+    assert_eq!(code(&out), Some(0), "{}", describe_output(&out));
+    let r = json_report(&out);
+    let csv = std::fs::read_to_string(&csv).expect("the series");
+    let mut rows = csv.lines();
+    assert_eq!(rows.next(), Some("second,requests,ok,errors,p50_seconds,p99_seconds,name"));
+    let (mut run, mut per_name, mut seconds) = (0, [0u64; 3], std::collections::BTreeSet::new());
+    for row in rows {
+        // No name of this mix holds a comma or a quote, so a plain split reads it.
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(cells.len(), 7, "{row}");
+        let requests: u64 = cells[1].parse().unwrap_or_else(|_| panic!("{row}"));
+        seconds.insert(cells[0].to_string());
+        match NAMES.iter().position(|n| *n == cells[6]) {
+            Some(i) => per_name[i] += requests,
+            None => {
+                assert_eq!(cells[6], "", "{row}");
+                run += requests;
+            }
+        }
+    }
+    assert_eq!(seconds.len(), r["intervals"].as_array().expect("intervals").len(), "{csv}");
+    assert_eq!(run, support::number(&r, "/requests/total"), "{csv}");
+    let totals: Vec<u64> =
+        r["names"].as_array().expect("names").iter().map(|n| support::number(n, "/requests/total")).collect();
+    assert_eq!(per_name.to_vec(), totals, "{csv}");
+    assert_eq!(per_name.iter().sum::<u64>(), run, "the names add up to the run, second by second");
+    // What the client counted the server saw (it also saw the requests in flight at the end).
+    for (counted, seen) in per_name.iter().zip(server_counts(&server)) {
+        assert!(*counted <= seen && seen <= counted + 2, "{per_name:?} vs {:?}", server_counts(&server));
+    }
+}
