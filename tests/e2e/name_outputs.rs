@@ -16,11 +16,11 @@ fn code(out: &Output) -> Option<i32> {
 }
 
 /// The mix's names in the file's order: one holds a blank, which a threshold quotes.
-const NAMES: [&str; 3] = ["list", "create item", "missing"];
+pub(crate) const NAMES: [&str; 3] = ["list", "create item", "missing"];
 
 /// A targets file of three names at `url`'s origin ("missing" is a route the server answers
 /// 404), in a directory that lives as long as it.
-fn targets_file(url: &str) -> (tempfile::TempDir, String) {
+pub(crate) fn targets_file(url: &str) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let origin = url.trim_end_matches('/');
     let text = format!(
