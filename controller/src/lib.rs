@@ -157,6 +157,9 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let summary = report::PlanSummary::of(&plan);
     gate::check_names(&thresholds, &summary.names, "--threshold")?;
     let mut watch = grace.map(|grace| gate::Watch::new(&thresholds, grace, &summary.names));
+    if let Some(log) = &mut hlog {
+        log.names(&summary.names);
+    }
     if let Some(warning) = options::rate_warning(&plan) {
         eprintln!("volley: warning: {warning}");
     }

@@ -235,3 +235,29 @@ fn the_csv_series_has_a_row_per_name_per_second_that_adds_up_to_each_names_total
         assert!(*counted <= seen && seen <= counted + 2, "{per_name:?} vs {:?}", server_counts(&server));
     }
 }
+
+#[test]
+fn the_hlog_has_tags_per_name_that_hdrhistogram_py_reads_back_to_each_names_count() {
+    let server = server();
+    let (dir, targets) = targets_file(&server.url());
+    let log = dir.path().join("run.hlog");
+    let out =
+        run_volley(args(&["--targets", &targets, "-z", "2s", "-c", "3", "--hlog", log.to_str().expect("UTF-8"), "-j"]));
+    assert_eq!(code(&out), Some(0), "{}", describe_output(&out));
+    let r = json_report(&out);
+    let Some(read) = crate::hlog::read_with_hdrhistogram_py(&log) else { return };
+    for n in r["names"].as_array().expect("names") {
+        // The blank of "create item" is percent-encoded: a tag ends at a comma, a line at a blank.
+        let tag = n["name"].as_str().expect("a name").replace(' ', "%20");
+        for kind in ["latency", "ttfb"] {
+            let tag = format!("{kind}@{tag}");
+            let got = &read["tags"][&tag];
+            assert_eq!(got["count"], n["requests"]["ok"], "{tag}: {got}");
+        }
+        let p99 = read["tags"][&format!("latency@{tag}")]["percentiles"]["99"].as_f64().expect("a p99");
+        let reported = n["latencySeconds"]["percentiles"]["p99"].as_f64().expect("a p99") * 1e9;
+        // hdrh reads the lowest value of a bucket, volley its highest: one bucket apart at most.
+        assert!((p99 - reported).abs() <= reported * 5e-3, "{tag}: {p99} vs {reported}");
+    }
+    assert_eq!(read["tags"]["latency"]["count"], r["requests"]["ok"], "the run's own tag is unchanged");
+}
