@@ -168,10 +168,10 @@ impl IntervalLog {
         let mut rests = volley_engine::Names::default();
         for (index, n) in totals.iter() {
             let (mut latency, mut ttfb) = (n.latency.clone(), n.ttfb.clone());
-            if let Some(Some(logged)) = self.logged_names.get(index) {
-                if latency.subtract(&logged[0]).is_err() || ttfb.subtract(&logged[1]).is_err() {
-                    continue;
-                }
+            if let Some(Some(logged)) = self.logged_names.get(index)
+                && (latency.subtract(&logged[0]).is_err() || ttfb.subtract(&logged[1]).is_err())
+            {
+                continue;
             }
             if !latency.is_empty() || !ttfb.is_empty() {
                 let rest = rests.entry(index);
