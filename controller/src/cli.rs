@@ -225,7 +225,8 @@ pub(crate) struct LoadArgs {
     #[arg(short = 'j', long)]
     pub json: bool,
     /// A performance gate, repeatable: p99<5ms, mean<2ms, connect_p99<10ms, rps>1000,
-    /// error_rate<0.1%, status_5xx<1%, status_200>100. Judged on all workers' merged data;
+    /// error_rate<0.1%, status_5xx<1%, status_200>100; of one name of a --targets mix:
+    /// login:p99<200ms, '"GET /users":errors<1'. Judged on all workers' merged data;
     /// a threshold that fails makes the exit status 4.
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,

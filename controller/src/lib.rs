@@ -147,14 +147,20 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
             Some(gate::baseline::thresholds(&reports, paths, &metrics, regression, "--baseline")?)
         }
     };
-    let mut watch = match &args.gates.abort_grace {
+    let grace = match &args.gates.abort_grace {
         Some(grace) => Some(options::parse_duration(grace, "--abort-grace")?),
         None => args.gates.abort_on_fail.then_some(std::time::Duration::ZERO),
-    }
-    .map(|grace| gate::Watch::new(&thresholds, grace));
+    };
     let outputs = output::open_all(&args.outputs, args.hlog.as_deref())?;
     let mut hlog = args.hlog.as_deref().map(output::hlog::IntervalLog::create).transpose()?;
     let plan = options::build_plan(args)?;
+    // The plan knows the mix's names: a threshold of a name it lacks is refused before any load.
+    let summary = report::PlanSummary::of(&plan);
+    gate::check_names(&thresholds, &summary.names, "--threshold")?;
+    let mut watch = grace.map(|grace| gate::Watch::new(&thresholds, grace, &summary.names));
+    if let Some(log) = &mut hlog {
+        log.names(&summary.names);
+    }
     if let Some(warning) = options::rate_warning(&plan) {
         eprintln!("volley: warning: {warning}");
     }
@@ -162,8 +168,8 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let live = endpoint.as_ref().map(|e| &e.exporter);
     let interrupt = RunControl::new();
     signals::stop_on_ctrl_c(&interrupt);
-    // The plan goes to the workers; the report keeps what it says of the run, the mix's names too.
-    let summary = report::PlanSummary::of(&plan);
+    // The plan goes to the workers; the report keeps what it says of the run (`summary`), the
+    // mix's names too.
     let fleet = if args.workers.is_empty() {
         let followers = fleet::Followers { live, watch: watch.as_mut(), hlog: hlog.as_mut() };
         let parts = vec![fleet::Part { plan, to: fleet::Destination::Local }];

@@ -32,7 +32,7 @@ const KINDS: [(&str, &str, &str); 6] = [
 
 /// What tests/e2e/hlog_read.py found in `path`, or None (with a note) when Python's `hdrhistogram`
 /// package is missing outside CI.
-fn read_with_hdrhistogram_py(path: &Path) -> Option<Value> {
+pub(crate) fn read_with_hdrhistogram_py(path: &Path) -> Option<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("e2e").join("hlog_read.py");
     let out = Command::new("python3").arg(&script).arg(path).output();
     match out {

@@ -165,7 +165,10 @@ fn assert_rendered(check: &Value, console: &[String], expect_drawn: &[&str]) {
     assert_eq!(check["errors"], serde_json::json!([]), "script errors: {check}");
     let charts = check["charts"].as_array().expect("charts");
     let ids: Vec<&str> = charts.iter().map(|c| c["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, CHARTS, "{check}");
+    // A mix's page has the names' chart last.
+    let expected: Vec<&str> =
+        CHARTS.into_iter().chain(expect_drawn.iter().copied().filter(|id| *id == "names")).collect();
+    assert_eq!(ids, expected, "{check}");
     for c in charts {
         let id = c["id"].as_str().unwrap();
         if expect_drawn.contains(&id) {
@@ -339,4 +342,54 @@ fn volley_report_refuses_a_missing_file_or_one_that_is_no_volley_report_in_one_l
     let out = run_volley(["report".as_ref(), good.as_os_str(), "-o".as_ref(), "html:".as_ref()]);
     assert_eq!(out.status.code(), Some(2), "{}", describe_output(&out));
     assert_eq!(one_error_line(&out), "volley: error: -o: the file name is missing");
+}
+
+#[test]
+fn a_mixs_html_report_has_a_table_and_a_latency_distribution_per_name_with_their_thresholds() {
+    let Some(chromium) = Chromium::find() else { return };
+    let server = TestServer::start(Behavior::ok(14).status_for("/missing", 404));
+    let (dir, targets) = crate::name_outputs::targets_file(&server.url());
+    let (html, json) = (dir.path().join("run.html"), dir.path().join("run.json"));
+    let out = run_volley([
+        "--targets",
+        &targets,
+        "-z",
+        "2s",
+        "-c",
+        "3",
+        "--threshold",
+        "list:p99<1s",
+        "--threshold",
+        "\"create item\":p50<1ns",
+        "-o",
+        &format!("html:{}", html.display()),
+        "-o",
+        &format!("json:{}", json.display()),
+    ]);
+    assert_eq!(out.status.code(), Some(4), "{}", describe_output(&out));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let page = std::fs::read_to_string(&html).unwrap();
+    let table = page.split_once("<h2>Names</h2>").expect("a names table").1.split_once("</table>").unwrap().0;
+    for name in crate::name_outputs::NAMES {
+        assert!(table.contains(&format!("<tr><td><code>{name}</code></td>")), "{name}: {table}");
+    }
+    let charts = page_data(&page);
+    let names = &charts["names"];
+    // A line per name, the busiest first (here they are about even), then the names' markers.
+    let mut drawn = labels(names);
+    drawn[..3].sort();
+    assert_eq!(
+        drawn,
+        ["create item", "list", "missing", "list:p99<1s (pass)", "\"create item\":p50<1ns (FAIL)"].map(String::from)
+    );
+    // The marker sits at p99 of list's own line, which reads list's merged p99.
+    let marker = values(series(names, "list:p99<1s (pass)"));
+    let at = marker.iter().position(Option::is_some).expect("the p99 marker");
+    let list = report["names"].as_array().unwrap().iter().find(|n| n["name"] == "list").unwrap();
+    let reported = list["latencySeconds"]["percentiles"]["p99"].as_f64().unwrap() * 1e3;
+    let drawn = values(series(names, "list"))[at].unwrap();
+    assert!((drawn - reported).abs() <= reported * 1e-9, "list's p99 drawn {drawn} ms, reported {reported} ms");
+    assert!(!labels(&charts["spectrum"]).iter().any(|l| l.contains("list:")), "a name's threshold on the run's chart");
+    let (check, console) = chromium.render_check(&html);
+    assert_rendered(&check, &console, &["requests", "latency", "spectrum", "setup", "statuses", "names"]);
 }

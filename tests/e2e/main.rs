@@ -28,6 +28,7 @@ mod hlog;
 mod hostile_workers;
 mod html_report;
 mod mix;
+mod name_outputs;
 mod progress;
 mod prometheus;
 mod readme_examples;

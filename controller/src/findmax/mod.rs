@@ -46,6 +46,7 @@ pub(crate) fn run(args: &FindMaxArgs, matches: Option<&ArgMatches>) -> Result<()
     let settings = Settings::parse(args)?;
     let mut file = json_file(&args.load.outputs)?;
     let runner = Runner::new(&args.load)?;
+    crate::gate::check_names(&settings.slos, &runner.names(), "--slo")?;
     let workers = runner.workers();
     if settings.start < workers as u64 {
         return Err(CliError::Usage(format!(

@@ -41,6 +41,11 @@ impl Runner {
         Ok(Runner { plan, places, access, threads, runtime: Some(runtime) })
     }
 
+    /// The mix's names, which a per-name --slo must be one of.
+    pub(crate) fn names(&self) -> Vec<String> {
+        PlanSummary::of(&self.plan).names
+    }
+
     /// How many places share each step's rate.
     pub(crate) fn workers(&self) -> usize {
         self.places.len()

@@ -32,6 +32,8 @@ use volley_worker::metrics::Exporter;
 pub(crate) use link::WorkerInfo;
 pub(crate) use remote::Access;
 pub(crate) use results::{FleetRun, Second};
+#[cfg(test)]
+pub(crate) use series::Label;
 pub(crate) use series::Profile;
 pub(crate) use split::{Destination, Part, parts, split};
 

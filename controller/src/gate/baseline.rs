@@ -61,7 +61,7 @@ pub(crate) fn load(paths: &[PathBuf], flag: &str) -> Result<Vec<Report>, CliErro
 
 /// The median of `metric` over `reports`; None when one of them has nothing to measure.
 fn median(reports: &[Report], metric: Metric) -> Option<f64> {
-    let mut values = reports.iter().map(|r| measure(metric, r)).collect::<Option<Vec<f64>>>()?;
+    let mut values = reports.iter().map(|r| measure(metric, None, r)).collect::<Option<Vec<f64>>>()?;
     values.sort_by(f64::total_cmp);
     let mid = values.len() / 2;
     match values.len() {
@@ -89,7 +89,7 @@ pub(crate) fn thresholds(
         .iter()
         .map(|(name, metric)| {
             let old = median(baseline, *metric).ok_or_else(|| {
-                let without = baseline.iter().zip(paths).find(|(r, _)| measure(*metric, r).is_none());
+                let without = baseline.iter().zip(paths).find(|(r, _)| measure(*metric, None, r).is_none());
                 let file = without.map(|(_, p)| shown(p)).unwrap_or_default();
                 CliError::Usage(format!("{flag} {file}: it has no {name} to compare with (no responses)"))
             })?;
@@ -97,7 +97,7 @@ pub(crate) fn thresholds(
                 Metric::Rps => (Op::Ge, old * (1.0 - regression), format!("{name}>={}% of baseline", 100.0 - percent)),
                 _ => (Op::Le, old * (1.0 + regression), format!("{name}<={}% of baseline", 100.0 + percent)),
             };
-            Ok(Threshold { text, name: name.clone(), metric: *metric, op, limit, baseline: Some(old) })
+            Ok(Threshold { text, name: name.clone(), mix_name: None, metric: *metric, op, limit, baseline: Some(old) })
         })
         .collect()
 }

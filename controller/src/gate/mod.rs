@@ -5,10 +5,11 @@
 pub(crate) mod baseline;
 mod compare;
 mod parse;
+mod scope;
 mod verdict;
 mod watch;
 
 pub(crate) use compare::compare;
-pub(crate) use parse::{Metric, Stat, Threshold, Timing, parse_all};
+pub(crate) use parse::{Metric, Stat, Threshold, Timing, check_names, parse_all};
 pub(crate) use verdict::{Verdict, judge, mark_aborted, to_text};
 pub(crate) use watch::{Breach, Watch};

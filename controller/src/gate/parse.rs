@@ -1,6 +1,7 @@
-//! The threshold language: `METRIC OP VALUE`, e.g. `p99<5ms`, `rps>=1000`, `error_rate<0.1%`,
-//! `status_5xx<1%`, `status_200>100`. Parsed once, before any load starts, so a typo is a usage
-//! error and not a failed gate after a ten-minute run.
+//! The threshold language: `[NAME:]METRIC OP VALUE`, e.g. `p99<5ms`, `rps>=1000`,
+//! `error_rate<0.1%`, `status_5xx<1%`, `status_200>100`, and per name of a mix `login:p99<200ms`
+//! or `"GET /users":p99<200ms` (a name with a blank or a colon is quoted). Parsed once, before
+//! any load starts, so a typo is a usage error and not a failed gate after a ten-minute run.
 
 use std::fmt;
 
@@ -91,6 +92,9 @@ pub(crate) struct Threshold {
     pub text: String,
     /// The metric's name as written (`p99`, `connect_p99`, `status_5xx`).
     pub name: String,
+    /// The name of a mix whose statistics it reads (`login` of `login:p99<200ms`); None for
+    /// the whole run's.
+    pub mix_name: Option<String>,
     pub metric: Metric,
     pub op: Op,
     pub limit: f64,
@@ -112,6 +116,8 @@ impl Threshold {
     /// The same language for another flag (`find-max --slo`), named in its errors.
     pub(crate) fn parse_as(text: &str, flag: &str) -> Result<Threshold, CliError> {
         let bad = |why: String| CliError::Usage(format!("{flag} '{text}': {why}"));
+        let whole = text;
+        let (mix_name, text) = split_name(text).map_err(bad)?;
         let at = text
             .find(['<', '>'])
             .ok_or_else(|| bad("expected METRIC<VALUE, <=, > or >= (e.g. p99<5ms, rps>1000)".into()))?;
@@ -126,8 +132,92 @@ impl Threshold {
         let value = value.trim();
         let metric = metric(&name).ok_or_else(|| bad(format!("unknown metric '{name}' (known: {METRICS})")))?;
         let (metric, limit) = limit(metric, value).map_err(bad)?;
-        Ok(Threshold { text: text.trim().to_string(), name, metric, op, limit, baseline: None })
+        if mix_name.is_some() {
+            per_name(metric, &name).map_err(bad)?;
+        }
+        Ok(Threshold { text: whole.trim().to_string(), name, mix_name, metric, op, limit, baseline: None })
     }
+
+    /// What it measures, for people: `p99`, or `p99 of login` for a name's.
+    pub(crate) fn what(&self) -> String {
+        match &self.mix_name {
+            Some(n) => format!("{} of {n}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// Takes a leading `NAME:` off a threshold: a bare name runs to the first colon before the
+/// operator and holds no blank; a name in double quotes may hold anything (`\"` and `\\` for a
+/// quote and a backslash). Metrics never hold a colon, so a colon always means a name.
+fn split_name(text: &str) -> Result<(Option<String>, &str), String> {
+    let trimmed = text.trim_start();
+    if let Some(quoted) = trimmed.strip_prefix('"') {
+        let mut name = String::new();
+        let mut chars = quoted.char_indices();
+        let end = loop {
+            match chars.next() {
+                Some((_, '\\')) => match chars.next() {
+                    Some((_, c)) => name.push(c),
+                    None => return Err("the quoted name has no closing '\"'".into()),
+                },
+                Some((at, '"')) => break at,
+                Some((_, c)) => name.push(c),
+                None => return Err("the quoted name has no closing '\"'".into()),
+            }
+        };
+        let rest = quoted[end + 1..].trim_start();
+        let rest = rest.strip_prefix(':').ok_or("expected ':' after the quoted name, e.g. \"GET /users\":p99<200ms")?;
+        if name.is_empty() {
+            return Err("the name is empty".into());
+        }
+        return Ok((Some(name), rest));
+    }
+    let operator = text.find(['<', '>']).unwrap_or(text.len());
+    let Some(colon) = text[..operator].find(':') else { return Ok((None, text)) };
+    let name = text[..colon].trim();
+    if name.is_empty() {
+        return Err("the name before ':' is empty".into());
+    }
+    if name.contains(char::is_whitespace) {
+        return Err(format!("quote a name that holds a blank: '\"{name}\":...'"));
+    }
+    Ok((Some(name.to_string()), &text[colon + 1..]))
+}
+
+/// Refuses a metric a name does not keep: connect times belong to connections, which every
+/// name of a mix shares, and Retry-After is counted for the run only.
+fn per_name(metric: Metric, name: &str) -> Result<(), String> {
+    match metric {
+        Metric::Time(Timing::Connect, _) => {
+            Err(format!("{name} is not kept per name: a connection serves every name (use it without a name)"))
+        }
+        Metric::RetryAfter { .. } => Err(format!("{name} is counted for the whole run only (use it without a name)")),
+        _ => Ok(()),
+    }
+}
+
+/// A threshold naming a name the run does not have is a usage error, found once the plan is
+/// built and before any load starts: a typo in a name would otherwise fail the gate with "no
+/// data" after the whole run.
+pub(crate) fn check_names(thresholds: &[Threshold], names: &[String], flag: &str) -> Result<(), CliError> {
+    /// Names listed in the error at most: a run may have 1000, and the error is one line.
+    const SHOWN: usize = 10;
+    let Some((t, name)) =
+        thresholds.iter().find_map(|t| t.mix_name.as_ref().filter(|n| !names.contains(n)).map(|n| (t, n)))
+    else {
+        return Ok(());
+    };
+    let known = if names.is_empty() {
+        "the run has no names (a name is a --targets file's)".to_string()
+    } else {
+        let quoted: Vec<String> = names.iter().take(SHOWN).map(|n| format!("'{n}'")).collect();
+        let more = names.len().saturating_sub(SHOWN);
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        format!("the run's names are {}{more}", quoted.join(", "))
+    };
+    let name = crate::printable::one_line(name);
+    Err(CliError::Usage(format!("{flag} '{}': no name '{name}': {known}", crate::printable::one_line(&t.text))))
 }
 
 fn metric(name: &str) -> Option<Metric> {

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use super::parse::{Metric, Stat, Statuses, Threshold, Timing};
+use super::parse::{Metric, Stat, Statuses, Threshold};
+use super::scope::Scope;
 use crate::report::Report;
 
 /// One threshold judged: what was measured (None when there was nothing to measure, which
@@ -78,7 +79,7 @@ pub(crate) fn judge(thresholds: &[Threshold], report: &Report) -> Vec<Verdict> {
     thresholds
         .iter()
         .map(|t| {
-            let measured = measure(t.metric, report);
+            let measured = measure(t.metric, t.mix_name.as_deref(), report);
             let passed = measured.is_some_and(|m| t.op.holds(m, t.limit));
             Verdict { threshold: t.clone(), measured, passed, aborted_after: None }
         })
@@ -95,37 +96,41 @@ pub(crate) fn mark_aborted(verdicts: &mut [Verdict], breach: &super::Breach) {
     }
 }
 
-pub(crate) fn measure(metric: Metric, report: &Report) -> Option<f64> {
-    let c = &report.stats.counters;
-    let h = &report.stats.histograms;
+/// `metric` on the whole run, or on one name of its mix (None when the report has no such
+/// name: a gate on what was not run proves nothing).
+pub(crate) fn measure(metric: Metric, mix_name: Option<&str>, report: &Report) -> Option<f64> {
+    let Some(mix_name) = mix_name else { return read(metric, &Scope::run(&report.stats), report) };
+    let line = report.name_lines().find(|l| l.name == mix_name)?;
+    read(metric, &Scope::name(&line.stats), report)
+}
+
+fn read(metric: Metric, scope: &Scope<'_>, report: &Report) -> Option<f64> {
+    let c = scope.counters;
     let share = |n: u64| (c.total() > 0).then(|| n as f64 / c.total() as f64);
     match metric {
-        Metric::Time(timing, stat) => {
-            let histogram = match timing {
-                Timing::Latency => &h.latency,
-                Timing::Connect => &h.connect,
-                Timing::FirstByte => &h.ttfb,
-            };
-            time(histogram, stat)
-        }
+        Metric::Time(timing, stat) => time(scope.histogram(timing)?, stat),
         // A run that did nothing has no rate, rather than a rate of zero that `rps<X` passes.
-        Metric::Rps => (c.total() > 0).then(|| report.requests_per_sec()),
+        Metric::Rps => (c.total() > 0).then(|| crate::report::per_sec(c.total(), report.duration)),
         Metric::ErrorRate => share(c.errors()),
         Metric::Errors => Some(c.errors() as f64),
         Metric::Status { statuses, rate } => {
-            let n: u64 = c
-                .statuses()
-                .filter(|(code, _)| match statuses {
-                    Statuses::Code(want) => *code == want,
-                    Statuses::Class(class) => *code / 100 == class,
-                })
-                .map(|(_, n)| n)
-                .sum();
+            let n = status_count(c, statuses);
             if rate { share(n) } else { Some(n as f64) }
         }
         Metric::RetryAfter { rate: true } => share(c.retry_after.total()),
         Metric::RetryAfter { rate: false } => Some(c.retry_after.total() as f64),
     }
+}
+
+/// Responses with one of `statuses`.
+pub(crate) fn status_count(c: &volley_engine::Counters, statuses: Statuses) -> u64 {
+    c.statuses()
+        .filter(|(code, _)| match statuses {
+            Statuses::Code(want) => *code == want,
+            Statuses::Class(class) => *code / 100 == class,
+        })
+        .map(|(_, n)| n)
+        .sum()
 }
 
 fn time(h: &Histogram<u64>, stat: Stat) -> Option<f64> {
@@ -168,3 +173,6 @@ pub(crate) fn to_text(verdicts: &[Verdict]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

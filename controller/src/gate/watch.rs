@@ -11,13 +11,18 @@
 //! when more than 1% of responses took longer than L. `rps` is never judged mid-run: a slow
 //! start is ordinary warm-up, and the rate of the whole run is only known at its end. Nothing
 //! is judged before `--abort-grace` has passed, though what happened in it counts.
+//!
+//! A threshold of a name (`login:p99<200ms`) is watched on that name's statistics, which every
+//! interval carries beside the run's.
 
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use volley_engine::Stats;
 
-use super::parse::{Metric, Op, Stat, Statuses, Threshold, Timing};
+use super::parse::{Metric, Op, Stat, Threshold};
+use super::scope::Scope;
+use super::verdict::status_count;
 
 /// Samples a rate, a percentile or a mean needs before it is judged mid-run: below this one
 /// unlucky request would be a large share. The confidence bound does the rest.
@@ -40,14 +45,16 @@ pub(crate) struct Breach {
 /// The thresholds watched while a run goes on, and every interval merged so far.
 pub(crate) struct Watch {
     thresholds: Vec<Threshold>,
+    /// The mix's names in index order, to find a threshold's name in the intervals.
+    names: Vec<String>,
     grace: Duration,
     so_far: Stats,
     breach: Option<Breach>,
 }
 
 impl Watch {
-    pub(crate) fn new(thresholds: &[Threshold], grace: Duration) -> Watch {
-        Watch { thresholds: thresholds.to_vec(), grace, so_far: Stats::new(), breach: None }
+    pub(crate) fn new(thresholds: &[Threshold], grace: Duration, names: &[String]) -> Watch {
+        Watch { thresholds: thresholds.to_vec(), names: names.to_vec(), grace, so_far: Stats::new(), breach: None }
     }
 
     /// Takes one worker's interval, `elapsed` into the load; true when a threshold can no
@@ -58,7 +65,11 @@ impl Watch {
             return self.breach.is_some();
         }
         self.breach = self.thresholds.iter().find_map(|t| {
-            lost(t, &self.so_far).map(|measured| Breach { threshold: t.text.clone(), after: elapsed, measured })
+            lost(t, &self.so_far, &self.names).map(|measured| Breach {
+                threshold: t.text.clone(),
+                after: elapsed,
+                measured,
+            })
         });
         self.breach.is_some()
     }
@@ -68,22 +79,28 @@ impl Watch {
     }
 }
 
-/// The estimate so far when `t` can no longer pass on `s`, the data of the run until now.
-pub(crate) fn lost(t: &Threshold, s: &Stats) -> Option<f64> {
-    let c = &s.counters;
+/// The estimate so far when `t` can no longer pass on `s`, the data of the run until now
+/// (`names`: the mix's, in index order).
+pub(crate) fn lost(t: &Threshold, s: &Stats, names: &[String]) -> Option<f64> {
+    let scope = match &t.mix_name {
+        None => Scope::run(s),
+        // A name with nothing counted yet has lost nothing yet.
+        Some(name) => Scope::name(s.names.get(names.iter().position(|n| n == name)?)?),
+    };
+    let c = scope.counters;
     let upper_limit = matches!(t.op, Op::Lt | Op::Le);
     let certain = |now: f64| (!t.op.holds(now, t.limit)).then_some(now);
     match t.metric {
         Metric::Rps => None,
         Metric::Errors if upper_limit => certain(c.errors() as f64),
-        Metric::Status { statuses, rate: false } if upper_limit => certain(status_count(s, statuses) as f64),
+        Metric::Status { statuses, rate: false } if upper_limit => certain(status_count(c, statuses) as f64),
         Metric::RetryAfter { rate: false } if upper_limit => certain(c.retry_after.total() as f64),
         Metric::Errors | Metric::Status { rate: false, .. } | Metric::RetryAfter { rate: false } => None,
         Metric::RetryAfter { rate: true } => share(t, c.retry_after.total(), c.total()),
         Metric::ErrorRate => share(t, c.errors(), c.total()),
-        Metric::Status { statuses, rate: true } => share(t, status_count(s, statuses), c.total()),
+        Metric::Status { statuses, rate: true } => share(t, status_count(c, statuses), c.total()),
         Metric::Time(timing, stat) => {
-            let h = histogram(s, timing);
+            let h = scope.histogram(timing)?;
             if h.is_empty() {
                 return None;
             }
@@ -95,25 +112,6 @@ pub(crate) fn lost(t: &Threshold, s: &Stats) -> Option<f64> {
                 Stat::Quantile(q) => quantile(t, h, q),
             }
         }
-    }
-}
-
-fn status_count(s: &Stats, statuses: Statuses) -> u64 {
-    s.counters
-        .statuses()
-        .filter(|(code, _)| match statuses {
-            Statuses::Code(want) => *code == want,
-            Statuses::Class(class) => *code / 100 == class,
-        })
-        .map(|(_, n)| n)
-        .sum()
-}
-
-fn histogram(s: &Stats, timing: Timing) -> &Histogram<u64> {
-    match timing {
-        Timing::Latency => &s.histograms.latency,
-        Timing::Connect => &s.histograms.connect,
-        Timing::FirstByte => &s.histograms.ttfb,
     }
 }
 

@@ -1,15 +1,50 @@
 //! The per-second series as CSV: one row per second of the run, merged over the workers,
-//! latencies in seconds as in the JSON report.
+//! latencies in seconds as in the JSON report. A run of a mix adds a last column, `name`: each
+//! second's row for the whole run leaves it empty and is followed by a row for each name that
+//! finished requests in that second (in the mix's order), as k6's CSV tags each sample with its
+//! request's name; filtering on `name` gives one name's series, and the empty name the run's.
+//! Without a mix the columns are what they always were, so existing readers keep working.
 
 use std::fmt::Write;
 
 use crate::report::Report;
 
+const HEADER: &str = "second,requests,ok,errors,p50_seconds,p99_seconds";
+
 pub(crate) fn series(report: &Report) -> String {
-    let mut out = String::from("second,requests,ok,errors,p50_seconds,p99_seconds\n");
+    let mix = !report.names.is_empty();
+    let mut out = String::from(HEADER);
+    out.push_str(if mix { ",name\n" } else { "\n" });
     let secs = |ns: Option<u64>| ns.map(|n| format!("{:.9}", n as f64 / 1e9)).unwrap_or_default();
     for s in &report.intervals {
-        let _ = writeln!(out, "{},{},{},{},{},{}", s.second, s.ok + s.errors, s.ok, s.errors, secs(s.p50), secs(s.p99));
+        let _ = write!(out, "{},{},{},{},{},{}", s.second, s.ok + s.errors, s.ok, s.errors, secs(s.p50), secs(s.p99));
+        out.push_str(if mix { ",\n" } else { "\n" });
+        if !mix {
+            continue;
+        }
+        for n in &s.names {
+            let Some(name) = report.names.get(n.index) else { continue };
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{}",
+                s.second,
+                n.ok + n.errors,
+                n.ok,
+                n.errors,
+                secs(n.p50),
+                secs(n.p99),
+                field(name)
+            );
+        }
     }
     out
 }
+
+/// A CSV field (RFC 4180): quoted, its quotes doubled, when it holds a comma, a quote or a line
+/// break; a name may hold the first two.
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+}
+
+#[cfg(test)]
+mod tests;

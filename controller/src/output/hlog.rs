@@ -10,6 +10,11 @@
 //! (the maximum divided by 1,000,000, HdrHistogram's convention for nanosecond logs);
 //! timestamps are seconds from the run's start, which `#[StartTime]` and `#[BaseTime]` give
 //! since the epoch.
+//!
+//! A run of a mix adds, for each name that finished requests in a second, its latency and time
+//! to first byte, tagged `latency@NAME` and `ttfb@NAME`; the last interval holds each name's
+//! rest too. A tag ends at a comma and readers split lines on blanks, so a name's bytes other
+//! than ASCII letters, digits and `-._~/:` are percent-encoded (`latency@GET%20/users`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -52,6 +57,11 @@ pub(crate) struct IntervalLog {
     logged_until: u32,
     /// Per kind, the seconds logged so far: what the last interval takes from the totals.
     logged: Vec<Histogram<u64>>,
+    /// A mix's names as tags, in index order; empty without a mix.
+    names: Vec<String>,
+    /// Per name, its latency and first-byte seconds logged so far (made when it first moves):
+    /// as large again as the report's own histograms of the names it keeps.
+    logged_names: Vec<Option<Box<[Histogram<u64>; 2]>>>,
     failure: Option<std::io::Error>,
 }
 
@@ -68,8 +78,26 @@ impl IntervalLog {
             header_written: false,
             logged_until: 0,
             logged: KINDS.iter().map(|_| new_histogram()).collect(),
+            names: Vec::new(),
+            logged_names: Vec::new(),
             failure: None,
         })
+    }
+
+    /// The mix's names in index order, once the plan is known: each second logs its names too.
+    pub(crate) fn names(&mut self, names: &[String]) {
+        self.names = names.iter().map(|n| tag_text(n)).collect();
+        self.logged_names = names.iter().map(|_| None).collect();
+    }
+
+    /// Logs the latency and first byte of each name in `names` (a second's, or the rest).
+    fn name_lines(&mut self, names: &volley_engine::Names, start: f64, length: f64) {
+        for (index, n) in names.iter() {
+            let Some(tag) = self.names.get(index).cloned() else { continue };
+            for (kind, h) in [("latency", &n.latency), ("ttfb", &n.ttfb)] {
+                self.line(&format!("{kind}@{tag}"), start, length, h);
+            }
+        }
     }
 
     /// The load starts at `at` (wall clock).
@@ -86,6 +114,14 @@ impl IntervalLog {
             let _ = self.logged[i].add(h);
             self.line(tag, f64::from(start), 1.0, h);
         }
+        for (index, n) in delta.names.iter() {
+            if let Some(slot) = self.logged_names.get_mut(index) {
+                let logged = slot.get_or_insert_with(|| Box::new([new_histogram(), new_histogram()]));
+                let _ = logged[0].add(&n.latency);
+                let _ = logged[1].add(&n.ttfb);
+            }
+        }
+        self.name_lines(&delta.names, f64::from(start), 1.0);
         self.logged_until = self.logged_until.max(second);
         self.flush();
     }
@@ -113,12 +149,37 @@ impl IntervalLog {
                 self.line(tag, start, length, h);
             }
         }
+        if rest.len() == KINDS.len() {
+            let names = self.name_rests(&totals.names);
+            let start = f64::from(self.logged_until);
+            self.name_lines(&names, start, (duration.as_secs_f64() - start).max(0.0));
+        }
         self.header();
         self.flush();
         match self.failure {
             None => Ok(()),
             Some(e) => Err(CliError::File { path: format!("--hlog {}", self.path.display()), why: e.to_string() }),
         }
+    }
+
+    /// Each name's totals beyond its seconds logged; a name whose totals lack logged samples
+    /// (a worker's discarded) has no honest rest and none.
+    fn name_rests(&self, totals: &volley_engine::Names) -> volley_engine::Names {
+        let mut rests = volley_engine::Names::default();
+        for (index, n) in totals.iter() {
+            let (mut latency, mut ttfb) = (n.latency.clone(), n.ttfb.clone());
+            if let Some(Some(logged)) = self.logged_names.get(index)
+                && (latency.subtract(&logged[0]).is_err() || ttfb.subtract(&logged[1]).is_err())
+            {
+                continue;
+            }
+            if !latency.is_empty() || !ttfb.is_empty() {
+                let rest = rests.entry(index);
+                rest.latency = latency;
+                rest.ttfb = ttfb;
+            }
+        }
+        rests
     }
 
     fn line(&mut self, tag: &str, start: f64, length: f64, h: &Histogram<u64>) {
@@ -144,7 +205,10 @@ impl IntervalLog {
         // Whole milliseconds, so that the number and the date say the same.
         let start = Duration::from_millis(u64::try_from(start.as_millis()).unwrap_or(u64::MAX));
         let epoch = start.as_secs_f64();
-        let tags: Vec<&str> = KINDS.iter().map(|(tag, _)| *tag).collect();
+        let mut tags: Vec<&str> = KINDS.iter().map(|(tag, _)| *tag).collect();
+        if !self.names.is_empty() {
+            tags.push("and latency@NAME and ttfb@NAME per name of the mix (percent-encoded)");
+        }
         self.write(format_args!(
             "#[Histogram log format version 1.3]\n\
              #[volley: one interval a second, merged over all workers, tags {}; values in nanoseconds, Interval_Max in milliseconds]\n\
@@ -171,6 +235,20 @@ impl IntervalLog {
             self.failure = Some(e);
         }
     }
+}
+
+/// A name as a tag: bytes other than ASCII letters, digits and `-._~/:` percent-encoded, so
+/// that a comma, a blank or a byte a reader might not take cannot break the line.
+fn tag_text(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/:".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// `2024-12-01T10:46:40.123Z`: the start in UTC, for people reading the log.
@@ -246,6 +324,41 @@ mod tests {
             })
             .collect();
         assert_eq!(counts, [2, 1, 1]);
+    }
+
+    #[test]
+    fn each_name_of_a_mix_has_its_tags_and_its_intervals_add_up_to_its_totals() {
+        use crate::report::mix_fixture;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.hlog");
+        let mut log = IntervalLog::create(&path).unwrap();
+        let mut names: Vec<String> = mix_fixture::NAMES.map(String::from).to_vec();
+        names[2] = "POST /log,in".into();
+        log.names(&names);
+        // Second 1 is the first worker's; the second worker's part is the rest of the totals.
+        let (first, second) = (mix_fixture::worker_stats(0), mix_fixture::worker_stats(1));
+        log.second(1, &first);
+        let mut totals = first.clone();
+        totals.merge(&second);
+        log.finish(&totals, Duration::from_millis(1_500)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("per name of the mix"), "{text}");
+        let count = |tag: &str| -> Vec<u64> {
+            text.lines()
+                .filter(|l| l.starts_with(&format!("Tag={tag},")))
+                .map(|l| {
+                    let bytes =
+                        base64::engine::general_purpose::STANDARD.decode(l.rsplit(',').next().unwrap()).unwrap();
+                    volley_engine::decode_histogram(&bytes).unwrap().len()
+                })
+                .collect()
+        };
+        // home: 9 answers in second 1, the other worker's 5 in the rest; login only in second 1.
+        assert_eq!(count("latency@home"), [9, 5]);
+        assert_eq!(count("ttfb@home"), [9, 5]);
+        assert_eq!(count("latency@POST%20/log%2Cin"), [3]);
+        assert!(count("latency@search").is_empty(), "a name that never moved has no line");
+        assert_eq!(count("latency"), [12, 5], "the run's own lines are unchanged");
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub(crate) fn verdict(v: &Verdict) -> Value {
         "passed": v.passed,
     });
     if let Some(object) = value.as_object_mut() {
+        if let Some(name) = &v.threshold.mix_name {
+            object.insert("name".into(), json!(name));
+        }
         if let Some(after) = v.aborted_after {
             object.insert("abortedAfterSeconds".into(), json!(after.as_secs_f64()));
         }

@@ -1,17 +1,22 @@
 //! JUnit XML, as CI test-report viewers read it: one testcase per threshold (a failure when it
-//! did not hold) and one for the run itself (an error when it could not run, was interrupted or
-//! lost workers, so a broken measurement never shows as a green gate).
+//! did not hold), one for the run itself (an error when it could not run, was interrupted or
+//! lost workers, so a broken measurement never shows as a green gate), and with a mix one per
+//! name (classname `volley.names`), failed when a threshold of that name failed, its counts and
+//! percentiles in its system-out and properties: a CI viewer then lists the requests of a mix
+//! as it lists tests, and a slow one stands out by name.
 
 use std::fmt::Write;
 
 use crate::gate::Verdict;
-use crate::report::Report;
+use crate::report::{NameLine, Report};
 
 pub(crate) fn testsuites(report: &Report, verdicts: &[Verdict]) -> String {
-    let failures = verdicts.iter().filter(|v| !v.passed).count();
+    let names: Vec<NameLine<'_>> = report.name_lines().collect();
+    let failed_names = names.iter().filter(|n| failed_of(verdicts, n.name).next().is_some()).count();
+    let failures = verdicts.iter().filter(|v| !v.passed).count() + failed_names;
     let run_error = report.outcome().err().map(|e| e.to_string());
     let errors = usize::from(run_error.is_some());
-    let tests = verdicts.len() + 1;
+    let tests = verdicts.len() + 1 + names.len();
     let time = report.duration.as_secs_f64();
     let suite = format!("volley {}", report.url);
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -43,7 +48,7 @@ pub(crate) fn testsuites(report: &Report, verdicts: &[Verdict]) -> String {
         } else {
             let message = format!(
                 "{} was {}{}, expected {}{}",
-                v.threshold.name,
+                v.threshold.what(),
                 v.measured_text(),
                 v.baseline_text(),
                 v.limit_text(),
@@ -56,8 +61,57 @@ pub(crate) fn testsuites(report: &Report, verdicts: &[Verdict]) -> String {
             );
         }
     }
+    for line in &names {
+        name_case(&mut out, line, verdicts);
+    }
     out.push_str("  </testsuite>\n</testsuites>\n");
     out
+}
+
+/// The failed thresholds of mix name `name`.
+fn failed_of<'a>(verdicts: &'a [Verdict], name: &'a str) -> impl Iterator<Item = &'a Verdict> {
+    verdicts.iter().filter(move |v| !v.passed && v.threshold.mix_name.as_deref() == Some(name))
+}
+
+/// One name's testcase: its numbers as properties (for tools) and in system-out (for people),
+/// and a failure listing the thresholds of that name that failed.
+fn name_case(out: &mut String, line: &NameLine<'_>, verdicts: &[Verdict]) {
+    let c = &line.stats.counters;
+    let ms = |q: f64| {
+        let h = &line.stats.latency;
+        (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1e6)
+    };
+    let (p50, p99) = (ms(0.5), ms(0.99));
+    let shown = |v: Option<f64>| v.map(|v| format!("{v:.3} ms")).unwrap_or_else(|| "-".into());
+    let statuses: Vec<String> = c.statuses().map(|(code, n)| format!("{code}: {n}")).collect();
+    let _ = writeln!(out, "    <testcase name=\"{}\" classname=\"volley.names\" time=\"0\">", escape(line.name));
+    out.push_str("      <properties>\n");
+    let number = |v: Option<f64>| v.map(|v| format!("{v:.6}")).unwrap_or_default();
+    for (key, value) in [
+        ("requests", c.total().to_string()),
+        ("ok", c.ok.to_string()),
+        ("errors", c.errors().to_string()),
+        ("p50_ms", number(p50)),
+        ("p99_ms", number(p99)),
+    ] {
+        let _ = writeln!(out, "        <property name=\"{key}\" value=\"{value}\"/>");
+    }
+    out.push_str("      </properties>\n");
+    let failed: Vec<String> = failed_of(verdicts, line.name).map(Verdict::failure_text).collect();
+    if !failed.is_empty() {
+        let message = format!("thresholds failed: {}", failed.join(", "));
+        let _ = writeln!(out, "      <failure message=\"{}\" type=\"threshold\"/>", escape(&message));
+    }
+    let text = format!(
+        "requests {}, ok {}, errors {}, p50 {}, p99 {}, statuses {}",
+        c.total(),
+        c.ok,
+        c.errors(),
+        shown(p50),
+        shown(p99),
+        if statuses.is_empty() { "none".to_string() } else { statuses.join(", ") }
+    );
+    let _ = writeln!(out, "      <system-out>{}</system-out>\n    </testcase>", escape(&text));
 }
 
 /// XML attribute and text escaping; control characters other than tab and newlines cannot
@@ -78,3 +132,6 @@ fn escape(s: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

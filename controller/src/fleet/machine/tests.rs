@@ -468,7 +468,7 @@ fn the_in_process_worker_keeps_no_sum_of_its_own() {
 
 #[test]
 fn an_abort_on_fail_breach_stops_every_worker_and_is_not_an_interrupt() {
-    let mut watch = Watch::new(&[Threshold::parse("errors<1").expect("a threshold")], Duration::ZERO);
+    let mut watch = Watch::new(&[Threshold::parse("errors<1").expect("a threshold")], Duration::ZERO, &[]);
     let (mut f, clock) = started(vec![local(), local()], TIMED, Some(&mut watch));
     f.on_event(clock.at(2_000), 0, interval(1, 3));
     assert!(sends(&drain(&mut f)).is_empty());
@@ -488,7 +488,7 @@ fn an_abort_on_fail_breach_stops_every_worker_and_is_not_an_interrupt() {
 
 #[test]
 fn the_warm_up_is_neither_judged_nor_counted_against_the_budget() {
-    let mut watch = Watch::new(&[Threshold::parse("errors<1").expect("a threshold")], Duration::ZERO);
+    let mut watch = Watch::new(&[Threshold::parse("errors<1").expect("a threshold")], Duration::ZERO, &[]);
     let base = Instant::now();
     let clock = Clock { base };
     let mut profile = Profile::default();

@@ -66,3 +66,62 @@ fn bad_thresholds_are_usage_errors_that_name_the_expression_and_say_what_is_wron
         assert!(!e.contains('\n'), "{e}");
     }
 }
+
+#[test]
+fn a_threshold_of_a_name_takes_the_name_before_a_colon_bare_or_in_double_quotes() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("login:p99<200ms", "login", "p99"),
+        (" login : P99 < 200ms", "login", "p99"),
+        ("\"GET /users\":p99<200ms", "GET /users", "p99"),
+        ("\"a: b<c\" : errors<1", "a: b<c", "errors"),
+        ("\"say \\\"hi\\\" \\\\o/\":rps>1", "say \"hi\" \\o/", "rps"),
+        ("Login:status_5xx<1%", "Login", "status_5xx"),
+    ];
+    for (text, name, metric) in cases {
+        let t = Threshold::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!((t.mix_name.as_deref(), t.name.as_str()), (Some(*name), *metric), "{text}");
+        assert_eq!(t.text, text.trim(), "the text stays as written, for the report");
+    }
+    let whole = Threshold::parse("p99<5ms").expect("valid");
+    assert_eq!((whole.mix_name.as_deref(), whole.what().as_str()), (None, "p99"));
+    assert_eq!(Threshold::parse("login:p99<5ms").expect("valid").what(), "p99 of login");
+}
+
+#[test]
+fn a_bad_name_or_a_metric_no_name_keeps_is_a_usage_error_on_one_line() {
+    let cases = [
+        (":p99<5ms", "the name before ':' is empty"),
+        ("GET /users:p99<5ms", "quote a name that holds a blank"),
+        ("\"login:p99<5ms", "no closing"),
+        ("\"login\" p99<5ms", "expected ':' after the quoted name"),
+        ("\"\":p99<5ms", "the name is empty"),
+        ("login:connect_p99<5ms", "not kept per name"),
+        ("login:retry_after<1", "whole run only"),
+        ("login:p99<5", "needs a unit"),
+        ("login:latency<5ms", "unknown metric 'latency'"),
+    ];
+    for (text, why) in cases {
+        let e = Threshold::parse(text).expect_err(text).to_string();
+        assert!(e.starts_with(&format!("--threshold '{text}': ")), "{e}");
+        assert!(e.contains(why), "{text}: {e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+}
+
+#[test]
+fn a_name_the_plan_does_not_have_is_refused_naming_the_names_it_has() {
+    let names: Vec<String> = ["home", "login"].map(String::from).to_vec();
+    let thresholds = |texts: &[&str]| texts.iter().map(|t| Threshold::parse(t).expect("valid")).collect::<Vec<_>>();
+    assert!(
+        super::check_names(&thresholds(&["p99<1s", "login:p99<1s", "\"home\":errors<1"]), &names, "--threshold")
+            .is_ok()
+    );
+    let e =
+        super::check_names(&thresholds(&["p99<1s", "logout:p99<1s"]), &names, "--threshold").expect_err("no logout");
+    assert_eq!(e.to_string(), "--threshold 'logout:p99<1s': no name 'logout': the run's names are 'home', 'login'");
+    let e = super::check_names(&thresholds(&["home:p99<1s"]), &[], "--slo").expect_err("no mix");
+    assert!(e.to_string().starts_with("--slo 'home:p99<1s': no name 'home': the run has no names"), "{e}");
+    let many: Vec<String> = (0..1000).map(|i| format!("n{i}")).collect();
+    let e = super::check_names(&thresholds(&["x:p99<1s"]), &many, "--threshold").expect_err("no x").to_string();
+    assert!(e.ends_with("'n9' and 990 more"), "{e}");
+}

@@ -55,7 +55,12 @@ pub(super) struct Drawn<'a> {
     pub threshold: Threshold,
 }
 
-impl Drawn<'_> {
+impl<'a> Drawn<'a> {
+    /// The same threshold, for a list of its own.
+    fn again(&self) -> Drawn<'a> {
+        Drawn { verdict: self.verdict, threshold: self.threshold.clone() }
+    }
+
     fn label(&self) -> String {
         format!("{} ({})", self.verdict.threshold, if self.verdict.passed { "pass" } else { "FAIL" })
     }
@@ -65,6 +70,9 @@ impl Drawn<'_> {
     }
 }
 
+/// The thresholds of the whole run, which its charts draw; a name's threshold (`login:p99<...`)
+/// says nothing about the run's lines.
+/// The thresholds of a name are drawn on that name's line of the names' chart instead.
 pub(super) fn drawable(verdicts: &[SavedVerdict]) -> Vec<Drawn<'_>> {
     verdicts
         .iter()
@@ -72,19 +80,82 @@ pub(super) fn drawable(verdicts: &[SavedVerdict]) -> Vec<Drawn<'_>> {
         .collect()
 }
 
+/// Names drawn on the names' chart at most: past a dozen lines a chart is a tangle, and the
+/// table lists every name anyway.
+const NAME_LINES: usize = 12;
+
 const NO_SECONDS: &str = "this report has no per-second data (a merge of saved reports, or nothing completed)";
 const NO_RESPONSES: &str = "no responses: nothing to draw";
 
 /// Every chart of the page, in order. Histograms that do not decode make the report unreadable.
 pub(super) fn all(r: &Saved, thresholds: &[Drawn]) -> Result<Vec<Chart>, String> {
     let workers = distributed(r);
-    Ok(vec![
+    let (named, run): (Vec<&Drawn>, Vec<&Drawn>) = thresholds.iter().partition(|t| t.threshold.mix_name.is_some());
+    let run: Vec<Drawn> = run.into_iter().map(Drawn::again).collect();
+    let thresholds = run.as_slice();
+    let mut charts = vec![
         requests(r, &workers, thresholds),
         latency_over_time(r, &workers, thresholds),
         latency_spectrum(r, thresholds)?,
         setup_spectrum(r, thresholds)?,
         statuses(r, thresholds),
-    ])
+    ];
+    if !r.names.is_empty() {
+        charts.push(names_spectrum(r, &named)?);
+    }
+    Ok(charts)
+}
+
+/// Each name's latency distribution, from its own merged histogram: a line per name (the
+/// busiest [`NAME_LINES`] of them), and a marker at the percentile of each of its thresholds.
+fn names_spectrum(r: &Saved, thresholds: &[&Drawn]) -> Result<Chart, String> {
+    let mut names: Vec<_> = r.names.iter().filter(|n| n.requests.ok > 0).collect();
+    // The busiest first, then the file's order among equals (a stable sort keeps it).
+    names.sort_by_key(|n| std::cmp::Reverse(n.requests.ok));
+    names.truncate(NAME_LINES);
+    let mut decoded = Vec::with_capacity(names.len());
+    for n in &names {
+        decoded
+            .push((n, spectrum::decode(&format!("names' histograms.latency of {}", n.name), &n.histograms.latency)?));
+    }
+    let most = decoded.iter().map(|(_, h)| h.len()).max().unwrap_or(0);
+    let exact: Vec<f64> = thresholds
+        .iter()
+        .filter_map(|t| match t.threshold.metric {
+            Metric::Time(Timing::Latency, Stat::Quantile(q)) if q < 1.0 => Some(q),
+            _ => None,
+        })
+        .collect();
+    let axis = spectrum::axis(most, &exact);
+    let mut chart = Chart {
+        id: "names",
+        title: if r.names.len() > NAME_LINES {
+            "Latency distribution per name (the 12 busiest)"
+        } else {
+            "Latency distribution per name"
+        },
+        x: "percentile",
+        unit: "ms",
+        log: true,
+        xs: axis.iter().map(|p| p.nines).collect(),
+        series: Vec::new(),
+        empty: decoded.is_empty().then_some(NO_RESPONSES),
+    };
+    for (n, h) in &decoded {
+        chart.series.push(Line {
+            label: n.name.clone(),
+            style: Style::Main,
+            values: spectrum::millis(h, &axis),
+            passed: None,
+        });
+    }
+    let drawn: Vec<Drawn> = thresholds
+        .iter()
+        .filter(|t| decoded.iter().any(|(n, _)| t.threshold.mix_name.as_deref() == Some(n.name.as_str())))
+        .map(|t| Drawn::again(t))
+        .collect();
+    spectrum_thresholds(&mut chart, &axis, Timing::Latency, &drawn);
+    Ok(chart)
 }
 
 /// The workers whose own seconds the report holds, when there are several of them: one
@@ -312,3 +383,6 @@ fn statuses(r: &Saved, thresholds: &[Drawn]) -> Chart {
     }
     chart
 }
+
+#[cfg(test)]
+mod tests;

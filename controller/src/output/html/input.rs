@@ -30,6 +30,26 @@ pub(super) struct Saved {
     pub warnings: Vec<String>,
     #[serde(default)]
     pub thresholds: Vec<SavedVerdict>,
+    /// A mix's names, in the targets file's order; none without a mix.
+    #[serde(default)]
+    pub names: Vec<SavedName>,
+}
+
+/// One name of a mix, as the report's `names` hold it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct SavedName {
+    pub name: String,
+    pub requests: Requests,
+    pub requests_per_sec: f64,
+    pub status_codes: BTreeMap<String, u64>,
+    pub latency_seconds: Summary,
+    pub histograms: NameHistograms,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct NameHistograms {
+    pub latency: String,
 }
 
 #[derive(Debug, Deserialize)]

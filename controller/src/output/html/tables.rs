@@ -102,6 +102,39 @@ fn in_unit(unit: &str, v: f64) -> String {
     }
 }
 
+/// A mix's names, a row each in the file's order: requests, rate, latency percentiles (ms)
+/// from each name's merged histogram, statuses.
+pub(super) fn names(r: &Saved) -> String {
+    if r.names.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h2>Names</h2>\n<table class=\"names\">\n<tr><th>name</th><th>requests</th><th>ok</th><th>errors</th>\
+         <th>req/s</th><th>p50 (ms)</th><th>p90 (ms)</th><th>p99 (ms)</th><th>max (ms)</th><th>statuses</th></tr>\n",
+    );
+    for n in &r.names {
+        let l = &n.latency_seconds;
+        let p = |name: &str| ms(l.percentiles.get(name).copied());
+        let statuses: Vec<String> = n.status_codes.iter().map(|(code, k)| format!("[{}] {k}", escape(code))).collect();
+        let _ = writeln!(
+            out,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&n.name),
+            n.requests.total,
+            n.requests.ok,
+            n.requests.errors,
+            n.requests_per_sec,
+            p("p50"),
+            p("p90"),
+            p("p99"),
+            ms(l.max),
+            if statuses.is_empty() { "none".into() } else { statuses.join(", ") }
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
 pub(super) fn thresholds(verdicts: &[SavedVerdict]) -> String {
     if verdicts.is_empty() {
         return String::new();

@@ -1,0 +1,61 @@
+use super::testsuites;
+use crate::gate::{Threshold, judge};
+use crate::report::mix_fixture;
+
+fn xml(thresholds: &[&str]) -> String {
+    let report = mix_fixture::report();
+    let thresholds: Vec<Threshold> = thresholds.iter().map(|t| Threshold::parse(t).expect("valid")).collect();
+    testsuites(&report, &judge(&thresholds, &report))
+}
+
+/// The testcase of `name` (classname volley.names), from its opening tag to its end.
+fn case<'a>(xml: &'a str, name: &str) -> &'a str {
+    let start = xml
+        .find(&format!("<testcase name=\"{name}\" classname=\"volley.names\""))
+        .unwrap_or_else(|| panic!("no testcase for {name}:\n{xml}"));
+    let len = xml[start..].find("</testcase>").expect("closed");
+    &xml[start..start + len]
+}
+
+#[test]
+fn each_name_is_a_testcase_with_its_counts_and_its_merged_percentiles() {
+    let xml = xml(&["p99<1s"]);
+    // run, the threshold, then the three names in the file's order.
+    assert!(xml.contains("tests=\"5\" failures=\"0\" errors=\"0\""), "{xml}");
+    let order: Vec<usize> =
+        mix_fixture::NAMES.iter().map(|n| xml.find(&format!("name=\"{n}\"")).expect("a case")).collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{xml}");
+    let home = case(&xml, "home");
+    assert!(home.contains("<property name=\"requests\" value=\"15\"/>"), "{home}");
+    assert!(home.contains("<property name=\"errors\" value=\"1\"/>"), "{home}");
+    let report = mix_fixture::report();
+    let merged = &report.stats.names.get(0).expect("home").latency;
+    let p99 = format!("{:.3} ms", merged.value_at_quantile(0.99) as f64 / 1e6);
+    assert!(home.contains(&format!("p99 {p99}")), "{p99}: {home}");
+    assert!(home.contains("statuses 200: 13, 404: 1"), "{home}");
+    assert!(!home.contains("<failure"), "{home}");
+    let search = case(&xml, "search");
+    assert!(search.contains("requests 0, ok 0, errors 0, p50 -, p99 -, statuses none"), "{search}");
+    assert!(search.contains("<property name=\"p99_ms\" value=\"\"/>"), "{search}");
+}
+
+#[test]
+fn a_name_fails_when_a_threshold_of_that_name_failed_and_only_then() {
+    let xml = xml(&["home:errors<1", "login:p99<1s", "p99<1ns"]);
+    // Three thresholds (two failed), the run, three names (home failed).
+    assert!(xml.contains("tests=\"7\" failures=\"3\" errors=\"0\""), "{xml}");
+    let home = case(&xml, "home");
+    assert!(home.contains("<failure message=\"thresholds failed: home:errors&lt;1 (measured 1)\""), "{home}");
+    assert!(!case(&xml, "login").contains("<failure"), "login's threshold held");
+    assert!(!case(&xml, "search").contains("<failure"), "the run's own threshold fails no name");
+    assert!(xml.contains("message=\"errors of home was 1, expected &lt; 1\""), "{xml}");
+}
+
+#[test]
+fn a_run_without_a_mix_has_no_name_testcases() {
+    let mut report = mix_fixture::report();
+    report.names.clear();
+    let xml = testsuites(&report, &[]);
+    assert!(!xml.contains("volley.names"), "{xml}");
+    assert!(xml.contains("tests=\"1\""), "{xml}");
+}
