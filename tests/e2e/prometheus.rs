@@ -128,6 +128,49 @@ fn prometheus_scraping_a_distributed_run_gets_the_reports_totals_and_its_p99_wit
 }
 
 #[test]
+fn prometheus_sees_each_name_of_a_mix_under_a_name_label_with_the_reports_counts() {
+    let server = TestServer::start(Behavior::ok(14).status_for("/missing", 404));
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let targets = dir.path().join("targets.http");
+    let origin = server.url().trim_end_matches('/').to_string();
+    std::fs::write(
+        &targets,
+        format!("# name: list\nGET {origin}/items\n\n# name: \"odd\" one\nGET {origin}/missing\n"),
+    )
+    .expect("the targets file");
+    let metrics = loopback(free_port());
+    let Some(prometheus) = Prometheus::start(&[("controller", &[metrics])], Duration::from_millis(200)) else {
+        return;
+    };
+    let out = run_volley([
+        "--targets",
+        targets.to_str().expect("a UTF-8 path"),
+        "-n",
+        "4000",
+        "-c",
+        "4",
+        "--prometheus",
+        &metrics.to_string(),
+        "--prometheus-linger",
+        "2s",
+        "-j",
+    ]);
+    assert!(out.status.success(), "{}\n{}", describe_output(&out), prometheus.log());
+    let report = json_report(&out);
+    let name_total = |i: usize| report["names"][i]["requests"]["total"].as_f64().expect("a name's total");
+    let max = |promql: &str| prometheus.scalar(&format!("max_over_time({promql}[5m])"));
+    assert_eq!(max("volley_name_requests_total{job=\"controller\",name=\"list\"}"), name_total(0));
+    // A quote in a name survives the label's escaping as Prometheus reads it.
+    assert_eq!(max("volley_name_requests_total{job=\"controller\",name=\"\\\"odd\\\" one\"}"), name_total(1));
+    assert_eq!(
+        max("volley_name_responses_total{job=\"controller\",name=\"\\\"odd\\\" one\",status=\"404\"}"),
+        name_total(1)
+    );
+    assert_eq!(name_total(0) + name_total(1), 4000.0);
+    assert_eq!(max("volley_name_request_duration_seconds_count{job=\"controller\",name=\"list\"}"), name_total(0));
+}
+
+#[test]
 fn a_slowloris_of_a_thousand_sockets_does_not_cost_prometheus_a_scrape() {
     let metrics = loopback(free_port());
     let _worker = WorkerProcess::start(&["--prometheus", &metrics.to_string()]);

@@ -84,6 +84,9 @@ pub(crate) fn run(
     };
     let stop = first.plan.stop;
     let connect_timeout = first.plan.connect_timeout;
+    // The mix's names by index, for the live metrics' `name` label.
+    let names: Vec<String> =
+        first.plan.requests.mix().map(|m| m.names().into_iter().map(String::from).collect()).unwrap_or_default();
     let shards: Vec<&Plan> = parts.iter().map(|p| &p.plan).collect();
     let profile = Profile::new(&shards);
     let mut members = Vec::with_capacity(shards.len());
@@ -130,7 +133,7 @@ pub(crate) fn run(
             fleet.interrupt(now());
         }
         fleet.on_tick(now());
-        carry_out(&mut fleet, &links, &mut progress, live, hlog.as_deref_mut());
+        carry_out(&mut fleet, &links, &mut progress, live.map(|l| (l, names.as_slice())), hlog.as_deref_mut());
         if fleet.is_done() {
             break;
         }
@@ -139,7 +142,7 @@ pub(crate) fn run(
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => fleet.links_ended(),
         }
-        carry_out(&mut fleet, &links, &mut progress, live, hlog.as_deref_mut());
+        carry_out(&mut fleet, &links, &mut progress, live.map(|l| (l, names.as_slice())), hlog.as_deref_mut());
     }
     progress.clear();
     fleet.finish()
@@ -155,15 +158,15 @@ fn carry_out(
     fleet: &mut Fleet<'_>,
     links: &[Link],
     progress: &mut ProgressLine,
-    live: Option<&Exporter>,
+    live: Option<(&Exporter, &[String])>,
     mut hlog: Option<&mut IntervalLog>,
 ) {
     while let Some(action) = fleet.poll_action() {
         match action {
             Action::Send { worker, command } => links[worker].send(command),
             Action::Started { margin } => {
-                if let Some(live) = live {
-                    live.run_started();
+                if let Some((live, names)) = live {
+                    live.run_started(names.to_vec());
                 }
                 if let Some(hlog) = hlog.as_deref_mut() {
                     hlog.started(SystemTime::now() + margin);
@@ -171,7 +174,7 @@ fn carry_out(
             }
             Action::Second { second, delta, live: workers } => {
                 progress.interval(second, &delta, workers);
-                if let Some(live) = live {
+                if let Some((live, _)) = live {
                     live.second(&delta);
                 }
                 if let Some(hlog) = hlog.as_deref_mut() {

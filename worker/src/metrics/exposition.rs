@@ -81,7 +81,64 @@ pub(crate) fn render(t: &Tally, g: &Gauges, runs: u64) -> String {
     sample(o, "volley_request_duration_seconds_bucket", "{le=\"+Inf\"}", count);
     sample(o, "volley_request_duration_seconds_count", "", count);
     let _ = writeln!(o, "volley_request_duration_seconds_sum {}", finite(t.latency_sum));
+    if !t.names.is_empty() {
+        names(o, &t.names);
+    }
     out.push_str("# EOF\n");
+    out
+}
+
+/// A mix's names: each one's requests, responses by status, errors by kind and latency
+/// histogram, under a `name` label, in families of their own so that summing a run's series
+/// never counts a request twice.
+fn names(o: &mut String, names: &std::collections::BTreeMap<String, Tally>) {
+    let label = |name: &str| format!("name=\"{}\"", escape(name));
+    counter(o, "volley_name_requests", None, "Requests of a mix finished, by the name of the request.");
+    for (name, t) in names {
+        sample(o, "volley_name_requests_total", &format!("{{{}}}", label(name)), t.requests);
+    }
+    counter(o, "volley_name_responses", None, "Complete responses of a mix, by name and HTTP status.");
+    for (name, t) in names {
+        for (code, n) in &t.status {
+            sample(o, "volley_name_responses_total", &format!("{{{},status=\"{code}\"}}", label(name)), *n);
+        }
+    }
+    counter(o, "volley_name_errors", None, "Failed requests of a mix, by name and kind.");
+    for (name, t) in names {
+        for (kind, n) in ErrorKind::ALL.iter().zip(t.errors) {
+            sample(o, "volley_name_errors_total", &format!("{{{},kind=\"{}\"}}", label(name), kind.name()), n);
+        }
+    }
+    let family = "volley_name_request_duration_seconds";
+    let _ = writeln!(o, "# TYPE {family} histogram");
+    let _ = writeln!(o, "# UNIT {family} seconds");
+    let _ = writeln!(o, "# HELP {family} Latency of a mix's complete responses, by the name of the request.");
+    for (name, t) in names {
+        let name = label(name);
+        let mut cumulative = 0u64;
+        for (bound, n) in BOUNDS_NS.iter().zip(&t.buckets) {
+            cumulative = cumulative.saturating_add(*n);
+            sample(o, &format!("{family}_bucket"), &format!("{{{name},le=\"{}\"}}", le_label(*bound)), cumulative);
+        }
+        let count = t.responses();
+        sample(o, &format!("{family}_bucket"), &format!("{{{name},le=\"+Inf\"}}"), count);
+        sample(o, &format!("{family}_count"), &format!("{{{name}}}"), count);
+        let _ = writeln!(o, "{family}_sum{{{name}}} {}", finite(t.latency_sum));
+    }
+}
+
+/// A label value as the exposition format writes it: backslash, double quote and line feed
+/// escaped.
+fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
     out
 }
 

@@ -75,22 +75,23 @@ impl Exporter {
         self.addr
     }
 
-    /// A run's load has begun.
-    pub fn run_started(&self) {
+    /// A run's load has begun; `names` are its mix's names by index (empty without a mix),
+    /// each counted under a `name` label besides the run's series.
+    pub fn run_started(&self, names: Vec<String>) {
         self.shared.update(|live| {
             live.gauges = Gauges { running: true, ..Gauges::default() };
+            live.names = names;
         });
     }
 
     /// One complete second of the run (for the controller, merged over every worker).
     pub fn second(&self, delta: &Stats) {
-        let tally = Tally::of(delta);
         let latency = &delta.histograms.latency;
         // Little's law over one second: the mean number in flight is the time they spent, summed.
         let in_flight = if latency.is_empty() { 0.0 } else { latency.mean() * latency.len() as f64 / 1e9 };
         let rate = delta.counters.total();
         self.shared.update(|live| {
-            live.run = live.run.plus(&tally);
+            live.run = live.run.plus(&Tally::of(delta, &live.names));
             live.gauges = Gauges { running: true, rate, in_flight };
         });
     }
@@ -98,8 +99,8 @@ impl Exporter {
     /// The run ended with these totals (for the controller, the report's merged ones): the
     /// counters become them, never less than what its seconds already showed.
     pub fn run_finished(&self, totals: &Stats) {
-        let tally = Tally::of(totals);
         self.shared.update(|live| {
+            let tally = Tally::of(totals, &live.names);
             live.base = live.base.plus(&live.run.at_least(&tally));
             live.end_run();
         });
@@ -164,11 +165,14 @@ struct Live {
     gauges: Gauges,
     runs: u64,
     page: Arc<str>,
+    /// The run in progress's names, by index.
+    names: Vec<String>,
 }
 
 impl Live {
     fn end_run(&mut self) {
         self.run = Tally::default();
+        self.names = Vec::new();
         self.gauges = Gauges::default();
         self.runs += 1;
     }

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use volley_engine::{ErrorKind, Stats};
+use hdrhistogram::Histogram;
+use volley_engine::{Counters, ErrorKind, MAX_NAMES, Stats};
 
 use super::buckets::{BOUNDS_NS, bucket_of};
 
@@ -23,6 +24,10 @@ pub(crate) struct Tally {
     pub buckets: [u64; BOUNDS_NS.len() + 1],
     /// The responses' latencies summed, in seconds.
     pub latency_sum: f64,
+    /// A mix's names, each with its requests, statuses, errors and latencies (the other
+    /// fields stay 0 in a name's tally): kept by name, so that runs of a worker add up name by
+    /// name; at most [`MAX_NAMES`] over the life of the process.
+    pub names: BTreeMap<String, Tally>,
 }
 
 impl Default for Tally {
@@ -37,20 +42,42 @@ impl Default for Tally {
             bytes_received: 0,
             buckets: [0; BOUNDS_NS.len() + 1],
             latency_sum: 0.0,
+            names: BTreeMap::new(),
         }
     }
 }
 
 impl Tally {
-    pub(crate) fn of(stats: &Stats) -> Tally {
+    /// What `stats` counted; `names` are the mix's names by index (empty without a mix).
+    pub(crate) fn of(stats: &Stats, names: &[String]) -> Tally {
         let mut tally = Tally::default();
-        tally.add(stats);
+        tally.add(stats, names);
         tally
     }
 
-    /// Adds what `stats` counted.
-    pub(crate) fn add(&mut self, stats: &Stats) {
+    /// Adds what `stats` counted; `names` are the mix's names by index.
+    pub(crate) fn add(&mut self, stats: &Stats, names: &[String]) {
         let c = &stats.counters;
+        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        self.add_outcomes(c, &stats.histograms.latency);
+        add(&mut self.aborted, c.aborted);
+        add(&mut self.connects, c.connects);
+        add(&mut self.bytes_sent, c.bytes_sent);
+        add(&mut self.bytes_received, c.bytes_received);
+        for (index, stats) in stats.names.iter() {
+            let Some(name) = names.get(index) else { continue };
+            let room = self.names.len() < MAX_NAMES;
+            let tally = match self.names.get_mut(name) {
+                Some(tally) => tally,
+                None if room => self.names.entry(name.clone()).or_default(),
+                None => continue,
+            };
+            tally.add_outcomes(&stats.counters, &stats.latency);
+        }
+    }
+
+    /// Requests, statuses, errors and latencies.
+    fn add_outcomes(&mut self, c: &Counters, latency: &Histogram<u64>) {
         let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
         add(&mut self.requests, c.total());
         for (code, n) in c.statuses() {
@@ -59,11 +86,6 @@ impl Tally {
         for (slot, kind) in self.errors.iter_mut().zip(ErrorKind::ALL) {
             add(slot, c.errors_of(kind));
         }
-        add(&mut self.aborted, c.aborted);
-        add(&mut self.connects, c.connects);
-        add(&mut self.bytes_sent, c.bytes_sent);
-        add(&mut self.bytes_received, c.bytes_received);
-        let latency = &stats.histograms.latency;
         // Each recorded value at the top of its HdrHistogram bucket, as the report's percentiles
         // give it, so a percentile of the report falls in the bucket counted here.
         for v in latency.iter_recorded() {
@@ -76,17 +98,17 @@ impl Tally {
 
     /// The sum of two tallies.
     pub(crate) fn plus(&self, other: &Tally) -> Tally {
-        self.combine(other, u64::saturating_add, |a, b| a + b)
+        self.combine(other, &u64::saturating_add, &|a, b| a + b)
     }
 
     /// Each count the larger of the two. A run's result covers what its seconds said, so for
     /// an honest run this is the result; a worker failed for reporting what cannot be true has
     /// its numbers left out of the result, and this keeps the counters from going back down.
     pub(crate) fn at_least(&self, other: &Tally) -> Tally {
-        self.combine(other, u64::max, f64::max)
+        self.combine(other, &u64::max, &f64::max)
     }
 
-    fn combine(&self, other: &Tally, count: impl Fn(u64, u64) -> u64, sum: impl Fn(f64, f64) -> f64) -> Tally {
+    fn combine(&self, other: &Tally, count: &impl Fn(u64, u64) -> u64, sum: &impl Fn(f64, f64) -> f64) -> Tally {
         let mut status = self.status.clone();
         for (code, n) in &other.status {
             let slot = status.entry(*code).or_default();
@@ -101,6 +123,17 @@ impl Tally {
         pairwise(&self.errors, &other.errors, &mut errors);
         let mut buckets = [0; BOUNDS_NS.len() + 1];
         pairwise(&self.buckets, &other.buckets, &mut buckets);
+        let mut names = self.names.clone();
+        for (name, theirs) in &other.names {
+            let room = names.len() < MAX_NAMES;
+            match names.get_mut(name) {
+                Some(ours) => *ours = ours.combine(theirs, count, sum),
+                None if room => {
+                    names.insert(name.clone(), Tally::default().combine(theirs, count, sum));
+                }
+                None => {}
+            }
+        }
         Tally {
             requests: count(self.requests, other.requests),
             status,
@@ -111,6 +144,7 @@ impl Tally {
             bytes_received: count(self.bytes_received, other.bytes_received),
             buckets,
             latency_sum: sum(self.latency_sum, other.latency_sum),
+            names,
         }
     }
 

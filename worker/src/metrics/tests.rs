@@ -76,6 +76,11 @@ fn parse(text: &str) -> BTreeMap<String, (String, f64)> {
         if suffix == "_count" {
             assert_eq!(inf, Some(value), "_count differs from the +Inf bucket");
         }
+        if suffix == "_sum" {
+            // One label set's series ends; another's buckets may follow (a name's).
+            last_bucket = None;
+            inf = None;
+        }
         assert!(out.insert(key.to_string(), (kind.clone(), value)).is_none(), "{key} twice");
     }
     out
@@ -133,7 +138,7 @@ fn the_bounds_are_log_spaced_from_100_microseconds_to_10_seconds() {
 #[test]
 fn the_exposition_parses_back_with_each_response_in_its_bucket() {
     let m = exporter();
-    m.run_started();
+    m.run_started(Vec::new());
     // 90 answers at 1.2 ms (bucket le=0.0015) and 10 at 40 ms (le=0.047), 5 resets.
     let mut s = second(90, Duration::from_micros(1200), 5);
     s.histograms.latency.record_n(40_000_000, 10).expect("in range");
@@ -162,10 +167,51 @@ fn the_exposition_parses_back_with_each_response_in_its_bucket() {
 }
 
 #[test]
+fn a_mixs_names_have_series_of_their_own_under_a_name_label_that_add_up_across_runs() {
+    let m = exporter();
+    let names = vec!["login".to_string(), "say \"hi\"\\now".to_string()];
+    let second_of = |login: u64, other: u64| {
+        let mut s = Stats::new();
+        for (index, n, latency) in [(0, login, 2_000_000), (1, other, 40_000_000)] {
+            for (counters, histogram) in [(&mut s.counters, &mut s.histograms.latency), {
+                let name = s.names.entry(index);
+                (&mut name.counters, &mut name.latency)
+            }] {
+                counters.ok += n;
+                counters.add_status(200, n);
+                histogram.record_n(latency, n).expect("in range");
+            }
+        }
+        s
+    };
+    for _ in 0..2 {
+        m.run_started(names.clone());
+        m.second(&second_of(30, 5));
+        m.run_finished(&second_of(30, 5));
+    }
+    let v = values(&m.page());
+    let get = |k: &str| *v.get(k).unwrap_or_else(|| panic!("no {k} in {v:?}"));
+    assert_eq!(get("volley_requests_total"), 70.0, "the run's series count every name once");
+    assert_eq!(get("volley_name_requests_total{name=\"login\"}"), 60.0);
+    // A quote and a backslash in a name are escaped in its label.
+    let other = "name=\"say \\\"hi\\\"\\\\now\"";
+    assert_eq!(get(&format!("volley_name_requests_total{{{other}}}")), 10.0);
+    assert_eq!(get(&format!("volley_name_responses_total{{{other},status=\"200\"}}")), 10.0);
+    assert_eq!(get("volley_name_errors_total{name=\"login\",kind=\"reset\"}"), 0.0);
+    assert_eq!(get("volley_name_request_duration_seconds_bucket{name=\"login\",le=\"0.0022\"}"), 60.0);
+    assert_eq!(get(&format!("volley_name_request_duration_seconds_count{{{other}}}")), 10.0);
+    // Without a mix there are no name series at all.
+    let plain = exporter();
+    plain.run_started(Vec::new());
+    plain.second(&second(10, Duration::from_millis(1), 0));
+    assert!(!plain.page().contains("volley_name_"));
+}
+
+#[test]
 fn counters_only_rise_across_seconds_and_runs_and_take_the_result_at_the_end() {
     let m = exporter();
     let mut pages = vec![m.page().to_string()];
-    m.run_started();
+    m.run_started(Vec::new());
     m.second(&second(100, Duration::from_millis(2), 0));
     pages.push(m.page().to_string());
     m.second(&second(50, Duration::from_millis(20), 3));
@@ -184,7 +230,7 @@ fn counters_only_rise_across_seconds_and_runs_and_take_the_result_at_the_end() {
     assert_eq!(v["volley_runs_total"], 1.0);
     // A second run adds to the first, and a result below its seconds (a worker left out for
     // lying) does not take back what was shown.
-    m.run_started();
+    m.run_started(Vec::new());
     m.second(&second(40, Duration::from_millis(2), 0));
     pages.push(m.page().to_string());
     m.run_finished(&second(10, Duration::from_millis(2), 0));
@@ -193,7 +239,7 @@ fn counters_only_rise_across_seconds_and_runs_and_take_the_result_at_the_end() {
     assert_eq!(v["volley_requests_total"], 223.0);
     assert_eq!(v["volley_runs_total"], 2.0);
     // A run that fails keeps what its seconds showed.
-    m.run_started();
+    m.run_started(Vec::new());
     m.second(&second(7, Duration::from_millis(2), 0));
     m.run_failed();
     pages.push(m.page().to_string());
@@ -216,7 +262,7 @@ fn fetch(addr: SocketAddr, request: &str) -> String {
 #[test]
 fn a_scrape_gets_openmetrics_and_other_paths_are_refused() {
     let m = exporter();
-    m.run_started();
+    m.run_started(Vec::new());
     m.second(&second(3, Duration::from_millis(1), 0));
     let response = fetch(m.addr(), "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n");
     let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
@@ -242,7 +288,7 @@ fn an_address_in_use_is_one_line_naming_it() {
 #[test]
 fn a_thousand_idle_sockets_do_not_lock_a_scraper_out() {
     let m = exporter();
-    m.run_started();
+    m.run_started(Vec::new());
     m.second(&second(3, Duration::from_millis(1), 0));
     // A slowloris: connections that never send a request, many more than the server's slots.
     let idle: Vec<TcpStream> = (0..1_000).map(|_| TcpStream::connect(m.addr()).expect("connects")).collect();
