@@ -138,15 +138,11 @@ impl Finished {
 pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::Handle>) -> Result<Finished, CliError> {
     // Bad thresholds and unwritable outputs are found before any load starts.
     let thresholds = gate::parse_all(&args.thresholds)?;
-    let baseline = match args.gates.baselines.as_slice() {
+    let baseline_reports = match args.gates.baselines.as_slice() {
         [] => None,
-        paths => {
-            let reports = gate::baseline::load(paths, "--baseline")?;
-            let regression = gate::baseline::parse_regression(args.gates.max_regression.as_deref())?;
-            let metrics = gate::baseline::metrics(&thresholds);
-            Some(gate::baseline::thresholds(&reports, paths, &metrics, regression, "--baseline")?)
-        }
+        paths => Some(gate::baseline::load(paths, "--baseline")?),
     };
+    let regression = gate::baseline::parse_regression(args.gates.max_regression.as_deref())?;
     let grace = match &args.gates.abort_grace {
         Some(grace) => Some(options::parse_duration(grace, "--abort-grace")?),
         None => args.gates.abort_on_fail.then_some(std::time::Duration::ZERO),
@@ -157,6 +153,17 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     // The plan knows the mix's names: a threshold of a name it lacks is refused before any load.
     let summary = report::PlanSummary::of(&plan);
     gate::check_names(&thresholds, &summary.names, "--threshold")?;
+    // Built once the run's names are known: each name both the baselines and this run have is
+    // compared on its own too.
+    let baseline = match &baseline_reports {
+        None => None,
+        Some(reports) => {
+            let names = gate::baseline::shared_names(&summary.names, &[reports]);
+            let compared = gate::baseline::with_names(&gate::baseline::metrics(&thresholds), &names);
+            let paths = &args.gates.baselines;
+            Some(gate::baseline::thresholds(reports, paths, &compared, regression, "--baseline")?)
+        }
+    };
     let mut watch = grace.map(|grace| gate::Watch::new(&thresholds, grace, &summary.names));
     if let Some(log) = &mut hlog {
         log.names(&summary.names);

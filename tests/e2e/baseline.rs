@@ -177,3 +177,95 @@ fn an_absent_or_malformed_baseline_is_one_line_and_a_usage_error_before_any_load
     assert_eq!(code(&out), Some(2), "{}", describe_output(&out));
     assert_eq!(fast.requests(), 0, "no load before the arguments are all good");
 }
+
+/// A targets file of 200 requests for `/fast` named "fast" and one for `/slow` named "slow",
+/// paths only (the command line gives the origin). Each connection walks it in turn, so
+/// "slow" is half a percent of the requests: too few to move the run's p99 (the 20th slowest
+/// of 2000) however slow it gets.
+fn fast_and_slow_targets(dir: &Path) -> String {
+    let mut text = String::from("# name: slow\nGET /slow\n\n");
+    for i in 0..199 {
+        text.push_str(&format!("# name: fast\nGET /fast?i={i}\n\n"));
+    }
+    let path = dir.join("targets.http");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// The thresholds of a run's JSON report that compare with the baseline and failed, as written.
+fn failed_comparisons(r: &Value) -> Vec<(String, Value)> {
+    let all = r["thresholds"].as_array().unwrap_or_else(|| panic!("no thresholds in {r}"));
+    all.iter()
+        .filter(|v| v.get("baseline").is_some() && v["passed"] == false)
+        .map(|v| (v["threshold"].as_str().unwrap().to_string(), v["name"].clone()))
+        .collect()
+}
+
+#[test]
+fn a_name_that_got_slower_fails_its_own_comparison_and_the_others_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let targets = fast_and_slow_targets(dir.path());
+    let run = |server: &TestServer, extra: &[&str]| {
+        let mut list = args(&["-n", "2000", "-c", "10", "--targets", &targets]);
+        list.extend(args(extra));
+        list.push(server.url());
+        run_volley(list)
+    };
+    let base = dir.path().join("base.json");
+    let before = TestServer::start(Behavior::ok(14).delay(Duration::from_millis(10)));
+    let out = run(&before, &["-o", &format!("json:{}", base.display())]);
+    assert_eq!(code(&out), Some(0), "{}", describe_output(&out));
+
+    // "slow" now answers in 80 ms, eight times its 10: its p50 and p99 fail by far. Its rate
+    // and the rest hold within 50% (10 slow requests cost the run about 2.5% of its rate), but
+    // a stall of this busy machine can still move a p99 of 10 ms by half, so a run whose other
+    // verdicts failed too may be repeated, twice at most.
+    let after = TestServer::start(
+        Behavior::ok(14).delay(Duration::from_millis(10)).delay_for("/slow", Duration::from_millis(80)),
+    );
+    let gate = ["--baseline", &base.display().to_string(), "--max-regression", "50%", "-j"].map(String::from);
+    let gate: Vec<&str> = gate.iter().map(String::as_str).collect();
+    let mut attempts = Vec::new();
+    let only_slow = (0..3).any(|_| {
+        let out = run(&after, &gate);
+        let r = json_report(&out);
+        let failed = failed_comparisons(&r);
+        attempts.push(describe_output(&out));
+        let names = r["thresholds"].as_array().unwrap().iter().filter_map(|v| v["name"].as_str()).collect::<Vec<_>>();
+        assert!(names.contains(&"fast") && names.contains(&"slow"), "each name is compared: {}", r["thresholds"]);
+        code(&out) == Some(4)
+            && failed
+                == [
+                    ("slow:p50<=150% of baseline".to_string(), Value::from("slow")),
+                    ("slow:p99<=150% of baseline".to_string(), Value::from("slow")),
+                ]
+    });
+    assert!(only_slow, "not only slow's comparisons failed, three times:\n{}", attempts.join("\n"));
+
+    // volley compare says the same, a row per name and metric after the run's.
+    let new = dir.path().join("new.json");
+    let out = run(&after, &["-o", &format!("json:{}", new.display())]);
+    assert_eq!(code(&out), Some(0), "{}", describe_output(&out));
+    let (old_file, new_file) = (base.display().to_string(), new.display().to_string());
+    let out = run_volley(args(&["compare", &old_file, &new_file, "--max-regression", "50%", "-j"]));
+    assert_eq!(code(&out), Some(4), "{}", describe_output(&out));
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid_comparison(&c);
+    let rows: Vec<(String, Option<&str>)> = c["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["metric"].as_str().unwrap().to_string(), m["name"].as_str()))
+        .collect();
+    let want: Vec<(String, Option<&str>)> = [None, Some("slow"), Some("fast")]
+        .into_iter()
+        .flat_map(|name| ["rps", "p50", "p99"].map(|m| (m.to_string(), name)))
+        .collect();
+    assert_eq!(rows, want, "the run's, then each name's in the file's order");
+    let slow_p99 = c["metrics"].as_array().unwrap().iter().find(|m| m["name"] == "slow" && m["metric"] == "p99");
+    assert!(slow_p99.is_some_and(|m| m["passed"] == false && m["delta"].as_f64().is_some_and(|d| d > 2.0)), "{c}");
+    let out = run_volley(args(&["compare", &old_file, &new_file]));
+    assert_eq!(code(&out), Some(0), "{}", describe_output(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.trim_start().starts_with("p99 of slow ")), "{text}");
+}

@@ -52,6 +52,10 @@ pub struct Behavior {
     /// `Some((k, delay))`: the k-th, 2k-th, ... request the server receives waits `delay` instead
     /// of [`delay`](Self::delay). Default `None`.
     pub slow_every: Option<(u64, Duration)>,
+    /// `(path, delay)` rules: a request for exactly this path (without the query) waits `delay`
+    /// instead of [`delay`](Self::delay), so one name of a mix can be made slower than the rest.
+    /// Default none.
+    pub delay_for: Vec<(String, Duration)>,
     /// `Some((after, status))`: every request arriving `after` or later since the first request
     /// the server received is answered with `status` (a build that breaks mid-run). See
     /// [`TestServer::breach`]. Default `None`.
@@ -95,6 +99,7 @@ impl Behavior {
             status_every: None,
             status_for: Vec::new(),
             slow_every: None,
+            delay_for: Vec::new(),
             fail_after: None,
             stall: None,
             retry_after: Vec::new(),
@@ -149,6 +154,10 @@ impl Behavior {
 
     pub fn status_every(mut self, k: u64, status: u16) -> Self {
         self.status_every = Some((k.max(1), status));
+        self
+    }
+    pub fn delay_for(mut self, path: &str, delay: Duration) -> Self {
+        self.delay_for.push((path.to_string(), delay));
         self
     }
     pub fn slow_every(mut self, k: u64, delay: Duration) -> Self {
@@ -625,7 +634,7 @@ async fn handle(
     });
     let mut delay = match behavior.slow_every {
         Some((k, slow)) if arrived.is_multiple_of(k) => slow,
-        _ => behavior.delay,
+        _ => behavior.delay_for.iter().find(|(path, _)| parts.uri.path() == path).map_or(behavior.delay, |(_, d)| *d),
     };
     if let Some((per_second, slope)) = behavior.knee {
         delay = delay.max(stats.knee_delay(per_second, slope));

@@ -1,5 +1,6 @@
 //! `volley compare OLD NEW`: the deltas between saved reports, each side one report or the
 //! medians of several, and with `--max-regression` a verdict on each (exit 4 on a regression).
+//! The run's metrics come first, then each name every report has (`p99 of login`).
 
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -18,8 +19,11 @@ pub(crate) fn compare(
 ) -> Result<(), CliError> {
     let regression = baseline::parse_regression(max_regression)?;
     let (old_reports, new_reports) = (baseline::load(old, "compare")?, baseline::load(new, "compare")?);
-    let metrics = baseline::metrics(&[]);
-    let thresholds = baseline::thresholds(&old_reports, old, &metrics, regression, "compare")?;
+    // Each name every report on both sides has is compared on its own too.
+    let candidates = old_reports.first().map(|r| r.names.clone()).unwrap_or_default();
+    let names = baseline::shared_names(&candidates, &[&old_reports, &new_reports]);
+    let compared = baseline::with_names(&baseline::metrics(&[]), &names);
+    let thresholds = baseline::thresholds(&old_reports, old, &compared, regression, "compare")?;
     let verdicts = baseline::judge(&thresholds, &new_reports);
     // Without --max-regression this only shows the deltas: no verdict, exit 0.
     let judged = max_regression.is_some();
@@ -29,6 +33,7 @@ pub(crate) fn compare(
             .map(|v| {
                 json!({
                     "metric": v.threshold.name,
+                    "name": v.threshold.mix_name,
                     "unit": v.unit(),
                     "old": v.threshold.baseline,
                     "new": v.measured,
@@ -53,12 +58,16 @@ pub(crate) fn compare(
         let mut out = String::new();
         let side = |n: usize| if n == 1 { "1 report".to_string() } else { format!("the medians of {n} reports") };
         let _ = writeln!(out, "Old: {}; new: {}", side(old.len()), side(new.len()));
-        let _ = write!(out, "  {:<8} {:>14} {:>14} {:>9}", "metric", "old", "new", "delta");
+        // `p99 of login`: as wide as the widest, the run's own `metric` at least.
+        let width = verdicts.iter().map(|v| v.threshold.what().chars().count()).max().unwrap_or(0).max(8);
+        let _ = write!(out, "  {:<width$} {:>14} {:>14} {:>9}", "metric", "old", "new", "delta");
         out.push_str(if judged { "  verdict\n" } else { "\n" });
         for v in &verdicts {
             let old = v.threshold.baseline.map(|o| show(v.threshold.metric, o)).unwrap_or_default();
             let delta = v.delta().map(|d| format!("{:+.1}%", d * 100.0)).unwrap_or_else(|| "-".into());
-            let _ = write!(out, "  {:<8} {old:>14} {:>14} {delta:>9}", v.threshold.name, v.measured_text());
+            // Names from saved reports are one line already (`report::from_saved`).
+            let what = v.threshold.what();
+            let _ = write!(out, "  {what:<width$} {old:>14} {:>14} {delta:>9}", v.measured_text());
             if judged {
                 let mark = if v.passed { "pass" } else { "FAIL" };
                 let _ = write!(out, "  {mark} ({})", v.limit_text());

@@ -185,6 +185,28 @@ fn split_name(text: &str) -> Result<(Option<String>, &str), String> {
     Ok((Some(name.to_string()), &text[colon + 1..]))
 }
 
+/// A name as a threshold writes it, so that [`split_name`] reads it back: bare when it can be,
+/// in double quotes (with `\"` and `\\`) when it holds a blank, a colon, a quote, a backslash
+/// or an operator.
+pub(crate) fn written_name(name: &str) -> String {
+    let plain = !name.is_empty()
+        && !name.starts_with('"')
+        && !name.chars().any(|c| c.is_whitespace() || matches!(c, ':' | '"' | '\\' | '<' | '>'));
+    if plain {
+        return name.to_string();
+    }
+    let mut out = String::with_capacity(name.len() + 2);
+    out.push('"');
+    for c in name.chars() {
+        if matches!(c, '"' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
 /// Refuses a metric a name does not keep: connect times belong to connections, which every
 /// name of a mix shares, and Retry-After is counted for the run only.
 fn per_name(metric: Metric, name: &str) -> Result<(), String> {

@@ -1,4 +1,4 @@
-use super::{Metric, Op, Stat, Statuses, Threshold, Timing};
+use super::{Metric, Op, Stat, Statuses, Threshold, Timing, written_name};
 
 fn parsed(text: &str) -> (Metric, Op, f64) {
     let t = Threshold::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
@@ -124,4 +124,20 @@ fn a_name_the_plan_does_not_have_is_refused_naming_the_names_it_has() {
     let many: Vec<String> = (0..1000).map(|i| format!("n{i}")).collect();
     let e = super::check_names(&thresholds(&["x:p99<1s"]), &many, "--threshold").expect_err("no x").to_string();
     assert!(e.ends_with("'n9' and 990 more"), "{e}");
+}
+
+#[test]
+fn a_name_written_for_a_threshold_reads_back_as_the_same_name() {
+    for (name, written) in [
+        ("login", "login"),
+        ("GET /users", "\"GET /users\""),
+        ("a:b", "\"a:b\""),
+        ("say \"hi\"", "\"say \\\"hi\\\"\""),
+        ("back\\slash", "\"back\\\\slash\""),
+        ("x<y", "\"x<y\""),
+    ] {
+        assert_eq!(written_name(name), written);
+        let t = Threshold::parse(&format!("{written}:p99<1s")).unwrap_or_else(|e| panic!("{written}: {e}"));
+        assert_eq!(t.mix_name.as_deref(), Some(name));
+    }
 }
