@@ -163,7 +163,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             .collect(),
         names,
         heads: requests.iter().map(|(_, spec)| spec.is_head()).collect(),
-        scenarios: plan.requests.mix().and_then(|mix| mix.order.scenarios()).map(|s| s.into()),
+        scenarios: plan.requests.scenarios().map(|s| s.into()),
         tls,
         connect_timeout: plan.connect_timeout,
         keepalive: plan.keepalive,

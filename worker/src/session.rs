@@ -97,7 +97,7 @@ pub(crate) fn start(
 /// `--prometheus`: the worker's own view of its runs.
 fn observe(metrics: &Exporter, plan: &Plan, event: &Event) {
     match event {
-        Event::Started { .. } => metrics.run_started(names(plan)),
+        Event::Started { .. } => metrics.run_started(plan.requests.names()),
         Event::Interval { delta, .. } => metrics.second(delta),
         Event::Finished(outcome) => match &outcome.warm_up {
             // The exporter counts every second, the warm-up's too.
@@ -214,9 +214,4 @@ async fn next_command(
 /// When a timed shard starting at `at` must be over at the latest.
 fn end_of(at: Instant, duration: Duration) -> Option<tokio::time::Instant> {
     at.checked_add(duration)?.checked_add(GRACE).map(tokio::time::Instant::from_std)
-}
-
-/// A plan's mix's names, by index (empty without a mix).
-fn names(plan: &Plan) -> Vec<String> {
-    plan.requests.mix().map(|m| m.names().into_iter().map(String::from).collect()).unwrap_or_default()
 }

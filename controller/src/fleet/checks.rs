@@ -38,7 +38,7 @@ pub(crate) enum Implausible {
 /// With scenarios `-n` counts iterations, each of up to the longest scenario's steps.
 pub(crate) fn budget(shard: &Plan) -> Option<u64> {
     let Stop::Requests(n) = shard.stop else { return None };
-    let scenarios = shard.requests.mix().and_then(|m| m.order.scenarios());
+    let scenarios = shard.requests.scenarios();
     let per_unit = scenarios.and_then(|s| s.iter().map(|s| u64::from(s.steps)).max()).unwrap_or(1);
     Some(n.saturating_mul(per_unit))
 }

@@ -85,8 +85,7 @@ pub(crate) fn run(
     let stop = first.plan.stop;
     let connect_timeout = first.plan.connect_timeout;
     // The mix's names by index, for the live metrics' `name` label.
-    let names: Vec<String> =
-        first.plan.requests.mix().map(|m| m.names().into_iter().map(String::from).collect()).unwrap_or_default();
+    let names: Vec<String> = first.plan.requests.names();
     let shards: Vec<&Plan> = parts.iter().map(|p| &p.plan).collect();
     let profile = Profile::new(&shards);
     let mut members = Vec::with_capacity(shards.len());

@@ -7,7 +7,7 @@ mod text;
 
 use std::time::Duration;
 
-use volley_engine::{ErrorKind, Mix, NameStats, Plan, Protocol, QuicCongestion, RingSupport, Stage, Stats};
+use volley_engine::{ErrorKind, NameStats, Plan, Protocol, QuicCongestion, RingSupport, Stage, Stats};
 
 pub(crate) use protocols::{HttpVersion, Protocols};
 
@@ -66,11 +66,10 @@ impl PlanSummary {
             url: plan.target.to_string(),
             protocol: plan.protocol,
             congestion: plan.quic_congestion,
-            names: plan.requests.mix().map(Mix::names).unwrap_or_default().into_iter().map(String::from).collect(),
+            names: plan.requests.names(),
             scenarios: plan
                 .requests
-                .mix()
-                .and_then(|m| m.order.scenarios())
+                .scenarios()
                 .unwrap_or_default()
                 .iter()
                 .map(|s| ScenarioLine { name: s.name.clone(), weight: s.weight })

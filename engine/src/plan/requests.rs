@@ -90,6 +90,17 @@ impl Requests {
             Requests::Mix(mix) => Some(mix),
         }
     }
+
+    /// A mix's distinct names in index order ([`Mix::names`]), owned: what reports, live
+    /// metrics and logs label per-name numbers with. Empty for the one request.
+    pub fn names(&self) -> Vec<String> {
+        self.mix().map(|m| m.names().into_iter().map(String::from).collect()).unwrap_or_default()
+    }
+
+    /// A scenario mix's scenarios, if the requests are their steps.
+    pub fn scenarios(&self) -> Option<&[Scenario]> {
+        self.mix().and_then(|m| m.order.scenarios())
+    }
 }
 
 impl Order {

@@ -193,8 +193,7 @@ impl Plan {
             }
             // A budget begins after the warm-up by subtracting the requests still in flight;
             // with iterations of several steps that is not a count of iterations.
-            let several_steps =
-                self.requests.mix().and_then(|m| m.order.scenarios()).is_some_and(|s| s.iter().any(|s| s.steps > 1));
+            let several_steps = self.requests.scenarios().is_some_and(|s| s.iter().any(|s| s.steps > 1));
             if several_steps && matches!(self.stop, Stop::Requests(_)) {
                 return bad(
                     Setting::WarmUp,
