@@ -134,21 +134,29 @@ fn the_median_of_several_baselines_is_not_moved_by_one_outlier_run() {
     let (fast, slow) = (server(20), server(60));
     let files: Vec<PathBuf> =
         ["a.json", "b.json", "outlier.json", "new.json"].iter().map(|f| dir.path().join(f)).collect();
-    saved_run(&fast, &files[0]);
-    saved_run(&fast, &files[1]);
     saved_run(&slow, &files[2]);
-    saved_run(&fast, &files[3]);
     let new = files[3].display().to_string();
     let all = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(",");
     // Against the outlier alone the same build looks 3x faster; the median of three is the
-    // fast runs' value, and the comparison is close.
-    let out = run_volley(args(&["compare", &all(&files[..3]), &new, "--max-regression", "20%", "-j"]));
-    assert_eq!(code(&out), Some(0), "{}", describe_output(&out));
-    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_valid_comparison(&c);
-    for m in c["metrics"].as_array().unwrap() {
-        assert!(m["delta"].as_f64().unwrap().abs() < 0.2, "{m}");
-    }
+    // fast runs' value, and the comparison is close. The fast runs' p99 is one of their few
+    // slowest requests, which one stall of this machine under the other tests can move by
+    // half (+56% in one CI run): the fast runs are saved afresh and compared again, twice at
+    // most. A median that followed the outlier would fail every time.
+    let mut attempts = Vec::new();
+    let close = (0..3).any(|_| {
+        for i in [0, 1, 3] {
+            saved_run(&fast, &files[i]);
+        }
+        let out = run_volley(args(&["compare", &all(&files[..3]), &new, "--max-regression", "20%", "-j"]));
+        attempts.push(describe_output(&out));
+        if code(&out) != Some(0) {
+            return false;
+        }
+        let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_valid_comparison(&c);
+        c["metrics"].as_array().unwrap().iter().all(|m| m["delta"].as_f64().unwrap().abs() < 0.2)
+    });
+    assert!(close, "the median of three moved towards the outlier three times:\n{}", attempts.join("\n"));
     // The outlier as the new side fails.
     let out =
         run_volley(args(&["compare", &all(&files[..2]), &files[2].display().to_string(), "--max-regression", "20%"]));
