@@ -726,6 +726,7 @@ mod tests {
                 headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
                 vec![],
             ),
+            templated: false,
         };
         assert_eq!(
             mix.requests,
@@ -813,6 +814,7 @@ path = "/cart"
                 headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
                 vec![],
             ),
+            templated: true,
         };
         assert_eq!(
             mix.requests,

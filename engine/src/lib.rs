@@ -22,6 +22,7 @@ mod run;
 mod session;
 mod stats;
 mod target;
+mod template;
 #[cfg(test)]
 mod test_rng;
 mod tls;
@@ -40,3 +41,4 @@ pub use stats::{
     decode_histogram, encode_histogram, new_histogram,
 };
 pub use target::{Scheme, Target, TargetError};
+pub use template::{TEMPLATE_BUILT_INS, TemplateError, check_template, template_skeleton};

@@ -110,17 +110,28 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     // Every request with its path; a mix's names, by request.
     let requests = plan.requests.each(&plan.target.path_and_query);
     let names = plan.requests.mix().map(|mix| mix.name_indices().into_boxed_slice());
+    // Per request: its `{{…}}` are templates.
+    let templated: Vec<bool> = match plan.requests.mix() {
+        Some(mix) => mix.requests.iter().map(|r| r.templated).collect(),
+        None => vec![false],
+    };
     let addr = plan.target.resolve()?[0];
     let session = match plan.protocol {
-        Protocol::Http1 => {
-            SessionConfig::H1(h1::Config { keepalive: plan.keepalive, request_timeout: plan.request_timeout })
-        }
+        Protocol::Http1 => SessionConfig::H1(h1::Config {
+            keepalive: plan.keepalive,
+            request_timeout: plan.request_timeout,
+            templates: requests
+                .iter()
+                .zip(&templated)
+                .map(|((path, spec), &t)| t.then(|| h1::encode_template(&plan.target, path, spec, !plan.keepalive))?)
+                .collect(),
+        }),
         Protocol::Http2 { streams: 0 } => return Err(EngineError::Plan("HTTP/2 streams must be at least 1")),
         Protocol::Http2 { .. } if !plan.keepalive => {
             return Err(EngineError::Plan("HTTP/2 needs keep-alive: its connections carry many requests"));
         }
         Protocol::Http2 { streams } => SessionConfig::H2(Arc::new(h2::Config {
-            requests: h2::encode_requests(&plan.target, &requests).into(),
+            requests: h2::encode_requests(&plan.target, &requests, &templated).into(),
             streams,
             connect_timeout: plan.connect_timeout,
             request_timeout: plan.request_timeout,
@@ -136,7 +147,14 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             // The name is checked once here, rather than failing every connection.
             tls::server_name(&plan.target.host)?;
             SessionConfig::H3(Arc::new(h3::Setup {
-                request: h3::Config::new(&plan.target, &requests, streams, plan.connect_timeout, plan.request_timeout),
+                request: h3::Config::new(
+                    &plan.target,
+                    &requests,
+                    &templated,
+                    streams,
+                    plan.connect_timeout,
+                    plan.request_timeout,
+                ),
                 quic: quic::Config::for_plan(plan)?,
                 server: addr,
                 server_name: plan.target.host.clone(),
@@ -188,6 +206,8 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             },
             load: part.load,
             warm_up_ticks: plan.warm_up_seconds(),
+            // A fleet's split makes worker i's connections the whole's i-th, every W-th.
+            worker: plan.load.indices().first,
             seed: part.requests.mix().and_then(|mix| mix.order.seed()),
             gate: control.gate.clone(),
             stop_flag: control.stop_flag.clone(),

@@ -37,5 +37,6 @@ mod retry_after;
 mod scenario_input;
 mod serve;
 mod targets;
+mod templates;
 mod tls_certificates;
 mod worker_limits;

@@ -22,6 +22,7 @@ fn mix(order: Order) -> Requests {
         name: name.into(),
         path_and_query: path.into(),
         spec: RequestSpec::new(method, vec![("x-mix".into(), name.into())], body.to_vec()),
+        templated: false,
     };
     Requests::Mix(Mix {
         requests: vec![

@@ -62,6 +62,8 @@ struct Counts {
     requests: AtomicU64,
     /// Requests answered, by method and path without the query (`GET /a`).
     routes: Mutex<BTreeMap<String, u64>>,
+    /// The first `SEEN_KEPT` requests answered, whole.
+    seen: Mutex<Vec<super::SeenRequest>>,
     connections: AtomicU64,
     in_flight: AtomicU64,
     peak_in_flight: AtomicU64,
@@ -145,6 +147,12 @@ impl H3TestServer {
         self.counts.routes.lock().unwrap().clone()
     }
 
+    /// The first `SEEN_KEPT` requests answered, in that order: method, path and query,
+    /// headers and body as received.
+    pub fn seen_requests(&self) -> Vec<super::SeenRequest> {
+        self.counts.seen.lock().unwrap().clone()
+    }
+
     /// QUIC connections whose handshake completed.
     pub fn connections(&self) -> u64 {
         self.counts.connections.load(Ordering::SeqCst)
@@ -214,10 +222,24 @@ async fn respond(
 ) {
     let Ok((request, mut stream)) = resolver.resolve_request().await else { return };
     let route = format!("{} {}", request.method(), request.uri().path());
+    let mut seen = super::SeenRequest {
+        method: request.method().to_string(),
+        path: request.uri().path_and_query().map_or_else(|| "/".to_string(), |p| p.to_string()),
+        version: "HTTP/3.0".into(),
+        headers: request
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .collect(),
+        body: Vec::new(),
+    };
     let now = counts.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     counts.peak_in_flight.fetch_max(now, Ordering::SeqCst);
     let answered = async {
         while let Some(mut chunk) = stream.recv_data().await.ok()? {
+            if seen.body.len() < 1 << 20 {
+                seen.body.extend_from_slice(chunk.chunk());
+            }
             chunk.advance(chunk.remaining());
         }
         if !options.delay.is_zero() {
@@ -252,6 +274,12 @@ async fn respond(
     if answered.is_some() {
         counts.requests.fetch_add(1, Ordering::SeqCst);
         *counts.routes.lock().unwrap().entry(route).or_default() += 1;
+        {
+            let mut kept = counts.seen.lock().unwrap();
+            if kept.len() < super::SEEN_KEPT {
+                kept.push(seen);
+            }
+        }
         let _ = stream.finish().await;
     }
 }

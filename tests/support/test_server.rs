@@ -217,6 +217,9 @@ impl SeenRequest {
     }
 }
 
+/// How many requests a server keeps whole: a test's runs are bounded.
+pub const SEEN_KEPT: usize = 10_000;
+
 #[derive(Default)]
 struct Stats {
     requests: AtomicU64,
@@ -230,6 +233,8 @@ struct Stats {
     /// Requests answered, by method and path (without the query): `GET /a`.
     routes: Mutex<BTreeMap<String, u64>>,
     last: Mutex<Option<SeenRequest>>,
+    /// The first [`SEEN_KEPT`] requests whose bodies were read, in the order they completed.
+    seen: Mutex<Vec<SeenRequest>>,
     /// When the first and the latest request heads arrived.
     first_at: std::sync::OnceLock<Instant>,
     latest_at: Mutex<Option<Instant>>,
@@ -277,6 +282,10 @@ impl Stats {
     /// The request body was read too.
     fn complete(&self, seen: SeenRequest) {
         self.request_body_bytes.fetch_add(seen.body.len() as u64, Ordering::SeqCst);
+        let mut kept = self.seen.lock().unwrap();
+        if kept.len() < SEEN_KEPT {
+            kept.push(seen.clone());
+        }
         *self.last.lock().unwrap() = Some(seen);
     }
 
@@ -523,6 +532,11 @@ impl TestServer {
     /// Responses sent with Retry-After, by (status, value), counted when the answer is made.
     pub fn retry_afters_sent(&self) -> BTreeMap<(u16, String), u64> {
         self.stats.retry_afters.lock().unwrap().clone()
+    }
+
+    /// The first [`SEEN_KEPT`] requests whose bodies were read completely, in that order.
+    pub fn seen_requests(&self) -> Vec<SeenRequest> {
+        self.stats.seen.lock().unwrap().clone()
     }
 
     /// The most recent request whose body was read completely.

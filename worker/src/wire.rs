@@ -10,8 +10,7 @@ use std::time::Duration;
 use volley_engine::{
     ConnectionIndices, Counters, ErrorKind, HistogramError, Load, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, Mix,
     NameStats, NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario,
-    Stage, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram, is_request_path,
-    new_histogram,
+    Stage, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -97,6 +96,7 @@ fn mix_request_to_proto(r: &NamedRequest) -> v1::MixRequest {
         path_and_query: r.path_and_query.clone(),
         headers: headers_to_proto(&r.spec.headers),
         body: r.spec.body.clone(),
+        templated: r.templated,
     }
 }
 
@@ -124,11 +124,13 @@ fn load_to_proto(load: &Load) -> v1::shard::Load {
             connection_first: indices.first,
             connection_step: indices.step,
         }),
-        Load::Open { rate, stages: steps, phase } => v1::shard::Load::Open(v1::OpenLoad {
+        Load::Open { rate, stages: steps, phase, indices } => v1::shard::Load::Open(v1::OpenLoad {
             rate: rate.per_second,
             rate_offset_nanos: nanos(rate.offset),
             stages: stages(steps),
             stage_phase: *phase,
+            connection_first: indices.first,
+            connection_step: indices.step,
         }),
     }
 }
@@ -224,20 +226,22 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
     };
     let mut requests = Vec::with_capacity(shard.mix.len());
     for r in &shard.mix {
-        // Checked here too, before the rest is copied, so that the refusal names the path;
-        // the URL's own path is held to the same rule by `Target::parse`.
-        if !is_request_path(&r.path_and_query) {
+        let request = NamedRequest {
+            name: r.name.clone(),
+            path_and_query: r.path_and_query.clone(),
+            spec: request_from_proto(&r.method, &r.headers, &r.body)?,
+            templated: r.templated,
+        };
+        // Checked here too, so that the refusal names the path; the URL's own path is held to
+        // the same rule by `Target::parse`.
+        if !request.has_request_path() {
             return Err(WireError::Shard(format!(
                 "{}: bad path '{}'",
                 r.name.escape_debug(),
                 r.path_and_query.escape_debug()
             )));
         }
-        requests.push(NamedRequest {
-            name: r.name.clone(),
-            path_and_query: r.path_and_query.clone(),
-            spec: request_from_proto(&r.method, &r.headers, &r.body)?,
-        });
+        requests.push(request);
     }
     Ok(Requests::Mix(Mix { requests, order }))
 }
@@ -271,6 +275,7 @@ fn load_from_proto(load: &v1::shard::Load) -> Load {
             rate: Rate { per_second: open.rate, offset: Duration::from_nanos(open.rate_offset_nanos) },
             stages: stages(&open.stages),
             phase: open.stage_phase,
+            indices: ConnectionIndices { first: open.connection_first, step: open.connection_step },
         },
     }
 }

@@ -135,6 +135,7 @@ mod tests {
             name: "n".into(),
             path_and_query: "/".into(),
             spec: RequestSpec::new("GET", vec![], vec![]),
+            templated: false,
         };
         let scenario = |name: &str, steps| Scenario { name: name.into(), weight: 1, steps };
         plan.requests = Requests::Mix(Mix {

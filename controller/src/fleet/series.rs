@@ -43,7 +43,7 @@ impl Profile {
         let mut profile = Profile { warm_up_seconds, ..Default::default() };
         for shard in shards {
             match &shard.load {
-                Load::Open { rate, stages, phase } => {
+                Load::Open { rate, stages, phase, .. } => {
                     profile.starts.push(rate.per_second);
                     profile.stages.push(stages.clone());
                     profile.phases.push(*phase);

@@ -123,6 +123,7 @@ mod tests {
             name: name.into(),
             path_and_query: path.into(),
             spec: RequestSpec::new("GET", vec![], vec![]),
+            templated: false,
         };
         // A share of the requests, but every worker sends every kind: its names are the run's.
         whole.requests = Requests::Mix(Mix {

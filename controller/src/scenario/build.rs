@@ -7,7 +7,10 @@ use std::ops::Range;
 use std::path::Path;
 
 use toml::Spanned;
-use volley_engine::{MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, NamedRequest, RequestSpec, Scenario, Target};
+use volley_engine::{
+    MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, NamedRequest, RequestSpec, Scenario, Target, check_template,
+    template_skeleton,
+};
 
 use super::ScenarioFile;
 use super::error::{Located, Problem, at_offset};
@@ -30,7 +33,7 @@ pub(super) fn build(text: &str, file: File, url: Option<&Target>, dir: &Path) ->
         (None, url) => OneOrigin::new(url),
     };
     let defaults = match file.defaults.as_ref().and_then(|d| d.headers.as_ref()) {
-        Some(headers) => checked_headers(headers, &at)?,
+        Some(headers) => checked_headers(headers, true, text, &at)?,
         None => Vec::new(),
     };
     let mut bodies = Bodies::new(dir);
@@ -54,7 +57,7 @@ pub(super) fn build(text: &str, file: File, url: Option<&Target>, dir: &Path) ->
         let steps = table.steps.len() as u32;
         for step in table.steps {
             let step_at = at(step.span());
-            let request = request(step.into_inner(), &defaults, &mut origin, &mut bodies, &at)?;
+            let request = request(step.into_inner(), &defaults, &mut origin, &mut bodies, text, &at)?;
             names.insert(request.name.clone());
             if names.len() > MAX_NAMES {
                 return Err(Located::new(step_at, Problem::TooManyNames));
@@ -106,8 +109,10 @@ fn request(
     defaults: &[(String, String)],
     origin: &mut OneOrigin,
     bodies: &mut Bodies,
+    text: &str,
     at: &impl Fn(Range<usize>) -> At,
 ) -> Result<NamedRequest, Located> {
+    let templated = step.template.unwrap_or(true);
     let method = match &step.method {
         Some(method) => {
             check_method(method.get_ref()).map_err(|(_, p)| Located::new(at(method.span()), p))?;
@@ -116,9 +121,13 @@ fn request(
         None => "GET".to_string(),
     };
     let path_at = at(step.path.span());
-    let path_and_query = path_of(step.path.get_ref(), origin).map_err(|p| Located::new(path_at, p))?;
+    let path_and_query = if templated {
+        templated_path(&step.path, origin, text, at)?
+    } else {
+        path_of(step.path.get_ref(), origin).map_err(|p| Located::new(path_at, p))?
+    };
     let mut headers = match &step.headers {
-        Some(headers) => checked_headers(headers, at)?,
+        Some(headers) => checked_headers(headers, templated, text, at)?,
         None => Vec::new(),
     };
     // The defaults' headers after the step's own, those of a name the step has (in any case)
@@ -132,11 +141,22 @@ fn request(
         (Some(_), Some(file)) => return Err(Located::new(at(file.span()), Problem::BodyAndBodyFile)),
         (Some(body), None) => {
             let body_at = at(body.span());
+            if templated {
+                check_template_at(&body, text, at)?;
+            }
             let bytes = body.into_inner().into_bytes();
             bodies.count(bytes.len()).map_err(|p| Located::new(body_at, p))?;
             bytes
         }
-        (None, Some(file)) => bodies.read(file.get_ref()).map_err(|p| Located::new(at(file.span()), p))?,
+        (None, Some(file)) => {
+            let bytes = bodies.read(file.get_ref()).map_err(|p| Located::new(at(file.span()), p))?;
+            if templated && let Err(e) = check_template(&bytes) {
+                let problem =
+                    Problem::TemplateInBodyFile { file: shown(file.get_ref()), offset: e.offset, what: e.what };
+                return Err(Located::new(at(file.span()), problem));
+            }
+            bytes
+        }
         (None, None) => Vec::new(),
     };
     let name = match step.name {
@@ -146,7 +166,45 @@ fn request(
         }
         None => default_name(&method, &path_and_query),
     };
-    Ok(NamedRequest { name, path_and_query, spec: RequestSpec::new(&method, headers, body) })
+    Ok(NamedRequest { name, path_and_query, spec: RequestSpec::new(&method, headers, body), templated })
+}
+
+/// A step's path with templates: checked as a path with its slots filled, and kept as written.
+/// In an absolute URL, the slots must be in the path or query: the origin is the run's.
+fn templated_path(
+    path: &Spanned<String>,
+    origin: &mut OneOrigin,
+    text: &str,
+    at: &impl Fn(Range<usize>) -> At,
+) -> Result<String, Located> {
+    check_template_at(path, text, at)?;
+    let written = path.get_ref();
+    let skeleton = template_skeleton(written);
+    let checked = path_of(&skeleton, origin).map_err(|p| Located::new(at(path.span()), p))?;
+    if skeleton == written.as_str() {
+        return Ok(checked);
+    }
+    // The path begins at the first `/` after the scheme's `//`, the same in both.
+    let start = match written.find("://") {
+        Some(scheme) => written[scheme + 3..].find('/').map_or(written.len(), |i| scheme + 3 + i),
+        None => 0,
+    };
+    if written[..start].contains("{{") {
+        return Err(Located::new(at(path.span()), Problem::TemplateInOrigin));
+    }
+    Ok(written[start..].to_string())
+}
+
+/// `value` checked as a template, an error pointing into it where the file writes it plainly
+/// (a quoted string without escapes), else at the value.
+fn check_template_at(value: &Spanned<String>, text: &str, at: &impl Fn(Range<usize>) -> At) -> Result<(), Located> {
+    let Err(e) = check_template(value.get_ref().as_bytes()) else { return Ok(()) };
+    let span = value.span();
+    let raw = text.get(span.clone()).unwrap_or("");
+    let quote = raw.chars().next().filter(|c| *c == '"' || *c == '\'');
+    let plain = quote.is_some_and(|q| raw.len() == value.get_ref().len() + 2 && raw.ends_with(q));
+    let start = if plain { span.start + 1 + e.offset } else { span.start };
+    Err(Located::new(at(start..start), Problem::Template { what: e.what }))
 }
 
 /// A step's `path` as the path and query it goes to: a path, or an absolute URL of the run's
@@ -166,6 +224,8 @@ fn path_of(path: &str, origin: &mut OneOrigin) -> Result<String, Problem> {
 /// header is, at most [`MAX_HEADERS`].
 fn checked_headers(
     headers: &Spanned<Headers>,
+    templated: bool,
+    text: &str,
     at: &impl Fn(Range<usize>) -> At,
 ) -> Result<Vec<(String, String)>, Located> {
     let mut pairs = Vec::new();
@@ -178,6 +238,9 @@ fn checked_headers(
                 let span = if matches!(p, targets::Problem::HeaderValue { .. }) { value.span() } else { name.span() };
                 Located::new(at(span), p)
             })?;
+            if templated {
+                check_template_at(value, text, at)?;
+            }
             pairs.push((name.get_ref().clone(), value.get_ref().clone()));
         }
     }

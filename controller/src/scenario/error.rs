@@ -72,6 +72,12 @@ pub(crate) enum Problem {
     TooManySteps,
     #[error("more than the {MAX_NAMES} names a run may have: steps may share a name")]
     TooManyNames,
+    #[error("{what}")]
+    Template { what: String },
+    #[error("{file}, byte {offset}: {what} (to send the file as written, set template = false on the step)")]
+    TemplateInBodyFile { file: String, offset: usize, what: String },
+    #[error("a template in the origin: templates go in a step's path and query, header values and body")]
+    TemplateInOrigin,
 }
 
 /// Where byte `offset` of `text` is: columns count bytes, as a targets file's do.

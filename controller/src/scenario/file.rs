@@ -60,6 +60,10 @@ pub(super) struct Step {
     /// Relative to the scenario file's directory unless absolute.
     #[serde(default)]
     pub body_file: Option<Spanned<String>>,
+    /// `{{…}}` in the path, header values and body are templates (the default); false sends
+    /// them as written (a binary body, say).
+    #[serde(default)]
+    pub template: Option<bool>,
 }
 
 /// A scenario's weight: its share of iterations. Checked as it is read, so that 0, -1 or 1.5 is

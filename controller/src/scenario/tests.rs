@@ -174,7 +174,7 @@ fn what_is_wrong_is_pointed_at_by_line_and_column() {
         // Unknown keys, at the key, with the keys there are.
         (
             format!("{step}headerz = {{}}\n"),
-            "s.toml:5:1: unknown field `headerz`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`",
+            "s.toml:5:1: unknown field `headerz`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`",
         ),
         (
             "[[scenario]]\nname = \"a\"\nsteps = []\n".to_string(),

@@ -47,7 +47,12 @@ pub(super) fn summary(targets: &Targets) -> Vec<(String, String, String)> {
 
 fn request(headers: &[(&str, &str)]) -> NamedRequest {
     let headers = headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
-    NamedRequest { name: "n".into(), path_and_query: "/".into(), spec: RequestSpec::new("GET", headers, Vec::new()) }
+    NamedRequest {
+        name: "n".into(),
+        path_and_query: "/".into(),
+        spec: RequestSpec::new("GET", headers, Vec::new()),
+        templated: false,
+    }
 }
 
 fn pairs(headers: &[(String, String)]) -> Vec<(&str, &str)> {

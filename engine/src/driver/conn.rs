@@ -109,9 +109,9 @@ impl Transport {
 }
 
 impl Conn {
-    /// An idle connection of a run over UDP (`udp`) or TCP, whose first request is
-    /// `first_request`.
-    pub(crate) fn new(now: Instant, udp: bool, first_request: u32) -> Self {
+    /// An idle connection of a run over UDP (`udp`) or TCP, whose place in the mix is
+    /// `cursor`.
+    pub(crate) fn new(now: Instant, udp: bool, cursor: Cursor) -> Self {
         Conn {
             phase: Phase::Idle,
             generation: 0,
@@ -126,7 +126,7 @@ impl Conn {
             send_buf: Vec::new(),
             dirty: false,
             waiting: false,
-            cursor: Cursor::at(first_request),
+            cursor,
         }
     }
 }

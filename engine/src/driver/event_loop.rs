@@ -47,7 +47,7 @@ use super::recvmsg::RecvMsg;
 use super::uring::{Completion, Op, Uring, untoken};
 use super::{Shared, ThreadDone, ThreadPlan};
 use crate::plan::ConnectionRamp;
-use crate::session::{Event, Picker, Schedule, Units};
+use crate::session::{Cursor, Event, Numbering, Picker, Schedule, Units};
 use crate::stats::{ErrorKind, Stats};
 
 /// Receive buffers: small, since benchmark responses are small and RSS counts.
@@ -151,8 +151,19 @@ impl<'r> Loop<'r> {
             BufRing::new(uring.submitter(), entries.clamp(64, 4096) as u16, BUF_SIZE, 0)?
         };
         let now = Instant::now();
-        let mut picker = Picker::new(shared.heads.clone(), plan.seed, shared.scenarios.as_deref());
-        let conns = (0..n).map(|slot| Conn::new(now, udp, picker.first(slot))).collect();
+        let numbering = Numbering {
+            worker: plan.worker,
+            thread: plan.index as u64,
+            rng: template_seed(plan.seed, plan.worker, plan.index),
+        };
+        let mut picker = Picker::new(shared.heads.clone(), plan.seed, shared.scenarios.as_deref()).numbered(numbering);
+        let indices = plan.load.indices();
+        let conns = (0..n)
+            .map(|slot| {
+                let vu = indices.first.saturating_add(indices.step.saturating_mul(slot as u64));
+                Conn::new(now, udp, Cursor::at(picker.first(slot), vu))
+            })
+            .collect();
         let mut l = Loop {
             completions: Vec::with_capacity(uring.sq_entries()),
             uring,
@@ -569,4 +580,19 @@ impl<'r> Loop<'r> {
 
 fn os_error(res: i32) -> String {
     io::Error::from_raw_os_error(-res).to_string()
+}
+
+/// The state of a thread's generator for templates' random values: apart from the mix's
+/// choices (which templates then leave as they were), distinct for every worker and thread,
+/// and the same for the same `seed` (a part's, which the fleet's split makes distinct too);
+/// without one, different on every run, as a UUID should be.
+fn template_seed(seed: Option<u64>, worker: u64, thread: usize) -> u64 {
+    let base = seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    });
+    let mut z =
+        base ^ worker.wrapping_mul(0xd6e8_feb8_6659_fd93) ^ (thread as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) | 1
 }

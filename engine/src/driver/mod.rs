@@ -64,6 +64,8 @@ pub(crate) struct ThreadPlan {
     /// This thread's share of the load: its part of the rate, or its connections under the
     /// ramp.
     pub load: crate::plan::Load,
+    /// The worker's index in the fleet (0 on one machine): `{{worker}}`.
+    pub worker: u64,
     /// The first this many ticks are the warm-up; a budget begins after them.
     pub warm_up_ticks: u32,
     /// A mix taken at random: this thread's seed (None: in turn).

@@ -5,5 +5,5 @@ mod request;
 mod scanner;
 mod session;
 
-pub(crate) use request::encode_request;
+pub(crate) use request::{Template, encode_request, encode_template};
 pub(crate) use session::{Config, Session};

@@ -1,7 +1,9 @@
-//! Encodes the HTTP/1.1 requests a run sends, once each, before any load starts.
+//! Encodes the HTTP/1.1 requests a run sends, once each, before any load starts: as bytes, or
+//! for a request with templates, as bytes around the holes its slots fill per request.
 
 use crate::plan::RequestSpec;
 use crate::target::Target;
+use crate::template::{self, Encoded, Fill, Framing, Out};
 
 /// The request's bytes: request line, headers, blank line and body.
 ///
@@ -13,36 +15,87 @@ use crate::target::Target;
 /// `path` (with its query) goes to `target`'s origin.
 pub(crate) fn encode_request(target: &Target, path: &str, spec: &RequestSpec, close: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(256 + spec.body.len());
-    out.extend_from_slice(spec.method.as_bytes());
+    write_head(&mut out, target, path, spec);
+    if has_content_length(spec) {
+        header(&mut out, "Content-Length", &spec.body.len().to_string());
+    }
+    out.extend_from_slice(ending(close));
+    out.extend_from_slice(&spec.body);
+    out
+}
+
+/// A request with templates, as `encode_request` would write it with its slots filled.
+#[derive(Debug)]
+pub(crate) struct Template {
+    /// Request line, Host and the user's fields.
+    head: Encoded,
+    content_length: bool,
+    /// `Connection: close` when asked, and the blank line.
+    ending: &'static [u8],
+    body: template::Template,
+}
+
+/// The request's template, if its path, a field's value or its body has slots.
+pub(crate) fn encode_template(target: &Target, path: &str, spec: &RequestSpec, close: bool) -> Option<Template> {
+    let mut head = Encoded::default();
+    write_head(&mut head, target, path, spec);
+    let body = template::Template::parse(&spec.body).unwrap_or_else(|_| template::Template::text(&spec.body));
+    if !head.has_holes() && !body.has_slots() {
+        return None;
+    }
+    Some(Template { head, content_length: has_content_length(spec), ending: ending(close), body })
+}
+
+impl Template {
+    /// Appends the request, its slots filled; `body` is a buffer the caller reuses.
+    pub(crate) fn render(&self, fill: &mut Fill<'_>, out: &mut Vec<u8>, body: &mut Vec<u8>) {
+        // The body first: its length goes before it.
+        body.clear();
+        self.body.render(fill, body);
+        // Raw holes need no scratch buffer, and an empty Vec allocates nothing.
+        self.head.render(fill, out, &mut Vec::new());
+        if self.content_length {
+            out.extend_from_slice(b"Content-Length: ");
+            template::decimal(out, body.len() as u64);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(self.ending);
+        out.extend_from_slice(body);
+    }
+}
+
+/// Request line, Host unless the user gave one, and the user's fields but Content-Length and
+/// Connection.
+fn write_head(out: &mut impl Out, target: &Target, path: &str, spec: &RequestSpec) {
+    out.bytes(spec.method.as_bytes());
     out.push(b' ');
-    out.extend_from_slice(path.as_bytes());
-    out.extend_from_slice(b" HTTP/1.1\r\n");
+    out.value(path, Framing::Raw, |out| out.extend_from_slice(path.as_bytes()));
+    out.bytes(b" HTTP/1.1\r\n");
     let has = |name: &str| spec.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
     if !has("host") {
-        header(&mut out, "Host", &target.authority());
+        header(out, "Host", &target.authority());
     }
     for (name, value) in &spec.headers {
         if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("connection") {
             continue;
         }
-        header(&mut out, name, value);
+        header(out, name, value);
     }
-    if !spec.body.is_empty() || spec.method_expects_body() {
-        header(&mut out, "Content-Length", &spec.body.len().to_string());
-    }
-    if close {
-        header(&mut out, "Connection", "close");
-    }
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(&spec.body);
-    out
 }
 
-fn header(out: &mut Vec<u8>, name: &str, value: &str) {
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value.as_bytes());
-    out.extend_from_slice(b"\r\n");
+fn has_content_length(spec: &RequestSpec) -> bool {
+    !spec.body.is_empty() || spec.method_expects_body()
+}
+
+fn ending(close: bool) -> &'static [u8] {
+    if close { b"Connection: close\r\n\r\n" } else { b"\r\n" }
+}
+
+fn header(out: &mut impl Out, name: &str, value: &str) {
+    out.bytes(name.as_bytes());
+    out.bytes(b": ");
+    out.value(value, Framing::Raw, |out| out.extend_from_slice(value.as_bytes()));
+    out.bytes(b"\r\n");
 }
 
 #[cfg(test)]
@@ -81,5 +134,43 @@ mod tests {
         let spec = RequestSpec::new("POST", vec![], vec![]);
         let text = String::from_utf8(encode_request(&target(), "/a/b?c=d", &spec, false)).unwrap();
         assert!(text.contains("Content-Length: 0\r\n"));
+    }
+
+    fn filled(template: &Template) -> String {
+        let mut rng = 1;
+        let mut fill = Fill { vu: 12, iteration: 3, worker: 0, thread: 0, rng: &mut rng };
+        let (mut out, mut body) = (Vec::new(), Vec::new());
+        template.render(&mut fill, &mut out, &mut body);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_template_is_the_request_encode_request_writes_with_its_slots_filled() {
+        let spec = RequestSpec::new(
+            "POST",
+            vec![("x-user".into(), "u{{vu}}".into()), ("Content-Length".into(), "1".into())],
+            br#"{"vu":{{vu}},"i":{{iteration}}}"#.to_vec(),
+        );
+        for close in [false, true] {
+            let template = encode_template(&target(), "/a/{{vu}}?i={{iteration}}", &spec, close).expect("slots");
+            let plain = RequestSpec::new(
+                "POST",
+                vec![("x-user".into(), "u12".into()), ("Content-Length".into(), "1".into())],
+                br#"{"vu":12,"i":3}"#.to_vec(),
+            );
+            assert_eq!(
+                filled(&template),
+                String::from_utf8(encode_request(&target(), "/a/12?i=3", &plain, close)).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn a_request_without_slots_has_no_template() {
+        let spec = RequestSpec::new("GET", vec![("x".into(), "{not one}".into())], b"{}".to_vec());
+        assert!(encode_template(&target(), "/a", &spec, false).is_none());
+        let body_only = RequestSpec::new("PUT", vec![], b"{{uuid}}".to_vec());
+        let text = filled(&encode_template(&target(), "/a", &body_only, false).expect("a body slot"));
+        assert!(text.contains("Content-Length: 36\r\n\r\n") && text.len() > 36, "{text}");
     }
 }

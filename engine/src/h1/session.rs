@@ -9,16 +9,22 @@
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
+use super::Template;
 use super::scanner::{Response, Scanner};
 use crate::session::{Event, Transmit, Units, Why};
 use crate::stats::ErrorKind;
 
 /// What every HTTP/1.1 session of a run shares.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Config {
     /// With false, every request gets its own connection (the request says `Connection: close`).
     pub keepalive: bool,
     pub request_timeout: Option<Duration>,
+    /// Per request, its template if it has slots (a request without is sent from the bytes
+    /// encoded once); empty when none has.
+    pub templates: Arc<[Option<Template>]>,
 }
 
 pub(crate) struct Session {
@@ -38,6 +44,11 @@ pub(crate) struct Session {
     sent_at: Instant,
     deadline: Option<Instant>,
     must_close: bool,
+    /// The request in flight is a template's, filled in here.
+    filled: bool,
+    rendered: Vec<u8>,
+    /// The filled body, whose length goes before it.
+    body: Vec<u8>,
 }
 
 impl Session {
@@ -55,6 +66,9 @@ impl Session {
             sent_at: now,
             deadline: None,
             must_close: false,
+            filled: false,
+            rendered: Vec::new(),
+            body: Vec::new(),
         }
     }
 
@@ -67,6 +81,14 @@ impl Session {
         self.due = start.due;
         self.request = start.request;
         self.scanner.start(units.is_head(start.request));
+        self.filled = false;
+        if let Some(template) = self.config.templates.get(start.request as usize).and_then(Option::as_ref)
+            && let Some(mut fill) = units.fill()
+        {
+            self.rendered.clear();
+            template.render(&mut fill, &mut self.rendered, &mut self.body);
+            self.filled = true;
+        }
         self.in_flight = true;
         self.taken = false;
         self.first_byte_seen = false;
@@ -74,12 +96,17 @@ impl Session {
         self.deadline = self.config.request_timeout.and_then(|t| now.checked_add(t));
     }
 
-    pub(crate) fn poll_transmit(&mut self) -> Transmit {
+    /// The request to send: one of the run's, or the filled template's bytes appended to `out`.
+    pub(crate) fn poll_transmit(&mut self, out: &mut Vec<u8>) -> Transmit {
         if !self.wants_transmit() {
             return Transmit::Nothing;
         }
         self.taken = true;
         self.unwritten = true;
+        if self.filled {
+            out.extend_from_slice(&self.rendered);
+            return Transmit::Bytes;
+        }
         Transmit::Request(self.request)
     }
 

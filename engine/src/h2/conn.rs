@@ -16,6 +16,7 @@ use super::frame::{self, Frame, FrameError, code, setting};
 use super::hpack::{self, HpackError};
 use crate::session::OpenStreams;
 use crate::stats::RetryAfter;
+use crate::template::{self, Fill};
 
 /// Our receive window, for every stream and for the connection.
 const RECV_WINDOW: u32 = 16 << 20;
@@ -163,6 +164,15 @@ struct Pending {
     end_stream: bool,
 }
 
+/// The block a request sends (see `Connection::next_block`).
+enum Block {
+    First,
+    Indexed,
+    Plain,
+    /// The plain block after a dynamic table size update to this size.
+    SizeUpdate(u32),
+}
+
 /// Which of the request's header blocks the next request sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Indexing {
@@ -179,6 +189,27 @@ enum Indexing {
 pub(crate) struct Request {
     pub blocks: hpack::RequestBlocks,
     pub body: Box<[u8]>,
+    /// With slots, the blocks and body it is sent as, filled per request.
+    pub template: Option<Box<Template>>,
+}
+
+/// A templated request's blocks with holes, and its body.
+#[derive(Debug)]
+pub(crate) struct Template {
+    pub blocks: hpack::TemplateBlocks,
+    /// With slots, filled per request into the stream's place in `Connection::filled_bodies`
+    /// (and without content-length, which the body's end gives); None: `Request::body`.
+    pub body: Option<template::Template>,
+}
+
+/// The body stream at place `place` sends for `request`: its own filled one, or the run's.
+#[inline]
+fn body_of<'a>(requests: &'a [Request], filled: &'a [Vec<u8>], place: usize, request: u32) -> &'a [u8] {
+    let r = &requests[request as usize];
+    match r.template.as_ref().is_some_and(|t| t.body.is_some()) {
+        true => filled.get(place).map_or(&[], Vec::as_slice),
+        false => &r.body,
+    }
 }
 
 pub(crate) struct Connection {
@@ -204,6 +235,11 @@ pub(crate) struct Connection {
     inbuf: Vec<u8>,
     /// Fragments of a header block being continued.
     block: Vec<u8>,
+    /// Templated requests' filled bodies, by their stream's place in `streams`.
+    filled_bodies: Vec<Vec<u8>>,
+    /// A templated request's filled header block, and room to fill a value in.
+    filled_block: Vec<u8>,
+    scratch: Vec<u8>,
     pending: Option<Pending>,
     hpack: hpack::Decoder,
     peer_settings_seen: bool,
@@ -245,6 +281,9 @@ impl Connection {
             out,
             inbuf: Vec::new(),
             block: Vec::new(),
+            filled_bodies: Vec::new(),
+            filled_block: Vec::new(),
+            scratch: Vec::new(),
             pending: None,
             hpack: hpack::Decoder::new(DEFAULT_HEADER_TABLE),
             peer_settings_seen: false,
@@ -276,13 +315,58 @@ impl Connection {
     /// due at `due`: a new stream id, HEADERS (+CONTINUATION) and as much of the body as the
     /// windows allow queued; the rest follows WINDOW_UPDATEs. Returns the stream id.
     pub(crate) fn start_request(&mut self, now: Instant, due: Instant, request: u32) -> Option<u32> {
+        self.start(now, due, request, None)
+    }
+
+    /// Whether request `request` has slots to fill: start it with `start_filled`.
+    pub(crate) fn is_templated(&self, request: u32) -> bool {
+        self.requests.get(request as usize).is_some_and(|r| r.template.is_some())
+    }
+
+    /// `start_request` of a templated request, its slots filled from `fill`.
+    pub(crate) fn start_filled(
+        &mut self,
+        now: Instant,
+        due: Instant,
+        request: u32,
+        fill: &mut Fill<'_>,
+    ) -> Option<u32> {
+        self.start(now, due, request, Some(fill))
+    }
+
+    fn start(&mut self, now: Instant, due: Instant, request: u32, fill: Option<&mut Fill<'_>>) -> Option<u32> {
         if self.can_start() == 0 {
             return None;
         }
         let id = self.next_stream_id;
         self.next_stream_id += 2;
-        let has_body = !self.requests[request as usize].body.is_empty();
-        self.encode_request_headers(id, request, !has_body);
+        // The place the stream will take: where a filled body waits.
+        let place = self.streams.next_place();
+        match fill {
+            Some(fill) if self.is_templated(request) => {
+                // Shared with the template while it fills this connection's buffers.
+                let requests = self.requests.clone();
+                let template = requests[request as usize].template.as_deref()?;
+                let has_body = match &template.body {
+                    Some(body) => {
+                        if self.filled_bodies.len() <= place {
+                            self.filled_bodies.resize_with(place + 1, Vec::new);
+                        }
+                        let filled = &mut self.filled_bodies[place];
+                        filled.clear();
+                        body.render(fill, filled);
+                        !filled.is_empty()
+                    }
+                    None => !requests[request as usize].body.is_empty(),
+                };
+                self.encode_filled_headers(id, template, fill, !has_body);
+            }
+            _ => {
+                let has_body = !self.requests[request as usize].body.is_empty();
+                self.encode_request_headers(id, request, !has_body);
+            }
+        }
+        let has_body = !body_of(&self.requests, &self.filled_bodies, place, request).is_empty();
         let stream = Stream {
             sent_at: now,
             due: nanos_from(now, due),
@@ -297,7 +381,8 @@ impl Connection {
             status: 0,
             retry_after: false,
         };
-        self.streams.insert(u64::from(id), stream);
+        let at = self.streams.insert(u64::from(id), stream);
+        debug_assert_eq!(at, place);
         if has_body {
             self.bodies_pending += 1;
             self.send_bodies();
@@ -309,24 +394,56 @@ impl Connection {
     /// table on the first request, the indexed block after, the plain one where the server's
     /// table has no room for them.
     fn encode_request_headers(&mut self, id: u32, request: u32, end_stream: bool) {
+        let table_size = self.requests[request as usize].blocks.table_size;
+        let which = self.next_block(table_size);
         let blocks = &self.requests[request as usize].blocks;
+        let block = match which {
+            Block::First => &blocks.first,
+            Block::Indexed => &blocks.indexed,
+            Block::Plain => &blocks.plain,
+            Block::SizeUpdate(size) => {
+                let mut block = Vec::with_capacity(blocks.plain.len() + 6);
+                hpack::size_update(&mut block, size as usize);
+                block.extend_from_slice(&blocks.plain);
+                frame::encode_headers(&mut self.out, id, &block, end_stream, self.peer_max_frame);
+                return;
+            }
+        };
+        frame::encode_headers(&mut self.out, id, block, end_stream, self.peer_max_frame);
+    }
+
+    /// `encode_request_headers` of a templated request, its holes filled from `fill`.
+    fn encode_filled_headers(&mut self, id: u32, template: &Template, fill: &mut Fill<'_>, end_stream: bool) {
+        let table_size = self.requests[0].blocks.table_size;
+        self.filled_block.clear();
+        let blocks = &template.blocks;
+        let block = match self.next_block(table_size) {
+            Block::First => &blocks.first,
+            Block::Indexed => &blocks.indexed,
+            Block::Plain => &blocks.plain,
+            Block::SizeUpdate(size) => {
+                hpack::size_update(&mut self.filled_block, size as usize);
+                &blocks.plain
+            }
+        };
+        block.render(fill, &mut self.filled_block, &mut self.scratch);
+        frame::encode_headers(&mut self.out, id, &self.filled_block, end_stream, self.peer_max_frame);
+    }
+
+    /// Which block the next request sends, its fields taking `table_size` in the server's
+    /// table; it settles the indexing on the connection's first request.
+    fn next_block(&mut self, table_size: usize) -> Block {
         if self.indexing == Indexing::NotYet {
-            let room = blocks.table_size > 0 && blocks.table_size <= self.peer_header_table as usize;
+            let room = table_size > 0 && table_size <= self.peer_header_table as usize;
             self.indexing = if room { Indexing::Indexed } else { Indexing::Plain };
             if room {
-                frame::encode_headers(&mut self.out, id, &blocks.first, end_stream, self.peer_max_frame);
-                return;
+                return Block::First;
             }
         }
         if let Some(size) = self.table_size_update.take() {
-            let mut block = Vec::with_capacity(blocks.plain.len() + 6);
-            hpack::size_update(&mut block, size as usize);
-            block.extend_from_slice(&blocks.plain);
-            frame::encode_headers(&mut self.out, id, &block, end_stream, self.peer_max_frame);
-            return;
+            return Block::SizeUpdate(size);
         }
-        let block = if self.indexing == Indexing::Indexed { &blocks.indexed } else { &blocks.plain };
-        frame::encode_headers(&mut self.out, id, block, end_stream, self.peer_max_frame);
+        if self.indexing == Indexing::Indexed { Block::Indexed } else { Block::Plain }
     }
 
     /// Feeds received plaintext; pushes what happened onto `events` (the caller's reused Vec).
@@ -679,7 +796,7 @@ impl Connection {
     /// The response on `streams[i]` is complete.
     fn complete(&mut self, i: usize, events: &mut Vec<Event>) {
         let (id, s, retry_after) = self.remove(i);
-        if (s.body_sent as usize) < self.requests[s.request as usize].body.len() {
+        if (s.body_sent as usize) < body_of(&self.requests, &self.filled_bodies, i, s.request).len() {
             // The server answered before reading the whole body; stop sending it (RFC 9113 §8.1).
             frame::encode_rst_stream(&mut self.out, id, code::NO_ERROR);
         }
@@ -706,7 +823,7 @@ impl Connection {
     fn remove(&mut self, i: usize) -> (u32, Stream, Option<RetryAfter>) {
         let s = *self.streams.get(i);
         let id = self.streams.remove(i) as u32;
-        if (s.body_sent as usize) < self.requests[s.request as usize].body.len() {
+        if (s.body_sent as usize) < body_of(&self.requests, &self.filled_bodies, i, s.request).len() {
             self.bodies_pending -= 1;
         }
         let retry_after = if s.retry_after {
@@ -829,11 +946,16 @@ impl Connection {
         if self.bodies_pending == 0 {
             return;
         }
-        for (id, s) in self.streams.iter_mut() {
+        for place in 0..self.streams.places() {
             if self.send_window <= 0 {
                 break;
             }
-            let body = &self.requests[s.request as usize].body;
+            if !self.streams.is_open(place) {
+                continue;
+            }
+            let id = self.streams.id(place);
+            let s = self.streams.get_mut(place);
+            let body = body_of(&self.requests, &self.filled_bodies, place, s.request);
             let sent = s.body_sent as usize;
             let left = body.len() - sent.min(body.len());
             if left == 0 || s.send_window <= 0 {

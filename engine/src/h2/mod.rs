@@ -9,5 +9,5 @@ pub(crate) mod hpack;
 mod request;
 mod session;
 
-pub(crate) use request::{encode_requests, request_fields};
+pub(crate) use request::{RequestFields, encode_requests, request_fields};
 pub(crate) use session::{Config, Session};

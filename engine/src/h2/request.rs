@@ -1,10 +1,11 @@
 //! The HTTP/2 request header blocks a run sends, encoded once before any load starts, and the
 //! request fields they carry, which HTTP/3 sends too.
 
-use super::conn::Request;
+use super::conn::{Request, Template};
 use super::hpack;
 use crate::plan::RequestSpec;
 use crate::target::Target;
+use crate::template;
 
 /// Header fields HTTP/2 and HTTP/3 forbid (RFC 9113 §8.2.2, RFC 9114 §4.2); `host` becomes
 /// `:authority`.
@@ -54,10 +55,16 @@ pub(crate) fn encode_request(target: &Target, path: &str, spec: &RequestSpec) ->
 /// request indexes all its fields; a mix indexes the fields every one of its requests has
 /// (the authority, say, and headers added to all), the same ones in the same order, so that
 /// whichever goes first on a connection leaves the server's table as every later one expects.
-pub(crate) fn encode_requests(target: &Target, requests: &[(&str, &RequestSpec)]) -> Vec<Request> {
+///
+/// `templated` says, per request, that its `{{…}}` are templates: a request with slots gets
+/// blocks with holes too (its fields with slots never indexed), and a body with slots goes
+/// without content-length (the end of its DATA gives its length).
+pub(crate) fn encode_requests(target: &Target, requests: &[(&str, &RequestSpec)], templated: &[bool]) -> Vec<Request> {
     let body = |spec: &RequestSpec| spec.body.clone().into_boxed_slice();
-    if let [(path, spec)] = requests {
-        return vec![Request { blocks: encode_request(target, path, spec), body: body(spec) }];
+    if let [(path, spec)] = requests
+        && !templated.first().copied().unwrap_or(false)
+    {
+        return vec![Request { blocks: encode_request(target, path, spec), body: body(spec), template: None }];
     }
     let all: Vec<(&str, Vec<(String, String)>)> = requests
         .iter()
@@ -75,10 +82,16 @@ pub(crate) fn encode_requests(target: &Target, requests: &[(&str, &RequestSpec)]
             (*path, fields)
         })
         .collect();
-    let shared = shared_fields(all.iter().map(|(_, fields)| fields.as_slice()));
+    // The one request indexes all its fields (but those with slots), as above.
+    let mut shared = match all.as_slice() {
+        [(_, fields)] => fields.clone(),
+        _ => shared_fields(all.iter().map(|(_, fields)| fields.as_slice())),
+    };
+    shared.retain(|(_, v)| !has_slots(v));
     all.iter()
         .zip(requests)
-        .map(|((_, fields), (_, spec))| {
+        .enumerate()
+        .map(|(i, ((_, fields), (_, spec)))| {
             // Pseudo-header fields first, as sent; then the shared fields in their common order;
             // then the request's own. Only fields of different names change places.
             let (pseudo, regular) = fields.split_at(4);
@@ -89,9 +102,32 @@ pub(crate) fn encode_requests(target: &Target, requests: &[(&str, &RequestSpec)]
                 .chain(regular.iter().filter(|(n, v)| !is_shared(n, v)))
                 .map(|(n, v)| (n.as_str(), v.as_str()))
                 .collect();
-            Request { blocks: hpack::encode_blocks(&ordered, is_shared), body: body(spec) }
+            let blocks = hpack::encode_blocks(&ordered, is_shared);
+            let template =
+                templated.get(i).copied().unwrap_or(false).then(|| request_template(&ordered, spec, is_shared));
+            Request { blocks, body: body(spec), template: template.flatten() }
         })
         .collect()
+}
+
+/// A request's template, if its fields or body have slots: `ordered` its fields as sent.
+fn request_template(
+    ordered: &[(&str, &str)],
+    spec: &RequestSpec,
+    is_shared: impl Fn(&str, &str) -> bool,
+) -> Option<Box<Template>> {
+    let body = template::Template::parse(&spec.body).ok().filter(template::Template::has_slots);
+    if body.is_none() && !ordered.iter().any(|(_, v)| has_slots(v)) {
+        return None;
+    }
+    let fields: Vec<(&str, &str)> =
+        ordered.iter().copied().filter(|(n, _)| body.is_none() || *n != "content-length").collect();
+    Some(Box::new(Template { blocks: hpack::encode_template_blocks(&fields, is_shared), body }))
+}
+
+/// Whether `value` has template slots.
+fn has_slots(value: &str) -> bool {
+    template::Template::parse(value.as_bytes()).is_ok_and(|t| t.has_slots())
 }
 
 /// The fields every request has with the same value, in the first request's order; a name
@@ -177,7 +213,7 @@ mod tests {
         ];
         let paths = ["/a", "/b?c=d", "/e"];
         let list: Vec<(&str, &RequestSpec)> = paths.iter().copied().zip(specs.iter()).collect();
-        let requests = encode_requests(&target, &list);
+        let requests = encode_requests(&target, &list, &[]);
         // The authority, x-run and accept are indexed: the same entries, the same room.
         let size = requests[0].blocks.table_size;
         assert_eq!(size, [(10, 14), (5, 1), (6, 9)].iter().map(|(n, v)| n + v + 32).sum::<usize>());
@@ -220,5 +256,69 @@ mod tests {
             }
         }
         assert!(requests[0].blocks.indexed.len() < requests[0].blocks.plain.len() / 2);
+    }
+
+    #[test]
+    fn a_templated_request_fills_its_holes_in_every_block_and_leaves_the_shared_table_as_the_others_do() {
+        let target = Target::parse("http://127.0.0.1:8080/").expect("valid url");
+        let h = |pairs: &[(&str, &str)]| pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+        let specs = [
+            RequestSpec::new("GET", h(&[("x-run", "7"), ("x-user", "u{{vu}}")]), vec![]),
+            RequestSpec::new("POST", h(&[("x-run", "7"), ("x-user", "u{{vu}}")]), b"{\"it\":{{iteration}}}".to_vec()),
+        ];
+        let list: Vec<(&str, &RequestSpec)> = vec![("/a/{{vu}}", &specs[0]), ("/b", &specs[1])];
+        let requests = encode_requests(&target, &list, &[true, true]);
+        let mut rng = 1;
+        let mut fill = crate::template::Fill { vu: 31, iteration: 4, worker: 0, thread: 0, rng: &mut rng };
+        let (mut out, mut scratch) = (Vec::new(), Vec::new());
+        let mut filled = |block: &crate::template::Encoded| {
+            out.clear();
+            block.render(&mut fill, &mut out, &mut scratch);
+            out.clone()
+        };
+        let t: Vec<&Template> = requests.iter().map(|r| r.template.as_deref().expect("slots")).collect();
+        // The same entries (authority and x-run; never a value with slots) for both.
+        assert_eq!(requests[0].blocks.table_size, requests[1].blocks.table_size);
+        let read = |theirs: &mut httlib_hpack::Decoder<'_>, block: &[u8]| {
+            let mut buf = block.to_vec();
+            let mut fields = Vec::new();
+            theirs.decode(&mut buf, &mut fields).expect("a valid header block");
+            let text = |b: Vec<u8>| String::from_utf8(b).expect("ASCII");
+            let mut fields: Vec<(String, String)> = fields.into_iter().map(|(n, v, _)| (text(n), text(v))).collect();
+            fields.sort();
+            fields
+        };
+        let want = |method: &str, path: &str| {
+            let mut f: Vec<(String, String)> = [
+                (":method", method),
+                (":scheme", "http"),
+                (":authority", "127.0.0.1:8080"),
+                (":path", path),
+                ("x-run", "7"),
+                ("x-user", "u31"),
+            ]
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+            f.sort();
+            f
+        };
+        let plain = read(&mut httlib_hpack::Decoder::with_dynamic_size(4096), &filled(&t[1].blocks.plain));
+        // The filled body has slots: its length is the DATA's, not a content-length.
+        assert_eq!(plain, want("POST", "/b"));
+        for first in 0..2 {
+            let mut connection = httlib_hpack::Decoder::with_dynamic_size(4096);
+            assert_eq!(
+                read(&mut connection, &filled(&t[first].blocks.first)),
+                want(&specs[first].method, ["/a/31", "/b"][first])
+            );
+            for i in [1 - first, first, 1 - first] {
+                assert_eq!(
+                    read(&mut connection, &filled(&t[i].blocks.indexed)),
+                    want(&specs[i].method, ["/a/31", "/b"][i])
+                );
+            }
+        }
+        assert!(t[0].body.is_none() && t[1].body.is_some());
     }
 }

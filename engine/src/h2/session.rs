@@ -117,7 +117,13 @@ impl Session {
         while self.conn.can_start() > 0
             && let Some(start) = units.take(now)
         {
-            self.conn.start_request(now, start.due, start.request);
+            if self.conn.is_templated(start.request)
+                && let Some(mut fill) = units.fill()
+            {
+                self.conn.start_filled(now, start.due, start.request, &mut fill);
+            } else {
+                self.conn.start_request(now, start.due, start.request);
+            }
             self.oldest_started.get_or_insert(now);
         }
         // The server's doing only: under a rate the claim may just wait for its due instant.

@@ -7,9 +7,10 @@ use bytes::Bytes;
 
 use super::frame;
 use super::qpack;
-use crate::h2::request_fields;
+use crate::h2::{RequestFields, request_fields};
 use crate::plan::RequestSpec;
 use crate::target::Target;
+use crate::template::{self, Encoded, Fill};
 
 /// What every HTTP/3 session of a run shares: encoded once, shared by reference.
 #[derive(Debug)]
@@ -25,6 +26,8 @@ pub(crate) struct Config {
     /// Where each request's head ends in `heads`.
     head_ends: Box<[usize]>,
     bodies: Box<[Bytes]>,
+    /// Per request, its template if it has slots; empty when none has.
+    templates: Box<[Option<Template>]>,
     /// The largest request field section, whose size a server's SETTINGS_MAX_FIELD_SECTION_SIZE
     /// limits (RFC 9114 §4.2.2 counts it decoded: names, values and 32 bytes a field).
     pub field_section_size: u64,
@@ -38,10 +41,12 @@ pub(crate) struct Config {
 const COPIED_HEADS: usize = 16 << 10;
 
 impl Config {
-    /// `requests`: each request's path (and query) and what it is, as `Requests::each` gives.
+    /// `requests`: each request's path (and query) and what it is, as `Requests::each` gives;
+    /// `templated`: per request, its `{{…}}` are templates.
     pub(crate) fn new(
         target: &Target,
         requests: &[(&str, &RequestSpec)],
+        templated: &[bool],
         streams: u32,
         connect_timeout: Duration,
         request_timeout: Option<Duration>,
@@ -50,8 +55,13 @@ impl Config {
         let mut head_ends = Vec::with_capacity(requests.len());
         let mut bodies = Vec::with_capacity(requests.len());
         let mut field_section_size = 0;
-        for (path, spec) in requests {
+        let mut templates = Vec::new();
+        for (i, (path, spec)) in requests.iter().enumerate() {
             let fields = request_fields(target, spec);
+            if templated.get(i).copied().unwrap_or(false) {
+                templates.resize_with(i, || None);
+                templates.push(Template::of(path, spec, &fields));
+            }
             let section = qpack::encode_field_section(&spec.method, "https", &fields.authority, path, &fields.headers);
             frame::encode_request_head(&section, spec.body.len(), &mut heads);
             head_ends.push(heads.len());
@@ -73,6 +83,7 @@ impl Config {
             heads: heads.into(),
             head_ends: head_ends.into(),
             bodies: bodies.into(),
+            templates: templates.into(),
             field_section_size,
             streams,
             connect_timeout,
@@ -95,6 +106,42 @@ impl Config {
     pub(crate) fn body(&self, request: u32) -> &Bytes {
         &self.bodies[request as usize]
     }
+
+    /// Request `request`'s template, if it has slots.
+    pub(crate) fn template(&self, request: u32) -> Option<&Template> {
+        self.templates.get(request as usize).and_then(Option::as_ref)
+    }
+}
+
+/// A templated request's field section with holes, and its body; a body with slots goes
+/// without content-length (the end of its DATA gives its length).
+#[derive(Debug)]
+pub(crate) struct Template {
+    section: Encoded,
+    body: template::Template,
+}
+
+impl Template {
+    fn of(path: &str, spec: &RequestSpec, fields: &RequestFields) -> Option<Template> {
+        let body = template::Template::parse(&spec.body).unwrap_or_else(|_| template::Template::text(&spec.body));
+        let headers: Vec<(String, String)> =
+            fields.headers.iter().filter(|(n, _)| !body.has_slots() || n != "content-length").cloned().collect();
+        let section = qpack::encode_section_template(&spec.method, "https", &fields.authority, path, &headers);
+        (section.has_holes() || body.has_slots()).then_some(Template { section, body })
+    }
+
+    /// The request stream's bytes, its slots filled: HEADERS, then DATA with the body.
+    /// `section` and `scratch` are buffers the caller reuses.
+    pub(crate) fn render(&self, fill: &mut Fill<'_>, section: &mut Vec<u8>, scratch: &mut Vec<u8>) -> Bytes {
+        section.clear();
+        self.section.render(fill, section, scratch);
+        scratch.clear();
+        self.body.render(fill, scratch);
+        let mut out = Vec::with_capacity(section.len() + scratch.len() + 16);
+        frame::encode_request_head(section, scratch.len(), &mut out);
+        out.extend_from_slice(scratch);
+        out.into()
+    }
 }
 
 #[cfg(test)]
@@ -104,7 +151,7 @@ mod tests {
     use crate::h3::qpack::field_lines;
 
     fn one(target: &Target, spec: &RequestSpec, streams: u32, connect: Duration, timeout: Option<Duration>) -> Config {
-        Config::new(target, &[(target.path_and_query.as_str(), spec)], streams, connect, timeout)
+        Config::new(target, &[(target.path_and_query.as_str(), spec)], &[], streams, connect, timeout)
     }
 
     /// Decodes a request stream's bytes (head, body) as a server would: its fields and body.
@@ -210,7 +257,7 @@ mod mix_tests {
         let target = Target::parse("https://127.0.0.1:8443/").expect("valid url");
         let get = RequestSpec::new("GET", vec![("x-long".into(), "v".repeat(100))], vec![]);
         let post = RequestSpec::new("POST", vec![], b"body".to_vec());
-        let config = Config::new(&target, &[("/a", &get), ("/b?c", &post)], 1, Duration::from_secs(1), None);
+        let config = Config::new(&target, &[("/a", &get), ("/b?c", &post)], &[], 1, Duration::from_secs(1), None);
         let mut paths = Vec::new();
         for request in 0..2 {
             let head = &config.heads[config.head_range(request)];

@@ -79,6 +79,8 @@ struct Request {
     epoch: u64,
     first_byte: bool,
     response: ResponseStream,
+    /// A templated request's stream bytes, filled when it started.
+    filled: Option<Bytes>,
 }
 
 pub(crate) struct Session {
@@ -101,6 +103,9 @@ pub(crate) struct Session {
     control_events: Vec<ControlEvent>,
     /// The last response head decoded: the next one is most likely the same bytes.
     heads: qpack::HeadCache,
+    /// Buffers a templated request's field section is filled in.
+    section: Vec<u8>,
+    scratch: Vec<u8>,
     /// The server's GOAWAY: no stream starts any more; those from this id on were not processed.
     goaway: Option<u64>,
     /// When requests from the GOAWAY's id on are given up on, if any are still open.
@@ -149,6 +154,8 @@ impl Session {
             seen: SeenStreams::default(),
             control_events: Vec::new(),
             heads: qpack::HeadCache::default(),
+            section: Vec::new(),
+            scratch: Vec::new(),
             goaway: None,
             goaway_by: None,
             spare: None,
@@ -221,7 +228,13 @@ impl Session {
                 epoch: self.transmits,
                 first_byte: false,
                 response: ResponseStream::default(),
+                filled: None,
             };
+            if let Some(template) = self.setup.request.template(start.request)
+                && let Some(mut fill) = units.fill()
+            {
+                request.filled = Some(template.render(&mut fill, &mut self.section, &mut self.scratch));
+            }
             write_request(&mut self.transport, &self.heads_out, &self.setup.request, &mut request);
             self.requests.insert(stream.number(), request);
             self.oldest_started.get_or_insert(now);
@@ -614,8 +627,13 @@ impl Session {
 /// Hands QUIC as much of `request` (its head, from `heads`, then its body) as it takes.
 fn write_request(transport: &mut Transport, heads: &Bytes, config: &RequestConfig, request: &mut Request) {
     let stream = request.stream;
-    let head = config.head_range(request.request);
-    let body = config.body(request.request);
+    // A filled request is all head: its body is in it.
+    static NO_BODY: Bytes = Bytes::new();
+    let filled = request.filled.clone();
+    let (heads, head, body) = match &filled {
+        Some(filled) => (filled, 0..filled.len(), &NO_BODY),
+        None => (heads, config.head_range(request.request), config.body(request.request)),
+    };
     let total = head.len() + body.len();
     while request.written < total {
         let rest = if request.written < head.len() {

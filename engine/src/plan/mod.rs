@@ -86,6 +86,9 @@ pub enum Load {
         /// interleave evenly at every rate, where a time offset would push a part's last
         /// requests past the run's end.
         phase: f64,
+        /// Which of the whole run's connections this plan's are (as in the closed model): what
+        /// a template's `{{vu}}` numbers.
+        indices: ConnectionIndices,
     },
 }
 
@@ -102,12 +105,17 @@ impl Load {
 
     /// The open model at a constant `per_second`, the first request due at the start.
     pub fn rate(per_second: u64) -> Load {
-        Load::Open { rate: Rate::per_second(per_second), stages: Vec::new(), phase: 0.5 }
+        Load::Open {
+            rate: Rate::per_second(per_second),
+            stages: Vec::new(),
+            phase: 0.5,
+            indices: ConnectionIndices::WHOLE,
+        }
     }
 
     /// The open model ramping through `stages` from `from` requests per second.
     pub fn staged_rate(from: u64, stages: Vec<Stage>) -> Load {
-        Load::Open { rate: Rate::per_second(from), stages, phase: 0.5 }
+        Load::Open { rate: Rate::per_second(from), stages, phase: 0.5, indices: ConnectionIndices::WHOLE }
     }
 
     /// The stages, whatever they count (connections or requests per second); empty without.
@@ -115,6 +123,13 @@ impl Load {
         match self {
             Load::Closed { ramp, .. } => ramp,
             Load::Open { stages, .. } => stages,
+        }
+    }
+
+    /// Which of the whole run's connections this plan's are.
+    pub fn indices(&self) -> ConnectionIndices {
+        match self {
+            Load::Closed { indices, .. } | Load::Open { indices, .. } => *indices,
         }
     }
 

@@ -39,6 +39,9 @@ pub struct NamedRequest {
     /// Path and query, starting with `/`: the origin is the run's.
     pub path_and_query: String,
     pub spec: RequestSpec,
+    /// `{{…}}` in its path, header values and body are templates, filled per request (a
+    /// scenario file's steps); else everything is sent as written.
+    pub templated: bool,
 }
 
 /// Which request of a mix a connection sends next.
@@ -72,6 +75,18 @@ pub struct Scenario {
 /// smuggle in a request of its own.
 pub fn is_request_path(path: &str) -> bool {
     path.starts_with('/') && !path.bytes().any(|b| b <= b' ' || b == 0x7f)
+}
+
+impl NamedRequest {
+    /// Whether its path may go into a request line ([`is_request_path`]); a template's with
+    /// its slots filled, whose built-ins fill in digits, letters and `-` only.
+    pub fn has_request_path(&self) -> bool {
+        if self.templated {
+            is_request_path(&crate::template::template_skeleton(&self.path_and_query))
+        } else {
+            is_request_path(&self.path_and_query)
+        }
+    }
 }
 
 impl Requests {
@@ -160,7 +175,12 @@ mod tests {
     use super::*;
 
     fn request(name: &str) -> NamedRequest {
-        NamedRequest { name: name.into(), path_and_query: "/".into(), spec: RequestSpec::new("GET", vec![], vec![]) }
+        NamedRequest {
+            name: name.into(),
+            path_and_query: "/".into(),
+            spec: RequestSpec::new("GET", vec![], vec![]),
+            templated: false,
+        }
     }
 
     #[test]

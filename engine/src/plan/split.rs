@@ -80,7 +80,7 @@ impl Load {
             Load::Closed { ramp, indices } => {
                 (0..parts).map(|i| Load::Closed { ramp: ramp.clone(), indices: indices.part(i, parts) }).collect()
             }
-            Load::Open { rate, stages, phase } => {
+            Load::Open { rate, stages, phase, indices } => {
                 let rates = proportional(rate.per_second, connections);
                 // Each stage's target splits like the rate, so at every instant the parts' rates
                 // add up to the whole's (a sum of linear ramps is the linear ramp of the sums).
@@ -98,6 +98,7 @@ impl Load {
                             rate: Rate { per_second: rates[i], offset: rate.offset + stagger },
                             stages: stages.iter().zip(&targets).map(|(s, t)| Stage { target: t[i], ..*s }).collect(),
                             phase: (phase + i as f64) / parts as f64,
+                            indices: indices.part(i, parts),
                         }
                     })
                     .collect()

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::is_request_path;
+use crate::template::check_template;
 
 use super::{
     Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS,
@@ -85,7 +85,7 @@ impl Plan {
             if names > MAX_NAMES {
                 return bad(setting, format!("{names} names is more than the {MAX_NAMES} a run may have"));
             }
-            if let Some(r) = mix.requests.iter().find(|r| !is_request_path(&r.path_and_query)) {
+            if let Some(r) = mix.requests.iter().find(|r| !r.has_request_path()) {
                 return bad(
                     setting,
                     format!("{}: a path must start with / and hold no blank or control character", r.name),
@@ -93,6 +93,14 @@ impl Plan {
             }
             if let Some(scenarios) = mix.order.scenarios() {
                 validate_scenarios(scenarios, mix.requests.len())?;
+            }
+            for r in mix.requests.iter().filter(|r| r.templated) {
+                let texts = [r.path_and_query.as_bytes(), &r.spec.body]
+                    .into_iter()
+                    .chain(r.spec.headers.iter().map(|(_, v)| v.as_bytes()));
+                if let Some(e) = texts.filter_map(|t| check_template(t).err()).next() {
+                    return bad(setting, format!("{}: {e}", r.name));
+                }
             }
         }
         // A mix's bodies together: they travel to a worker in one shard message, like one
@@ -264,7 +272,7 @@ impl Plan {
                 }
             }
             Load::Closed { .. } => {}
-            Load::Open { rate, stages, phase } => {
+            Load::Open { rate, stages, phase, .. } => {
                 let peak = self.peak_rate().unwrap_or(0);
                 let setting = if stages.is_empty() { Setting::Rate } else { Setting::Stages };
                 if peak == 0 {

@@ -19,7 +19,7 @@ use std::time::Instant;
 pub(crate) use event::{Event, Why};
 pub(crate) use open_streams::OpenStreams;
 pub(crate) use schedule::Schedule;
-pub(crate) use units::{Cursor, Picker, Units};
+pub(crate) use units::{Cursor, Numbering, Picker, Units};
 
 use crate::stats::ErrorKind;
 use crate::{h1, h2, h3};
@@ -115,7 +115,7 @@ impl Session {
     ) -> Result<Self, Why> {
         match config {
             SessionConfig::H1(config) => {
-                Ok(Session::Stream(StreamSession::H1(h1::Session::new(*config, connect_started))))
+                Ok(Session::Stream(StreamSession::H1(h1::Session::new(config.clone(), connect_started))))
             }
             SessionConfig::H2(config) => h2::Session::new(config.clone(), negotiated, connect_started)
                 .map(|s| Session::Stream(StreamSession::H2(Box::new(s)))),
@@ -243,7 +243,7 @@ impl StreamSession {
     #[inline]
     pub(crate) fn poll_transmit(&mut self, out: &mut Vec<u8>) -> Transmit {
         match self {
-            StreamSession::H1(s) => s.poll_transmit(),
+            StreamSession::H1(s) => s.poll_transmit(out),
             StreamSession::H2(s) => s.poll_transmit(out),
         }
     }

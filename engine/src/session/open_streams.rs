@@ -83,6 +83,11 @@ impl<T> OpenStreams<T> {
         i
     }
 
+    /// The place the next `insert` takes.
+    pub(crate) fn next_place(&self) -> usize {
+        self.free.last().map_or(self.items.len(), |&i| i as usize)
+    }
+
     /// Where stream `id` is, if open.
     #[inline]
     pub(crate) fn index(&self, id: u64) -> Option<usize> {

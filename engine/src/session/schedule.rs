@@ -127,7 +127,7 @@ impl Schedule {
         match load {
             Load::Closed { .. } => Schedule::closed(budget),
             Load::Open { rate, stages, .. } if stages.is_empty() => Schedule::open(budget, *rate),
-            Load::Open { rate, stages, phase } => Schedule::staged(budget, *rate, stages, *phase),
+            Load::Open { rate, stages, phase, .. } => Schedule::staged(budget, *rate, stages, *phase),
         }
     }
 

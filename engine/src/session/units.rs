@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use super::schedule::{Schedule, Take};
 use crate::plan::Scenario;
 use crate::stats::Stats;
+use crate::template::Fill;
 
 /// A request sent more than this after its due instant counts as late.
 pub(crate) const LATE: Duration = Duration::from_millis(1);
@@ -79,9 +80,23 @@ impl<'a> Units<'a> {
             None => 0,
             Some((cursor, picker)) => {
                 self.stats.counters.iterations += u64::from(picker.has_scenarios());
+                cursor.iterations += 1;
                 picker.advance(cursor)
             }
         }
+    }
+
+    /// What the slots of the request just taken are filled from: its connection, iteration,
+    /// thread and worker. None without a picker.
+    pub(crate) fn fill(&mut self) -> Option<Fill<'_>> {
+        let (cursor, picker) = self.picks.as_mut()?;
+        Some(Fill {
+            vu: cursor.vu,
+            iteration: cursor.iterations.saturating_sub(1),
+            worker: picker.numbering.worker,
+            thread: picker.numbering.thread,
+            rng: &mut picker.numbering.rng,
+        })
     }
 
     /// Whether request `request` is a HEAD (its responses have no body); never without a
@@ -128,16 +143,37 @@ pub(crate) struct Start {
 }
 
 /// Where a connection slot is in the mix, kept across its connections: the request it sends
-/// next, and (with scenarios) steps the server declined unprocessed, to send again first.
+/// next, and (with scenarios) steps the server declined unprocessed, to send again first; and
+/// what templates number it by.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Cursor {
     next: u32,
     again: Vec<u32>,
+    /// The slot's index among the whole run's connections: `{{vu}}`.
+    vu: u64,
+    /// Iterations it started; the one under way is `{{iteration}}`, from 0.
+    iterations: u64,
 }
 
 impl Cursor {
-    pub(crate) fn at(next: u32) -> Self {
-        Cursor { next, again: Vec::new() }
+    /// Slot `vu` of the whole run, starting at request `next`.
+    pub(crate) fn at(next: u32, vu: u64) -> Self {
+        Cursor { next, again: Vec::new(), vu, iterations: 0 }
+    }
+}
+
+/// What a thread's templates number requests by, besides their connection's cursor.
+#[derive(Debug, Clone)]
+pub(crate) struct Numbering {
+    pub worker: u64,
+    pub thread: u64,
+    /// xorshift64* state for random values, never 0.
+    pub rng: u64,
+}
+
+impl Default for Numbering {
+    fn default() -> Self {
+        Numbering { worker: 0, thread: 0, rng: 1 }
     }
 }
 
@@ -152,6 +188,7 @@ pub(crate) struct Picker {
     random: Option<u64>,
     /// Weighted scenarios; None: each request is an iteration of its own.
     scenarios: Option<Scenarios>,
+    numbering: Numbering,
 }
 
 /// The scenarios a picker draws from, laid out over the list of requests.
@@ -198,7 +235,13 @@ impl Picker {
                 .collect();
             Scenarios { cumulative, first: first.into(), last: last.into() }
         });
-        Picker { heads, random, scenarios }
+        Picker { heads, random, scenarios, numbering: Numbering::default() }
+    }
+
+    /// Templates on this thread are numbered by `numbering`.
+    pub(crate) fn numbered(mut self, numbering: Numbering) -> Self {
+        self.numbering = numbering;
+        self
     }
 
     /// The first request of connection slot `slot`: in turn, slot k starts at request k, so a
@@ -300,7 +343,7 @@ mod tests {
     #[test]
     fn in_turn_each_connection_walks_the_list_from_its_own_slot() {
         let mut picker = Picker::new(vec![false; 3].into(), None, None);
-        let mut cursor = Cursor::at(picker.first(4));
+        let mut cursor = Cursor::at(picker.first(4), 0);
         let taken: Vec<u32> = (0..5).map(|_| picker.advance(&mut cursor)).collect();
         assert_eq!(taken, [1, 2, 0, 1, 2]);
     }
@@ -309,7 +352,7 @@ mod tests {
     fn at_random_the_same_seed_draws_the_same_requests_and_covers_them_all_evenly() {
         let draw_all = |seed| {
             let mut picker = Picker::new(vec![false; 4].into(), Some(seed), None);
-            let mut cursor = Cursor::at(picker.first(0));
+            let mut cursor = Cursor::at(picker.first(0), 0);
             (0..40_000).map(|_| picker.advance(&mut cursor)).collect::<Vec<u32>>()
         };
         let a = draw_all(7);
@@ -334,7 +377,7 @@ mod tests {
     #[test]
     fn scenarios_send_their_steps_in_order_and_draw_the_next_by_weight() {
         let mut picker = two_scenarios(11);
-        let mut cursor = Cursor::at(picker.first(0));
+        let mut cursor = Cursor::at(picker.first(0), 0);
         let (mut browse, mut buy) = (0, 0);
         for _ in 0..20_000 {
             assert!(!picker.owes(&cursor), "an iteration starts at a scenario's first step");
@@ -362,7 +405,7 @@ mod tests {
     #[test]
     fn a_declined_step_is_sent_again_as_itself_before_the_iteration_goes_on() {
         let mut picker = two_scenarios(5);
-        let mut cursor = Cursor::at(3);
+        let mut cursor = Cursor::at(3, 0);
         assert_eq!(picker.advance(&mut cursor), 3);
         assert!(picker.send_again(&mut cursor, 3));
         assert!(picker.owes(&cursor), "owed: it takes no new unit");
@@ -371,7 +414,7 @@ mod tests {
         assert!(!picker.owes(&cursor));
         // Without scenarios the unit goes back to the schedule instead.
         let plain = Picker::new(vec![false; 2].into(), None, None);
-        assert!(!plain.send_again(&mut Cursor::at(0), 1));
-        assert!(!plain.owes(&Cursor::at(1)));
+        assert!(!plain.send_again(&mut Cursor::at(0, 0), 1));
+        assert!(!plain.owes(&Cursor::at(1, 0)));
     }
 }

@@ -7,11 +7,19 @@ fn mix(order: Order) -> Requests {
         name: name.into(),
         path_and_query: path.into(),
         spec: RequestSpec::new(method, headers, body.to_vec()),
+        // A template's path, blanks in its slots and all, crosses the wire as written.
+        templated: path.contains("{{"),
     };
     Requests::Mix(Mix {
         requests: vec![
             request("home", "GET", "/", vec![], b""),
-            request("search", "GET", "/search?q=volley&page=2", vec![("accept".into(), "text/html".into())], b""),
+            request(
+                "search",
+                "GET",
+                "/search?q={{random_int 1 9}}&page=2",
+                vec![("accept".into(), "text/html".into())],
+                b"",
+            ),
             request("home", "POST", "/login", vec![("content-type".into(), "application/json".into())], b"{\"a\":1}"),
         ],
         order,
@@ -42,8 +50,9 @@ fn plan(stop: Stop) -> Plan {
                 Stage { duration: Duration::from_secs(3), target: 0 },
             ],
             phase: 0.375,
+            indices: ConnectionIndices { first: 2, step: 3 },
         },
-        Stop::Requests(_) => Load::Open { rate, stages: Vec::new(), phase: 0.5 },
+        Stop::Requests(_) => Load::Open { rate, stages: Vec::new(), phase: 0.5, indices: ConnectionIndices::WHOLE },
     };
     plan.warm_up = Some(Duration::from_secs(2));
     plan.quic_congestion = QuicCongestion::Standard;
@@ -237,7 +246,10 @@ fn a_shard_the_engine_cannot_run_is_refused() {
     let mut old = good.clone();
     old.protocol = 7;
     let err = shard_from_proto(&old).expect_err("old protocol");
-    assert_eq!(err.to_string(), "incompatible protocol: the peer speaks 7, this side speaks 8");
+    assert_eq!(
+        err.to_string(),
+        format!("incompatible protocol: the peer speaks 7, this side speaks {}", volley_proto::PROTOCOL_VERSION)
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The HTTP/1.1 session on byte strings and made-up instants: no sockets, no clock.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::*;
@@ -11,7 +12,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
 
 fn config() -> Config {
-    Config { keepalive: true, request_timeout: Some(TIMEOUT) }
+    Config { keepalive: true, request_timeout: Some(TIMEOUT), templates: Arc::from([]) }
 }
 
 /// A session on a connection opened with one request claimed, and `budget` more to come.
@@ -45,7 +46,7 @@ impl Harness {
     fn start(&mut self, ms: u64) -> Transmit {
         let now = self.at(ms);
         self.session.start_requests(now, &mut Units::new(&mut self.claimed, &mut self.budget, &mut self.stats));
-        let transmit = self.session.poll_transmit();
+        let transmit = self.session.poll_transmit(&mut Vec::new());
         self.session.written();
         transmit
     }
@@ -207,7 +208,7 @@ fn bytes_after_the_response_or_an_early_answer_end_the_connection() {
 
     let mut h = Harness::new(config(), 5);
     h.session.start_requests(h.at(0), &mut Units::new(&mut h.claimed, &mut h.budget, &mut h.stats));
-    assert_eq!(h.session.poll_transmit(), Transmit::Request(0));
+    assert_eq!(h.session.poll_transmit(&mut Vec::new()), Transmit::Request(0));
     // Not yet all written: the server answered before reading the whole request.
     h.receive(OK, 1);
     assert!(h.session.must_close());
@@ -231,7 +232,7 @@ fn a_head_request_expects_no_body() {
     let now = h.at(0);
     let mut units = Units::new(&mut h.claimed, &mut h.budget, &mut h.stats).picking(&mut next, &mut picker);
     h.session.start_requests(now, &mut units);
-    h.session.poll_transmit();
+    h.session.poll_transmit(&mut Vec::new());
     h.session.written();
     let events = h.receive(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", 1);
     assert_eq!(events[1], Event::Response { request: 0, status: 200, due: h.at(0), sent_at: h.at(0), at: h.at(1) });

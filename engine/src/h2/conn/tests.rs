@@ -25,6 +25,7 @@ fn conn(streams: u32, body: &[u8]) -> Connection {
         Arc::from([Request {
             blocks: hpack::RequestBlocks::plain(b"\x82\x86\x84\x41\x01a".to_vec()),
             body: body.into(),
+            template: None,
         }]),
         streams,
     )
@@ -96,7 +97,7 @@ fn feed(c: &mut Connection, bytes: &[u8], now: Instant) -> Result<Vec<Event>, Co
 fn indexing_conn(streams: u32, params: &[(u16, u32)]) -> Connection {
     let ua = [("user-agent".to_string(), "volley/1".to_string())];
     let blocks = hpack::encode_request_blocks("GET", "http", "127.0.0.1:8080", "/", &ua);
-    let mut c = Connection::new(Arc::from([Request { blocks, body: Box::default() }]), streams);
+    let mut c = Connection::new(Arc::from([Request { blocks, body: Box::default(), template: None }]), streams);
     let mut s = Vec::new();
     settings(&mut s, params);
     feed(&mut c, &s, t0()).expect("settings");

@@ -8,6 +8,7 @@
 //! few bytes once, at the cost of a code path to test.
 
 use super::table::{ENTRY_OVERHEAD, STATIC_TABLE};
+use crate::template::{Encoded, Framing, Out};
 
 /// Encodes a request header block: `:method`, `:scheme`, `:authority`, `:path`, then the
 /// regular headers (names already lowercased by the caller), in that order, as HTTP/2 wants
@@ -56,14 +57,18 @@ fn known(name: &str, value: &str) -> Known {
     name_index.map_or(Known::Neither, Known::Name)
 }
 
-fn field(out: &mut Vec<u8>, name: &str, value: &str) {
+fn field(out: &mut impl Out, name: &str, value: &str) {
     match known(name, value) {
         Known::Field(index) => integer(out, 0x80, 7, index), // §6.1 indexed field
         Known::Name(index) => {
             integer(out, 0x00, 4, index);
-            string(out, value);
+            value_string(out, value);
         }
-        Known::Neither => literal(out, name, value),
+        Known::Neither => {
+            out.push(0x00);
+            string(out, name);
+            value_string(out, value);
+        }
     }
 }
 
@@ -80,6 +85,15 @@ pub(crate) struct RequestBlocks {
     /// The room `first`'s entries take in the server's table (§4.1); 0 when every field is in
     /// the static table, and then the three blocks are the same.
     pub table_size: usize,
+}
+
+/// A templated request's blocks: `RequestBlocks`' with holes where values have slots. Those
+/// fields are never indexed: their values change from request to request.
+#[derive(Debug, Clone)]
+pub(crate) struct TemplateBlocks {
+    pub plain: Encoded,
+    pub first: Encoded,
+    pub indexed: Encoded,
 }
 
 impl RequestBlocks {
@@ -115,12 +129,24 @@ pub(crate) fn encode_request_blocks(
 /// server's table the same, so any of them may be a connection's first (a mix's shared
 /// fields).
 pub(crate) fn encode_blocks(fields: &[(&str, &str)], indexes: impl Fn(&str, &str) -> bool) -> RequestBlocks {
-    let mut plain = Vec::with_capacity(fields.iter().map(|(n, v)| n.len() + v.len() + 16).sum());
+    let (plain, first, indexed, table_size) = encode_into::<Vec<u8>>(fields, indexes);
+    RequestBlocks { plain, first, indexed, table_size }
+}
+
+/// `encode_blocks` of a templated request: the fields `indexes` picks must have no slots.
+pub(crate) fn encode_template_blocks(fields: &[(&str, &str)], indexes: impl Fn(&str, &str) -> bool) -> TemplateBlocks {
+    let (plain, first, indexed, _) = encode_into::<Encoded>(fields, indexes);
+    TemplateBlocks { plain, first, indexed }
+}
+
+/// The plain block, the indexing pair and the room its entries take (see `encode_blocks`).
+fn encode_into<O: Out + Default>(fields: &[(&str, &str)], indexes: impl Fn(&str, &str) -> bool) -> (O, O, O, usize) {
+    let mut plain = O::default();
     for (name, value) in fields {
         field(&mut plain, name, value);
     }
     let added = fields.iter().filter(|(n, v)| indexes(n, v) && !matches!(known(n, v), Known::Field(_))).count();
-    let (mut first, mut indexed) = (Vec::with_capacity(plain.len()), Vec::with_capacity(plain.len()));
+    let (mut first, mut indexed) = (O::default(), O::default());
     let mut table_size = 0;
     let mut inserted = 0;
     for &(name, value) in fields {
@@ -142,16 +168,17 @@ pub(crate) fn encode_blocks(fields: &[(&str, &str)], indexes: impl Fn(&str, &str
                 string(&mut first, name);
             }
         }
-        string(&mut first, value);
+        value_string(&mut first, value);
         table_size += name.len() + value.len() + ENTRY_OVERHEAD;
         inserted += 1;
         // Once all are in, the newest is the first dynamic index (§2.3.3).
         integer(&mut indexed, 0x80, 7, STATIC_TABLE.len() + 1 + added - inserted);
     }
-    RequestBlocks { plain, first, indexed, table_size }
+    (plain, first, indexed, table_size)
 }
 
-/// §6.2.2: a literal field without indexing, with a new (literal) name.
+/// §6.2.2: a literal field without indexing, with a new (literal) name: what tests' servers send.
+#[cfg(test)]
 pub(crate) fn literal(out: &mut Vec<u8>, name: &str, value: &str) {
     out.push(0x00);
     string(out, name);
@@ -164,7 +191,7 @@ pub(crate) fn size_update(out: &mut Vec<u8>, size: usize) {
 }
 
 /// §5.1: `value` with an N-bit prefix, `flags` in the bits above it.
-fn integer(out: &mut Vec<u8>, flags: u8, prefix_bits: u32, mut value: usize) {
+fn integer(out: &mut impl Out, flags: u8, prefix_bits: u32, mut value: usize) {
     let max = (1usize << prefix_bits) - 1;
     if value < max {
         out.push(flags | value as u8);
@@ -180,9 +207,14 @@ fn integer(out: &mut Vec<u8>, flags: u8, prefix_bits: u32, mut value: usize) {
 }
 
 /// §5.2, not Huffman-coded.
-fn string(out: &mut Vec<u8>, s: &str) {
+fn string(out: &mut impl Out, s: &str) {
     integer(out, 0x00, 7, s.len());
-    out.extend_from_slice(s.as_bytes());
+    out.bytes(s.as_bytes());
+}
+
+/// A field's value: a hole when it has slots and `out` fills them.
+fn value_string(out: &mut impl Out, value: &str) {
+    out.value(value, Framing::Literal, |out| string(out, value));
 }
 
 #[cfg(test)]

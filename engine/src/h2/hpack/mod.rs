@@ -24,7 +24,9 @@ pub(crate) use decoder::Decoder;
 pub(crate) use encoder::encode_request;
 #[cfg(test)]
 pub(crate) use encoder::literal;
-pub(crate) use encoder::{RequestBlocks, encode_blocks, encode_request_blocks, size_update};
+pub(crate) use encoder::{
+    RequestBlocks, TemplateBlocks, encode_blocks, encode_request_blocks, encode_template_blocks, size_update,
+};
 
 /// Why a header block could not be decoded. Every one is a connection error of type
 /// COMPRESSION_ERROR (RFC 7540 §4.3): the dynamic table can no longer be trusted.

@@ -17,6 +17,7 @@ fn config(streams: u32) -> Arc<Config> {
         requests: Arc::from([Request {
             blocks: RequestBlocks::plain(b"\x82\x86\x84\x41\x01a".to_vec()),
             body: Box::default(),
+            template: None,
         }]),
         streams,
         connect_timeout: CONNECT_TIMEOUT,

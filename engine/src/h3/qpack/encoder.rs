@@ -9,6 +9,7 @@
 
 use super::static_table::STATIC_TABLE;
 use crate::h2::hpack::huffman;
+use crate::template::{Encoded, Framing, Out};
 
 /// Encodes a request's field section: `:method`, `:scheme`, `:authority`, `:path`, then the
 /// regular fields (names already lowercased by the caller), in that order, as HTTP/3 wants
@@ -24,15 +25,40 @@ pub(crate) fn encode_field_section(
         + [method, scheme, authority, path].iter().map(|s| s.len() + 12).sum::<usize>()
         + headers.iter().map(|(n, v)| n.len() + v.len() + 12).sum::<usize>();
     let mut out = Vec::with_capacity(size);
+    encode_into(&mut out, method, scheme, authority, path, headers);
+    out
+}
+
+/// `encode_field_section` of a templated request: holes where values have slots, which go as
+/// literals without Huffman coding.
+pub(crate) fn encode_section_template(
+    method: &str,
+    scheme: &str,
+    authority: &str,
+    path: &str,
+    headers: &[(String, String)],
+) -> Encoded {
+    let mut out = Encoded::default();
+    encode_into(&mut out, method, scheme, authority, path, headers);
+    out
+}
+
+fn encode_into(
+    out: &mut impl Out,
+    method: &str,
+    scheme: &str,
+    authority: &str,
+    path: &str,
+    headers: &[(String, String)],
+) {
     // §4.5.1: Required Insert Count 0; Sign 0, Delta Base 0.
-    out.extend_from_slice(&[0x00, 0x00]);
+    out.bytes(&[0x00, 0x00]);
     for (name, value) in [(":method", method), (":scheme", scheme), (":authority", authority), (":path", path)] {
-        field(&mut out, name, value);
+        field(out, name, value);
     }
     for (name, value) in headers {
-        field(&mut out, name, value);
+        field(out, name, value);
     }
-    out
 }
 
 /// How the static table knows a field.
@@ -57,21 +83,21 @@ fn known(name: &str, value: &str) -> Known {
     name_index.map_or(Known::Neither, Known::Name)
 }
 
-fn field(out: &mut Vec<u8>, name: &str, value: &str) {
+fn field(out: &mut impl Out, name: &str, value: &str) {
+    let mut line = Vec::with_capacity(name.len() + 4);
     match known(name, value) {
         // §4.5.2 Indexed Field Line, T=1 (static).
-        Known::Field(index) => integer(out, 0xc0, 6, index),
+        Known::Field(index) => {
+            integer(&mut line, 0xc0, 6, index);
+            return out.bytes(&line);
+        }
         // §4.5.4 Literal Field Line with Name Reference, N=0, T=1.
-        Known::Name(index) => {
-            integer(out, 0x50, 4, index);
-            string(out, 0x00, 7, value.as_bytes());
-        }
+        Known::Name(index) => integer(&mut line, 0x50, 4, index),
         // §4.5.6 Literal Field Line with Literal Name, N=0.
-        Known::Neither => {
-            string(out, 0x20, 3, name.as_bytes());
-            string(out, 0x00, 7, value.as_bytes());
-        }
+        Known::Neither => string(&mut line, 0x20, 3, name.as_bytes()),
     }
+    out.bytes(&line);
+    out.value(value, Framing::Literal, |out| string(out, 0x00, 7, value.as_bytes()));
 }
 
 /// §4.1.1: `value` with an N-bit prefix, `flags` in the bits above it.

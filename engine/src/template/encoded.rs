@@ -1,0 +1,114 @@
+//! A protocol's encoding of a templated request: its bytes pre-encoded, with holes where the
+//! slots' values go, each in the protocol's framing.
+
+use super::{Fill, Template};
+
+/// How a filled value is framed where it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// As it is: HTTP/1.1's request line and fields.
+    Raw,
+    /// A string literal of HPACK (RFC 7541 §5.2) and QPACK (RFC 9204 §4.1.2): its length with
+    /// a 7-bit prefix, the Huffman bit clear, then the bytes.
+    Literal,
+}
+
+/// Where an encoder writes: a plain `Vec` (the value written as it is), or an [`Encoded`],
+/// which makes a value with slots a hole to fill per request.
+pub(crate) trait Out {
+    fn bytes(&mut self, bytes: &[u8]);
+
+    fn push(&mut self, byte: u8) {
+        self.bytes(&[byte]);
+    }
+
+    /// A path or a field's value: `plain` writes its encoding as it is into the Vec given,
+    /// unless this output fills templates and `text` has slots.
+    fn value(&mut self, text: &str, framing: Framing, plain: impl FnOnce(&mut Vec<u8>));
+}
+
+impl Out for Vec<u8> {
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+
+    fn push(&mut self, byte: u8) {
+        Vec::push(self, byte);
+    }
+
+    fn value(&mut self, _text: &str, _framing: Framing, plain: impl FnOnce(&mut Vec<u8>)) {
+        plain(self);
+    }
+}
+
+/// Pre-encoded bytes and holes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Encoded {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Bytes(Vec<u8>),
+    Hole(Template, Framing),
+}
+
+impl Out for Encoded {
+    fn bytes(&mut self, bytes: &[u8]) {
+        match self.parts.last_mut() {
+            Some(Part::Bytes(last)) => last.extend_from_slice(bytes),
+            _ => self.parts.push(Part::Bytes(bytes.to_vec())),
+        }
+    }
+
+    fn value(&mut self, text: &str, framing: Framing, plain: impl FnOnce(&mut Vec<u8>)) {
+        // Templates were checked with the plan: one that does not parse here has no slots.
+        match Template::parse(text.as_bytes()).ok().filter(Template::has_slots) {
+            Some(template) => self.parts.push(Part::Hole(template, framing)),
+            None => {
+                let mut bytes = Vec::new();
+                plain(&mut bytes);
+                self.bytes(&bytes);
+            }
+        }
+    }
+}
+
+impl Encoded {
+    /// Whether any value had slots: else the encoding is one run of bytes, which a plain
+    /// `Vec` would have held as well.
+    pub(crate) fn has_holes(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::Hole(..)))
+    }
+
+    /// Appends the bytes with every hole filled; `scratch` is a buffer the caller reuses.
+    pub(crate) fn render(&self, fill: &mut Fill<'_>, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+        for part in &self.parts {
+            match part {
+                Part::Bytes(bytes) => out.extend_from_slice(bytes),
+                Part::Hole(template, Framing::Raw) => template.render(fill, out),
+                Part::Hole(template, Framing::Literal) => {
+                    scratch.clear();
+                    template.render(fill, scratch);
+                    literal_length(out, scratch.len());
+                    out.extend_from_slice(scratch);
+                }
+            }
+        }
+    }
+}
+
+/// RFC 7541 §5.1's integer with a 7-bit prefix and the bit above it (Huffman) clear.
+fn literal_length(out: &mut Vec<u8>, mut n: usize) {
+    if n < 0x7f {
+        out.push(n as u8);
+        return;
+    }
+    out.push(0x7f);
+    n -= 0x7f;
+    while n >= 0x80 {
+        out.push(0x80 | (n & 0x7f) as u8);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}

@@ -1,0 +1,149 @@
+//! What a slot may name, and the values a request fills them with.
+
+use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::TEMPLATE_BUILT_INS;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Slot {
+    /// The connection's index in the whole run: unique across threads and workers.
+    Vu,
+    /// Which of its connection's iterations this is, from 0.
+    Iteration,
+    /// The worker's index in the fleet (0 on one machine).
+    Worker,
+    /// The engine thread's index on its machine.
+    Thread,
+    /// A number drawn uniformly from `low..=high` on every use.
+    RandomInt { low: i64, high: i64 },
+    /// A random (version 4) UUID on every use.
+    Uuid,
+    /// Milliseconds since the Unix epoch when the request is encoded.
+    UnixMs,
+}
+
+impl Slot {
+    pub(super) fn parse(inside: &str) -> Result<Slot, String> {
+        let mut words = inside.split_ascii_whitespace();
+        let name = words.next().unwrap_or("");
+        let slot = match name {
+            "vu" => Slot::Vu,
+            "iteration" => Slot::Iteration,
+            "worker" => Slot::Worker,
+            "thread" => Slot::Thread,
+            "uuid" => Slot::Uuid,
+            "unix_ms" => Slot::UnixMs,
+            "random_int" => {
+                let bounds: Vec<&str> = words.by_ref().collect();
+                let parsed: Vec<Option<i64>> = bounds.iter().map(|b| b.parse().ok()).collect();
+                match parsed.as_slice() {
+                    [Some(low), Some(high)] if low <= high => return Ok(Slot::RandomInt { low: *low, high: *high }),
+                    _ => {
+                        return Err(format!(
+                            "`{{{{{inside}}}}}`: random_int takes two whole numbers, the lower first \
+                             (`{{{{random_int 1 100}}}}`)"
+                        ));
+                    }
+                }
+            }
+            "" => return Err("`{{}}` names nothing".into()),
+            other => {
+                return Err(format!("`{{{{{other}}}}}` names nothing volley knows (it knows {TEMPLATE_BUILT_INS})"));
+            }
+        };
+        match words.next() {
+            Some(_) => Err(format!("`{{{{{inside}}}}}`: {name} takes no arguments")),
+            None => Ok(slot),
+        }
+    }
+}
+
+impl fmt::Display for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Slot::Vu => f.write_str("vu"),
+            Slot::Iteration => f.write_str("iteration"),
+            Slot::Worker => f.write_str("worker"),
+            Slot::Thread => f.write_str("thread"),
+            Slot::RandomInt { low, high } => write!(f, "random_int {low} {high}"),
+            Slot::Uuid => f.write_str("uuid"),
+            Slot::UnixMs => f.write_str("unix_ms"),
+        }
+    }
+}
+
+/// What one request's slots are filled from: its connection and iteration, its thread and
+/// worker, and the thread's generator for random values.
+pub(crate) struct Fill<'a> {
+    pub vu: u64,
+    pub iteration: u64,
+    pub worker: u64,
+    pub thread: u64,
+    /// xorshift64* state, never 0.
+    pub rng: &'a mut u64,
+}
+
+impl Fill<'_> {
+    pub(super) fn write(&mut self, slot: &Slot, out: &mut Vec<u8>) {
+        match *slot {
+            Slot::Vu => decimal(out, self.vu),
+            Slot::Iteration => decimal(out, self.iteration),
+            Slot::Worker => decimal(out, self.worker),
+            Slot::Thread => decimal(out, self.thread),
+            Slot::RandomInt { low, high } => {
+                // Within the span's 2⁶⁴ values, the bias of a modulo is below 2⁻⁶⁴ × span:
+                // nothing a load test can see.
+                let span = (high as i128 - low as i128 + 1) as u128;
+                let drawn = low as i128 + (u128::from(self.next()) % span) as i128;
+                if drawn < 0 {
+                    out.push(b'-');
+                }
+                decimal(out, drawn.unsigned_abs() as u64);
+            }
+            Slot::Uuid => {
+                let mut bytes = [0u8; 16];
+                bytes[..8].copy_from_slice(&self.next().to_le_bytes());
+                bytes[8..].copy_from_slice(&self.next().to_le_bytes());
+                bytes[6] = (bytes[6] & 0x0f) | 0x40; // version 4
+                bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562's variant
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                for (i, b) in bytes.iter().enumerate() {
+                    if matches!(i, 4 | 6 | 8 | 10) {
+                        out.push(b'-');
+                    }
+                    out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]);
+                }
+            }
+            Slot::UnixMs => {
+                let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+                decimal(out, ms);
+            }
+        }
+    }
+
+    /// xorshift64*: fast, and plenty for test data.
+    fn next(&mut self) -> u64 {
+        let mut x = *self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        *self.rng = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// `n` in decimal, without the formatting machinery.
+pub(crate) fn decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}

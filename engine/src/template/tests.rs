@@ -1,0 +1,109 @@
+use super::*;
+
+fn fill(rng: &mut u64) -> Fill<'_> {
+    Fill { vu: 7, iteration: 41, worker: 2, thread: 1, rng }
+}
+
+fn rendered(text: &str, rng: &mut u64) -> String {
+    let template = Template::parse(text.as_bytes()).expect("a template");
+    let mut out = Vec::new();
+    template.render(&mut fill(rng), &mut out);
+    String::from_utf8(out).expect("text")
+}
+
+#[test]
+fn slots_are_filled_from_the_request_and_text_around_them_stays_as_it_is() {
+    let mut rng = 1;
+    assert_eq!(rendered("/u/{{vu}}/i/{{ iteration }}?w={{worker}}&t={{thread}}", &mut rng), "/u/7/i/41?w=2&t=1");
+    assert_eq!(rendered("no slots {here} }}", &mut rng), "no slots {here} }}");
+    assert_eq!(rendered("{{vu}}{{vu}}", &mut rng), "77");
+    assert!(!Template::parse(b"plain").unwrap().has_slots());
+}
+
+#[test]
+fn random_int_stays_within_its_bounds_and_the_same_seed_draws_the_same_numbers() {
+    let (mut a, mut b) = (0x1234_5678, 0x1234_5678);
+    let draws: Vec<i64> = (0..2000).map(|_| rendered("{{random_int -3 3}}", &mut a).parse().unwrap()).collect();
+    assert!(draws.iter().all(|d| (-3..=3).contains(d)), "{draws:?}");
+    for v in -3..=3 {
+        assert!(draws.contains(&v), "{v} never drawn in 2000");
+    }
+    let again: Vec<i64> = (0..2000).map(|_| rendered("{{random_int -3 3}}", &mut b).parse().unwrap()).collect();
+    assert_eq!(draws, again);
+    assert_eq!(rendered("{{random_int 5 5}}", &mut a), "5");
+    let wide = rendered(&format!("{{{{random_int {} {}}}}}", i64::MIN, i64::MAX), &mut a);
+    assert!(wide.parse::<i64>().is_ok(), "{wide}");
+}
+
+#[test]
+fn uuids_are_version_4_and_differ_on_every_use() {
+    let mut rng = 99;
+    let (a, b) = (rendered("{{uuid}}", &mut rng), rendered("{{uuid}}", &mut rng));
+    assert_ne!(a, b);
+    for u in [&a, &b] {
+        let groups: Vec<&str> = u.split('-').collect();
+        assert_eq!(groups.iter().map(|g| g.len()).collect::<Vec<_>>(), [8, 4, 4, 4, 12], "{u}");
+        assert!(u.bytes().all(|c| c == b'-' || c.is_ascii_hexdigit() && !c.is_ascii_uppercase()), "{u}");
+        assert_eq!(&groups[2][..1], "4", "{u}");
+        assert!("89ab".contains(&groups[3][..1]), "{u}");
+    }
+}
+
+#[test]
+fn unix_ms_is_the_clock_at_encoding() {
+    let before = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    let mut rng = 1;
+    let ms: u64 = rendered("{{unix_ms}}", &mut rng).parse().unwrap();
+    let after = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    assert!((before..=after).contains(&ms), "{before} {ms} {after}");
+}
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+#[test]
+fn a_malformed_or_unknown_slot_is_an_error_at_its_offset() {
+    let cases: [(&str, usize, &str); 7] = [
+        ("/a/{{vu", 3, "without a closing"),
+        ("ok {{nope}}", 3, "`{{nope}}` names nothing volley knows (it knows vu, iteration"),
+        ("{{}}", 0, "names nothing"),
+        ("x{{random_int 5 1}}", 1, "random_int takes two whole numbers"),
+        ("{{random_int 1}}", 0, "random_int takes two whole numbers"),
+        ("{{random_int a b}}", 0, "random_int takes two whole numbers"),
+        ("{{vu 3}}", 0, "vu takes no arguments"),
+    ];
+    for (text, offset, says) in cases {
+        let e = Template::parse(text.as_bytes()).expect_err(text);
+        assert_eq!(e.offset, offset, "{text}: {e}");
+        assert!(e.to_string().contains(says), "{text}: {e}");
+    }
+}
+
+#[test]
+fn a_template_prints_as_it_would_be_written() {
+    let t = Template::parse(b"/a/{{ vu }}/{{random_int 1  9}}").unwrap();
+    assert_eq!(t.to_string(), "/a/{{vu}}/{{random_int 1 9}}");
+}
+
+#[test]
+fn an_encoded_hole_is_framed_as_the_protocol_frames_a_string() {
+    let mut encoded = Encoded::default();
+    encoded.bytes(b"\x04");
+    encoded.value("/{{vu}}", Framing::Literal, |_| unreachable!("a value with slots is a hole"));
+    encoded.value("plain", Framing::Literal, |out| out.extend_from_slice(b"\x05plain"));
+    let long = format!("{}{{{{iteration}}}}", "x".repeat(130));
+    encoded.value(&long, Framing::Literal, |_| unreachable!());
+    encoded.value("{{thread}}", Framing::Raw, |_| unreachable!());
+    assert!(encoded.has_holes());
+    let (mut out, mut scratch, mut rng) = (Vec::new(), Vec::new(), 1);
+    encoded.render(&mut fill(&mut rng), &mut out, &mut scratch);
+    let mut expected = b"\x04\x02/7\x05plain".to_vec();
+    // 132 bytes: 127 in the prefix, then 5.
+    expected.extend_from_slice(&[0x7f, 5]);
+    expected.extend_from_slice(format!("{}41", "x".repeat(130)).as_bytes());
+    expected.push(b'1');
+    assert_eq!(out, expected);
+
+    let mut plain = Encoded::default();
+    plain.value("{{ not a template", Framing::Raw, |out| out.extend_from_slice(b"as is"));
+    assert!(!plain.has_holes());
+}
