@@ -135,6 +135,7 @@ pub(crate) fn check(plan: &Plan) -> Result<(), CliError> {
             Setting::Hold => "--max-hold",
             Setting::Targets => "--targets",
             Setting::Scenario => "--scenario",
+            Setting::SourceAddrs => "--source-addr",
         };
         CliError::Usage(format!("{flag}: {e}"))
     })

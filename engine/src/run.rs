@@ -111,6 +111,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     let requests = plan.requests.each(&plan.target.path_and_query);
     let names = plan.requests.mix().map(|mix| mix.name_indices().into_boxed_slice());
     let addr = plan.target.resolve()?[0];
+    driver::check_sources_against(&plan.source_addrs, addr.ip())?;
     let session = match plan.protocol {
         Protocol::Http1 => {
             SessionConfig::H1(h1::Config { keepalive: plan.keepalive, request_timeout: plan.request_timeout })
@@ -170,6 +171,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         max_hold: plan.max_hold,
         udp_buffer,
         session,
+        sources: driver::SourceAddrs::new(&plan.source_addrs, threads),
     });
 
     let (tx, rx) = mpsc::channel::<ThreadMsg>();

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::is_request_path;
+use super::{is_request_path, validate_source_addrs};
 
 use super::{
     Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS,
@@ -20,6 +20,12 @@ pub struct PlanError {
     /// What the broken rule is about, so that the command line can name its flag.
     pub setting: Setting,
     why: String,
+}
+
+impl PlanError {
+    pub(crate) fn new(setting: Setting, why: String) -> Self {
+        PlanError { setting, why }
+    }
 }
 
 /// A plan's settings, as its rules name them.
@@ -41,6 +47,8 @@ pub enum Setting {
     Targets,
     /// A mix of scenarios (a scenario file).
     Scenario,
+    /// The local addresses connections leave from.
+    SourceAddrs,
 }
 
 /// Scenarios cover a mix's `requests` exactly, each with a step and a weight, and a draw by
@@ -202,6 +210,8 @@ impl Plan {
                 );
             }
         }
+        // A target named by host name has its family checked once resolved (`run`).
+        validate_source_addrs(&self.source_addrs, self.target.host.parse().ok())?;
         if self.max_hold > MAX_HOLD {
             return bad(
                 Setting::Hold,
