@@ -32,6 +32,14 @@ library only):
       bench/rate.sh's search for the highest rate: exit 0 if volley's run held R (achieved
       within 0.5% of it, p99 send lateness under 200 µs: issue 13's targets), else 1; one line
       on stderr either way.
+  conns-record --csv F --tool T --threads N --conns C --run R --rc N --stdout F --stderr F
+               --time F --command TEXT
+      bench/connections.sh: one client run holding C connections; appends its peak RSS,
+      whether it reported, its connect errors and requests to the CSV.
+  conns-summary CSV
+      bench/connections.sh: the markdown table of peak RSS per tool, threads and connections
+      (medians), the memory per connection between the smallest and largest count, and the
+      goal (volley's at most half of wrk's).
   soak-summary CSV REPORT_JSON
       bench/h3-soak.sh: the RSS samples minute by minute and the verdict (the last minute's
       largest RSS within 1 MB of the first minute's after the warm-up minute), with the run's
@@ -724,6 +732,115 @@ def cmd_rusage(args) -> int:
     return code
 
 
+
+# --------------------------------------------------------------------------- connections.sh
+
+CONNS_FIELDS = ["tool", "threads", "conns", "run", "rc", "reported", "requests", "seconds",
+                "connect_errors", "rss_kib", "note", "command"]
+
+
+def _connect_errors(tool: str, text: str):
+    """Connections the tool says it could not open, where its report says so (None: unknown)."""
+    try:
+        if tool == "volley":
+            return int(json.loads(text.strip())["errors"]["connect"])
+        if tool == "shb":
+            return int(json.loads(text.strip())["requests"]["connectErrors"])
+        if tool == "wrk":
+            m = re.search(r"Socket errors: connect (\d+)", text)
+            return int(m.group(1)) if m else 0
+        if tool == "oha":
+            doc = json.loads(text.strip())
+            dist = doc.get("errorDistribution") or {}
+            return sum(int(n) for err, n in dist.items() if "connect" in err.lower())
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return None
+
+
+def cmd_conns_record(args) -> int:
+    text = _read(args.stdout)
+    row = {"tool": args.tool, "threads": args.threads, "conns": args.conns, "run": args.run,
+           "rc": args.rc, "reported": 0, "requests": "", "seconds": "", "connect_errors": "",
+           "rss_kib": "", "note": "", "command": args.command}
+    try:
+        _, _, rss = parse_time_file(args.time)
+        row["rss_kib"] = rss
+    except ParseError as e:
+        row["note"] = str(e)
+    try:
+        requests, seconds = PARSERS[args.tool](text)
+        row.update(reported=1, requests=requests, seconds=f"{seconds:.3f}")
+    except ParseError as e:
+        row["note"] = (row["note"] + "; " if row["note"] else "") + f"no report: {e}; " + \
+            _first_line(_read(args.stderr))
+    errors = _connect_errors(args.tool, text)
+    row["connect_errors"] = "" if errors is None else errors
+    new = not os.path.exists(args.csv)
+    with open(args.csv, "a", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=CONNS_FIELDS)
+        if new:
+            w.writeheader()
+        w.writerow(row)
+    rss_mb = f"{row['rss_kib'] / 1024:.1f} MB" if row["rss_kib"] != "" else "no RSS"
+    print(f"{args.tool} -t {args.threads} -c {args.conns} run {args.run}: rc {args.rc}, {rss_mb}, "
+          f"{'report' if row['reported'] else 'NO REPORT'}, connect errors {'?' if errors is None else errors}"
+          + (f" ({row['note']})" if row["note"] else ""), file=sys.stderr)
+    return 0
+
+
+def cmd_conns_summary(args) -> int:
+    with open(args.csv, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    tools = list(dict.fromkeys(r["tool"] for r in rows))
+    threads = sorted({int(r["threads"]) for r in rows})
+    conns = sorted({int(r["conns"]) for r in rows})
+
+    def runs(tool, t, c):
+        return [r for r in rows if r["tool"] == tool and int(r["threads"]) == t and int(r["conns"]) == c]
+
+    def median_rss(tool, t, c):
+        vals = [int(r["rss_kib"]) for r in runs(tool, t, c) if r["rss_kib"] != ""]
+        return statistics.median(vals) if vals else None
+
+    print("| tool | threads | connections | peak RSS MB | KiB per connection | reported | connect errors | req/s |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|")
+    for t in threads:
+        for c in conns:
+            for tool in tools:
+                rs = runs(tool, t, c)
+                if not rs:
+                    continue
+                rss = median_rss(tool, t, c)
+                reported = sum(int(r["reported"]) for r in rs)
+                errs = [r["connect_errors"] for r in rs]
+                rps = [int(r["requests"]) / float(r["seconds"]) for r in rs
+                       if r["requests"] and r["seconds"] and float(r["seconds"]) > 0]
+                print(f"| {tool} | {t} | {c:,} | {_fmt(rss / 1024 if rss else None, 1)} | "
+                      f"{_fmt(rss / c if rss else None, 2)} | {reported}/{len(rs)} | {'/'.join(e if e != '' else '?' for e in errs)} | "
+                      f"{_fmt(statistics.median(rps) if rps else None, 0)} |")
+    if len(conns) < 2:
+        return 0
+    lo, hi = conns[0], conns[-1]
+    print()
+    print(f"Memory per connection, (RSS at {hi:,} − RSS at {lo:,}) / {hi - lo:,}, in KiB:")
+    print()
+    print("| threads | " + " | ".join(tools) + " | volley / wrk | goal ≤ 0.5 |")
+    print("|---:|" + "---:|" * len(tools) + "---:|---|")
+    for t in threads:
+        per = {}
+        for tool in tools:
+            a, b = median_rss(tool, t, lo), median_rss(tool, t, hi)
+            per[tool] = (b - a) / (hi - lo) if a is not None and b is not None else None
+        ratio = _ratio(per.get("volley"), per.get("wrk"))
+        every_report = all(int(r["reported"]) for r in rows if r["tool"] == "volley" and int(r["threads"]) == t)
+        verdict = "n/a" if ratio is None else ("PASS" if ratio <= 0.5 and every_report else "FAIL")
+        if ratio is not None and not every_report:
+            verdict += " (a volley run did not report)"
+        print(f"| {t} | " + " | ".join(_fmt(per[tool], 2) for tool in tools)
+              + f" | {_fmt(ratio, 2)} | {verdict} |")
+    return 0
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -756,6 +873,18 @@ def main(argv: list[str]) -> int:
     s.add_argument("--run", required=True, type=int)
     s.add_argument("--rc", required=True, type=int)
     s.set_defaults(fn=cmd_record)
+
+    s = sub.add_parser("conns-record")
+    for name in ("csv", "stdout", "stderr", "time", "command"):
+        s.add_argument("--" + name, required=True)
+    s.add_argument("--tool", required=True, choices=["volley", "wrk", "shb", "oha"])
+    for name in ("threads", "conns", "run", "rc"):
+        s.add_argument("--" + name, required=True, type=int)
+    s.set_defaults(fn=cmd_conns_record)
+
+    s = sub.add_parser("conns-summary")
+    s.add_argument("csv")
+    s.set_defaults(fn=cmd_conns_summary)
 
     s = sub.add_parser("unavailable")
     for name in ("csv", "proto", "tool", "reason"):

@@ -129,7 +129,8 @@ check_cpus() {
 # The server every bench script measures against: nginx, 1 worker process pinned to
 # SERVER_CPU, "hello, world!\n". Arguments: PORT LISTEN pairs, LISTEN being the nginx
 # `listen` line for PORT (e.g. "listen 127.0.0.1:$port;"). NGINX_SERVER_EXTRA, if set, holds
-# more directives for the server block, one a line (e.g. ssl_certificate). Writes
+# more directives for the server block, one a line (e.g. ssl_certificate);
+# NGINX_WORKER_CONNECTIONS, if set, the connections its worker holds at once (8192). Writes
 # $TMP/nginx.conf, sets NGINX_CMD and NGINX_PID, and waits until every PORT answers: over
 # HTTP/1.1, over TLS if LISTEN has `ssl`, or HTTP/2 with prior knowledge if it has `http2`
 # without `ssl`.
@@ -160,7 +161,7 @@ worker_rlimit_nofile 65536;
 pid $TMP/nginx/nginx.pid;
 error_log $TMP/nginx/error.log warn;
 events {
-    worker_connections 8192;
+    worker_connections ${NGINX_WORKER_CONNECTIONS:-8192};
 }
 http {
     access_log off;

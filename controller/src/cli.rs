@@ -189,6 +189,13 @@ pub(crate) struct LoadArgs {
     /// Engine threads [default: physical cores, capped at --connections].
     #[arg(short = 't', long)]
     pub threads: Option<u64>,
+    /// Spread the connections over these local addresses, each connection from one in turn:
+    /// addresses and CIDR blocks (each address of a block), comma-separated, of the target's
+    /// family and of the machine that runs the load, at most 1024. Each adds the local port
+    /// range's worth of connections to one target address (net.ipv4.ip_local_port_range).
+    /// With --workers, every worker's, unless the workers file gives one its own.
+    #[arg(long = "source-addr", value_name = "LIST|CIDR", value_delimiter = ',')]
+    pub source_addr: Vec<String>,
     /// HTTP method [default: GET, or POST when -d is given].
     #[arg(short = 'm', long)]
     pub method: Option<String>,

@@ -17,6 +17,7 @@ mod prometheus;
 mod report;
 mod scenario;
 mod signals;
+mod source_addrs;
 mod targets;
 mod workers_file;
 

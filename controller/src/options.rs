@@ -4,14 +4,15 @@ use std::io::Read;
 use std::time::Duration;
 
 use volley_engine::{
-    Load, MAX_BODY_BYTES, MAX_DURATION, Mix, Order, Plan, Protocol, QuicCongestion, RequestSpec, Requests, Setting,
-    Stage, Stop, Target, TlsOptions,
+    EngineError, Load, MAX_BODY_BYTES, MAX_DURATION, Mix, Order, Plan, Protocol, QuicCongestion, RequestSpec, Requests,
+    Setting, Stage, Stop, Target, TlsOptions,
 };
 
 use crate::cli::{LoadArgs, QuicCongestionArg, TargetsFormatArg, TargetsOrderArg, WorkerArgs};
 use crate::error::CliError;
 use crate::fleet::{Access, Place};
-use crate::{scenario, targets};
+use crate::workers_file::WorkerItem;
+use crate::{scenario, source_addrs, targets};
 
 pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     let protocol = match (args.http2, args.http3, args.parallel) {
@@ -112,8 +113,24 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     if let Some(text) = &args.warm_up {
         plan.warm_up = Some(parse_warm_up(text, &plan)?);
     }
+    plan.source_addrs =
+        source_addrs::parse(&args.source_addr).map_err(|why| CliError::Usage(format!("--source-addr: {why}")))?;
     check(&plan)?;
+    if args.workers.is_empty() {
+        check_local_source_addrs(&plan)?;
+    }
     Ok(plan)
+}
+
+/// A local run's source addresses are this machine's, and of the family the target resolves
+/// to: a usage error before any load, rather than every connection failing alike. (A worker
+/// checks its own as its shard arrives.)
+fn check_local_source_addrs(plan: &Plan) -> Result<(), CliError> {
+    volley_engine::check_source_addrs(plan).map_err(|e| match e {
+        EngineError::Target(e) => CliError::Target(e),
+        EngineError::Invalid(e) => CliError::Usage(format!("--source-addr: {e}")),
+        e => CliError::Usage(format!("--source-addr: {e}")),
+    })
 }
 
 /// The engine's check of a plan, the one place its limits live, its complaint named by the
@@ -135,6 +152,7 @@ pub(crate) fn check(plan: &Plan) -> Result<(), CliError> {
             Setting::Hold => "--max-hold",
             Setting::Targets => "--targets",
             Setting::Scenario => "--scenario",
+            Setting::SourceAddrs => "--source-addr",
         };
         CliError::Usage(format!("{flag}: {e}"))
     })
@@ -367,11 +385,12 @@ pub(crate) fn worker_config(args: &WorkerArgs) -> Result<volley_worker::WorkerCo
     Ok(config)
 }
 
-/// `--workers a:7700,b:7700`: each a distinct HOST:PORT.
-pub(crate) fn worker_places(workers: &[String]) -> Result<Vec<Place>, CliError> {
-    let mut seen: Vec<(&str, Vec<std::net::SocketAddr>)> = Vec::new();
-    for w in workers {
-        let w = w.trim();
+/// `--workers a:7700,b:7700`: each a distinct HOST:PORT, with the source addresses a workers
+/// file gives it.
+pub(crate) fn worker_places(workers: &[WorkerItem]) -> Result<Vec<Place>, CliError> {
+    let mut seen: Vec<(&WorkerItem, Vec<std::net::SocketAddr>)> = Vec::new();
+    for worker in workers {
+        let w = worker.address.trim();
         let port_ok = w.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
         if !port_ok {
             return Err(CliError::Usage(format!("--workers: '{w}' is not HOST:PORT")));
@@ -381,15 +400,21 @@ pub(crate) fn worker_places(workers: &[String]) -> Result<Vec<Place>, CliError> 
         // does not resolve is left to fail as a worker that cannot be reached.
         let addresses: Vec<std::net::SocketAddr> =
             std::net::ToSocketAddrs::to_socket_addrs(w).map(Iterator::collect).unwrap_or_default();
-        let twice = seen.iter().find(|(other, theirs)| *other == w || theirs.iter().any(|a| addresses.contains(a)));
+        let twice = seen
+            .iter()
+            .find(|(other, theirs)| other.address.trim() == w || theirs.iter().any(|a| addresses.contains(a)));
         if let Some((other, _)) = twice {
+            let other = other.address.trim();
             let why =
-                if *other == w { format!("{w} is listed twice") } else { format!("{other} and {w} are one worker") };
+                if other == w { format!("{w} is listed twice") } else { format!("{other} and {w} are one worker") };
             return Err(CliError::Usage(format!("--workers: {why} (a worker runs one shard at a time)")));
         }
-        seen.push((w, addresses));
+        seen.push((worker, addresses));
     }
-    Ok(seen.into_iter().map(|(w, _)| Place::Remote(w.to_string())).collect())
+    Ok(seen
+        .into_iter()
+        .map(|(w, _)| Place::Remote { address: w.address.trim().to_string(), source_addrs: w.source_addrs.clone() })
+        .collect())
 }
 
 /// How the controller reaches its workers: the token and the TLS files.

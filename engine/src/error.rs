@@ -23,6 +23,9 @@ pub enum EngineError {
         "{var}='{value}': give a UDP receive buffer size in bytes from {min} to {max}, or leave it unset for {max}"
     )]
     UdpBuffer { var: &'static str, value: String, min: usize, max: usize },
+    /// A source address (`Plan::source_addrs`) no socket here can be bound to.
+    #[error("source address {addr} is not an address of this machine ({why}): add it to an interface, or leave it out")]
+    SourceAddr { addr: std::net::IpAddr, why: String },
     #[error("engine thread failed: {0}")]
     Thread(String),
     /// The system would not start another thread (a task limit such as `ulimit -u`, a cgroup's

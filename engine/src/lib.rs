@@ -27,12 +27,13 @@ mod template;
 mod test_rng;
 mod tls;
 
+pub use driver::check_source_addrs;
 pub use error::EngineError;
 pub use plan::{
     ConnectionIndices, DEFAULT_MAX_HOLD, Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES,
-    MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, Mix, NamedRequest, Order, Plan,
-    PlanError, Protocol, QuicCongestion, Rate, RequestSpec, Requests, Scenario, Setting, Stage, Stop, ThreadLimit,
-    TlsOptions, connections_at, is_request_path, requested_between, stage_at,
+    MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, Mix, NamedRequest,
+    Order, Plan, PlanError, Protocol, QuicCongestion, Rate, RequestSpec, Requests, Scenario, Setting, Stage, Stop,
+    ThreadLimit, TlsOptions, connections_at, is_request_path, requested_between, stage_at,
 };
 pub use ring::{RingSupport, kernel_release, probe_io_uring};
 pub use run::{Progress, RunControl, RunResult, UDP_BUFFER_VAR, run};

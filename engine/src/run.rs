@@ -116,6 +116,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         None => vec![false],
     };
     let addr = plan.target.resolve()?[0];
+    driver::check_sources_against(&plan.source_addrs, addr.ip())?;
     let session = match plan.protocol {
         Protocol::Http1 => SessionConfig::H1(h1::Config {
             keepalive: plan.keepalive,
@@ -188,6 +189,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         max_hold: plan.max_hold,
         udp_buffer,
         session,
+        sources: driver::SourceAddrs::new(&plan.source_addrs, threads),
     });
 
     let (tx, rx) = mpsc::channel::<ThreadMsg>();

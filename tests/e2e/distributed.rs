@@ -15,9 +15,9 @@ use hdrhistogram::Histogram;
 use serde_json::Value;
 use support::fake_worker::{self, FakeWorker, Script};
 use support::{
-    BackgroundProcess, Behavior, TestCert, TestServer, WorkerProcess, assert_success, controller_command,
-    describe_output, free_port, in_netns, json_report, number, one_error_line, run_with_timeout, run_within,
-    send_signal, volley_bin, volley_command, wait_until,
+    BackgroundProcess, Behavior, Namespaces, TestCert, TestServer, WorkerProcess, assert_success, controller_command,
+    describe_output, free_port, in_netns, ip, json_report, number, one_error_line, run_with_timeout, run_within,
+    send_signal, volley_command, volley_in, wait_until,
 };
 use tonic::Code;
 use volley_proto::PROTOCOL_VERSION;
@@ -699,46 +699,6 @@ fn a_worker_refuses_to_listen_beyond_loopback_without_a_token() {
 // Across network namespaces
 // ---------------------------------------------------------------------------------------------
 
-/// Network namespaces this test made; deleted (with their veth pairs and bridge) on drop, panic
-/// or not.
-struct Namespaces {
-    names: Vec<String>,
-}
-
-impl Namespaces {
-    fn add(&mut self, name: &str) -> Result<(), String> {
-        ip(&["netns", "add", name])?;
-        self.names.push(name.to_string());
-        Ok(())
-    }
-}
-
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        for name in self.names.iter().rev() {
-            if let Err(e) = ip(&["netns", "del", name]) {
-                eprintln!("cleaning up: {e}");
-            }
-        }
-    }
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("cannot run ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
-    }
-}
-
-/// `ip netns exec NETNS volley ARGS...`.
-fn volley_in(netns: &str, args: &[&str]) -> Command {
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", netns]).arg(volley_bin()).args(args).env_remove("VOLLEY_TOKEN");
-    cmd
-}
-
 #[test]
 fn a_run_across_network_namespaces_crosses_a_real_network_boundary() {
     // SAFETY: geteuid(2) has no preconditions.
@@ -748,7 +708,7 @@ fn a_run_across_network_namespaces_crosses_a_real_network_boundary() {
     }
     let pid = std::process::id();
     let ns = |role: &str| format!("volley-{pid}-{role}");
-    let mut namespaces = Namespaces { names: Vec::new() };
+    let mut namespaces = Namespaces::new();
     if let Err(e) = namespaces.add(&ns("sw")) {
         eprintln!("SKIPPED: cannot make network namespaces here ({e})");
         return;
@@ -1049,7 +1009,7 @@ fn workers_found_through_dns_are_every_address_the_name_resolves_to() {
     // One namespace whose resolver asks a DNS server of the test's, on its loopback: `ip netns
     // exec` puts /etc/netns/NAME/resolv.conf in place of /etc/resolv.conf for what it runs.
     let ns = format!("volley-{}-dns", std::process::id());
-    let mut namespaces = Namespaces { names: Vec::new() };
+    let mut namespaces = Namespaces::new();
     if let Err(e) = namespaces.add(&ns) {
         eprintln!("SKIPPED: cannot make network namespaces here ({e})");
         return;
@@ -1105,41 +1065,4 @@ impl Drop for EtcNetns {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-#[test]
-fn connections_beyond_the_local_port_range_fail_with_a_line_that_says_why_and_what_to_do() {
-    // SAFETY: geteuid(2) has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || Command::new("ip").arg("-V").output().is_err() {
-        eprintln!("SKIPPED: needs root and iproute2 (`ip`) to make a network namespace");
-        return;
-    }
-    // A namespace whose local port range is 4 ports: 8 connections to one address and port
-    // find no port for half of them (EADDRNOTAVAIL), as 30,000 would with the usual range.
-    let ns = format!("volley-{}-ports", std::process::id());
-    let mut namespaces = Namespaces { names: Vec::new() };
-    if let Err(e) = namespaces.add(&ns) {
-        eprintln!("SKIPPED: cannot make network namespaces here ({e})");
-        return;
-    }
-    ip(&["-n", &ns, "link", "set", "lo", "up"]).expect("loopback up");
-    let sysctl = Command::new("ip")
-        .args(["netns", "exec", &ns, "sysctl", "-qw", "net.ipv4.ip_local_port_range=40000 40003"])
-        .output()
-        .expect("sysctl");
-    assert!(sysctl.status.success(), "{}", String::from_utf8_lossy(&sysctl.stderr));
-    let target_addr: SocketAddr = "127.0.0.1:8080".parse().unwrap();
-    let target = in_netns(&ns, move || {
-        volley_serve::Server::start(volley_serve::ServeConfig { addr: target_addr, ..Default::default() })
-    })
-    .expect("the target server starts in the namespace");
-    let url = format!("http://{target_addr}/");
-    let out = run(volley_in(&ns, &["-c", "8", "-t", "1", "-n", "400", "-j", &url]));
-    let r = json_report(&out);
-    assert!(number(&r, "/errors/connect") > 0, "{r}");
-    assert_eq!(number(&r, "/requests/ok"), target.requests(), "{r}");
-    let samples = r["errorSamples"].to_string();
-    assert!(samples.contains("no local port left (EADDRNOTAVAIL)"), "{samples}");
-    assert!(samples.contains("range (4 ports here, net.ipv4.ip_local_port_range)"), "{samples}");
-    assert!(samples.contains("use fewer connections per machine, or more workers\""), "{samples}");
 }

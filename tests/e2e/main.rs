@@ -36,6 +36,7 @@ mod report_outputs;
 mod retry_after;
 mod scenario_input;
 mod serve;
+mod source_addrs;
 mod targets;
 mod templates;
 mod tls_certificates;

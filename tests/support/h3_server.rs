@@ -65,6 +65,8 @@ struct Counts {
     /// The first `SEEN_KEPT` requests answered, whole.
     seen: Mutex<Vec<super::SeenRequest>>,
     connections: AtomicU64,
+    /// Connections whose handshake completed, by the client's address (its IP).
+    peers: Mutex<BTreeMap<std::net::IpAddr, u64>>,
     in_flight: AtomicU64,
     peak_in_flight: AtomicU64,
 }
@@ -158,6 +160,11 @@ impl H3TestServer {
         self.counts.connections.load(Ordering::SeqCst)
     }
 
+    /// QUIC connections whose handshake completed, by the address they came from.
+    pub fn connections_by_peer(&self) -> BTreeMap<std::net::IpAddr, u64> {
+        self.counts.peers.lock().unwrap().clone()
+    }
+
     /// The most requests the server had in hand at once (from arrival to answer).
     /// Responses sent with `retry-after`: (status, value) -> how many.
     pub fn retry_afters_sent(&self) -> BTreeMap<(u16, String), u64> {
@@ -199,6 +206,7 @@ async fn accept_loop(
 async fn serve_connection(incoming: quinn::Incoming, options: Arc<H3Options>, counts: Arc<Counts>) {
     let Ok(connection) = incoming.await else { return };
     counts.connections.fetch_add(1, Ordering::SeqCst);
+    *counts.peers.lock().unwrap().entry(connection.remote_address().ip()).or_default() += 1;
     let Ok(mut h3) = h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(connection)).await else {
         return;
     };

@@ -38,12 +38,13 @@
 //!   a resolver pointed at it (in a network namespace of the test's own).
 //! - [`Prometheus`]: a real Prometheus server scraping the targets a test names, queried over
 //!   its HTTP API.
+//! - [`Namespaces`]: network namespaces a test makes and deletes, [`volley_in`] one of them.
 //! - [`unaccepting_listener`]: connects that hang; [`WorkerProcess`] and [`BackgroundProcess`]:
 //!   daemons and controllers to signal mid-run.
 //!
 //! One file per concern: `volley.rs`, `certs.rs`, `client.rs`, `test_server.rs`, `nginx.rs`,
 //! `h2_servers.rs`, `h3_server.rs`, `h3_servers.rs`, `h3_client.rs`, `impair.rs`, `fake_worker.rs`,
-//! `listener.rs`, `processes.rs`, `prometheus.rs`. Both test binaries (tests/e2e and
+//! `listener.rs`, `netns.rs`, `processes.rs`, `prometheus.rs`. Both test binaries (tests/e2e and
 //! tests/timing) include it, and each uses only part of it, hence the `allow(dead_code)`.
 #![allow(dead_code)]
 
@@ -57,6 +58,7 @@ pub mod h3_server;
 pub mod h3_servers;
 pub mod impair;
 mod listener;
+mod netns;
 mod nginx;
 mod processes;
 mod prometheus;
@@ -66,5 +68,6 @@ mod volley;
 // Each test binary uses only some of these.
 #[allow(unused_imports)]
 pub use {
-    certs::*, client::*, h3_client::*, listener::*, nginx::*, processes::*, prometheus::*, test_server::*, volley::*,
+    certs::*, client::*, h3_client::*, listener::*, netns::*, nginx::*, processes::*, prometheus::*, test_server::*,
+    volley::*,
 };

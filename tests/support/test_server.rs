@@ -225,6 +225,8 @@ struct Stats {
     requests: AtomicU64,
     responses: AtomicU64,
     connections: AtomicU64,
+    /// TCP connections accepted, by the client's address (its IP).
+    peers: Mutex<BTreeMap<std::net::IpAddr, u64>>,
     bad_heads: AtomicU64,
     request_body_bytes: AtomicU64,
     /// Bytes read off the hyper connections' sockets: TLS records and handshakes included.
@@ -382,7 +384,7 @@ impl TestServer {
                     let listener: TcpListener = socket.listen(1024).unwrap();
                     addr_tx.send(listener.local_addr().unwrap()).unwrap();
                     loop {
-                        let (stream, _) = tokio::select! {
+                        let (stream, peer) = tokio::select! {
                             _ = &mut stopped => break,
                             accepted = listener.accept() => match accepted {
                                 Ok(accepted) => accepted,
@@ -390,6 +392,7 @@ impl TestServer {
                             },
                         };
                         thread_stats.connections.fetch_add(1, Ordering::SeqCst);
+                        *thread_stats.peers.lock().unwrap().entry(peer.ip()).or_default() += 1;
                         thread_stats.open_change(1);
                         let _ = stream.set_nodelay(true);
                         let stats = thread_stats.clone();
@@ -458,6 +461,11 @@ impl TestServer {
     /// TCP connections accepted.
     pub fn connections(&self) -> u64 {
         self.stats.connections.load(Ordering::SeqCst)
+    }
+
+    /// TCP connections accepted, by the address they came from.
+    pub fn connections_by_peer(&self) -> BTreeMap<std::net::IpAddr, u64> {
+        self.stats.peers.lock().unwrap().clone()
     }
 
     /// Connections open (accepted and still handled) at `at`, by the server's own log.

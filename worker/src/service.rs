@@ -48,6 +48,20 @@ impl WorkerService {
     }
 }
 
+/// `plan`, if its source addresses are of its target's family and each an address of this
+/// machine: a list meant for another machine is refused before any load, rather than failing
+/// every connection.
+async fn admit_source_addrs(plan: Plan) -> Result<Plan, Status> {
+    if plan.source_addrs.is_empty() {
+        return Ok(plan);
+    }
+    // It may resolve the target, which blocks.
+    tokio::task::spawn_blocking(move || volley_engine::check_source_addrs(&plan).map(|()| plan))
+        .await
+        .map_err(|e| Status::internal(format!("volley worker: checking the source addresses failed: {e}")))?
+        .map_err(|e| Status::invalid_argument(format!("volley worker: {e}")))
+}
+
 /// `plan` pinned to `resolved` if every one of those addresses is allowed; the refusal names
 /// them otherwise.
 fn pin_if_allowed(
@@ -146,6 +160,7 @@ impl Worker for WorkerService {
         let plan = wire::shard_from_proto(&shard)
             .map_err(|e| refused(Status::invalid_argument(format!("volley worker: {e}"))))?;
         let plan = self.admit_target(plan).await.map_err(refused)?;
+        let plan = admit_source_addrs(plan).await.map_err(refused)?;
         info!(
             %peer,
             target = %plan.target,

@@ -5,12 +5,14 @@
 //! could not run, a histogram that does not decode or an unknown error kind is a [`WireError`],
 //! never a panic.
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 use volley_engine::{
-    ConnectionIndices, Counters, ErrorKind, HistogramError, Load, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, Mix,
-    NameStats, NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario,
-    Stage, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram, new_histogram,
+    ConnectionIndices, Counters, ErrorKind, HistogramError, Load, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS,
+    MAX_SOURCE_ADDRS, Mix, NameStats, NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests,
+    RingSupport, Scenario, Stage, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram,
+    new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -82,6 +84,7 @@ pub fn shard_to_proto(plan: &Plan) -> v1::Shard {
             QuicCongestion::Loopback => 0,
             QuicCongestion::Standard => 1,
         },
+        source_addrs: plan.source_addrs.iter().map(IpAddr::to_string).collect(),
     }
 }
 
@@ -181,10 +184,25 @@ pub fn shard_from_proto(shard: &v1::Shard) -> Result<Plan, WireError> {
         1 => QuicCongestion::Standard,
         v => return Err(WireError::Shard(format!("QUIC congestion control {v} is not known to this worker"))),
     };
+    plan.source_addrs = source_addrs_from_proto(&shard.source_addrs)?;
     plan.keepalive = shard.keepalive;
     plan.tls = TlsOptions { insecure: shard.insecure, extra_ca_pem: shard.extra_ca_pem.clone() };
     plan.validate().map_err(|e| WireError::Shard(e.to_string()))?;
     Ok(plan)
+}
+
+/// The source addresses, counted before any is parsed; the rest is `Plan::validate`'s to judge.
+fn source_addrs_from_proto(addrs: &[String]) -> Result<Vec<IpAddr>, WireError> {
+    if addrs.len() > MAX_SOURCE_ADDRS {
+        return Err(WireError::Shard(format!(
+            "{} source addresses is more than the {MAX_SOURCE_ADDRS} a run may have",
+            addrs.len()
+        )));
+    }
+    addrs
+        .iter()
+        .map(|a| a.parse().map_err(|_| WireError::Shard(format!("bad source address '{}'", a.escape_debug()))))
+        .collect()
 }
 
 /// The one request, or the mix: with a mix, the one request's fields are empty and its order

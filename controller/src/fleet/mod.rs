@@ -52,8 +52,12 @@ const POLL: Duration = Duration::from_millis(20);
 #[derive(Debug, Clone)]
 pub(crate) enum Place {
     Local,
-    /// host:port of a `volley worker`.
-    Remote(String),
+    /// A `volley worker` at `address` (HOST:PORT), with the source addresses the workers
+    /// file gives it (None: the plan's, from `--source-addr`).
+    Remote {
+        address: String,
+        source_addrs: Option<Vec<std::net::IpAddr>>,
+    },
 }
 
 /// Who follows a run as it goes, besides the progress line.

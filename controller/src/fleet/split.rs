@@ -70,10 +70,16 @@ pub(crate) fn parts(shards: Vec<Plan>, places: Vec<Place>, threads: Option<usize
     shards
         .into_iter()
         .zip(places)
-        .map(|(plan, place)| {
+        .map(|(mut plan, place)| {
             let to = match place {
                 Place::Local => Destination::Local,
-                Place::Remote(address) => {
+                Place::Remote { address, source_addrs } => {
+                    if let Some(source_addrs) = source_addrs {
+                        plan.source_addrs = source_addrs;
+                        plan.validate().map_err(|e| {
+                            CliError::Usage(format!("--workers: {address}'s source-addr: {e}"))
+                        })?;
+                    }
                     let mut shard = wire::shard_to_proto(&plan);
                     // Measured at the widest thread count the worker may be given.
                     shard.threads = MAX_THREADS as u32;

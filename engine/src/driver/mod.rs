@@ -9,6 +9,7 @@ mod event_loop;
 mod lifecycle;
 mod recvmsg;
 mod socket;
+mod source;
 mod udp;
 mod uring;
 
@@ -51,6 +52,8 @@ pub(crate) struct Shared {
     pub session: SessionConfig,
     /// UDP: the size of each provided receive buffer; GRO only when it holds a whole batch.
     pub udp_buffer: usize,
+    /// The local addresses connections leave from (none: the kernel's choice).
+    pub sources: SourceAddrs,
 }
 
 /// One thread's share of the plan.
@@ -99,6 +102,8 @@ pub(crate) struct ThreadDone {
 }
 
 pub(crate) use socket::encode_sockaddr;
+pub use source::check_source_addrs;
+pub(crate) use source::{SourceAddrs, check_sources_against};
 pub(crate) use udp::{GRO_BUF_SIZE, MIN_BUF_SIZE};
 
 pub(crate) fn run_thread(shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<()> {

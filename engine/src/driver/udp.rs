@@ -14,6 +14,7 @@ use std::io;
 use std::net::SocketAddr;
 
 use super::socket::encode_sockaddr;
+use super::source::bind;
 use super::uring::Uring;
 use crate::gso::{GSO_MAX_BYTES, GSO_MAX_SEGMENTS};
 
@@ -27,10 +28,15 @@ pub(crate) const GRO_BUF_SIZE: usize = 65_536 + 64;
 /// max_udp_payload_size, 1472 bytes), rounded up.
 pub(crate) const MIN_BUF_SIZE: usize = 2048;
 
-/// A new non-blocking UDP socket connected to `addr`, with GRO asked for when `gro` (and the
-/// kernel takes it): the descriptor, and whether GRO is on. A UDP connect sends nothing (it
-/// only fixes the peer), so it is a plain system call rather than a ring operation.
-pub(super) fn new_connected_socket(addr: &SocketAddr, gro: bool) -> io::Result<(i32, bool)> {
+/// A new non-blocking UDP socket connected to `addr`, from `source` when given (see
+/// `source.rs`), with GRO asked for when `gro` (and the kernel takes it): the descriptor, and
+/// whether GRO is on. A UDP connect sends nothing (it only fixes the peer), so it is a plain
+/// system call rather than a ring operation.
+pub(super) fn new_connected_socket(
+    addr: &SocketAddr,
+    source: Option<&SocketAddr>,
+    gro: bool,
+) -> io::Result<(i32, bool)> {
     let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
     let (sockaddr, len) = encode_sockaddr(addr);
     // SAFETY: plain syscalls on a descriptor we own; the address outlives the call.
@@ -38,6 +44,11 @@ pub(super) fn new_connected_socket(addr: &SocketAddr, gro: bool) -> io::Result<(
         let fd = libc::socket(domain, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0);
         if fd < 0 {
             return Err(io::Error::last_os_error());
+        }
+        let bound = source.map_or(Ok(()), |source| bind(fd, source));
+        if let Err(e) = bound {
+            libc::close(fd);
+            return Err(e);
         }
         if libc::connect(fd, (&raw const sockaddr).cast(), len) != 0 {
             let e = io::Error::last_os_error();
@@ -49,9 +60,16 @@ pub(super) fn new_connected_socket(addr: &SocketAddr, gro: bool) -> io::Result<(
     }
 }
 
-/// Opens a UDP socket connected to `addr` into fixed-file `slot`; says whether GRO is on.
-pub(super) fn open_connected(uring: &mut Uring<'_>, slot: usize, addr: &SocketAddr, gro: bool) -> io::Result<bool> {
-    let (fd, gro) = new_connected_socket(addr, gro)?;
+/// Opens a UDP socket connected to `addr`, from `source` when given, into fixed-file `slot`;
+/// says whether GRO is on.
+pub(super) fn open_connected(
+    uring: &mut Uring<'_>,
+    slot: usize,
+    addr: &SocketAddr,
+    source: Option<&SocketAddr>,
+    gro: bool,
+) -> io::Result<bool> {
+    let (fd, gro) = new_connected_socket(addr, source, gro)?;
     let registered = uring.register_socket(slot, fd);
     // SAFETY: fd came from socket() above; the registered table keeps its own reference.
     unsafe { libc::close(fd) };

@@ -3,6 +3,7 @@
 
 mod ramp;
 mod requests;
+mod source_addrs;
 mod split;
 mod stages;
 mod validate;
@@ -12,10 +13,12 @@ pub use ramp::{ConnectionIndices, connections_at};
 pub use requests::{
     MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, Mix, NamedRequest, Order, Requests, Scenario, is_request_path,
 };
+pub(crate) use source_addrs::validate_source_addrs;
 pub(crate) use stages::Curve;
 pub use stages::{MAX_STAGES, Stage, requested_between, stage_at};
 pub use validate::{PlanError, Setting};
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::target::Target;
@@ -56,6 +59,12 @@ pub const MAX_RATE: u64 = 1_000_000_000;
 /// allow about a billion, but no server allows more than a few thousand at once, and each one
 /// in flight costs memory here.
 pub const MAX_STREAMS: u32 = 65_536;
+
+/// The most source addresses one plan may spread its connections over: each adds a local port
+/// range's worth of connections to one target address (28,232 by default), so 1,024 of them
+/// reach far beyond the connections a plan may have, while a CIDR written one digit short
+/// (a /8 for a /28) is refused rather than expanded into millions.
+pub const MAX_SOURCE_ADDRS: usize = 1024;
 
 /// How load is offered: the one place that says whether a plan is the closed or the open model,
 /// and what its stages count.
@@ -301,6 +310,11 @@ pub struct Plan {
     pub warm_up: Option<Duration>,
     /// HTTP/3: how QUIC's congestion control treats the path.
     pub quic_congestion: QuicCongestion,
+    /// The local addresses connections are bound to, each connection to one of them in turn,
+    /// so that one engine reaches one target address through more than one local port range;
+    /// all of the target's family, at most [`MAX_SOURCE_ADDRS`]. Empty: the kernel picks, by
+    /// route. A split's parts keep the whole list (threads share the machine's addresses).
+    pub source_addrs: Vec<IpAddr>,
 }
 
 impl Plan {
@@ -324,6 +338,7 @@ impl Plan {
             load: Load::closed(),
             warm_up: None,
             quic_congestion: QuicCongestion::Loopback,
+            source_addrs: Vec::new(),
         }
     }
 

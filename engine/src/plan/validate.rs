@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use super::validate_source_addrs;
 use crate::template::check_template;
 
 use super::{
@@ -20,6 +21,12 @@ pub struct PlanError {
     /// What the broken rule is about, so that the command line can name its flag.
     pub setting: Setting,
     why: String,
+}
+
+impl PlanError {
+    pub(crate) fn new(setting: Setting, why: String) -> Self {
+        PlanError { setting, why }
+    }
 }
 
 /// A plan's settings, as its rules name them.
@@ -41,6 +48,8 @@ pub enum Setting {
     Targets,
     /// A mix of scenarios (a scenario file).
     Scenario,
+    /// The local addresses connections leave from.
+    SourceAddrs,
 }
 
 /// Scenarios cover a mix's `requests` exactly, each with a step and a weight, and a draw by
@@ -210,6 +219,8 @@ impl Plan {
                 );
             }
         }
+        // A target named by host name has its family checked once resolved (`run`).
+        validate_source_addrs(&self.source_addrs, self.target.host.parse().ok())?;
         if self.max_hold > MAX_HOLD {
             return bad(
                 Setting::Hold,

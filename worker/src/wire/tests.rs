@@ -56,6 +56,7 @@ fn plan(stop: Stop) -> Plan {
     };
     plan.warm_up = Some(Duration::from_secs(2));
     plan.quic_congestion = QuicCongestion::Standard;
+    plan.source_addrs = vec!["10.1.0.1".parse().unwrap(), "10.1.0.2".parse().unwrap()];
     plan
 }
 
@@ -74,6 +75,7 @@ fn assert_same_plan(a: &Plan, b: &Plan) {
     assert_eq!(a.keepalive, b.keepalive);
     assert_eq!(a.tls, b.tls);
     assert_eq!(a.quic_congestion, b.quic_congestion);
+    assert_eq!(a.source_addrs, b.source_addrs);
 }
 
 /// The shard's closed load, to spoil in a test.
@@ -230,6 +232,24 @@ fn a_shard_the_engine_cannot_run_is_refused() {
         spoil(&mut shard);
         assert!(shard_from_proto(&shard).is_err(), "{what} should be refused");
     }
+    // Source addresses: each parsed, counted before any is, and judged by `Plan::validate`.
+    let cases: Vec<(&str, Spoil)> = vec![
+        ("bad source address '10.1.0.300'", Box::new(|s| s.source_addrs.push("10.1.0.300".into()))),
+        ("bad source address '10.1.0.0/30'", Box::new(|s| s.source_addrs.push("10.1.0.0/30".into()))),
+        ("10.1.0.1 is listed twice", Box::new(|s| s.source_addrs.push("10.1.0.1".into()))),
+        ("10.1.0.1 and ::1 are of two families", Box::new(|s| s.source_addrs.push("::1".into()))),
+        ("0.0.0.0 is not an address", Box::new(|s| s.source_addrs = vec!["0.0.0.0".into()])),
+        (
+            "1025 source addresses is more than the 1024",
+            Box::new(|s| s.source_addrs = (0..1025).map(|i| format!("10.2.{}.{}", i / 256, i % 256)).collect()),
+        ),
+    ];
+    for (what, spoil) in cases {
+        let mut shard = good.clone();
+        spoil(&mut shard);
+        let err = shard_from_proto(&shard).expect_err(what).to_string();
+        assert!(err.contains(what), "{what}: {err}");
+    }
     // A timed shard's stages: their phase, and never beside a request count.
     let timed = shard_to_proto(&plan(Stop::Duration(Duration::from_secs(5))));
     let cases: Vec<(&str, Spoil)> = vec![
@@ -244,12 +264,10 @@ fn a_shard_the_engine_cannot_run_is_refused() {
         assert!(err.contains(what), "{what}: {err}");
     }
     let mut old = good.clone();
-    old.protocol = 7;
+    old.protocol = 8;
     let err = shard_from_proto(&old).expect_err("old protocol");
-    assert_eq!(
-        err.to_string(),
-        format!("incompatible protocol: the peer speaks 7, this side speaks {}", volley_proto::PROTOCOL_VERSION)
-    );
+    let expected = format!("incompatible protocol: the peer speaks 8, this side speaks {}", volley_proto::PROTOCOL_VERSION);
+    assert_eq!(err.to_string(), expected);
 }
 
 #[test]

@@ -36,7 +36,8 @@ impl Loop<'_> {
     /// session starts the handshake, whose datagrams leave with the batch's sends.
     pub(super) fn start_udp_conn(&mut self, i: usize, now: Instant) -> io::Result<()> {
         let gro = self.shared.udp_buffer >= GRO_BUF_SIZE;
-        if let Err(e) = udp::open_connected(&mut self.uring, i, &self.shared.addr, gro) {
+        let source = self.shared.sources.for_slot(self.lifecycle.thread(), i);
+        if let Err(e) = udp::open_connected(&mut self.uring, i, &self.shared.addr, source, gro) {
             self.setup_failed(i, ErrorKind::Connect, format!("UDP socket: {e}").into());
             return Ok(());
         }

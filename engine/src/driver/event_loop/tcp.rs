@@ -10,6 +10,7 @@ use io_uring::cqueue;
 use super::{Loop, os_error};
 use crate::driver::conn::{Phase, Tcp, Transport};
 use crate::driver::socket::new_socket;
+use crate::driver::source::bind_tcp;
 use crate::session::{Negotiated, Session, Transmit, Why};
 use crate::stats::ErrorKind;
 use crate::tls::{self, TlsSession};
@@ -27,6 +28,15 @@ impl Loop<'_> {
                 return Ok(());
             }
         };
+        if let Some(source) = self.shared.sources.for_slot(self.lifecycle.thread(), i)
+            && let Err(e) = bind_tcp(fd, source)
+        {
+            let why = format!("bind to {}: {e}", source.ip());
+            // SAFETY: fd came from socket() above and is not used again.
+            unsafe { libc::close(fd) };
+            self.setup_failed(i, ErrorKind::Connect, why.into());
+            return Ok(());
+        }
         let registered = self.uring.register_socket(i, fd);
         // SAFETY: fd came from socket() above; the registered table keeps its own reference.
         unsafe { libc::close(fd) };
@@ -161,7 +171,7 @@ impl Loop<'_> {
         if res < 0 {
             let why: Why = match -res {
                 libc::ECANCELED => format!("connect timed out after {:?}", self.shared.connect_timeout).into(),
-                libc::EADDRNOTAVAIL => ports_used_up().into(),
+                libc::EADDRNOTAVAIL => self.shared.sources.ports_used_up().to_owned().into(),
                 _ => os_error(res).into(),
             };
             self.setup_failed(i, ErrorKind::Connect, why);
@@ -324,27 +334,4 @@ impl Loop<'_> {
         }
         self.begin_close(i)
     }
-}
-
-/// Why a connect found no local port (EADDRNOTAVAIL), and what to do: one source address
-/// reaches one server address and port through at most the local port range, and connections
-/// closed a moment ago hold theirs for a while (TIME_WAIT). Worded once per run.
-fn ports_used_up() -> &'static str {
-    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    TEXT.get_or_init(|| {
-        let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok().and_then(|text| {
-            let mut ends = text.split_whitespace().map(|n| n.parse::<u32>().ok());
-            match (ends.next().flatten(), ends.next().flatten()) {
-                (Some(low), Some(high)) if high >= low => Some(high - low + 1),
-                _ => None,
-            }
-        });
-        let ports = range.map_or_else(String::new, |n| format!(" ({n} ports here, net.ipv4.ip_local_port_range)"));
-        // Within the 240 characters a report keeps of an error sample.
-        format!(
-            "no local port left (EADDRNOTAVAIL): one address reaches one server address and port \
-             from at most the local port range{ports}, less ports in TIME_WAIT; use fewer \
-             connections per machine, or more workers"
-        )
-    })
 }

@@ -77,7 +77,7 @@ fn open_with_address(
     gro: bool,
     before: impl FnOnce(i32),
 ) -> (SocketAddr, bool) {
-    let (fd, gro) = new_connected_socket(&to, gro).unwrap();
+    let (fd, gro) = new_connected_socket(&to, None, gro).unwrap();
     // SAFETY: fd is ours and open; ManuallyDrop leaves closing it to us.
     let local = ManuallyDrop::new(unsafe { UdpSocket::from_raw_fd(fd) }).local_addr().unwrap();
     before(fd);
@@ -92,7 +92,7 @@ fn a_gso_send_of_n_segments_arrives_as_n_datagrams() {
     let receiver = peer();
     let mut ring = Uring::ring(4).unwrap();
     let mut uring = Uring::new(&mut ring, SLOTS, Duration::from_secs(1)).unwrap();
-    open_connected(&mut uring, 0, &receiver.local_addr().unwrap(), false).unwrap();
+    open_connected(&mut uring, 0, &receiver.local_addr().unwrap(), None, false).unwrap();
     let bytes = segments(5, 1000, 300);
     let mut send = UdpSend::new();
     // SAFETY: `bytes` and `send` live until the completion is collected below.
@@ -109,6 +109,24 @@ fn a_gso_send_of_n_segments_arrives_as_n_datagrams() {
     let n = receiver.recv(&mut buf).unwrap();
     assert_eq!(n, 300, "the shorter tail is a datagram of its own");
     assert!(send.gso());
+    close_all(&mut uring, &[0]);
+}
+
+#[test]
+fn a_socket_given_a_source_address_sends_from_it() {
+    let receiver = peer();
+    let mut ring = Uring::ring(4).unwrap();
+    let mut uring = Uring::new(&mut ring, SLOTS, Duration::from_secs(1)).unwrap();
+    let source: SocketAddr = "127.0.0.7:0".parse().unwrap();
+    open_connected(&mut uring, 0, &receiver.local_addr().unwrap(), Some(&source), false).unwrap();
+    let bytes = [7u8; 100];
+    let mut send = UdpSend::new();
+    // SAFETY: `bytes` and `send` live until the completion is collected below.
+    unsafe { send.send(&mut uring, 0, 0, &bytes, 1000) }.unwrap();
+    wait_for(&mut uring, Op::Send, 0, 1);
+    let mut buf = [0u8; 2048];
+    let (n, from) = receiver.recv_from(&mut buf).unwrap();
+    assert_eq!((n, from.ip()), (100, source.ip()));
     close_all(&mut uring, &[0]);
 }
 
@@ -232,7 +250,7 @@ fn a_closed_port_ends_the_receive_with_connection_refused() {
     let mut ring = Uring::ring(4).unwrap();
     let mut uring = Uring::new(&mut ring, SLOTS, Duration::from_secs(1)).unwrap();
     let bufs = BufRing::new(uring.submitter(), 8, 2048, 2).unwrap();
-    open_connected(&mut uring, 0, &closed, false).unwrap();
+    open_connected(&mut uring, 0, &closed, None, false).unwrap();
     let recv = RecvMsg::new();
     // SAFETY: `recv` outlives the receive, which the refusal ends.
     unsafe { uring.recvmsg_multishot(0, 0, bufs.group, recv.header()) }.unwrap();
@@ -315,7 +333,7 @@ fn a_batch_beyond_gsos_limits_goes_out_datagram_by_datagram_and_gso_stays_on() {
     let receiver = peer();
     let mut ring = Uring::ring(4).unwrap();
     let mut uring = Uring::new(&mut ring, SLOTS, Duration::from_secs(1)).unwrap();
-    open_connected(&mut uring, 0, &receiver.local_addr().unwrap(), false).unwrap();
+    open_connected(&mut uring, 0, &receiver.local_addr().unwrap(), None, false).unwrap();
     let bytes = segments(70, 100, 0);
     let mut send = UdpSend::new();
     // SAFETY: `bytes` and `send` live until the completions are collected below.
