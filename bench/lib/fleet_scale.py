@@ -13,7 +13,7 @@ import sys
 
 COLUMNS = [
     "workers", "seconds", "skew median ms", "skew max ms", "controller CPU (cores, avg)",
-    "CPU s", "peak RSS MB", "end to report s", "report MB", "totals exact", "series",
+    "CPU s", "peak RSS MB", "end to report s", "report MB", "totals exact", "per-worker series",
 ]
 
 
@@ -54,7 +54,8 @@ def row(k, seconds, report_path, produced_path, times_path, ended):
     if produced and produced.get("startedAtUnixSeconds"):
         end_to_report = float(ended) - (produced["startedAtUnixSeconds"] + float(seconds))
     size_mb = os.path.getsize(report_path) / 1e6
-    series = report.get("workerSeries", {}).get("kept", "all")
+    kept = report.get("workerSeries") or {}
+    series = f'{kept.get("detailed", "all")} full, {kept.get("summarised", 0)} summarised' 
     ok = "yes" if produced and exact(report, produced) else "NO"
     cells = [
         k, seconds, f"{skew_median:.2f}", f"{skew_max * 1e3:.2f}", f"{cpu / elapsed:.2f}", f"{cpu:.1f}",

@@ -36,6 +36,7 @@ mod report_outputs;
 mod retry_after;
 mod scenario_input;
 mod serve;
+mod sim_fleet;
 mod targets;
 mod tls_certificates;
 mod worker_limits;
