@@ -28,6 +28,7 @@ log() { printf '%s\n' "$*" >&2; }
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/volley-fleet-real.XXXXXX")
 PIDS=()
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
   local rc=$? pid
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done

@@ -27,6 +27,7 @@ LIB=$ROOT/bench/lib/fleet_scale.py
 log() { printf '%s\n' "$*" >&2; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/volley-fleet-scale.XXXXXX")
 SIM_PID=
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
   local rc=$?
   if [[ -n $SIM_PID ]]; then
