@@ -36,6 +36,9 @@ pub(crate) enum Command {
     /// Start the built-in server and two workers on loopback ports and run a short distributed
     /// load test against it.
     Demo,
+    /// K simulated workers in one process, for measuring a controller (bench/fleet-scale.sh).
+    #[command(hide = true)]
+    SimFleet(crate::sim_fleet::SimFleetArgs),
     /// Run the worker daemon: a controller (`volley --workers`) sends it its share of the load.
     Worker(WorkerArgs),
     /// Compare saved JSON reports: OLD against NEW, each one report or several separated by

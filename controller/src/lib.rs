@@ -17,6 +17,7 @@ mod prometheus;
 mod report;
 mod scenario;
 mod signals;
+mod sim_fleet;
 mod source_addrs;
 mod targets;
 mod workers_file;
@@ -56,6 +57,7 @@ pub fn main() -> ExitCode {
         Some(Command::FindMax(args)) => findmax::run(&args, matches.subcommand_matches("find-max")),
         Some(Command::Serve { listen, http3 }) => serve(listen, http3),
         Some(Command::Demo) => demo::run(),
+        Some(Command::SimFleet(args)) => sim_fleet::run(&args),
         Some(Command::Worker(args)) => worker(&args),
         Some(Command::Merge { reports, json }) => merge(&reports, json),
         Some(Command::Report { report, output }) => html_report(&report, output.as_deref()),

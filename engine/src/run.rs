@@ -61,6 +61,12 @@ impl RunControl {
     pub fn is_stopped(&self) -> bool {
         self.stop_flag.load(Ordering::Relaxed)
     }
+
+    /// The instant the load may start, once [`RunControl::start_at`] named one: for a shard
+    /// runner other than the engine (the simulated fleet's) that keeps the same gate.
+    pub fn start_instant(&self) -> Option<Instant> {
+        self.gate.at()
+    }
 }
 
 /// What a run tells its caller while it goes on.

@@ -36,6 +36,7 @@ mod report_outputs;
 mod retry_after;
 mod scenario_input;
 mod serve;
+mod sim_fleet;
 mod source_addrs;
 mod targets;
 mod templates;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::metrics::Exporter;
+use crate::runner::ShardRunner;
 
 /// Everything the daemon needs; the command line (in the controller crate) fills it in.
 #[derive(Debug, Clone)]
@@ -27,6 +28,8 @@ pub struct WorkerConfig {
     pub idle_timeout: Duration,
     /// `--prometheus`: the endpoint (already listening) that shows this worker's runs.
     pub metrics: Option<Arc<Exporter>>,
+    /// What runs an admitted shard: the engine, unless a simulated fleet says otherwise.
+    pub runner: ShardRunner,
 }
 
 impl WorkerConfig {
@@ -41,6 +44,7 @@ impl WorkerConfig {
             name: None,
             idle_timeout: crate::IDLE_TIMEOUT,
             metrics: None,
+            runner: ShardRunner::engine(),
         }
     }
 }

@@ -93,6 +93,7 @@ pub async fn spawn(config: WorkerConfig) -> Result<RunningWorker, WorkerError> {
     let name = config.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(host::hostname);
     let mut state = State::new(name, host::physical_cores(), volley_engine::kernel_release(), allow);
     state.metrics = config.metrics.clone();
+    state.runner = config.runner.clone();
     let state = Arc::new(state);
 
     let listener = tokio::net::TcpListener::bind(config.listen)

@@ -19,13 +19,16 @@ mod daemon;
 mod host;
 mod incoming;
 pub mod metrics;
+mod runner;
 mod service;
 mod session;
 pub mod shard;
 mod state;
+pub mod synthetic;
 pub mod wire;
 
 pub use config::{TlsFiles, WorkerConfig, WorkerError, error_chain};
 pub use daemon::{RunningWorker, serve, spawn};
 pub use host::physical_cores;
 pub use incoming::IDLE_TIMEOUT;
+pub use runner::ShardRunner;

@@ -169,7 +169,7 @@ impl Worker for WorkerService {
             stop = ?plan.stop,
             "run accepted"
         );
-        let events = session::start(plan, control, cause, commands, busy, self.state.metrics.clone())?;
+        let events = session::start(plan, control, cause, commands, busy, &self.state)?;
         Ok(Response::new(events))
     }
 }

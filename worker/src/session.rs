@@ -8,7 +8,6 @@
 //! (`stopped_by`), so that its controller does not take it for a Stop of its own.
 
 use std::future;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
@@ -19,8 +18,8 @@ use volley_engine::{Plan, RunControl, Stop};
 use volley_proto::v1::{self, run_command::Command};
 
 use crate::metrics::Exporter;
-use crate::shard::{self, Event};
-use crate::state::{Busy, StopCause};
+use crate::shard::Event;
+use crate::state::{Busy, State, StopCause};
 use crate::{clock, wire};
 
 /// Silence from the controller for this long means it is gone (it beats every 200 ms), once a
@@ -48,7 +47,7 @@ pub(crate) fn start(
     cause: StopCause,
     commands: Streaming<v1::RunCommand>,
     busy: Busy,
-    metrics: Option<Arc<Exporter>>,
+    state: &State,
 ) -> Result<UnboundedReceiverStream<Result<v1::RunEvent, Status>>, Status> {
     // Unbounded: the engine thread must never wait on the network, and it sends a handful of
     // events per second at most.
@@ -61,13 +60,15 @@ pub(crate) fn start(
     let engine_tx = tx.clone();
     let engine_control = control.clone();
     let engine_cause = cause.clone();
+    let metrics = state.metrics.clone();
+    let runner = state.runner.clone();
     // The engine blocks its thread for the whole run, so it gets its own, not a runtime's.
     std::thread::Builder::new()
         .name("volley-shard".to_string())
         .spawn(move || {
             let _done = done_tx;
             let mut busy = Some(busy);
-            shard::run_shard(&plan, &engine_control, &mut |mut event| {
+            runner.run(&plan, &engine_control, &mut |mut event| {
                 if let Event::Finished(outcome) = &mut event
                     && outcome.interrupted
                 {

@@ -8,6 +8,7 @@ use volley_engine::RunControl;
 
 use crate::allow::AllowList;
 use crate::metrics::Exporter;
+use crate::runner::ShardRunner;
 
 pub(crate) struct State {
     pub(crate) name: String,
@@ -18,6 +19,8 @@ pub(crate) struct State {
     pub(crate) allow: AllowList,
     /// `--prometheus`: every run's seconds and totals go here too.
     pub(crate) metrics: Option<Arc<Exporter>>,
+    /// What runs each admitted shard.
+    pub(crate) runner: ShardRunner,
     busy: AtomicBool,
     /// The run in progress, so that shutting down can stop it and say why.
     current: Mutex<Option<(RunControl, StopCause)>>,
@@ -25,7 +28,16 @@ pub(crate) struct State {
 
 impl State {
     pub(crate) fn new(name: String, cores: usize, kernel: String, allow: AllowList) -> State {
-        State { name, cores, kernel, allow, metrics: None, busy: AtomicBool::new(false), current: Mutex::new(None) }
+        State {
+            name,
+            cores,
+            kernel,
+            allow,
+            metrics: None,
+            runner: ShardRunner::engine(),
+            busy: AtomicBool::new(false),
+            current: Mutex::new(None),
+        }
     }
 
     pub(crate) fn is_busy(&self) -> bool {

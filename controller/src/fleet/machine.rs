@@ -19,6 +19,7 @@ use super::checks;
 use super::link::{Command, LinkEvent, WorkerInfo};
 use super::results::{FleetRun, Second, WorkerRun};
 use super::series::{Label, Profile};
+use super::worker_series::SeriesBudget;
 use crate::gate::Watch;
 use crate::printable::one_line;
 
@@ -123,14 +124,19 @@ impl<'w> Fleet<'w> {
         let most_connections = members.iter().map(|m| m.report.connections).max().unwrap_or(0);
         let mut state = State::default();
         let mut workers = Vec::with_capacity(members.len());
-        for member in members {
+        let series = remote.then(|| SeriesBudget::for_workers(members.len()));
+        for (i, member) in members.into_iter().enumerate() {
             let mut tracked = Tracked::new(member.budget, member.remote, profile.warm_up_seconds);
+            tracked.series_room = match series {
+                Some(s) if member.remote && s.is_detailed(i) => s.seconds_each,
+                _ => 0,
+            };
             tracked.terminal = member.report.failure.is_some();
             state.workers.push(tracked);
             workers.push(member.report);
         }
         Fleet {
-            run: FleetRun { workers, remote, profile, ..Default::default() },
+            run: FleetRun { workers, remote, profile, series, ..Default::default() },
             state,
             stop,
             connect_timeout,
@@ -252,6 +258,7 @@ impl<'w> Fleet<'w> {
         for (second, delta) in self.state.flush() {
             self.run.intervals.push(Second::of(second, &delta, self.run.profile.whole(second)));
         }
+        self.run.series_cut = self.state.workers.iter().any(|w| w.series_cut);
         for (worker, tracked) in self.run.workers.iter_mut().zip(&mut self.state.workers) {
             worker.seconds = std::mem::take(&mut tracked.seconds);
             if worker.outcome.is_none() {
@@ -386,7 +393,11 @@ impl<'w> Fleet<'w> {
             *why = one_line(why);
         }
         self.run.workers[i].outcome = Some(outcome);
-        self.state.workers[i].terminal = true;
+        let w = &mut self.state.workers[i];
+        w.terminal = true;
+        // Its result is what the report uses; the sum of its intervals was for losing it.
+        w.received = None;
+        w.received_warm_up = None;
     }
 
     /// The seconds now complete, into the run's series and out to the followers.
@@ -421,8 +432,12 @@ struct Tracked {
     /// Its first seconds that are the warm-up's: not counted against the budget.
     warm_up_seconds: u32,
     keeps_sum: bool,
-    /// Its seconds, summed up; kept for remote workers only, like `received`.
+    /// Its seconds, summed up; kept for remote workers only, like `received`, and only for as
+    /// many as the run's `SeriesBudget` gives it (none for a summarised worker).
     seconds: Vec<Second>,
+    series_room: usize,
+    /// It had more seconds than its room.
+    series_cut: bool,
     /// The requests of its shard, when the run counts requests.
     budget: Option<u64>,
 }
@@ -441,6 +456,8 @@ impl Tracked {
             warm_up_seconds,
             keeps_sum,
             seconds: Vec::new(),
+            series_room: 0,
+            series_cut: false,
             budget,
         }
     }
@@ -472,8 +489,10 @@ impl State {
             w.said_done = w.said_done.saturating_add(checks::done(&delta.counters));
             w.said_ok = w.said_ok.saturating_add(delta.counters.ok);
         }
-        if w.keeps_sum {
+        if w.seconds.len() < w.series_room {
             w.seconds.push(Second::of(second, &delta, label));
+        } else if w.series_room > 0 {
+            w.series_cut = true;
         }
         let received = if warm_up { &mut w.received_warm_up } else { &mut w.received };
         match received {

@@ -9,6 +9,7 @@ use volley_worker::shard::Outcome;
 use super::clock_sync::Offset;
 use super::link::WorkerInfo;
 use super::series::{Label, Profile};
+use super::worker_series::SeriesBudget;
 
 /// One worker's part of a run, as the report shows it.
 #[derive(Debug, Default)]
@@ -50,6 +51,10 @@ pub(crate) struct FleetRun {
     pub remote: bool,
     /// The warm-up, and the stages' and rate's share of each second.
     pub profile: Profile,
+    /// Which workers' own series and histograms were kept; None for a local run.
+    pub series: Option<SeriesBudget>,
+    /// A detailed worker's series reached its share of the budget and stops there.
+    pub series_cut: bool,
 }
 
 /// One second of the run, summed up. Only the summary is kept: a second's full histograms take

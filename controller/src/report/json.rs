@@ -54,7 +54,14 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "names": r.name_lines().map(|line| name(&line, r.duration)).collect::<Vec<_>>(),
         "scenarios": scenarios(r),
         "iterations": (!r.scenarios.is_empty()).then_some(c.iterations),
-        "workers": r.workers.iter().map(worker).collect::<Vec<_>>(),
+        "workers": r.workers.iter().enumerate().map(|(i, w)| worker(w, r.worker_series.is_none_or(|(s, _)| s.is_detailed(i)))).collect::<Vec<_>>(),
+        "workerSeries": r.worker_series.map(|(s, cut)| json!({
+            "workers": s.workers,
+            "detailed": s.detailed,
+            "summarised": s.summarised(),
+            "secondsEach": s.seconds_each,
+            "cut": cut,
+        })),
         "intervals": r.intervals.iter().map(|s| interval(s, r.rate.is_some())).collect::<Vec<_>>(),
     })
 }
@@ -135,8 +142,9 @@ fn schedule(rate: Option<u64>, s: &Stats, duration: std::time::Duration) -> Valu
     })
 }
 
-/// One worker with everything needed to re-check the merge: its counters and histograms.
-fn worker(w: &WorkerLine) -> Value {
+/// One worker with everything needed to re-check the merge: its counters and histograms; a
+/// summarised one (`detailed` false: past the run's `SeriesBudget`) without its histograms.
+fn worker(w: &WorkerLine, detailed: bool) -> Value {
     let mut v = json!({
         "address": w.address,
         "name": w.info.as_ref().map(|i| &i.name),
@@ -171,7 +179,9 @@ fn worker(w: &WorkerLine) -> Value {
         obj.insert("latencySeconds".into(), summary(&s.histograms.latency));
         obj.insert("serviceTimeSeconds".into(), summary(&s.histograms.service));
         obj.insert("schedule".into(), schedule(w.rate, s, w.duration));
-        obj.insert("histograms".into(), histograms(s));
+        if detailed {
+            obj.insert("histograms".into(), histograms(s));
+        }
     }
     v
 }

@@ -11,7 +11,7 @@ use volley_engine::{ErrorKind, NameStats, Plan, Protocol, QuicCongestion, RingSu
 
 pub(crate) use protocols::{HttpVersion, Protocols};
 
-use crate::fleet::{FleetRun, Second, WorkerInfo};
+use crate::fleet::{FleetRun, Second, SeriesBudget, WorkerInfo};
 
 pub(crate) use json::to_json;
 pub(crate) use saved::from_saved;
@@ -118,6 +118,10 @@ pub(crate) struct Report {
     pub names: Vec<String>,
     /// A scenario mix's scenarios: then `stats.counters.iterations` counts their passes.
     pub scenarios: Vec<ScenarioLine>,
+    /// A distributed run: which workers' own series and histograms were kept (the rest are
+    /// summarised), and whether a kept series stopped at its share. None for a local run and
+    /// for merged saved reports, whose workers are all kept.
+    pub worker_series: Option<(SeriesBudget, bool)>,
 }
 
 /// One name of a mix with its statistics, for the reports' per-name sections.
@@ -226,6 +230,7 @@ impl Report {
             w.seconds = fleet.profile.warm_up_seconds;
         }
         report.connection_stages = fleet.profile.connection_stages().to_vec();
+        report.worker_series = fleet.series.map(|s| (s, fleet.series_cut));
         report.names = names;
         report.scenarios = scenarios;
         report.protocol = Protocols::one(HttpVersion::of(protocol));
@@ -295,6 +300,7 @@ impl Report {
             workers,
             distributed,
             intervals,
+            worker_series: None,
             aborted: None,
             warm_up: warm_up.map(|stats| WarmUp { seconds: 0, stats }),
             connection_stages: Vec::new(),
@@ -404,6 +410,16 @@ impl Report {
             } else {
                 format!("worker {failure}; the report covers the other workers only")
             });
+        }
+        if let Some((s, cut)) = self.worker_series.filter(|(s, cut)| s.summarised() > 0 || *cut) {
+            w.push(format!(
+                "per-worker series and histograms are kept for the first {} of {} workers, {} s each at most{}; the other {} are summarised (totals and percentiles); the run's totals, histograms and series are merged from every worker",
+                s.detailed,
+                s.workers,
+                s.seconds_each,
+                if cut { " (some were cut there)" } else { "" },
+                s.summarised()
+            ));
         }
         if let Some(skew) = self.start_skew().filter(|s| *s > LATE_START) {
             w.push(format!(

@@ -173,3 +173,42 @@ fn an_encoded_histogram_declares_the_whole_range_so_fixed_bounds_readers_can_add
     sum.add(read(&large)).unwrap();
     assert_eq!(sum.len(), 2);
 }
+
+#[test]
+fn volleys_own_histograms_decode_directly_to_what_the_crates_deserializer_reads() {
+    let mut rng = crate::test_rng::Rng(0x5eed);
+    for round in 0..60u64 {
+        let mut h = new_histogram();
+        for _ in 0..round * 41 {
+            let magnitude = rng.next() % 42;
+            let value = (1 + rng.next() % (1u64 << magnitude)).min(HIGHEST);
+            h.record_n(value, 1 + rng.next() % 1_000).unwrap();
+        }
+        let bytes = encode_histogram(&h);
+        let plain = plain_v2(&bytes).unwrap();
+        let general: Histogram<u64> = Deserializer::new().deserialize(&mut &plain[..]).unwrap();
+        let direct = decode_histogram(&bytes).unwrap();
+        assert_eq!(direct, h, "round {round}");
+        assert_eq!((direct.len(), direct.min(), direct.max()), (general.len(), general.min(), general.max()));
+        for q in [0.0, 0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(direct.value_at_quantile(q), general.value_at_quantile(q), "round {round}, q {q}");
+        }
+    }
+}
+
+#[test]
+fn counts_past_volleys_range_in_its_own_shape_are_refused() {
+    // A run of zeros to the end of the counts, then one count: an index no histogram has.
+    let mut payload = Vec::new();
+    let zeros = (MAX_COUNTS as i64 + 5) * 2 - 1; // zig-zag of -(MAX_COUNTS + 5)
+    let mut z = zeros as u64;
+    while z >= 0x80 {
+        payload.push((z as u8 & 0x7f) | 0x80);
+        z >>= 7;
+    }
+    payload.push(z as u8);
+    payload.push(2); // zig-zag of 1
+    let mut plain = v2_header(payload.len() as u32, 3, LOWEST, HIGHEST);
+    plain.extend_from_slice(&payload);
+    assert!(matches!(decode_histogram(&plain), Err(HistogramError::Bounds)));
+}
