@@ -266,7 +266,8 @@ fn a_shard_the_engine_cannot_run_is_refused() {
     let mut old = good.clone();
     old.protocol = 8;
     let err = shard_from_proto(&old).expect_err("old protocol");
-    let expected = format!("incompatible protocol: the peer speaks 8, this side speaks {}", volley_proto::PROTOCOL_VERSION);
+    let expected =
+        format!("incompatible protocol: the peer speaks 8, this side speaks {}", volley_proto::PROTOCOL_VERSION);
     assert_eq!(err.to_string(), expected);
 }
 
