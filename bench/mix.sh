@@ -6,6 +6,8 @@
 # Tools, per protocol:
 #   volley      one URL (the baseline)
 #   volley-mix  --targets with the 8 requests, taken in turn by each connection
+#   volley-tmpl --scenario with the same 8 requests as the steps of one scenario, with templates
+#               ({{vu}}, {{iteration}}, {{random_int}}, {{uuid}}) in paths, headers and the body
 #   oha-mix     oha --urls-from-file with the 8 URLs (oha sends GETs only, without the headers;
 #               HTTP/1.1 and h2c)
 # The report's ratios are volley-mix's (SUBJECT) over the others'.
@@ -45,11 +47,11 @@ POINTS_DESC="connections × streams per connection ${POINTS[*]} (HTTP/1.1: conne
 . "$ROOT/bench/lib/clients.sh"
 
 # shellcheck disable=SC2034 # read through a nameref, TOOLS_$proto
-TOOLS_mixh1=(volley volley-mix oha-mix)
+TOOLS_mixh1=(volley volley-mix volley-tmpl oha-mix)
 # shellcheck disable=SC2034
-TOOLS_mixh2c=(volley volley-mix oha-mix)
+TOOLS_mixh2c=(volley volley-mix volley-tmpl oha-mix)
 # shellcheck disable=SC2034
-TOOLS_mixh3=(volley volley-mix)
+TOOLS_mixh3=(volley volley-mix volley-tmpl)
 
 # The 8 requests, at URL's origin: a targets file for volley, a URL list for oha.
 write_targets() { # url file
@@ -88,6 +90,48 @@ write_urls() { # url file
     "$origin/static/app.js" "$origin/users/7/orders" "$origin/health" "$origin/items" >"$2"
 }
 
+# The same 8 requests as the steps of one scenario, with templates in paths, headers and the
+# body: what filling slots per request costs beside sending requests encoded once.
+write_scenario() { # url file
+  local origin=${1%/} pad
+  pad=$(head -c 960 /dev/zero | tr '\0' x)
+  cat >"$2" <<EOF
+origin = "$origin"
+[[scenario]]
+name = "all"
+  [[scenario.step]]
+  path = "/"
+  [[scenario.step]]
+  name = "list"
+  path = "/items?page={{iteration}}"
+  headers = { Accept = "application/json" }
+  [[scenario.step]]
+  path = "/items/{{random_int 1 1000}}"
+  headers = { Accept = "application/json", X-Request-Id = "{{uuid}}" }
+  [[scenario.step]]
+  path = "/search?q=volley&limit=10"
+  headers = { Accept = "application/json" }
+  [[scenario.step]]
+  path = "/static/app.js"
+  headers = { Accept-Encoding = "identity" }
+  [[scenario.step]]
+  path = "/users/{{vu}}/orders"
+  headers = { Authorization = "Bearer bench-token" }
+  [[scenario.step]]
+  path = "/health"
+  [[scenario.step]]
+  method = "POST"
+  path = "/items"
+  headers = { Content-Type = "application/octet-stream" }
+  body = "{{uuid}}$pad"
+EOF
+}
+
+scenario_for() { # url: sets SCENARIO_FILE
+  SCENARIO_FILE=$TMP/scenario-$(printf '%s' "$1" | tr -c 'a-zA-Z0-9' _).toml
+  [[ -s $SCENARIO_FILE ]] || write_scenario "$1" "$SCENARIO_FILE"
+}
+
 targets_for() { # url: sets TARGETS_FILE (one per URL, written once)
   TARGETS_FILE=$TMP/targets-$(printf '%s' "$1" | tr -c 'a-zA-Z0-9' _).txt
   [[ -s $TARGETS_FILE ]] || write_targets "$1" "$TARGETS_FILE"
@@ -100,11 +144,16 @@ urls_for() { # url: sets URLS_FILE
 # Commands get CONNS SECONDS URL STREAMS.
 cmd_mixh1_volley() { CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j "$3"); }
 cmd_mixh1_volley-mix() { targets_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE"); }
+cmd_mixh1_volley-tmpl() { scenario_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --scenario "$SCENARIO_FILE"); }
 cmd_mixh1_oha-mix() { urls_for "$3"; CMD=("$OHA" --no-tui --output-format json -c "$1" -z "${2}s" --urls-from-file "$URLS_FILE"); }
 cmd_mixh2c_volley() { CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
 cmd_mixh2c_volley-mix() {
   targets_for "$3"
   CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE")
+}
+cmd_mixh2c_volley-tmpl() {
+  scenario_for "$3"
+  CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$SCENARIO_FILE")
 }
 # oha's -c is requests in flight, -p how many share a connection.
 cmd_mixh2c_oha-mix() {
@@ -115,6 +164,11 @@ cmd_mixh3_volley() { CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -
 cmd_mixh3_volley-mix() {
   targets_for "$3"
   CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE")
+}
+
+cmd_mixh3_volley-tmpl() {
+  scenario_for "$3"
+  CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$SCENARIO_FILE")
 }
 
 prepare_oha-mix() {
@@ -170,7 +224,7 @@ server_commands() {
   [[ -z $SERVE_PID ]] || show_cmd "${SERVE_CMD[@]}"
 }
 header_notes() {
-  echo "- the mix: 8 requests to one origin (7 GETs of different paths, queries and headers; 1 POST of 1,000 bytes), one targets file (volley-mix) or URL list (oha-mix, GETs only, no headers)"
+  echo "- the mix: 8 requests to one origin (7 GETs of different paths, queries and headers; 1 POST of 1,000 bytes), one targets file (volley-mix), scenario file with templates in 4 paths, 1 header and the body (volley-tmpl) or URL list (oha-mix, GETs only, no headers)"
 }
 
 clients_main /usr/bin/time:time
