@@ -177,3 +177,25 @@ body = "{{vu""#,
     assert_eq!(seen.len(), 5);
     assert!(seen.iter().all(|r| r.path == "/blob/{{vu}}" && r.body == b"\x00\x01{{\xff"), "{:?}", seen[0]);
 }
+
+#[test]
+fn the_same_seed_draws_the_same_numbers_but_never_the_same_uuids() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |seed: &str| {
+        let server = TestServer::start(Behavior::ok(5));
+        let file = templated_file(dir.path(), server.url().trim_end_matches('/'));
+        let out = support::run_volley(["-c", "1", "-t", "1", "-n", "20", "--seed", seed, "--scenario", &file]);
+        assert_eq!(out.status.code(), Some(0), "{}", describe_output(&out));
+        let puts: Vec<SeenRequest> = server.seen_requests().into_iter().filter(|r| r.method == "POST").collect();
+        let numbers: Vec<u64> = puts.iter().map(|p| put_path(&p.path).2).collect();
+        let ids: BTreeSet<String> = puts.iter().map(|p| p.header("x-id").unwrap().to_string()).collect();
+        assert_eq!((numbers.len(), ids.len()), (20, 20));
+        (numbers, ids)
+    };
+    let (first, first_ids) = run("7");
+    let (again, again_ids) = run("7");
+    assert_eq!(first, again, "--seed 7 twice drew different numbers");
+    assert!(first_ids.is_disjoint(&again_ids), "a UUID came back in a second run");
+    let (other, _) = run("8");
+    assert_ne!(first, other, "--seed 7 and 8 drew the same 20 numbers from 1..=6");
+}

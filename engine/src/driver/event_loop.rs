@@ -155,6 +155,7 @@ impl<'r> Loop<'r> {
             worker: plan.worker,
             thread: plan.index as u64,
             rng: template_seed(plan.seed, plan.worker, plan.index),
+            unique: template_seed(None, plan.worker, plan.index),
         };
         let mut picker = Picker::new(shared.heads.clone(), plan.seed, shared.scenarios.as_deref()).numbered(numbering);
         let indices = plan.load.indices();
@@ -585,7 +586,7 @@ fn os_error(res: i32) -> String {
 /// The state of a thread's generator for templates' random values: apart from the mix's
 /// choices (which templates then leave as they were), distinct for every worker and thread,
 /// and the same for the same `seed` (a part's, which the fleet's split makes distinct too);
-/// without one, different on every run, as a UUID should be.
+/// without one, from the clock: different on every run, as UUIDs must be.
 fn template_seed(seed: Option<u64>, worker: u64, thread: usize) -> u64 {
     let base = seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)

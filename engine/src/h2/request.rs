@@ -269,7 +269,8 @@ mod tests {
         let list: Vec<(&str, &RequestSpec)> = vec![("/a/{{vu}}", &specs[0]), ("/b", &specs[1])];
         let requests = encode_requests(&target, &list, &[true, true]);
         let mut rng = 1;
-        let mut fill = crate::template::Fill { vu: 31, iteration: 4, worker: 0, thread: 0, rng: &mut rng };
+        let mut fill =
+            crate::template::Fill { vu: 31, iteration: 4, worker: 0, thread: 0, rng: &mut rng, unique: &mut 1 };
         let (mut out, mut scratch) = (Vec::new(), Vec::new());
         let mut filled = |block: &crate::template::Encoded| {
             out.clear();

@@ -96,6 +96,7 @@ impl<'a> Units<'a> {
             worker: picker.numbering.worker,
             thread: picker.numbering.thread,
             rng: &mut picker.numbering.rng,
+            unique: &mut picker.numbering.unique,
         })
     }
 
@@ -167,13 +168,15 @@ impl Cursor {
 pub(crate) struct Numbering {
     pub worker: u64,
     pub thread: u64,
-    /// xorshift64* state for random values, never 0.
+    /// xorshift64* states for random values, never 0: `random_int`'s (from the seed) and
+    /// UUIDs' (from the clock).
     pub rng: u64,
+    pub unique: u64,
 }
 
 impl Default for Numbering {
     fn default() -> Self {
-        Numbering { worker: 0, thread: 0, rng: 1 }
+        Numbering { worker: 0, thread: 0, rng: 1, unique: 1 }
     }
 }
 

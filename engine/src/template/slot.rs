@@ -17,7 +17,7 @@ pub(super) enum Slot {
     Thread,
     /// A number drawn uniformly from `low..=high` on every use.
     RandomInt { low: i64, high: i64 },
-    /// A random (version 4) UUID on every use.
+    /// A random (version 4) UUID on every use, different on every run whatever the seed.
     Uuid,
     /// Milliseconds since the Unix epoch when the request is encoded.
     UnixMs,
@@ -80,8 +80,11 @@ pub(crate) struct Fill<'a> {
     pub iteration: u64,
     pub worker: u64,
     pub thread: u64,
-    /// xorshift64* state, never 0.
+    /// xorshift64* state, never 0: `random_int`'s, from the run's seed.
     pub rng: &'a mut u64,
+    /// The same, for UUIDs: from the clock, so that a run with the same seed (0 by default)
+    /// never sends another run's "unique" ids.
+    pub unique: &'a mut u64,
 }
 
 impl Fill<'_> {
@@ -95,7 +98,7 @@ impl Fill<'_> {
                 // Within the span's 2⁶⁴ values, the bias of a modulo is below 2⁻⁶⁴ × span:
                 // nothing a load test can see.
                 let span = (high as i128 - low as i128 + 1) as u128;
-                let drawn = low as i128 + (u128::from(self.next()) % span) as i128;
+                let drawn = low as i128 + (u128::from(next(self.rng)) % span) as i128;
                 if drawn < 0 {
                     out.push(b'-');
                 }
@@ -103,8 +106,8 @@ impl Fill<'_> {
             }
             Slot::Uuid => {
                 let mut bytes = [0u8; 16];
-                bytes[..8].copy_from_slice(&self.next().to_le_bytes());
-                bytes[8..].copy_from_slice(&self.next().to_le_bytes());
+                bytes[..8].copy_from_slice(&next(self.unique).to_le_bytes());
+                bytes[8..].copy_from_slice(&next(self.unique).to_le_bytes());
                 bytes[6] = (bytes[6] & 0x0f) | 0x40; // version 4
                 bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562's variant
                 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -121,16 +124,16 @@ impl Fill<'_> {
             }
         }
     }
+}
 
-    /// xorshift64*: fast, and plenty for test data.
-    fn next(&mut self) -> u64 {
-        let mut x = *self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        *self.rng = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
+/// xorshift64*: fast, and plenty for test data.
+fn next(state: &mut u64) -> u64 {
+    let mut x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
 }
 
 /// `n` in decimal, without the formatting machinery.

@@ -1,10 +1,12 @@
 use super::*;
 
-fn fill(rng: &mut u64) -> Fill<'_> {
-    Fill { vu: 7, iteration: 41, worker: 2, thread: 1, rng }
+/// Values of a request; `states` are the generators of `random_int` and of UUIDs.
+fn fill(states: &mut [u64; 2]) -> Fill<'_> {
+    let [rng, unique] = states;
+    Fill { vu: 7, iteration: 41, worker: 2, thread: 1, rng, unique }
 }
 
-fn rendered(text: &str, rng: &mut u64) -> String {
+fn rendered(text: &str, rng: &mut [u64; 2]) -> String {
     let template = Template::parse(text.as_bytes()).expect("a template");
     let mut out = Vec::new();
     template.render(&mut fill(rng), &mut out);
@@ -13,7 +15,7 @@ fn rendered(text: &str, rng: &mut u64) -> String {
 
 #[test]
 fn slots_are_filled_from_the_request_and_text_around_them_stays_as_it_is() {
-    let mut rng = 1;
+    let mut rng = [1, 1];
     assert_eq!(rendered("/u/{{vu}}/i/{{ iteration }}?w={{worker}}&t={{thread}}", &mut rng), "/u/7/i/41?w=2&t=1");
     assert_eq!(rendered("no slots {here} }}", &mut rng), "no slots {here} }}");
     assert_eq!(rendered("{{vu}}{{vu}}", &mut rng), "77");
@@ -22,7 +24,7 @@ fn slots_are_filled_from_the_request_and_text_around_them_stays_as_it_is() {
 
 #[test]
 fn random_int_stays_within_its_bounds_and_the_same_seed_draws_the_same_numbers() {
-    let (mut a, mut b) = (0x1234_5678, 0x1234_5678);
+    let (mut a, mut b) = ([0x1234_5678, 3], [0x1234_5678, 4]);
     let draws: Vec<i64> = (0..2000).map(|_| rendered("{{random_int -3 3}}", &mut a).parse().unwrap()).collect();
     assert!(draws.iter().all(|d| (-3..=3).contains(d)), "{draws:?}");
     for v in -3..=3 {
@@ -37,7 +39,7 @@ fn random_int_stays_within_its_bounds_and_the_same_seed_draws_the_same_numbers()
 
 #[test]
 fn uuids_are_version_4_and_differ_on_every_use() {
-    let mut rng = 99;
+    let mut rng = [99, 99];
     let (a, b) = (rendered("{{uuid}}", &mut rng), rendered("{{uuid}}", &mut rng));
     assert_ne!(a, b);
     for u in [&a, &b] {
@@ -52,7 +54,7 @@ fn uuids_are_version_4_and_differ_on_every_use() {
 #[test]
 fn unix_ms_is_the_clock_at_encoding() {
     let before = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
-    let mut rng = 1;
+    let mut rng = [1, 1];
     let ms: u64 = rendered("{{unix_ms}}", &mut rng).parse().unwrap();
     let after = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
     assert!((before..=after).contains(&ms), "{before} {ms} {after}");
@@ -94,7 +96,7 @@ fn an_encoded_hole_is_framed_as_the_protocol_frames_a_string() {
     encoded.value(&long, Framing::Literal, |_| unreachable!());
     encoded.value("{{thread}}", Framing::Raw, |_| unreachable!());
     assert!(encoded.has_holes());
-    let (mut out, mut scratch, mut rng) = (Vec::new(), Vec::new(), 1);
+    let (mut out, mut scratch, mut rng) = (Vec::new(), Vec::new(), [1, 1]);
     encoded.render(&mut fill(&mut rng), &mut out, &mut scratch);
     let mut expected = b"\x04\x02/7\x05plain".to_vec();
     // 132 bytes: 127 in the prefix, then 5.
