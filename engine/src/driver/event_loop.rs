@@ -47,7 +47,7 @@ use super::recvmsg::RecvMsg;
 use super::uring::{Completion, Op, Uring, untoken};
 use super::{Shared, ThreadDone, ThreadPlan};
 use crate::plan::ConnectionRamp;
-use crate::session::{Cursor, Event, Numbering, Picker, Schedule, Units};
+use crate::session::{Cursor, Event, Numbering, Picker, Schedule, Units, generator_state};
 use crate::stats::{ErrorKind, Stats};
 
 /// Receive buffers: small, since benchmark responses are small and RSS counts.
@@ -591,9 +591,7 @@ fn template_seed(seed: Option<u64>, worker: u64, thread: usize) -> u64 {
     let base = seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
     });
-    let mut z =
-        base ^ worker.wrapping_mul(0xd6e8_feb8_6659_fd93) ^ (thread as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (z ^ (z >> 31)) | 1
+    generator_state(
+        base ^ worker.wrapping_mul(0xd6e8_feb8_6659_fd93) ^ (thread as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+    )
 }

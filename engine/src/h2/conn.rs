@@ -342,7 +342,7 @@ impl Connection {
         self.next_stream_id += 2;
         // The place the stream will take: where a filled body waits.
         let place = self.streams.next_place();
-        match fill {
+        let has_body = match fill {
             Some(fill) if self.is_templated(request) => {
                 // Shared with the template while it fills this connection's buffers.
                 let requests = self.requests.clone();
@@ -360,13 +360,14 @@ impl Connection {
                     None => !requests[request as usize].body.is_empty(),
                 };
                 self.encode_filled_headers(id, template, fill, !has_body);
+                has_body
             }
             _ => {
                 let has_body = !self.requests[request as usize].body.is_empty();
                 self.encode_request_headers(id, request, !has_body);
+                has_body
             }
-        }
-        let has_body = !body_of(&self.requests, &self.filled_bodies, place, request).is_empty();
+        };
         let stream = Stream {
             sent_at: now,
             due: nanos_from(now, due),

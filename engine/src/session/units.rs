@@ -210,13 +210,7 @@ impl Picker {
     /// `heads` has one entry per request of the mix; `seed` picks at random, else in turn.
     /// `scenarios` (with a seed) lays the requests out as the steps of weighted scenarios.
     pub(crate) fn new(heads: Box<[bool]>, seed: Option<u64>, scenarios: Option<&[Scenario]>) -> Self {
-        // xorshift needs a state other than 0; splitmix64's finaliser spreads nearby seeds.
-        let random = seed.map(|s| {
-            let mut z = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            (z ^ (z >> 31)) | 1
-        });
+        let random = seed.map(|s| generator_state(s.wrapping_add(0x9e37_79b9_7f4a_7c15)));
         let scenarios = scenarios.filter(|s| !s.is_empty()).map(|list| {
             let n = heads.len();
             let (mut first, mut last) = (vec![false; n], vec![false; n]);
@@ -323,6 +317,14 @@ impl Scenarios {
         let k = self.cumulative.partition_point(|&(w, _)| w <= r);
         self.cumulative.get(k).map_or(0, |&(_, start)| start)
     }
+}
+
+/// A xorshift64* state from `z`: splitmix64's finaliser spreads nearby inputs apart, and the
+/// state is never 0, which xorshift cannot leave.
+pub(crate) fn generator_state(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) | 1
 }
 
 /// A request index in `0..len`, uniformly enough (len ≤ 100,000 against 64 random bits).
