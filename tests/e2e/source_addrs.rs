@@ -103,13 +103,7 @@ fn three_times_the_port_range_from_one_machine_over_four_source_addresses_is_ans
 
     // A local run from a /30 of loopback: every connection up, every request answered.
     let out = run(volley_in(&ns, &[&flags[..], &["--source-addr", "127.0.1.0/30", &url]].concat()));
-    assert_success(&out);
-    let r = json_report(&out);
-    assert_eq!(number(&r, "/errors/connect"), 0, "{r}");
-    assert_eq!(number(&r, "/requests/ok"), 3000, "{r}");
-    assert_eq!(number(&r, "/connections"), 150, "{r}");
-    answered += 3000;
-    assert_eq!(nginx.settled_requests(), answered, "nginx's own count");
+    answered = every_connection_served(&out, &nginx, answered);
 
     // One worker, its addresses from the workers file, the controller beside it.
     let listen = "127.0.0.1:7700";
@@ -125,13 +119,7 @@ fn three_times_the_port_range_from_one_machine_over_four_source_addresses_is_ans
     .unwrap();
     let at_file = format!("@{}", workers.display());
     let out = run(volley_in(&ns, &[&["--workers", &at_file][..], &flags[..], &[&url]].concat()));
-    assert_success(&out);
-    let r = json_report(&out);
-    assert_eq!(number(&r, "/errors/connect"), 0, "{r}");
-    assert_eq!(number(&r, "/requests/ok"), 3000, "{r}");
-    assert_eq!(number(&r, "/connections"), 150, "{r}");
-    answered += 3000;
-    assert_eq!(nginx.settled_requests(), answered, "nginx's own count");
+    every_connection_served(&out, &nginx, answered);
 }
 
 #[test]
@@ -238,4 +226,16 @@ fn a_bad_source_address_list_is_one_line_and_exit_2_before_any_load() {
     assert_ne!(out.status.code(), Some(0), "{}", describe_output(&out));
     assert!(line.contains("source address 192.0.2.1 is not an address of this machine"), "{line}");
     assert_eq!(server.connections(), 0, "no load before the refusal");
+}
+
+/// Checks a run of 150 connections and 3,000 requests connected every one and got every answer,
+/// as nginx counted them beyond the `answered` before it; returns nginx's count now.
+fn every_connection_served(out: &Output, nginx: &Nginx, answered: u64) -> u64 {
+    assert_success(out);
+    let r = json_report(out);
+    assert_eq!(number(&r, "/errors/connect"), 0, "{r}");
+    assert_eq!(number(&r, "/requests/ok"), 3000, "{r}");
+    assert_eq!(number(&r, "/connections"), 150, "{r}");
+    assert_eq!(nginx.settled_requests(), answered + 3000, "nginx's own count");
+    answered + 3000
 }

@@ -197,6 +197,18 @@ mod tests {
         assert!(!fields.iter().any(|(_, v)| v == "999"));
     }
 
+    /// `block` as a second HPACK implementation reads it on connection `theirs`, its fields
+    /// sorted (only fields of different names may change places).
+    fn read_sorted(theirs: &mut httlib_hpack::Decoder<'_>, block: &[u8]) -> Vec<(String, String)> {
+        let mut buf = block.to_vec();
+        let mut fields = Vec::new();
+        theirs.decode(&mut buf, &mut fields).expect("a valid header block");
+        let text = |b: Vec<u8>| String::from_utf8(b).expect("ASCII");
+        let mut fields: Vec<(String, String)> = fields.into_iter().map(|(n, v, _)| (text(n), text(v))).collect();
+        fields.sort();
+        fields
+    }
+
     #[test]
     fn a_mix_indexes_the_fields_all_its_requests_share_so_any_may_go_first_on_a_connection() {
         let target = Target::parse("http://127.0.0.1:8080/").expect("valid url");
@@ -218,20 +230,11 @@ mod tests {
         let size = requests[0].blocks.table_size;
         assert_eq!(size, [(10, 14), (5, 1), (6, 9)].iter().map(|(n, v)| n + v + 32).sum::<usize>());
         assert!(requests.iter().all(|r| r.blocks.table_size == size));
-        let read = |theirs: &mut httlib_hpack::Decoder<'_>, block: &[u8]| {
-            let mut buf = block.to_vec();
-            let mut fields = Vec::new();
-            theirs.decode(&mut buf, &mut fields).expect("a valid header block");
-            let text = |b: Vec<u8>| String::from_utf8(b).expect("ASCII");
-            let mut fields: Vec<(String, String)> = fields.into_iter().map(|(n, v, _)| (text(n), text(v))).collect();
-            fields.sort();
-            fields
-        };
         // Each request's fields, as the plain block says them, are the user's (sorted: only
         // fields of different names moved).
         let plain: Vec<_> = requests
             .iter()
-            .map(|r| read(&mut httlib_hpack::Decoder::with_dynamic_size(4096), &r.blocks.plain))
+            .map(|r| read_sorted(&mut httlib_hpack::Decoder::with_dynamic_size(4096), &r.blocks.plain))
             .collect();
         for (i, fields) in plain.iter().enumerate() {
             let mut want: Vec<(String, String)> = request_fields(&target, &specs[i]).headers;
@@ -250,9 +253,9 @@ mod tests {
         // Whichever goes first, every later block on the connection reads as its plain one.
         for first in 0..3 {
             let mut connection = httlib_hpack::Decoder::with_dynamic_size(4096);
-            assert_eq!(read(&mut connection, &requests[first].blocks.first), plain[first]);
+            assert_eq!(read_sorted(&mut connection, &requests[first].blocks.first), plain[first]);
             for i in [2, 0, 1, 1, 2] {
-                assert_eq!(read(&mut connection, &requests[i].blocks.indexed), plain[i], "{i} after {first}");
+                assert_eq!(read_sorted(&mut connection, &requests[i].blocks.indexed), plain[i], "{i} after {first}");
             }
         }
         assert!(requests[0].blocks.indexed.len() < requests[0].blocks.plain.len() / 2);
@@ -280,15 +283,6 @@ mod tests {
         let t: Vec<&Template> = requests.iter().map(|r| r.template.as_deref().expect("slots")).collect();
         // The same entries (authority and x-run; never a value with slots) for both.
         assert_eq!(requests[0].blocks.table_size, requests[1].blocks.table_size);
-        let read = |theirs: &mut httlib_hpack::Decoder<'_>, block: &[u8]| {
-            let mut buf = block.to_vec();
-            let mut fields = Vec::new();
-            theirs.decode(&mut buf, &mut fields).expect("a valid header block");
-            let text = |b: Vec<u8>| String::from_utf8(b).expect("ASCII");
-            let mut fields: Vec<(String, String)> = fields.into_iter().map(|(n, v, _)| (text(n), text(v))).collect();
-            fields.sort();
-            fields
-        };
         let want = |method: &str, path: &str| {
             let mut f: Vec<(String, String)> = [
                 (":method", method),
@@ -304,18 +298,18 @@ mod tests {
             f.sort();
             f
         };
-        let plain = read(&mut httlib_hpack::Decoder::with_dynamic_size(4096), &filled(&t[1].blocks.plain));
+        let plain = read_sorted(&mut httlib_hpack::Decoder::with_dynamic_size(4096), &filled(&t[1].blocks.plain));
         // The filled body has slots: its length is the DATA's, not a content-length.
         assert_eq!(plain, want("POST", "/b"));
         for first in 0..2 {
             let mut connection = httlib_hpack::Decoder::with_dynamic_size(4096);
             assert_eq!(
-                read(&mut connection, &filled(&t[first].blocks.first)),
+                read_sorted(&mut connection, &filled(&t[first].blocks.first)),
                 want(&specs[first].method, ["/a/31", "/b"][first])
             );
             for i in [1 - first, first, 1 - first] {
                 assert_eq!(
-                    read(&mut connection, &filled(&t[i].blocks.indexed)),
+                    read_sorted(&mut connection, &filled(&t[i].blocks.indexed)),
                     want(&specs[i].method, ["/a/31", "/b"][i])
                 );
             }
