@@ -164,6 +164,10 @@ pub(crate) struct LoadArgs {
     /// of scenarios): the same seed makes the same choices.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
+    /// The most bytes of data a scenario file's feeders may hold together (each worker holds
+    /// its rows in memory, once) [default: 1 GiB].
+    #[arg(long, value_name = "BYTES", default_value_t = volley_engine::DEFAULT_MAX_FEEDER_BYTES, requires = "scenario", value_parser = clap::value_parser!(u64).range(1..=volley_engine::MAX_TABLE_BYTES))]
+    pub max_feeder_bytes: u64,
     /// Concurrent connections [default: 50; with --stages and no --rate, the largest stage].
     #[arg(short = 'c', long)]
     pub connections: Option<u64>,

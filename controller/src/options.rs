@@ -29,6 +29,7 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     };
     let url = args.url.as_deref().map(Target::parse).transpose()?;
     // A file's requests, and the order they are taken in; clap keeps the two files apart.
+    let mut feeders = Vec::new();
     let (target, mix) = match (&args.targets, &args.scenario) {
         (Some(path), _) => {
             let file = targets::read(path, targets_format(args.targets_format), url.as_ref())?;
@@ -39,8 +40,9 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
             (file.origin, Some(Mix { requests: file.requests, order }))
         }
         (None, Some(path)) => {
-            let file = scenario::read(path, url.as_ref())?;
+            let file = scenario::read(path, url.as_ref(), args.max_feeder_bytes)?;
             let order = Order::Scenarios { scenarios: file.scenarios, seed: args.seed };
+            feeders = file.feeders;
             (file.origin, Some(Mix { requests: file.requests, order }))
         }
         (None, None) => (url.ok_or_else(|| CliError::Usage("a target URL is required".into()))?, None),
@@ -99,6 +101,7 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     // Plan::new takes one request: a mix then takes its place.
     let mut plan = Plan::new(target, RequestSpec::new("GET", Vec::new(), Vec::new()), connections, stop);
     plan.requests = requests;
+    plan.feeders = feeders;
     plan.protocol = protocol;
     plan.load = load;
     // Decided here for a local run; a distributed run's controller decides each worker's from
@@ -151,7 +154,7 @@ pub(crate) fn check(plan: &Plan) -> Result<(), CliError> {
             Setting::WarmUp => "--warm-up",
             Setting::Hold => "--max-hold",
             Setting::Targets => "--targets",
-            Setting::Scenario => "--scenario",
+            Setting::Scenario | Setting::Feeders => "--scenario",
             Setting::SourceAddrs => "--source-addr",
         };
         CliError::Usage(format!("{flag}: {e}"))

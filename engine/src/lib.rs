@@ -10,6 +10,7 @@
 mod driver;
 mod error;
 mod fd_limit;
+mod feeder;
 mod gate;
 mod gso;
 mod h1;
@@ -17,6 +18,7 @@ mod h2;
 mod h3;
 mod plan;
 mod quic;
+mod random;
 mod ring;
 mod run;
 mod session;
@@ -29,6 +31,9 @@ mod tls;
 
 pub use driver::check_source_addrs;
 pub use error::EngineError;
+pub use feeder::{
+    DEFAULT_MAX_FEEDER_BYTES, Feeder, FeederMode, MAX_COLUMNS, MAX_FEEDERS, MAX_TABLE_BYTES, Table, TableError,
+};
 pub use plan::{
     ConnectionIndices, DEFAULT_MAX_HOLD, Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES,
     MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, Mix, NamedRequest,
@@ -42,4 +47,4 @@ pub use stats::{
     decode_histogram, encode_histogram, new_histogram,
 };
 pub use target::{Scheme, Target, TargetError};
-pub use template::{TEMPLATE_BUILT_INS, TemplateError, check_template, template_skeleton};
+pub use template::{TEMPLATE_BUILT_INS, TemplateError, Vocabulary, check_template, template_skeleton};

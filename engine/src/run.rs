@@ -15,6 +15,7 @@ use crate::quic;
 use crate::ring::{RingSupport, probe_io_uring};
 use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Snapshot, Stats};
+use crate::template::Templating;
 use crate::tls;
 use crate::{h1, h2, h3};
 
@@ -116,11 +117,13 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     // Every request with its path; a mix's names, by request.
     let requests = plan.requests.each(&plan.target.path_and_query);
     let names = plan.requests.mix().map(|mix| mix.name_indices().into_boxed_slice());
-    // Per request: its `{{…}}` are templates.
-    let templated: Vec<bool> = match plan.requests.mix() {
-        Some(mix) => mix.requests.iter().map(|r| r.templated).collect(),
-        None => vec![false],
+    // Per request: its `{{…}}` are templates, and the feeders they use.
+    let vocabulary = plan.vocabulary();
+    let (templated, feeder_uses): (Vec<bool>, Vec<u32>) = match plan.requests.mix() {
+        Some(mix) => mix.requests.iter().map(|r| (r.templated, r.feeders(&vocabulary))).unzip(),
+        None => (vec![false], vec![0]),
     };
+    let templating = Templating { templated, vocabulary };
     let addr = plan.target.resolve()?[0];
     driver::check_sources_against(&plan.source_addrs, addr.ip())?;
     let session = match plan.protocol {
@@ -129,8 +132,12 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             request_timeout: plan.request_timeout,
             templates: requests
                 .iter()
-                .zip(&templated)
-                .map(|((path, spec), &t)| t.then(|| h1::encode_template(&plan.target, path, spec, !plan.keepalive))?)
+                .enumerate()
+                .map(|(i, (path, spec))| {
+                    templating.is_templated(i).then(|| {
+                        h1::encode_template(&plan.target, path, spec, !plan.keepalive, &templating.vocabulary)
+                    })?
+                })
                 .collect(),
         }),
         Protocol::Http2 { streams: 0 } => return Err(EngineError::Plan("HTTP/2 streams must be at least 1")),
@@ -138,7 +145,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             return Err(EngineError::Plan("HTTP/2 needs keep-alive: its connections carry many requests"));
         }
         Protocol::Http2 { streams } => SessionConfig::H2(Arc::new(h2::Config {
-            requests: h2::encode_requests(&plan.target, &requests, &templated).into(),
+            requests: h2::encode_requests(&plan.target, &requests, &templating).into(),
             streams,
             connect_timeout: plan.connect_timeout,
             request_timeout: plan.request_timeout,
@@ -157,7 +164,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
                 request: h3::Config::new(
                     &plan.target,
                     &requests,
-                    &templated,
+                    &templating,
                     streams,
                     plan.connect_timeout,
                     plan.request_timeout,
@@ -189,6 +196,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         names,
         heads: requests.iter().map(|(_, spec)| spec.is_head()).collect(),
         scenarios: plan.requests.scenarios().map(|s| s.into()),
+        feeder_uses: feeder_uses.into(),
         tls,
         connect_timeout: plan.connect_timeout,
         keepalive: plan.keepalive,
@@ -217,6 +225,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             // A fleet's split makes worker i's connections the whole's i-th, every W-th.
             worker: plan.load.indices().first,
             seed: part.requests.mix().and_then(|mix| mix.order.seed()),
+            feeders: part.feeders,
             gate: control.gate.clone(),
             stop_flag: control.stop_flag.clone(),
             tx: tx.clone(),

@@ -408,9 +408,10 @@ fn run_load_example(example: &Example) {
         "the server counted {seen} requests, the report {ok} ok + {errors} errors (+ {aborted} aborted): {r}"
     );
     if example.value("-z").is_none() && example.value("--duration").is_none() {
-        // -n sends exactly N, 200 when not given.
+        // -n sends exactly N, 200 when not given; with a scenario file, N iterations.
         let n = example.value("-n").or(example.value("--requests")).map_or(200, |n| n.parse().unwrap());
-        assert_eq!(number(&r, "/requests/total"), n, "{r}");
+        let counted = if example.has("--scenario") { "/iterations" } else { "/requests/total" };
+        assert_eq!(number(&r, counted), n, "{r}");
         assert_eq!(aborted, 0, "{r}");
     }
     if let Target::Plain(server) = &target {

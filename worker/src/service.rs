@@ -157,7 +157,8 @@ impl Worker for WorkerService {
         if shard.protocol != PROTOCOL_VERSION {
             return Err(refused(incompatible(shard.protocol)));
         }
-        let plan = wire::shard_from_proto(&shard)
+        let tables = receive_feeder_rows(&shard, &mut commands).await.map_err(refused)?;
+        let plan = wire::shard_with_feeders(&shard, tables)
             .map_err(|e| refused(Status::invalid_argument(format!("volley worker: {e}"))))?;
         let plan = self.admit_target(plan).await.map_err(refused)?;
         let plan = admit_source_addrs(plan).await.map_err(refused)?;
@@ -172,6 +173,32 @@ impl Worker for WorkerService {
         let events = session::start(plan, control, cause, commands, busy, &self.state)?;
         Ok(Response::new(events))
     }
+}
+
+/// The rows of the shard's feeders, which follow it on the run stream: each command within
+/// the first message's time of the one before, each checked against what the shard said.
+async fn receive_feeder_rows(
+    shard: &v1::Shard,
+    commands: &mut Streaming<v1::RunCommand>,
+) -> Result<Vec<volley_engine::Table>, Status> {
+    let invalid = |e: wire::WireError| Status::invalid_argument(format!("volley worker: {e}"));
+    let mut assembly = wire::Assembly::new(shard).map_err(invalid)?;
+    while !assembly.is_complete() {
+        match tokio::time::timeout(FIRST_MESSAGE_TIMEOUT, commands.message()).await {
+            Ok(Ok(Some(v1::RunCommand { command: Some(Command::FeederRows(rows)) }))) => {
+                assembly.add(rows).map_err(invalid)?;
+            }
+            Ok(Ok(Some(_))) => {
+                return Err(Status::invalid_argument("volley worker: the shard's feeder rows were cut short"));
+            }
+            Ok(Ok(None)) => {
+                return Err(Status::invalid_argument("volley worker: the run stream ended within the feeder rows"));
+            }
+            Ok(Err(status)) => return Err(status),
+            Err(_) => return Err(Status::deadline_exceeded("volley worker: no feeder rows within 10 s")),
+        }
+    }
+    Ok(assembly.finish())
 }
 
 #[cfg(test)]

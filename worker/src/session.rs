@@ -175,6 +175,7 @@ async fn follow_commands(
                         control.stop();
                     }
                     Command::Shard(_) => warn!("a second shard in one run ignored"),
+                    Command::FeederRows(_) => warn!("feeder rows after the shard's were all taken ignored"),
                 },
                 // A message with no command is from a newer controller; it still shows life.
                 Ok(Ok(Some(_))) => {}

@@ -11,13 +11,17 @@ use std::time::Duration;
 use volley_engine::{
     ConnectionIndices, Counters, ErrorKind, HistogramError, Load, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS,
     MAX_SOURCE_ADDRS, Mix, NameStats, NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests,
-    RingSupport, Scenario, Stage, Stats, Stop, Target, TargetError, TlsOptions, decode_histogram, encode_histogram,
-    new_histogram,
+    RingSupport, Scenario, Stage, Stats, Stop, Table, Target, TargetError, TlsOptions, Vocabulary, decode_histogram,
+    encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
 
 use crate::shard::{Event, Outcome};
+
+mod feeders;
+
+pub use feeders::{Assembly, CHUNK_BYTES, feeder_rows};
 
 /// Why a message from the other side cannot be taken.
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +89,7 @@ pub fn shard_to_proto(plan: &Plan) -> v1::Shard {
             QuicCongestion::Standard => 1,
         },
         source_addrs: plan.source_addrs.iter().map(IpAddr::to_string).collect(),
+        feeders: plan.feeders.iter().map(feeders::feeder_to_proto).collect(),
     }
 }
 
@@ -142,6 +147,12 @@ fn load_to_proto(load: &Load) -> v1::shard::Load {
 /// What the protocol cannot say wrong (a missing stop or load, an unknown version) is refused
 /// here; every limit of a run is the engine's one check, [`Plan::validate`].
 pub fn shard_from_proto(shard: &v1::Shard) -> Result<Plan, WireError> {
+    shard_with_feeders(shard, Vec::new())
+}
+
+/// [`shard_from_proto`] of a shard whose feeders' rows came after it, in `tables` (one per
+/// feeder, in order: [`Assembly::finish`]).
+pub fn shard_with_feeders(shard: &v1::Shard, tables: Vec<Table>) -> Result<Plan, WireError> {
     let invalid = |why: &str| WireError::Shard(why.to_string());
     if shard.protocol != PROTOCOL_VERSION {
         return Err(WireError::Protocol { theirs: shard.protocol, ours: PROTOCOL_VERSION });
@@ -187,6 +198,7 @@ pub fn shard_from_proto(shard: &v1::Shard) -> Result<Plan, WireError> {
     plan.source_addrs = source_addrs_from_proto(&shard.source_addrs)?;
     plan.keepalive = shard.keepalive;
     plan.tls = TlsOptions { insecure: shard.insecure, extra_ca_pem: shard.extra_ca_pem.clone() };
+    plan.feeders = feeders::feeders_from_proto(shard, tables)?;
     plan.validate().map_err(|e| WireError::Shard(e.to_string()))?;
     Ok(plan)
 }
@@ -243,6 +255,7 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
         None => return Err(invalid("a mix without an order")),
     };
     let mut requests = Vec::with_capacity(shard.mix.len());
+    let vocabulary = Vocabulary::new(shard.feeders.iter().map(|f| (f.name.clone(), f.columns.clone())));
     for r in &shard.mix {
         let request = NamedRequest {
             name: r.name.clone(),
@@ -252,7 +265,7 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
         };
         // Checked here too, so that the refusal names the path; the URL's own path is held to
         // the same rule by `Target::parse`.
-        if !request.has_request_path() {
+        if !request.has_request_path(&vocabulary) {
             return Err(WireError::Shard(format!(
                 "{}: bad path '{}'",
                 r.name.escape_debug(),
@@ -354,6 +367,8 @@ fn counters_to_proto(c: &Counters) -> v1::Counters {
         blocked: c.blocked,
         unsent: c.unsent,
         iterations: c.iterations,
+        feeder_rows: c.feeder_rows,
+        ran_out: c.ran_out,
         retry_after: c.retry_after.statuses().map(|(code, n)| (u32::from(code), n)).collect(),
         retry_after_largest_seconds: c.retry_after.largest_seconds,
         retry_after_dates: c.retry_after.dates,
@@ -433,6 +448,8 @@ fn counters_from_proto(c: &v1::Counters) -> Result<Counters, WireError> {
     into.blocked = c.blocked;
     into.unsent = c.unsent;
     into.iterations = c.iterations;
+    into.feeder_rows = c.feeder_rows;
+    into.ran_out = c.ran_out;
     into.truncated = c.truncated;
     into.dropped_packets = c.dropped_packets;
     Ok(into)

@@ -108,6 +108,7 @@ pub(crate) fn run(
         };
         let budget = checks::budget(&shard);
         let remote = matches!(to, Destination::Remote { .. });
+        let feeders = shard.feeders.clone();
         let link = match to {
             Destination::Local => {
                 report.address = "local".into();
@@ -116,7 +117,7 @@ pub(crate) fn run(
             Destination::Remote { address, shard, threads, limit } => {
                 report.address = address.clone();
                 let (cmd_tx, cmd_rx) = tokio::sync::mpsc::unbounded_channel();
-                let part = remote::Shard { shard: *shard, threads, limit };
+                let part = remote::Shard { shard: *shard, threads, limit, feeders };
                 match runtime {
                     Some(rt) => {
                         rt.spawn(remote::drive(index, address, access.clone(), part, tx.clone(), cmd_rx));

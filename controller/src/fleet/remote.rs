@@ -9,7 +9,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::{Code, Status};
-use volley_engine::ThreadLimit;
+use volley_engine::{Feeder, ThreadLimit};
 use volley_proto::v1::{self, worker_client::WorkerClient};
 use volley_proto::{MAX_MESSAGE_BYTES, PROTOCOL_VERSION};
 use volley_worker::clock::now_nanos;
@@ -42,6 +42,8 @@ pub(crate) struct Shard {
     pub shard: v1::Shard,
     pub threads: Option<usize>,
     pub limit: ThreadLimit,
+    /// The shard's feeders (the worker's rows of each), sent after it in chunks.
+    pub feeders: Vec<Feeder>,
 }
 
 /// The largest reply a worker may send: tonic's 4 MiB, which a run's counters and compressed
@@ -108,7 +110,7 @@ async fn drive_run(
     }
     // Workers say what their engine runs (Protocol::NAMES); one that cannot run this shard's
     // protocol is refused before any load, by name.
-    let Shard { mut shard, threads, limit } = part;
+    let Shard { mut shard, threads, limit, feeders } = part;
     let cores = usize::try_from(hello.cores).unwrap_or(usize::MAX);
     shard.threads = u32::try_from(limit.threads_for(threads.unwrap_or(cores))).unwrap_or(u32::MAX);
     let asked = match shard.http_version {
@@ -135,10 +137,22 @@ async fn drive_run(
     let (out, out_rx) = tokio::sync::mpsc::channel::<v1::RunCommand>(16);
     let send = |command| v1::RunCommand { command: Some(command) };
     out.send(send(v1::run_command::Command::Shard(shard))).await.map_err(|_| "the run stream closed")?;
+    // The feeders' rows follow the shard, a chunk at a time as the stream takes them: the
+    // worker reads them all before it answers the run, so they go from a task of their own.
+    let _feeding = Task(tokio::spawn({
+        let out = out.clone();
+        async move {
+            for rows in wire::feeder_rows(&feeders) {
+                if out.send(send(v1::run_command::Command::FeederRows(rows))).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }));
     let mut stream = client.run(ReceiverStream::new(out_rx)).await.map_err(|s| refusal(&s))?.into_inner();
     // The heartbeat has a task of its own, so that it never waits behind this loop's work on
     // the worker's events; it ends with the run (`_beats` aborts it when dropped).
-    let _beats = Beats(tokio::spawn({
+    let _beats = Task(tokio::spawn({
         let out = out.clone();
         async move {
             let mut heartbeat = tokio::time::interval(HEARTBEAT_EVERY);
@@ -186,10 +200,11 @@ async fn drive_run(
     }
 }
 
-/// The heartbeat task, aborted when the run's driver is done with it.
-struct Beats(tokio::task::JoinHandle<()>);
+/// A task of the run's (its heartbeat, the feeder rows), aborted when the run's driver is done
+/// with it.
+struct Task(tokio::task::JoinHandle<()>);
 
-impl Drop for Beats {
+impl Drop for Task {
     fn drop(&mut self) {
         self.0.abort();
     }

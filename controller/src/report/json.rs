@@ -54,6 +54,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "names": r.name_lines().map(|line| name(&line, r.duration)).collect::<Vec<_>>(),
         "scenarios": scenarios(r),
         "iterations": (!r.scenarios.is_empty()).then_some(c.iterations),
+        "feeders": feeders(r),
         "workers": r.workers.iter().enumerate().map(|(i, w)| worker(w, r.worker_series.is_none_or(|(s, _)| s.is_detailed(i)))).collect::<Vec<_>>(),
         "workerSeries": r.worker_series.map(|(s, cut)| json!({
             "workers": s.workers,
@@ -69,6 +70,21 @@ pub(crate) fn to_json(r: &Report) -> Value {
 /// A scenario run's scenarios and their weights; empty otherwise.
 fn scenarios(r: &Report) -> Value {
     r.scenarios.iter().map(|s| json!({ "name": s.name, "weight": s.weight })).collect()
+}
+
+/// The feeders, and what was taken of them: rows taken over all of them, and the engine
+/// threads whose share of a shard feeder ran out. Null without feeders.
+fn feeders(r: &Report) -> Value {
+    if r.feeders.is_empty() {
+        return Value::Null;
+    }
+    let c = &r.stats.counters;
+    json!({
+        "feeders": r.feeders.iter().map(|f| json!({ "name": f.name, "mode": f.mode, "rows": f.rows })).collect::<Vec<_>>(),
+        "rowsTaken": c.feeder_rows,
+        "threadsRanOut": c.ran_out,
+        "dataRanOut": c.ran_out > 0,
+    })
 }
 
 /// The warm-up's own numbers, in none of the others: its requests, statuses, latency (with its

@@ -51,6 +51,16 @@ pub(crate) struct PlanSummary {
     pub names: Vec<String>,
     /// A scenario mix's scenarios, with their weights; empty otherwise.
     pub scenarios: Vec<ScenarioLine>,
+    /// The scenario file's feeders; empty without.
+    pub feeders: Vec<FeederLine>,
+}
+
+/// A feeder of the run: its name, mode and rows (all of the run's workers' together).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FeederLine {
+    pub name: String,
+    pub mode: String,
+    pub rows: u64,
 }
 
 /// A scenario of the run, and its weight.
@@ -73,6 +83,11 @@ impl PlanSummary {
                 .unwrap_or_default()
                 .iter()
                 .map(|s| ScenarioLine { name: s.name.clone(), weight: s.weight })
+                .collect(),
+            feeders: plan
+                .feeders
+                .iter()
+                .map(|f| FeederLine { name: f.name.clone(), mode: f.mode.name().into(), rows: f.rows.len() as u64 })
                 .collect(),
         }
     }
@@ -118,6 +133,9 @@ pub(crate) struct Report {
     pub names: Vec<String>,
     /// A scenario mix's scenarios: then `stats.counters.iterations` counts their passes.
     pub scenarios: Vec<ScenarioLine>,
+    /// The scenario file's feeders: `stats.counters.feeder_rows` counts the rows taken,
+    /// `ran_out` the threads whose share of a shard feeder was used up.
+    pub feeders: Vec<FeederLine>,
     /// A distributed run: which workers' own series and histograms were kept (the rest are
     /// summarised), and whether a kept series stopped at its share. None for a local run and
     /// for merged saved reports, whose workers are all kept.
@@ -172,7 +190,7 @@ pub(crate) struct WorkerLine {
 
 impl Report {
     pub(crate) fn from_fleet(plan: PlanSummary, fleet: FleetRun) -> Self {
-        let PlanSummary { url, protocol, congestion, names, scenarios } = plan;
+        let PlanSummary { url, protocol, congestion, names, scenarios, feeders } = plan;
         let interrupted = fleet.interrupted;
         // The numbers are the measurement's, after the warm-up; so is the time they took.
         let warm_up = fleet.profile.warm_up();
@@ -233,6 +251,7 @@ impl Report {
         report.worker_series = fleet.series.map(|s| (s, fleet.series_cut));
         report.names = names;
         report.scenarios = scenarios;
+        report.feeders = feeders;
         report.protocol = Protocols::one(HttpVersion::of(protocol));
         match protocol {
             Protocol::Http1 => {}
@@ -306,6 +325,7 @@ impl Report {
             connection_stages: Vec::new(),
             names: Vec::new(),
             scenarios: Vec::new(),
+            feeders: Vec::new(),
         }
     }
 
@@ -419,6 +439,12 @@ impl Report {
                 s.seconds_each,
                 if cut { " (some were cut there)" } else { "" },
                 s.summarised()
+            ));
+        }
+        if c.ran_out > 0 {
+            w.push(format!(
+                "the data ran out: {} engine thread(s) used up their share of a shard feeder's rows and started no more iterations that need it; the run did less than it was asked",
+                c.ran_out
             ));
         }
         if let Some(skew) = self.start_skew().filter(|s| *s > LATE_START) {

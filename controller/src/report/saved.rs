@@ -183,6 +183,8 @@ fn line(path: &str, r: &Value) -> Result<WorkerLine, String> {
     let c = &mut stats.counters;
     (c.late, c.blocked, c.unsent) = (schedule_count("late"), schedule_count("blocked"), schedule_count("unsent"));
     c.iterations = r["iterations"].as_u64().unwrap_or(0);
+    c.feeder_rows = r["feeders"]["rowsTaken"].as_u64().unwrap_or(0);
+    c.ran_out = r["feeders"]["threadsRanOut"].as_u64().unwrap_or(0);
     if stats.histograms.latency.len() != stats.counters.ok {
         return Err(format!(
             "its latency histogram holds {} samples but it counts {} ok requests",

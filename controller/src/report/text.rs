@@ -40,6 +40,9 @@ pub(crate) fn to_text(r: &Report) -> String {
     if !r.scenarios.is_empty() {
         iterations(&mut out, r);
     }
+    if !r.feeders.is_empty() {
+        feeders(&mut out, r);
+    }
     if let Some(w) = &r.warm_up {
         warm_up(&mut out, w);
     }
@@ -323,6 +326,16 @@ fn ms(nanos: u64) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// The feeders: each with its mode and rows, the rows taken over all, and whether the data ran
+/// out.
+fn feeders(out: &mut String, r: &Report) {
+    let c = &r.stats.counters;
+    let each: Vec<String> = r.feeders.iter().map(|f| format!("{} ({}, {} rows)", f.name, f.mode, f.rows)).collect();
+    let ran_out =
+        if c.ran_out > 0 { format!("; the data ran out on {} engine thread(s)", c.ran_out) } else { String::new() };
+    let _ = writeln!(out, "Feeders:      {}: {} rows taken{ran_out}", each.join(", "), c.feeder_rows);
+}
 
 /// A scenario run's iterations (passes of a scenario; what -n and --rate count), and the
 /// scenarios they were drawn from by weight.

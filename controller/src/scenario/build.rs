@@ -5,25 +5,37 @@
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
 use toml::Spanned;
 use volley_engine::{
-    MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, NamedRequest, RequestSpec, Scenario, Target, check_template,
-    template_skeleton,
+    Feeder, FeederMode, MAX_FEEDERS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, NamedRequest, RequestSpec, Scenario,
+    Target, Vocabulary, check_template, template_skeleton,
 };
 
 use super::ScenarioFile;
 use super::error::{Located, Problem, at_offset};
-use super::file::{File, Headers, Step};
+use super::feeder::{self, Format};
+use super::file::{FeederTable, File, Headers, Step};
 use crate::targets::{
     self, At, Bodies, MAX_HEADERS, OneOrigin, Shown, check_header, check_method, checked_name, default_name,
     same_origin, shown,
 };
 
-/// The mix the file describes. `file` has at least one scenario.
-pub(super) fn build(text: &str, file: File, url: Option<&Target>, dir: &Path) -> Result<ScenarioFile, Located> {
+/// The mix the file describes. `file` has at least one scenario; its feeders hold at most
+/// `feeder_limit` bytes of data together.
+pub(super) fn build(
+    text: &str,
+    file: File,
+    url: Option<&Target>,
+    dir: &Path,
+    feeder_limit: u64,
+) -> Result<ScenarioFile, Located> {
     let at = |span: Range<usize>| at_offset(text, span.start);
     check_counts(&file, &at)?;
+    let feeders = feeders(&file.feeders, dir, feeder_limit, &at)?;
+    let vocabulary = Vocabulary::of(&feeders);
+    let t = Texts { text, at: &at, vocabulary: &vocabulary };
     let mut origin = match (&file.origin, url) {
         (Some(given), url) => {
             let origin = file_origin(given, url).map_err(|p| Located::new(at(given.span()), p))?;
@@ -33,7 +45,7 @@ pub(super) fn build(text: &str, file: File, url: Option<&Target>, dir: &Path) ->
         (None, url) => OneOrigin::new(url),
     };
     let defaults = match file.defaults.as_ref().and_then(|d| d.headers.as_ref()) {
-        Some(headers) => checked_headers(headers, true, text, &at)?,
+        Some(headers) => checked_headers(headers, true, &t)?,
         None => Vec::new(),
     };
     let mut bodies = Bodies::new(dir);
@@ -57,7 +69,7 @@ pub(super) fn build(text: &str, file: File, url: Option<&Target>, dir: &Path) ->
         let steps = table.steps.len() as u32;
         for step in table.steps {
             let step_at = at(step.span());
-            let request = request(step.into_inner(), &defaults, &mut origin, &mut bodies, text, &at)?;
+            let request = request(step.into_inner(), &defaults, &mut origin, &mut bodies, &t)?;
             names.insert(request.name.clone());
             if names.len() > MAX_NAMES {
                 return Err(Located::new(step_at, Problem::TooManyNames));
@@ -68,10 +80,69 @@ pub(super) fn build(text: &str, file: File, url: Option<&Target>, dir: &Path) ->
         scenarios.push(Scenario { name, weight, steps });
     }
     match origin.into_target() {
-        Some(origin) => Ok(ScenarioFile { origin, requests, scenarios }),
+        Some(origin) => Ok(ScenarioFile { origin, requests, scenarios, feeders }),
         // Every scenario has a step, and a step's path either takes an origin or is refused.
         None => Err(Located::new(At::new(1, 1), Problem::PathWithoutOrigin { path: "/".into() })),
     }
+}
+
+/// What a value's templates are checked against: the file's text (to point into it), and the
+/// feeder columns its slots may name.
+struct Texts<'a, F: Fn(Range<usize>) -> At> {
+    text: &'a str,
+    at: &'a F,
+    vocabulary: &'a Vocabulary,
+}
+
+/// The `[[feeder]]`s, each with its file read, in the file's order.
+fn feeders(
+    tables: &[Spanned<FeederTable>],
+    dir: &Path,
+    limit: u64,
+    at: &impl Fn(Range<usize>) -> At,
+) -> Result<Vec<Feeder>, Located> {
+    if let Some(extra) = tables.get(MAX_FEEDERS) {
+        return Err(Located::new(at(extra.span()), Problem::TooManyFeeders));
+    }
+    let mut feeders: Vec<Feeder> = Vec::with_capacity(tables.len());
+    let mut used = 0u64;
+    for table in tables {
+        let table = table.get_ref();
+        let name = table.name.get_ref();
+        let name_at = at(table.name.span());
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return Err(Located::new(name_at, Problem::FeederName { name: shown(name) }));
+        }
+        if feeders.iter().any(|f| &f.name == name) {
+            return Err(Located::new(name_at, Problem::SecondFeeder { name: shown(name) }));
+        }
+        let mode = match &table.mode {
+            None => FeederMode::Cycle,
+            Some(mode) => FeederMode::ALL
+                .into_iter()
+                .find(|m| m.name() == mode.get_ref())
+                .ok_or_else(|| Located::new(at(mode.span()), Problem::FeederMode { mode: shown(mode.get_ref()) }))?,
+        };
+        let path = dir.join(table.file.get_ref());
+        let file_at = at(table.file.span());
+        let shown_file = shown(table.file.get_ref());
+        let format = match &table.format {
+            Some(f) => Format::parse(f.get_ref())
+                .ok_or_else(|| Located::new(at(f.span()), Problem::FeederFormat { format: shown(f.get_ref()) }))?,
+            None => Format::of_path(&path)
+                .ok_or_else(|| Located::new(file_at, Problem::FeederFormatUnknown { file: shown_file.clone() }))?,
+        };
+        let (columns, rows) = feeder::read(&path, format, limit - used).map_err(|p| {
+            let problem = match p.line {
+                0 => Problem::FeederFile { file: shown_file.clone(), what: p.what },
+                line => Problem::FeederLine { file: shown_file.clone(), line, what: p.what },
+            };
+            Located::new(file_at, problem)
+        })?;
+        used += rows.bytes() as u64;
+        feeders.push(Feeder::new(name.clone(), columns, mode, Arc::new(rows)));
+    }
+    Ok(feeders)
 }
 
 /// The scenarios and steps within a run's limits, counted before any body is read or request
@@ -109,9 +180,9 @@ fn request(
     defaults: &[(String, String)],
     origin: &mut OneOrigin,
     bodies: &mut Bodies,
-    text: &str,
-    at: &impl Fn(Range<usize>) -> At,
+    t: &Texts<'_, impl Fn(Range<usize>) -> At>,
 ) -> Result<NamedRequest, Located> {
+    let at = t.at;
     let templated = step.template.unwrap_or(true);
     let method = match &step.method {
         Some(method) => {
@@ -122,12 +193,12 @@ fn request(
     };
     let path_at = at(step.path.span());
     let path_and_query = if templated {
-        templated_path(&step.path, origin, text, at)?
+        templated_path(&step.path, origin, t)?
     } else {
         path_of(step.path.get_ref(), origin).map_err(|p| Located::new(path_at, p))?
     };
     let mut headers = match &step.headers {
-        Some(headers) => checked_headers(headers, templated, text, at)?,
+        Some(headers) => checked_headers(headers, templated, t)?,
         None => Vec::new(),
     };
     // The defaults' headers after the step's own, those of a name the step has (in any case)
@@ -142,7 +213,7 @@ fn request(
         (Some(body), None) => {
             let body_at = at(body.span());
             if templated {
-                check_template_at(&body, text, at)?;
+                check_template_at(&body, t)?;
             }
             let bytes = body.into_inner().into_bytes();
             bodies.count(bytes.len()).map_err(|p| Located::new(body_at, p))?;
@@ -150,7 +221,7 @@ fn request(
         }
         (None, Some(file)) => {
             let bytes = bodies.read(file.get_ref()).map_err(|p| Located::new(at(file.span()), p))?;
-            if templated && let Err(e) = check_template(&bytes) {
+            if templated && let Err(e) = check_template(&bytes, t.vocabulary) {
                 let problem =
                     Problem::TemplateInBodyFile { file: shown(file.get_ref()), offset: e.offset, what: e.what };
                 return Err(Located::new(at(file.span()), problem));
@@ -174,12 +245,12 @@ fn request(
 fn templated_path(
     path: &Spanned<String>,
     origin: &mut OneOrigin,
-    text: &str,
-    at: &impl Fn(Range<usize>) -> At,
+    t: &Texts<'_, impl Fn(Range<usize>) -> At>,
 ) -> Result<String, Located> {
-    check_template_at(path, text, at)?;
+    let at = t.at;
+    check_template_at(path, t)?;
     let written = path.get_ref();
-    let skeleton = template_skeleton(written);
+    let skeleton = template_skeleton(written, t.vocabulary);
     let checked = path_of(&skeleton, origin).map_err(|p| Located::new(at(path.span()), p))?;
     if skeleton == written.as_str() {
         return Ok(checked);
@@ -197,14 +268,14 @@ fn templated_path(
 
 /// `value` checked as a template, an error pointing into it where the file writes it plainly
 /// (a quoted string without escapes), else at the value.
-fn check_template_at(value: &Spanned<String>, text: &str, at: &impl Fn(Range<usize>) -> At) -> Result<(), Located> {
-    let Err(e) = check_template(value.get_ref().as_bytes()) else { return Ok(()) };
+fn check_template_at(value: &Spanned<String>, t: &Texts<'_, impl Fn(Range<usize>) -> At>) -> Result<(), Located> {
+    let Err(e) = check_template(value.get_ref().as_bytes(), t.vocabulary) else { return Ok(()) };
     let span = value.span();
-    let raw = text.get(span.clone()).unwrap_or("");
+    let raw = t.text.get(span.clone()).unwrap_or("");
     let quote = raw.chars().next().filter(|c| *c == '"' || *c == '\'');
     let plain = quote.is_some_and(|q| raw.len() == value.get_ref().len() + 2 && raw.ends_with(q));
     let start = if plain { span.start + 1 + e.offset } else { span.start };
-    Err(Located::new(at(start..start), Problem::Template { what: e.what }))
+    Err(Located::new((t.at)(start..start), Problem::Template { what: e.what }))
 }
 
 /// A step's `path` as the path and query it goes to: a path, or an absolute URL of the run's
@@ -225,9 +296,9 @@ fn path_of(path: &str, origin: &mut OneOrigin) -> Result<String, Problem> {
 fn checked_headers(
     headers: &Spanned<Headers>,
     templated: bool,
-    text: &str,
-    at: &impl Fn(Range<usize>) -> At,
+    t: &Texts<'_, impl Fn(Range<usize>) -> At>,
 ) -> Result<Vec<(String, String)>, Located> {
+    let at = t.at;
     let mut pairs = Vec::new();
     for (name, values) in &headers.get_ref().0 {
         for value in values {
@@ -239,7 +310,7 @@ fn checked_headers(
                 Located::new(at(span), p)
             })?;
             if templated {
-                check_template_at(value, text, at)?;
+                check_template_at(value, t)?;
             }
             pairs.push((name.get_ref().clone(), value.get_ref().clone()));
         }

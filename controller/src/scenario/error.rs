@@ -1,7 +1,7 @@
 //! What can be wrong with a scenario file: the file as a whole, or something in it, said as
 //! `FILE:LINE:COLUMN: what`, as a targets file's problems are.
 
-use volley_engine::{MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
+use volley_engine::{MAX_FEEDERS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
 
 use crate::targets::{self, At, MAX_FILE_BYTES, MAX_HEADERS};
 
@@ -78,6 +78,22 @@ pub(crate) enum Problem {
     TemplateInBodyFile { file: String, offset: usize, what: String },
     #[error("a template in the origin: templates go in a step's path and query, header values and body")]
     TemplateInOrigin,
+    #[error("more than the {MAX_FEEDERS} feeders a run may have")]
+    TooManyFeeders,
+    #[error("a second feeder named '{name}': feeder names are distinct")]
+    SecondFeeder { name: String },
+    #[error("a feeder's name is letters, digits, `_` and `-`: '{name}'")]
+    FeederName { name: String },
+    #[error("mode '{mode}': a feeder's mode is shard, cycle or random")]
+    FeederMode { mode: String },
+    #[error("format '{format}': a feeder's format is csv or jsonl")]
+    FeederFormat { format: String },
+    #[error("{file}: give format = \"csv\" or \"jsonl\": the file's name does not say which it is")]
+    FeederFormatUnknown { file: String },
+    #[error("{file}: {what}")]
+    FeederFile { file: String, what: String },
+    #[error("{file}:{line}: {what}")]
+    FeederLine { file: String, line: u64, what: String },
 }
 
 /// Where byte `offset` of `text` is: columns count bytes, as a targets file's do.

@@ -21,6 +21,25 @@ pub(super) struct File {
     /// `[[scenario]]`, in the file's order: the mix's order.
     #[serde(default, rename = "scenario")]
     pub scenarios: Vec<Spanned<ScenarioTable>>,
+    /// `[[feeder]]`: test data for the steps' templates.
+    #[serde(default, rename = "feeder")]
+    pub feeders: Vec<Spanned<FeederTable>>,
+}
+
+/// One `[[feeder]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FeederTable {
+    /// What slots call it by: `{{NAME.COLUMN}}`.
+    pub name: Spanned<String>,
+    /// Relative to the scenario file's directory unless absolute.
+    pub file: Spanned<String>,
+    /// `shard`, `cycle` (the default) or `random`.
+    #[serde(default)]
+    pub mode: Option<Spanned<String>>,
+    /// `csv` or `jsonl`; by default, the file's extension.
+    #[serde(default)]
+    pub format: Option<Spanned<String>>,
 }
 
 /// `[defaults]`: what every step has unless it says otherwise.

@@ -13,17 +13,19 @@
 //!   path = "/?q=1"
 //! ```
 //!
-//! `file.rs` is the file as written, `build.rs` turns it into the mix's requests and scenarios.
+//! `file.rs` is the file as written, `build.rs` turns it into the mix's requests and scenarios,
+//! `feeder.rs` reads a `[[feeder]]`'s data file.
 //! A step is a request as a targets file's is, and is checked by the same rules
 //! (`crate::targets`): method, headers, one origin a run, body files, names.
 
 mod build;
 mod error;
+mod feeder;
 mod file;
 
 use std::path::Path;
 
-use volley_engine::{NamedRequest, Scenario, Target};
+use volley_engine::{Feeder, NamedRequest, Scenario, Target};
 
 pub(crate) use error::ScenarioError;
 use error::{Located, Problem, at_offset};
@@ -39,11 +41,14 @@ pub(crate) struct ScenarioFile {
     pub requests: Vec<NamedRequest>,
     /// In the file's order; each says how many of `requests` are its steps.
     pub scenarios: Vec<Scenario>,
+    /// Its feeders with their rows, in the file's order.
+    pub feeders: Vec<Feeder>,
 }
 
 /// Reads the scenario file at `path`. `url`, the command line's, gives the origin when the file
-/// has none (and must be the file's when it has one).
-pub(crate) fn read(path: &Path, url: Option<&Target>) -> Result<ScenarioFile, ScenarioError> {
+/// has none (and must be the file's when it has one); its feeders may hold `feeder_limit`
+/// bytes of data together.
+pub(crate) fn read(path: &Path, url: Option<&Target>, feeder_limit: u64) -> Result<ScenarioFile, ScenarioError> {
     let file = path.display().to_string();
     if let Some(url) = url
         && url.path_and_query != "/"
@@ -64,7 +69,7 @@ pub(crate) fn read(path: &Path, url: Option<&Target>) -> Result<ScenarioFile, Sc
         return Err(ScenarioError::NoScenario { file });
     }
     let dir = path.parent().unwrap_or(Path::new(""));
-    build::build(text, parsed, url, dir).map_err(|located| located.in_file(&file))
+    build::build(text, parsed, url, dir, feeder_limit).map_err(|located| located.in_file(&file))
 }
 
 /// The toml crate's error at its place in the file: a syntax error where the parser stopped, a

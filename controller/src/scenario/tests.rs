@@ -25,7 +25,8 @@ impl Files {
     fn read(&self, name: &str, url: Option<&str>) -> Result<ScenarioFile, String> {
         let url = url.map(|u| Target::parse(u).expect("a URL"));
         let dir = format!("{}/", self.0.path().display());
-        read(&self.0.path().join(name), url.as_ref()).map_err(|e| e.to_string().replace(&dir, ""))
+        read(&self.0.path().join(name), url.as_ref(), volley_engine::DEFAULT_MAX_FEEDER_BYTES)
+            .map_err(|e| e.to_string().replace(&dir, ""))
     }
 }
 
@@ -183,7 +184,7 @@ fn what_is_wrong_is_pointed_at_by_line_and_column() {
         (format!("[defaults]\nheader = {{}}\n{step}"), "s.toml:2:1: unknown field `header`, expected `headers`"),
         (
             format!("orign = \"http://a:1\"\n{step}"),
-            "s.toml:1:1: unknown field `orign`, expected one of `origin`, `defaults`, `scenario`",
+            "s.toml:1:1: unknown field `orign`, expected one of `origin`, `defaults`, `scenario`, `feeder`",
         ),
         // Missing keys, at their table's header.
         (
@@ -347,7 +348,8 @@ fn a_step_has_at_most_the_headers_a_target_may_have_the_defaults_counted() {
 fn the_example_shop_is_a_mix_for_volley_serve() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/scenarios/shop.toml");
     let url = Target::parse("http://127.0.0.1:8080").expect("a URL");
-    let file = read(&example, Some(&url)).expect("examples/scenarios/shop.toml");
+    let file =
+        read(&example, Some(&url), volley_engine::DEFAULT_MAX_FEEDER_BYTES).expect("examples/scenarios/shop.toml");
     assert_eq!(file.origin.to_string(), "http://127.0.0.1:8080/", "volley serve's default address");
     let names: Vec<&str> = file.scenarios.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["browse", "search", "buy"]);

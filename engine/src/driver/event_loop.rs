@@ -46,8 +46,10 @@ use super::lifecycle::Lifecycle;
 use super::recvmsg::RecvMsg;
 use super::uring::{Completion, Op, Uring, untoken};
 use super::{Shared, ThreadDone, ThreadPlan};
+use crate::feeder::Feeds;
 use crate::plan::ConnectionRamp;
-use crate::session::{Cursor, Event, Numbering, Picker, Schedule, Units, generator_state};
+use crate::random::generator_state;
+use crate::session::{Cursor, Event, Numbering, Picker, Schedule, Units};
 use crate::stats::{ErrorKind, Stats};
 
 /// Receive buffers: small, since benchmark responses are small and RSS counts.
@@ -157,7 +159,10 @@ impl<'r> Loop<'r> {
             rng: template_seed(plan.seed, plan.worker, plan.index),
             unique: template_seed(None, plan.worker, plan.index),
         };
-        let mut picker = Picker::new(shared.heads.clone(), plan.seed, shared.scenarios.as_deref()).numbered(numbering);
+        let feeds = Feeds::new(&plan.feeders, plan.seed.unwrap_or(0), plan.worker << 16 ^ plan.index as u64);
+        let mut picker = Picker::new(shared.heads.clone(), plan.seed, shared.scenarios.as_deref())
+            .numbered(numbering)
+            .feeding(feeds, &shared.feeder_uses);
         let indices = plan.load.indices();
         let conns = (0..n)
             .map(|slot| {

@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub heads: Box<[bool]>,
     /// The requests are the steps of these scenarios, taken as iterations.
     pub scenarios: Option<Box<[crate::plan::Scenario]>>,
+    /// Per request: the feeders its templates use (bit i: feeder i).
+    pub feeder_uses: Box<[u32]>,
     pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
     pub connect_timeout: Duration,
     /// With false, nothing is opened before the start: every request gets its own connection.
@@ -73,6 +75,8 @@ pub(crate) struct ThreadPlan {
     pub warm_up_ticks: u32,
     /// A mix taken at random: this thread's seed (None: in turn).
     pub seed: Option<u64>,
+    /// The run's feeders, with this thread's share of a shard feeder's rows.
+    pub feeders: Vec<crate::feeder::Feeder>,
     pub gate: Arc<StartGate>,
     pub stop_flag: Arc<AtomicBool>,
     pub tx: Sender<ThreadMsg>,

@@ -3,7 +3,7 @@
 
 use crate::plan::RequestSpec;
 use crate::target::Target;
-use crate::template::{self, Encoded, Fill, Framing, Out};
+use crate::template::{self, Encoded, Fill, Framing, Out, Vocabulary};
 
 /// The request's bytes: request line, headers, blank line and body.
 ///
@@ -36,10 +36,18 @@ pub(crate) struct Template {
 }
 
 /// The request's template, if its path, a field's value or its body has slots.
-pub(crate) fn encode_template(target: &Target, path: &str, spec: &RequestSpec, close: bool) -> Option<Template> {
-    let mut head = Encoded::default();
+/// Its slots may name `vocabulary`'s feeder columns.
+pub(crate) fn encode_template(
+    target: &Target,
+    path: &str,
+    spec: &RequestSpec,
+    close: bool,
+    vocabulary: &Vocabulary,
+) -> Option<Template> {
+    let mut head = Encoded::new(vocabulary);
     write_head(&mut head, target, path, spec);
-    let body = template::Template::parse(&spec.body).unwrap_or_else(|_| template::Template::text(&spec.body));
+    let body =
+        template::Template::parse(&spec.body, vocabulary).unwrap_or_else(|_| template::Template::text(&spec.body));
     if !head.has_holes() && !body.has_slots() {
         return None;
     }
@@ -138,7 +146,7 @@ mod tests {
 
     fn filled(template: &Template) -> String {
         let mut rng = 1;
-        let mut fill = Fill { vu: 12, iteration: 3, worker: 0, thread: 0, rng: &mut rng, unique: &mut 1 };
+        let mut fill = Fill { vu: 12, iteration: 3, worker: 0, thread: 0, rng: &mut rng, unique: &mut 1, rows: None };
         let (mut out, mut body) = (Vec::new(), Vec::new());
         template.render(&mut fill, &mut out, &mut body);
         String::from_utf8(out).unwrap()
@@ -152,7 +160,9 @@ mod tests {
             br#"{"vu":{{vu}},"i":{{iteration}}}"#.to_vec(),
         );
         for close in [false, true] {
-            let template = encode_template(&target(), "/a/{{vu}}?i={{iteration}}", &spec, close).expect("slots");
+            let template =
+                encode_template(&target(), "/a/{{vu}}?i={{iteration}}", &spec, close, &Vocabulary::default())
+                    .expect("slots");
             let plain = RequestSpec::new(
                 "POST",
                 vec![("x-user".into(), "u12".into()), ("Content-Length".into(), "1".into())],
@@ -168,9 +178,10 @@ mod tests {
     #[test]
     fn a_request_without_slots_has_no_template() {
         let spec = RequestSpec::new("GET", vec![("x".into(), "{not one}".into())], b"{}".to_vec());
-        assert!(encode_template(&target(), "/a", &spec, false).is_none());
+        assert!(encode_template(&target(), "/a", &spec, false, &Vocabulary::default()).is_none());
         let body_only = RequestSpec::new("PUT", vec![], b"{{uuid}}".to_vec());
-        let text = filled(&encode_template(&target(), "/a", &body_only, false).expect("a body slot"));
+        let text =
+            filled(&encode_template(&target(), "/a", &body_only, false, &Vocabulary::default()).expect("a body slot"));
         assert!(text.contains("Content-Length: 36\r\n\r\n") && text.len() > 36, "{text}");
     }
 }

@@ -5,7 +5,7 @@ use super::conn::{Request, Template};
 use super::hpack;
 use crate::plan::RequestSpec;
 use crate::target::Target;
-use crate::template;
+use crate::template::{self, Templating, Vocabulary};
 
 /// Header fields HTTP/2 and HTTP/3 forbid (RFC 9113 §8.2.2, RFC 9114 §4.2); `host` becomes
 /// `:authority`.
@@ -59,10 +59,15 @@ pub(crate) fn encode_request(target: &Target, path: &str, spec: &RequestSpec) ->
 /// `templated` says, per request, that its `{{…}}` are templates: a request with slots gets
 /// blocks with holes too (its fields with slots never indexed), and a body with slots goes
 /// without content-length (the end of its DATA gives its length).
-pub(crate) fn encode_requests(target: &Target, requests: &[(&str, &RequestSpec)], templated: &[bool]) -> Vec<Request> {
+pub(crate) fn encode_requests(
+    target: &Target,
+    requests: &[(&str, &RequestSpec)],
+    templating: &Templating,
+) -> Vec<Request> {
     let body = |spec: &RequestSpec| spec.body.clone().into_boxed_slice();
+    let vocabulary = &templating.vocabulary;
     if let [(path, spec)] = requests
-        && !templated.first().copied().unwrap_or(false)
+        && !templating.is_templated(0)
     {
         return vec![Request { blocks: encode_request(target, path, spec), body: body(spec), template: None }];
     }
@@ -87,7 +92,7 @@ pub(crate) fn encode_requests(target: &Target, requests: &[(&str, &RequestSpec)]
         [(_, fields)] => fields.clone(),
         _ => shared_fields(all.iter().map(|(_, fields)| fields.as_slice())),
     };
-    shared.retain(|(_, v)| !has_slots(v));
+    shared.retain(|(_, v)| !has_slots(v, vocabulary));
     all.iter()
         .zip(requests)
         .enumerate()
@@ -103,8 +108,7 @@ pub(crate) fn encode_requests(target: &Target, requests: &[(&str, &RequestSpec)]
                 .map(|(n, v)| (n.as_str(), v.as_str()))
                 .collect();
             let blocks = hpack::encode_blocks(&ordered, is_shared);
-            let template =
-                templated.get(i).copied().unwrap_or(false).then(|| request_template(&ordered, spec, is_shared));
+            let template = templating.is_templated(i).then(|| request_template(&ordered, spec, is_shared, vocabulary));
             Request { blocks, body: body(spec), template: template.flatten() }
         })
         .collect()
@@ -115,19 +119,20 @@ fn request_template(
     ordered: &[(&str, &str)],
     spec: &RequestSpec,
     is_shared: impl Fn(&str, &str) -> bool,
+    vocabulary: &Vocabulary,
 ) -> Option<Box<Template>> {
-    let body = template::Template::parse(&spec.body).ok().filter(template::Template::has_slots);
-    if body.is_none() && !ordered.iter().any(|(_, v)| has_slots(v)) {
+    let body = template::Template::parse(&spec.body, vocabulary).ok().filter(template::Template::has_slots);
+    if body.is_none() && !ordered.iter().any(|(_, v)| has_slots(v, vocabulary)) {
         return None;
     }
     let fields: Vec<(&str, &str)> =
         ordered.iter().copied().filter(|(n, _)| body.is_none() || *n != "content-length").collect();
-    Some(Box::new(Template { blocks: hpack::encode_template_blocks(&fields, is_shared), body }))
+    Some(Box::new(Template { blocks: hpack::encode_template_blocks(&fields, is_shared, vocabulary), body }))
 }
 
 /// Whether `value` has template slots.
-fn has_slots(value: &str) -> bool {
-    template::Template::parse(value.as_bytes()).is_ok_and(|t| t.has_slots())
+fn has_slots(value: &str, vocabulary: &Vocabulary) -> bool {
+    template::Template::parse(value.as_bytes(), vocabulary).is_ok_and(|t| t.has_slots())
 }
 
 /// The fields every request has with the same value, in the first request's order; a name
@@ -225,7 +230,7 @@ mod tests {
         ];
         let paths = ["/a", "/b?c=d", "/e"];
         let list: Vec<(&str, &RequestSpec)> = paths.iter().copied().zip(specs.iter()).collect();
-        let requests = encode_requests(&target, &list, &[]);
+        let requests = encode_requests(&target, &list, &Templating::default());
         // The authority, x-run and accept are indexed: the same entries, the same room.
         let size = requests[0].blocks.table_size;
         assert_eq!(size, [(10, 14), (5, 1), (6, 9)].iter().map(|(n, v)| n + v + 32).sum::<usize>());
@@ -270,10 +275,18 @@ mod tests {
             RequestSpec::new("POST", h(&[("x-run", "7"), ("x-user", "u{{vu}}")]), b"{\"it\":{{iteration}}}".to_vec()),
         ];
         let list: Vec<(&str, &RequestSpec)> = vec![("/a/{{vu}}", &specs[0]), ("/b", &specs[1])];
-        let requests = encode_requests(&target, &list, &[true, true]);
+        let requests =
+            encode_requests(&target, &list, &Templating { templated: vec![true, true], ..Templating::default() });
         let mut rng = 1;
-        let mut fill =
-            crate::template::Fill { vu: 31, iteration: 4, worker: 0, thread: 0, rng: &mut rng, unique: &mut 1 };
+        let mut fill = crate::template::Fill {
+            vu: 31,
+            iteration: 4,
+            worker: 0,
+            thread: 0,
+            rng: &mut rng,
+            unique: &mut 1,
+            rows: None,
+        };
         let (mut out, mut scratch) = (Vec::new(), Vec::new());
         let mut filled = |block: &crate::template::Encoded| {
             out.clear();

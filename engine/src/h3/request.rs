@@ -10,7 +10,7 @@ use super::qpack;
 use crate::h2::{RequestFields, request_fields};
 use crate::plan::RequestSpec;
 use crate::target::Target;
-use crate::template::{self, Encoded, Fill};
+use crate::template::{self, Encoded, Fill, Templating, Vocabulary};
 
 /// What every HTTP/3 session of a run shares: encoded once, shared by reference.
 #[derive(Debug)]
@@ -42,11 +42,11 @@ const COPIED_HEADS: usize = 16 << 10;
 
 impl Config {
     /// `requests`: each request's path (and query) and what it is, as `Requests::each` gives;
-    /// `templated`: per request, its `{{…}}` are templates.
+    /// `templating`: which requests' `{{…}}` are templates.
     pub(crate) fn new(
         target: &Target,
         requests: &[(&str, &RequestSpec)],
-        templated: &[bool],
+        templating: &Templating,
         streams: u32,
         connect_timeout: Duration,
         request_timeout: Option<Duration>,
@@ -58,9 +58,9 @@ impl Config {
         let mut templates = Vec::new();
         for (i, (path, spec)) in requests.iter().enumerate() {
             let fields = request_fields(target, spec);
-            if templated.get(i).copied().unwrap_or(false) {
+            if templating.is_templated(i) {
                 templates.resize_with(i, || None);
-                templates.push(Template::of(path, spec, &fields));
+                templates.push(Template::of(path, spec, &fields, &templating.vocabulary));
             }
             let section = qpack::encode_field_section(&spec.method, "https", &fields.authority, path, &fields.headers);
             frame::encode_request_head(&section, spec.body.len(), &mut heads);
@@ -122,11 +122,13 @@ pub(crate) struct Template {
 }
 
 impl Template {
-    fn of(path: &str, spec: &RequestSpec, fields: &RequestFields) -> Option<Template> {
-        let body = template::Template::parse(&spec.body).unwrap_or_else(|_| template::Template::text(&spec.body));
+    fn of(path: &str, spec: &RequestSpec, fields: &RequestFields, vocabulary: &Vocabulary) -> Option<Template> {
+        let body =
+            template::Template::parse(&spec.body, vocabulary).unwrap_or_else(|_| template::Template::text(&spec.body));
         let headers: Vec<(String, String)> =
             fields.headers.iter().filter(|(n, _)| !body.has_slots() || n != "content-length").cloned().collect();
-        let section = qpack::encode_section_template(&spec.method, "https", &fields.authority, path, &headers);
+        let section =
+            qpack::encode_section_template(&spec.method, "https", &fields.authority, path, &headers, vocabulary);
         (section.has_holes() || body.has_slots()).then_some(Template { section, body })
     }
 
@@ -151,7 +153,14 @@ mod tests {
     use crate::h3::qpack::field_lines;
 
     fn one(target: &Target, spec: &RequestSpec, streams: u32, connect: Duration, timeout: Option<Duration>) -> Config {
-        Config::new(target, &[(target.path_and_query.as_str(), spec)], &[], streams, connect, timeout)
+        Config::new(
+            target,
+            &[(target.path_and_query.as_str(), spec)],
+            &Templating::default(),
+            streams,
+            connect,
+            timeout,
+        )
     }
 
     /// Decodes a request stream's bytes (head, body) as a server would: its fields and body.
@@ -257,7 +266,14 @@ mod mix_tests {
         let target = Target::parse("https://127.0.0.1:8443/").expect("valid url");
         let get = RequestSpec::new("GET", vec![("x-long".into(), "v".repeat(100))], vec![]);
         let post = RequestSpec::new("POST", vec![], b"body".to_vec());
-        let config = Config::new(&target, &[("/a", &get), ("/b?c", &post)], &[], 1, Duration::from_secs(1), None);
+        let config = Config::new(
+            &target,
+            &[("/a", &get), ("/b?c", &post)],
+            &Templating::default(),
+            1,
+            Duration::from_secs(1),
+            None,
+        );
         let mut paths = Vec::new();
         for request in 0..2 {
             let head = &config.heads[config.head_range(request)];

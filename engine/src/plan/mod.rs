@@ -21,7 +21,9 @@ pub use validate::{PlanError, Setting};
 use std::net::IpAddr;
 use std::time::Duration;
 
+use crate::feeder::Feeder;
 use crate::target::Target;
+use crate::template::Vocabulary;
 
 /// The most connections one plan may have, as the command line allows.
 pub const MAX_CONNECTIONS: usize = 1_000_000;
@@ -315,6 +317,8 @@ pub struct Plan {
     /// all of the target's family, at most [`MAX_SOURCE_ADDRS`]. Empty: the kernel picks, by
     /// route. A split's parts keep the whole list (threads share the machine's addresses).
     pub source_addrs: Vec<IpAddr>,
+    /// Test data for the requests' templates (`{{users.email}}`); at most [`MAX_FEEDERS`].
+    pub feeders: Vec<Feeder>,
 }
 
 impl Plan {
@@ -339,6 +343,7 @@ impl Plan {
             warm_up: None,
             quic_congestion: QuicCongestion::Loopback,
             source_addrs: Vec::new(),
+            feeders: Vec::new(),
         }
     }
 
@@ -362,6 +367,11 @@ impl Plan {
     pub fn thread_limit(&self) -> ThreadLimit {
         let peak = self.peak_rate().map_or(usize::MAX, |r| usize::try_from(r).unwrap_or(usize::MAX));
         ThreadLimit { most: self.connections.min(peak) }
+    }
+
+    /// What its templates' feeder slots may name.
+    pub fn vocabulary(&self) -> Vocabulary {
+        Vocabulary::of(&self.feeders)
     }
 
     /// The whole seconds of warm-up (0 without).

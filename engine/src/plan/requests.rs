@@ -3,6 +3,7 @@
 //! its own.
 
 use super::RequestSpec;
+use crate::template::{Template, Vocabulary};
 
 /// The most names a mix may have: each costs its own statistics in every thread, every second
 /// and on the wire.
@@ -79,13 +80,27 @@ pub fn is_request_path(path: &str) -> bool {
 
 impl NamedRequest {
     /// Whether its path may go into a request line ([`is_request_path`]); a template's with
-    /// its slots filled, whose built-ins fill in digits, letters and `-` only.
-    pub fn has_request_path(&self) -> bool {
+    /// its slots filled, whose built-ins fill in digits, letters and `-` only (and feeders'
+    /// cells are checked apart), its feeder columns `vocabulary`'s.
+    pub fn has_request_path(&self, vocabulary: &Vocabulary) -> bool {
         if self.templated {
-            is_request_path(&crate::template::template_skeleton(&self.path_and_query))
+            is_request_path(&crate::template::template_skeleton(&self.path_and_query, vocabulary))
         } else {
             is_request_path(&self.path_and_query)
         }
+    }
+}
+
+impl NamedRequest {
+    /// The feeders its templates use (bit i: feeder i of `vocabulary`'s); 0 unless templated.
+    pub(crate) fn feeders(&self, vocabulary: &Vocabulary) -> u32 {
+        if !self.templated {
+            return 0;
+        }
+        let texts = [self.path_and_query.as_bytes(), &self.spec.body]
+            .into_iter()
+            .chain(self.spec.headers.iter().map(|(_, v)| v.as_bytes()));
+        texts.filter_map(|t| Template::parse(t, vocabulary).ok()).fold(0, |mask, t| mask | t.feeders())
     }
 }
 

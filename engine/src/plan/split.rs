@@ -1,9 +1,11 @@
 //! Splitting one plan into parts whose totals are exactly the plan's: over workers (the
 //! controller) and over one engine's threads (the engine), by the same rule.
 
+use std::ops::Range;
 use std::time::Duration;
 
 use super::{Load, Mix, Plan, Rate, Requests, Stage, Stop};
+use crate::feeder::{Feeder, FeederMode};
 
 impl Plan {
     /// This plan as `parts` plans (workers, or one engine's threads) that add up to exactly it:
@@ -22,6 +24,10 @@ impl Plan {
     /// its even share), so that a ramp of the connection count opens the same ones everywhere
     /// and the parts' open connections add up to the whole's count at every instant.
     ///
+    /// A shard feeder's rows split like the budget (each part a consecutive run of them), so
+    /// that every row is some part's and no two parts share one; other feeders' rows are every
+    /// part's.
+    ///
     /// With a rate below `parts`, the last parts get none (and no budget): callers split a rate
     /// over at most as many parts as it has requests per second.
     pub fn split(&self, parts: usize) -> Vec<Plan> {
@@ -34,10 +40,12 @@ impl Plan {
             Load::Open { .. } => Some(loads.iter().map(|l| l.start_rate()).collect()),
             Load::Closed { .. } => None,
         };
+        let weights = rates.as_deref().unwrap_or(&connections);
         let budgets = match self.stop {
-            Stop::Requests(n) => Some(proportional(n, rates.as_deref().unwrap_or(&connections))),
+            Stop::Requests(n) => Some(proportional(n, weights)),
             Stop::Duration(_) => None,
         };
+        let rows: Vec<Vec<Range<usize>>> = self.feeders.iter().map(|f| f.shares(weights)).collect();
         loads
             .into_iter()
             .enumerate()
@@ -49,6 +57,9 @@ impl Plan {
                 if let Some(b) = &budgets {
                     part.stop = Stop::Requests(b[i]);
                 }
+                for (feeder, rows) in part.feeders.iter_mut().zip(&rows) {
+                    feeder.rows = rows[i].clone();
+                }
                 if let Requests::Mix(Mix { order, .. }) = &mut part.requests
                     && let Some(seed) = order.seed_mut()
                 {
@@ -56,6 +67,25 @@ impl Plan {
                     *seed = part_seed(*seed, i);
                 }
                 part
+            })
+            .collect()
+    }
+}
+
+impl Feeder {
+    /// Its rows for parts of `weights`: a shard feeder's in proportion, consecutive; the
+    /// others' all of them, every part.
+    fn shares(&self, weights: &[u64]) -> Vec<Range<usize>> {
+        if self.mode != FeederMode::Shard {
+            return vec![self.rows.clone(); weights.len()];
+        }
+        let mut start = self.rows.start;
+        proportional(self.rows.len() as u64, weights)
+            .into_iter()
+            .map(|n| {
+                let rows = start..start + n as usize;
+                start = rows.end;
+                rows
             })
             .collect()
     }

@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use super::validate_source_addrs;
-use crate::template::check_template;
+use crate::feeder::{Feeder, MAX_COLUMNS, MAX_FEEDERS};
+use crate::template::{Template, check_template};
 
 use super::{
     Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS,
@@ -50,6 +51,8 @@ pub enum Setting {
     Scenario,
     /// The local addresses connections leave from.
     SourceAddrs,
+    /// Test data for templates (a scenario file's feeders).
+    Feeders,
 }
 
 /// Scenarios cover a mix's `requests` exactly, each with a step and a weight, and a draw by
@@ -75,10 +78,73 @@ fn validate_scenarios(scenarios: &[Scenario], requests: usize) -> Result<(), Pla
     Ok(())
 }
 
+/// Feeders are few, each with distinct columns, a plain name, and rows within its table.
+fn validate_feeders(feeders: &[Feeder]) -> Result<(), PlanError> {
+    let bad = |why: String| Err(PlanError { setting: Setting::Feeders, why });
+    if feeders.len() > MAX_FEEDERS {
+        return bad(format!("{} feeders is more than the {MAX_FEEDERS} a run may have", feeders.len()));
+    }
+    for (i, f) in feeders.iter().enumerate() {
+        if f.name.is_empty() || !f.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return bad(format!("feeder `{}`: a name is letters, digits, `_` and `-`", f.name.escape_debug()));
+        }
+        if feeders[..i].iter().any(|g| g.name == f.name) {
+            return bad(format!("two feeders are named `{}`", f.name));
+        }
+        if f.columns.is_empty() || f.columns.len() > MAX_COLUMNS {
+            return bad(format!(
+                "feeder {}: it has {} columns, and may have 1 to {MAX_COLUMNS}",
+                f.name,
+                f.columns.len()
+            ));
+        }
+        if let Some(c) = f.columns.iter().enumerate().find(|(j, c)| f.columns[..*j].contains(c)).map(|(_, c)| c) {
+            return bad(format!("feeder {}: two columns are named `{c}`", f.name));
+        }
+        if f.table.width() != f.columns.len() || f.rows.end > f.table.rows() || f.rows.start > f.rows.end {
+            return bad(format!("feeder {}: its rows do not match its columns", f.name));
+        }
+    }
+    Ok(())
+}
+
+/// A feeder's cells go where the template puts them as they are: into a path one must hold no
+/// blank or control byte, into a header's value no line break or NUL, else a row would end
+/// the request line early or smuggle in a header of its own.
+fn validate_cells(feeders: &[Feeder], path: &Template, values: &[Template]) -> Result<(), PlanError> {
+    let check = |(f, c): (usize, usize), bad_byte: fn(u8) -> bool, place: &str| {
+        let Some(feeder) = feeders.get(f) else { return Ok(()) };
+        for row in feeder.rows.clone() {
+            if let Some(b) = feeder.table.cell(row, c).iter().find(|&&b| bad_byte(b)) {
+                return Err(PlanError {
+                    setting: Setting::Feeders,
+                    why: format!(
+                        "feeder {}, row {}: column `{}` goes into {place}, and its value holds byte 0x{b:02x}, \
+                         which may not go there",
+                        feeder.name,
+                        row + 1,
+                        feeder.columns.get(c).map_or("", String::as_str),
+                    ),
+                });
+            }
+        }
+        Ok(())
+    };
+    for column in path.columns() {
+        check(column, |b| b <= b' ' || b == 0x7f, "a path")?;
+    }
+    for column in values.iter().flat_map(Template::columns) {
+        check(column, |b| matches!(b, b'\r' | b'\n' | 0), "a header's value")?;
+    }
+    Ok(())
+}
+
 impl Plan {
     /// A mix's size, names and paths, and the size of the bodies.
     fn validate_requests(&self) -> Result<(), PlanError> {
         let bad = |setting, why: String| Err(PlanError { setting, why });
+        validate_feeders(&self.feeders)?;
+        let vocabulary = self.vocabulary();
         if let Some(mix) = self.requests.mix() {
             let setting = if mix.order.scenarios().is_some() { Setting::Scenario } else { Setting::Targets };
             if mix.requests.is_empty() {
@@ -94,7 +160,7 @@ impl Plan {
             if names > MAX_NAMES {
                 return bad(setting, format!("{names} names is more than the {MAX_NAMES} a run may have"));
             }
-            if let Some(r) = mix.requests.iter().find(|r| !r.has_request_path()) {
+            if let Some(r) = mix.requests.iter().find(|r| !r.has_request_path(&vocabulary)) {
                 return bad(
                     setting,
                     format!("{}: a path must start with / and hold no blank or control character", r.name),
@@ -107,8 +173,14 @@ impl Plan {
                 let texts = [r.path_and_query.as_bytes(), &r.spec.body]
                     .into_iter()
                     .chain(r.spec.headers.iter().map(|(_, v)| v.as_bytes()));
-                if let Some(e) = texts.filter_map(|t| check_template(t).err()).next() {
+                if let Some(e) = texts.filter_map(|t| check_template(t, &vocabulary).err()).next() {
                     return bad(setting, format!("{}: {e}", r.name));
+                }
+                if !self.feeders.is_empty() {
+                    let parse =
+                        |t: &str| Template::parse(t.as_bytes(), &vocabulary).unwrap_or_else(|_| Template::text(b""));
+                    let values: Vec<Template> = r.spec.headers.iter().map(|(_, v)| parse(v)).collect();
+                    validate_cells(&self.feeders, &parse(&r.path_and_query), &values)?;
                 }
             }
         }

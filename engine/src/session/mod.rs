@@ -19,7 +19,7 @@ use std::time::Instant;
 pub(crate) use event::{Event, Why};
 pub(crate) use open_streams::OpenStreams;
 pub(crate) use schedule::Schedule;
-pub(crate) use units::{Cursor, Numbering, Picker, Units, generator_state};
+pub(crate) use units::{Cursor, Numbering, Picker, Units};
 
 use crate::stats::ErrorKind;
 use crate::{h1, h2, h3};

@@ -227,6 +227,13 @@ impl Schedule {
         }
     }
 
+    /// Nothing more is handed out, as if a budget were spent (a shard feeder's rows ran out):
+    /// what is under way goes on, and a warm-up's deferred budget never begins.
+    pub(crate) fn exhaust(&mut self) {
+        self.left = Some(0);
+        self.deferred = None;
+    }
+
     /// The run stops: nothing more is handed out.
     pub(crate) fn stop(&mut self) {
         self.stopping = true;

@@ -4,7 +4,9 @@
 use std::time::{Duration, Instant};
 
 use super::schedule::{Schedule, Take};
+use crate::feeder::{Feeds, NO_ROW, RowPick};
 use crate::plan::Scenario;
+use crate::random::{generator_state, next_random};
 use crate::stats::Stats;
 use crate::template::Fill;
 
@@ -53,21 +55,30 @@ impl<'a> Units<'a> {
             self.taken += 1;
             return Some(Start { due: now, request: picker.advance(cursor) });
         }
-        let due = match self.schedule.take(now, self.claimed) {
-            Take::Now => now,
-            Take::Due(due) => {
-                let lateness = now.saturating_duration_since(due);
-                let counters = &mut self.stats.counters;
-                counters.late += u64::from(lateness > LATE);
-                Stats::record(counters, &mut self.stats.histograms.lateness, lateness);
-                due
-            }
+        let (due, late) = match self.schedule.take(now, self.claimed) {
+            Take::Now => (now, None),
+            Take::Due(due) => (due, Some(now.saturating_duration_since(due))),
             Take::NotYet => {
                 self.not_due = true;
                 return None;
             }
             Take::Spent => return None,
         };
+        if let Some((cursor, picker)) = &mut self.picks
+            && !picker.has_rows(cursor)
+        {
+            // The thread's share of a shard feeder is used up: the unit just taken is not
+            // used, no iteration that needs the feeder starts here again, and the thread ends
+            // once what is under way is done.
+            self.stats.counters.ran_out += u64::from(picker.run_out());
+            self.schedule.exhaust();
+            return None;
+        }
+        if let Some(lateness) = late {
+            let counters = &mut self.stats.counters;
+            counters.late += u64::from(lateness > LATE);
+            Stats::record(counters, &mut self.stats.histograms.lateness, lateness);
+        }
         self.taken += 1;
         Some(Start { due, request: self.pick() })
     }
@@ -81,7 +92,9 @@ impl<'a> Units<'a> {
             Some((cursor, picker)) => {
                 self.stats.counters.iterations += u64::from(picker.has_scenarios());
                 cursor.iterations += 1;
-                picker.advance(cursor)
+                let request = picker.advance(cursor);
+                self.stats.counters.feeder_rows += picker.take_rows(cursor, request);
+                request
             }
         }
     }
@@ -97,6 +110,7 @@ impl<'a> Units<'a> {
             thread: picker.numbering.thread,
             rng: &mut picker.numbering.rng,
             unique: &mut picker.numbering.unique,
+            rows: picker.feeds.as_ref().map(|f| (&f.feeds, &*cursor.rows)),
         })
     }
 
@@ -154,12 +168,14 @@ pub(crate) struct Cursor {
     vu: u64,
     /// Iterations it started; the one under way is `{{iteration}}`, from 0.
     iterations: u64,
+    /// With feeders: per feeder, the row the iteration under way took ([`NO_ROW`] for none).
+    rows: Box<[u32]>,
 }
 
 impl Cursor {
     /// Slot `vu` of the whole run, starting at request `next`.
     pub(crate) fn at(next: u32, vu: u64) -> Self {
-        Cursor { next, again: Vec::new(), vu, iterations: 0 }
+        Cursor { next, again: Vec::new(), vu, iterations: 0, rows: Box::default() }
     }
 }
 
@@ -192,6 +208,19 @@ pub(crate) struct Picker {
     /// Weighted scenarios; None: each request is an iteration of its own.
     scenarios: Option<Scenarios>,
     numbering: Numbering,
+    /// The thread's feeders; None without.
+    feeds: Option<FeedPicks>,
+}
+
+/// A picker's feeders: their rows, and which of them an iteration uses.
+#[derive(Debug, Clone)]
+struct FeedPicks {
+    feeds: Feeds,
+    /// Per request: the feeders an iteration starting with it uses (bit i: feeder i), its
+    /// scenario's steps' together.
+    masks: Box<[u32]>,
+    /// A shard feeder's rows ran out here (counted once).
+    ran_out: bool,
 }
 
 /// The scenarios a picker draws from, laid out over the list of requests.
@@ -232,7 +261,65 @@ impl Picker {
                 .collect();
             Scenarios { cumulative, first: first.into(), last: last.into() }
         });
-        Picker { heads, random, scenarios, numbering: Numbering::default() }
+        Picker { heads, random, scenarios, numbering: Numbering::default(), feeds: None }
+    }
+
+    /// Iterations take rows of `feeds`: `uses[r]` says which feeders request r's templates use
+    /// (bit i: feeder i).
+    pub(crate) fn feeding(mut self, feeds: Feeds, uses: &[u32]) -> Self {
+        if feeds.len() == 0 || uses.iter().all(|&m| m == 0) {
+            return self;
+        }
+        let mut masks: Vec<u32> = uses.to_vec();
+        masks.resize(self.heads.len(), 0);
+        if let Some(scenarios) = &self.scenarios {
+            // An iteration is its scenario's steps: the first step's mask is all of theirs.
+            let mut first = 0;
+            for (r, &last) in scenarios.last.iter().enumerate() {
+                if last {
+                    let all = masks[first..=r].iter().fold(0, |a, m| a | m);
+                    masks[first] = all;
+                    first = r + 1;
+                }
+            }
+        }
+        self.feeds = Some(FeedPicks { feeds, masks: masks.into(), ran_out: false });
+        self
+    }
+
+    /// Whether the iteration `cursor` starts next has a row of every feeder it uses.
+    #[inline]
+    fn has_rows(&self, cursor: &Cursor) -> bool {
+        let Some(f) = &self.feeds else { return true };
+        let mask = f.masks.get(cursor.next as usize).copied().unwrap_or(0);
+        mask == 0 || f.feeds.has_rows(mask)
+    }
+
+    /// Marks the rows as run out: true the first time.
+    fn run_out(&mut self) -> bool {
+        self.feeds.as_mut().is_some_and(|f| !std::mem::replace(&mut f.ran_out, true))
+    }
+
+    /// The iteration `cursor` just started with `request` takes its rows: how many.
+    #[inline]
+    fn take_rows(&mut self, cursor: &mut Cursor, request: u32) -> u64 {
+        let Some(f) = &mut self.feeds else { return 0 };
+        let mask = f.masks.get(request as usize).copied().unwrap_or(0);
+        if mask == 0 {
+            return 0;
+        }
+        if cursor.rows.len() != f.feeds.len() {
+            cursor.rows = vec![NO_ROW; f.feeds.len()].into();
+        }
+        match f.feeds.take(mask, cursor.vu, cursor.iterations.saturating_sub(1), &mut cursor.rows) {
+            RowPick::Taken(n) => n,
+            // Only a request answered for unsent (a claim whose connection failed) gets here
+            // without rows: it is never filled.
+            RowPick::RanOut => {
+                cursor.rows.fill(NO_ROW);
+                0
+            }
+        }
     }
 
     /// Templates on this thread are numbered by `numbering`.
@@ -319,26 +406,9 @@ impl Scenarios {
     }
 }
 
-/// A xorshift64* state from `z`: splitmix64's finaliser spreads nearby inputs apart, and the
-/// state is never 0, which xorshift cannot leave.
-pub(crate) fn generator_state(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (z ^ (z >> 31)) | 1
-}
-
 /// A request index in `0..len`, uniformly enough (len ≤ 100,000 against 64 random bits).
 fn draw(state: &mut u64, len: usize) -> u32 {
     (next_random(state) % len as u64) as u32
-}
-
-/// xorshift64*'s next number.
-#[inline]
-fn next_random(state: &mut u64) -> u64 {
-    *state ^= *state >> 12;
-    *state ^= *state << 25;
-    *state ^= *state >> 27;
-    state.wrapping_mul(0x2545_f491_4f6c_dd1d)
 }
 
 #[cfg(test)]

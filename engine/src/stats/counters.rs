@@ -69,6 +69,11 @@ pub struct Counters {
     /// With scenarios: iterations started (passes of a scenario, each a unit of a `-n`
     /// budget or a rate); 0 otherwise.
     pub iterations: u64,
+    /// With feeders: rows taken (one per feeder an iteration uses).
+    pub feeder_rows: u64,
+    /// Threads that stopped starting iterations because their share of a shard feeder's rows
+    /// was used up ("the data ran out").
+    pub ran_out: u64,
     /// Responses that carried `Retry-After`.
     pub retry_after: RetryAfterCounts,
     /// UDP (HTTP/3): datagrams larger than a receive buffer, cut short by the kernel
@@ -94,6 +99,8 @@ impl Default for Counters {
             blocked: 0,
             unsent: 0,
             iterations: 0,
+            feeder_rows: 0,
+            ran_out: 0,
             retry_after: RetryAfterCounts::default(),
             truncated: 0,
             dropped_packets: 0,
@@ -186,6 +193,8 @@ impl Counters {
         add(&mut self.blocked, other.blocked);
         add(&mut self.unsent, other.unsent);
         add(&mut self.iterations, other.iterations);
+        add(&mut self.feeder_rows, other.feeder_rows);
+        add(&mut self.ran_out, other.ran_out);
         add(&mut self.truncated, other.truncated);
         add(&mut self.dropped_packets, other.dropped_packets);
         self.retry_after.merge(&other.retry_after);

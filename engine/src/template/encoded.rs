@@ -1,7 +1,7 @@
 //! A protocol's encoding of a templated request: its bytes pre-encoded, with holes where the
 //! slots' values go, each in the protocol's framing.
 
-use super::{Fill, Template};
+use super::{Fill, Template, Vocabulary};
 
 /// How a filled value is framed where it goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +45,8 @@ impl Out for Vec<u8> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Encoded {
     parts: Vec<Part>,
+    /// The feeder columns its values' slots may name.
+    vocabulary: Vocabulary,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +65,7 @@ impl Out for Encoded {
 
     fn value(&mut self, text: &str, framing: Framing, plain: impl FnOnce(&mut Vec<u8>)) {
         // Templates were checked with the plan: one that does not parse here has no slots.
-        match Template::parse(text.as_bytes()).ok().filter(Template::has_slots) {
+        match Template::parse(text.as_bytes(), &self.vocabulary).ok().filter(Template::has_slots) {
             Some(template) => self.parts.push(Part::Hole(template, framing)),
             None => {
                 let mut bytes = Vec::new();
@@ -75,6 +77,11 @@ impl Out for Encoded {
 }
 
 impl Encoded {
+    /// An encoding whose values' slots may name `vocabulary`'s feeder columns.
+    pub(crate) fn new(vocabulary: &Vocabulary) -> Encoded {
+        Encoded { parts: Vec::new(), vocabulary: vocabulary.clone() }
+    }
+
     /// Whether any value had slots: else the encoding is one run of bytes, which a plain
     /// `Vec` would have held as well.
     pub(crate) fn has_holes(&self) -> bool {

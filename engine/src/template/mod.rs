@@ -1,6 +1,6 @@
 //! Templates: `{{name}}` in a scenario step's path, header values and body, filled per request
 //! from built-ins (`vu`, `iteration`, `worker`, `thread`, `random_int A B`, `uuid`,
-//! `unix_ms`).
+//! `unix_ms`) and from feeders' columns (`{{users.email}}`, of the row the iteration took).
 //!
 //! A template is compiled once, at start-up, into literal pieces and slots; each protocol then
 //! pre-encodes everything around the slots ([`Encoded`]), so that a request costs only the
@@ -11,6 +11,9 @@ mod encoded;
 mod slot;
 
 use std::fmt;
+use std::sync::Arc;
+
+use crate::feeder::Feeder;
 
 pub(crate) use encoded::{Encoded, Framing, Out};
 use slot::Slot;
@@ -39,16 +42,78 @@ pub struct TemplateError {
     pub what: String,
 }
 
-/// Checks `text` as a template: what `Plan::validate` and the scenario file's reader call.
-pub fn check_template(text: &[u8]) -> Result<(), TemplateError> {
-    Template::parse(text).map(|_| ())
+/// What `{{FEEDER.COLUMN}}` slots may name: the plan's feeders' names and columns, in order.
+/// The default names none: built-ins only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Vocabulary {
+    feeders: Arc<[(String, Vec<String>)]>,
+}
+
+impl Vocabulary {
+    /// `feeders`' names and columns.
+    pub fn of(feeders: &[Feeder]) -> Vocabulary {
+        Vocabulary::new(feeders.iter().map(|f| (f.name.clone(), f.columns.clone())))
+    }
+
+    /// Feeders by name, each with its columns, in the plan's order.
+    pub fn new(feeders: impl IntoIterator<Item = (String, Vec<String>)>) -> Vocabulary {
+        Vocabulary { feeders: feeders.into_iter().collect() }
+    }
+
+    /// `FEEDER.COLUMN`'s slot.
+    fn column(&self, name: &str) -> Result<Slot, String> {
+        let (feeder, column) = name.split_once('.').unwrap_or((name, ""));
+        let Some((f, (_, columns))) = self.feeders.iter().enumerate().find(|(_, (n, _))| n == feeder) else {
+            let known: Vec<&str> = self.feeders.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(if known.is_empty() {
+                format!("`{{{{{name}}}}}` names feeder `{feeder}`, and the file declares no [[feeder]]")
+            } else {
+                format!(
+                    "`{{{{{name}}}}}` names feeder `{feeder}`, which is not declared (feeders: {})",
+                    known.join(", ")
+                )
+            });
+        };
+        let Some(c) = columns.iter().position(|c| c == column) else {
+            return Err(format!(
+                "`{{{{{name}}}}}`: feeder `{feeder}` has no column `{column}` (its columns: {})",
+                columns.join(", ")
+            ));
+        };
+        match (u8::try_from(f), u16::try_from(c)) {
+            (Ok(feeder), Ok(column)) => Ok(Slot::Column { feeder, column }),
+            _ => Err(format!("`{{{{{name}}}}}`: too many feeders or columns")),
+        }
+    }
+}
+
+/// Which of a run's requests are templates (a scenario file's steps, unless `template =
+/// false`), and what their slots may name.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Templating {
+    pub templated: Vec<bool>,
+    pub vocabulary: Vocabulary,
+}
+
+impl Templating {
+    /// Whether request `i`'s `{{…}}` are templates.
+    pub(crate) fn is_templated(&self, i: usize) -> bool {
+        self.templated.get(i).copied().unwrap_or(false)
+    }
+}
+
+/// Checks `text` as a template whose feeder columns are `vocabulary`'s: what `Plan::validate`
+/// and the scenario file's reader call.
+pub fn check_template(text: &[u8], vocabulary: &Vocabulary) -> Result<(), TemplateError> {
+    Template::parse(text, vocabulary).map(|_| ())
 }
 
 /// `text` with each slot as one digit: what the rules for where it goes (a path's, say) are
-/// checked on, since every built-in fills in digits, letters and `-`. Text that is not a
-/// template comes back as it is.
-pub fn template_skeleton(text: &str) -> std::borrow::Cow<'_, str> {
-    match Template::parse(text.as_bytes()) {
+/// checked on, since every built-in fills in digits, letters and `-` (feeders' cells are
+/// checked where they go apart: `Plan::validate`). Text that is not a template comes back as
+/// it is.
+pub fn template_skeleton<'a>(text: &'a str, vocabulary: &Vocabulary) -> std::borrow::Cow<'a, str> {
+    match Template::parse(text.as_bytes(), vocabulary) {
         Ok(t) if t.has_slots() => {
             let mut out = String::with_capacity(text.len());
             for piece in &t.pieces {
@@ -67,7 +132,7 @@ impl Template {
     /// Compiles `text`: each `{{ name }}` (blanks inside allowed) becomes a slot. A `{{`
     /// without `}}`, or naming nothing known, is an error: text that must carry `{{` as it is
     /// (a binary body, say) is not to be templated at all.
-    pub(crate) fn parse(text: &[u8]) -> Result<Template, TemplateError> {
+    pub(crate) fn parse(text: &[u8], vocabulary: &Vocabulary) -> Result<Template, TemplateError> {
         let mut pieces = Vec::new();
         let mut rest = 0;
         while let Some(open) = find(&text[rest..], b"{{").map(|i| rest + i) {
@@ -75,7 +140,7 @@ impl Template {
                 return Err(TemplateError { offset: open, what: "`{{` without a closing `}}`".into() });
             };
             let inside = std::str::from_utf8(&text[open + 2..close]).unwrap_or("\u{fffd}");
-            let slot = Slot::parse(inside.trim()).map_err(|what| TemplateError { offset: open, what })?;
+            let slot = Slot::parse(inside.trim(), vocabulary).map_err(|what| TemplateError { offset: open, what })?;
             if open > rest {
                 pieces.push(Piece::Text(text[rest..open].into()));
             }
@@ -97,6 +162,22 @@ impl Template {
     /// Whether it has slots (else it is its text, always).
     pub(crate) fn has_slots(&self) -> bool {
         self.pieces.iter().any(|p| matches!(p, Piece::Slot(_)))
+    }
+
+    /// The feeders its slots use: bit i for feeder i.
+    pub(crate) fn feeders(&self) -> u32 {
+        self.pieces.iter().fold(0, |mask, p| match p {
+            Piece::Slot(Slot::Column { feeder, .. }) => mask | 1u32.checked_shl(u32::from(*feeder)).unwrap_or(0),
+            _ => mask,
+        })
+    }
+
+    /// The columns its slots use, as (feeder, column).
+    pub(crate) fn columns(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.pieces.iter().filter_map(|p| match p {
+            Piece::Slot(Slot::Column { feeder, column }) => Some((usize::from(*feeder), usize::from(*column))),
+            _ => None,
+        })
     }
 
     /// Appends the text with its slots filled.

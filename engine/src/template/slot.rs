@@ -3,7 +3,9 @@
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::TEMPLATE_BUILT_INS;
+use super::{TEMPLATE_BUILT_INS, Vocabulary};
+use crate::feeder::{Feeds, NO_ROW};
+use crate::random::next_random;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Slot {
@@ -21,13 +23,17 @@ pub(super) enum Slot {
     Uuid,
     /// Milliseconds since the Unix epoch when the request is encoded.
     UnixMs,
+    /// A column of a feeder (`{{users.email}}`), of the row the iteration took: indices into
+    /// the plan's feeders and that feeder's columns.
+    Column { feeder: u8, column: u16 },
 }
 
 impl Slot {
-    pub(super) fn parse(inside: &str) -> Result<Slot, String> {
+    pub(super) fn parse(inside: &str, vocabulary: &Vocabulary) -> Result<Slot, String> {
         let mut words = inside.split_ascii_whitespace();
         let name = words.next().unwrap_or("");
         let slot = match name {
+            _ if name.contains('.') => vocabulary.column(name)?,
             "vu" => Slot::Vu,
             "iteration" => Slot::Iteration,
             "worker" => Slot::Worker,
@@ -49,7 +55,10 @@ impl Slot {
             }
             "" => return Err("`{{}}` names nothing".into()),
             other => {
-                return Err(format!("`{{{{{other}}}}}` names nothing volley knows (it knows {TEMPLATE_BUILT_INS})"));
+                return Err(format!(
+                    "`{{{{{other}}}}}` names nothing volley knows (it knows {TEMPLATE_BUILT_INS}, and a feeder's \
+                     columns as FEEDER.COLUMN)"
+                ));
             }
         };
         match words.next() {
@@ -69,12 +78,13 @@ impl fmt::Display for Slot {
             Slot::RandomInt { low, high } => write!(f, "random_int {low} {high}"),
             Slot::Uuid => f.write_str("uuid"),
             Slot::UnixMs => f.write_str("unix_ms"),
+            Slot::Column { feeder, column } => write!(f, "feeder{feeder}.column{column}"),
         }
     }
 }
 
 /// What one request's slots are filled from: its connection and iteration, its thread and
-/// worker, and the thread's generator for random values.
+/// worker, the thread's generator for random values, and the rows its iteration took.
 pub(crate) struct Fill<'a> {
     pub vu: u64,
     pub iteration: u64,
@@ -85,6 +95,8 @@ pub(crate) struct Fill<'a> {
     /// The same, for UUIDs: from the clock, so that a run with the same seed (0 by default)
     /// never sends another run's "unique" ids.
     pub unique: &'a mut u64,
+    /// The thread's feeders, and the row of each that the iteration took.
+    pub rows: Option<(&'a Feeds, &'a [u32])>,
 }
 
 impl Fill<'_> {
@@ -98,7 +110,7 @@ impl Fill<'_> {
                 // Within the span's 2⁶⁴ values, the bias of a modulo is below 2⁻⁶⁴ × span:
                 // nothing a load test can see.
                 let span = (high as i128 - low as i128 + 1) as u128;
-                let drawn = low as i128 + (u128::from(next(self.rng)) % span) as i128;
+                let drawn = low as i128 + (u128::from(next_random(self.rng)) % span) as i128;
                 if drawn < 0 {
                     out.push(b'-');
                 }
@@ -106,8 +118,8 @@ impl Fill<'_> {
             }
             Slot::Uuid => {
                 let mut bytes = [0u8; 16];
-                bytes[..8].copy_from_slice(&next(self.unique).to_le_bytes());
-                bytes[8..].copy_from_slice(&next(self.unique).to_le_bytes());
+                bytes[..8].copy_from_slice(&next_random(self.unique).to_le_bytes());
+                bytes[8..].copy_from_slice(&next_random(self.unique).to_le_bytes());
                 bytes[6] = (bytes[6] & 0x0f) | 0x40; // version 4
                 bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 9562's variant
                 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -122,18 +134,15 @@ impl Fill<'_> {
                 let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
                 decimal(out, ms);
             }
+            Slot::Column { feeder, column } => {
+                if let Some((feeds, rows)) = self.rows {
+                    let feeder = usize::from(feeder);
+                    let row = rows.get(feeder).copied().unwrap_or(NO_ROW);
+                    out.extend_from_slice(feeds.cell(feeder, row, usize::from(column)));
+                }
+            }
         }
     }
-}
-
-/// xorshift64*: fast, and plenty for test data.
-fn next(state: &mut u64) -> u64 {
-    let mut x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
 }
 
 /// `n` in decimal, without the formatting machinery.

@@ -3,11 +3,11 @@ use super::*;
 /// Values of a request; `states` are the generators of `random_int` and of UUIDs.
 fn fill(states: &mut [u64; 2]) -> Fill<'_> {
     let [rng, unique] = states;
-    Fill { vu: 7, iteration: 41, worker: 2, thread: 1, rng, unique }
+    Fill { vu: 7, iteration: 41, worker: 2, thread: 1, rng, unique, rows: None }
 }
 
 fn rendered(text: &str, rng: &mut [u64; 2]) -> String {
-    let template = Template::parse(text.as_bytes()).expect("a template");
+    let template = Template::parse(text.as_bytes(), &Vocabulary::default()).expect("a template");
     let mut out = Vec::new();
     template.render(&mut fill(rng), &mut out);
     String::from_utf8(out).expect("text")
@@ -19,7 +19,7 @@ fn slots_are_filled_from_the_request_and_text_around_them_stays_as_it_is() {
     assert_eq!(rendered("/u/{{vu}}/i/{{ iteration }}?w={{worker}}&t={{thread}}", &mut rng), "/u/7/i/41?w=2&t=1");
     assert_eq!(rendered("no slots {here} }}", &mut rng), "no slots {here} }}");
     assert_eq!(rendered("{{vu}}{{vu}}", &mut rng), "77");
-    assert!(!Template::parse(b"plain").unwrap().has_slots());
+    assert!(!Template::parse(b"plain", &Vocabulary::default()).unwrap().has_slots());
 }
 
 #[test]
@@ -74,7 +74,7 @@ fn a_malformed_or_unknown_slot_is_an_error_at_its_offset() {
         ("{{vu 3}}", 0, "vu takes no arguments"),
     ];
     for (text, offset, says) in cases {
-        let e = Template::parse(text.as_bytes()).expect_err(text);
+        let e = Template::parse(text.as_bytes(), &Vocabulary::default()).expect_err(text);
         assert_eq!(e.offset, offset, "{text}: {e}");
         assert!(e.to_string().contains(says), "{text}: {e}");
     }
@@ -82,7 +82,7 @@ fn a_malformed_or_unknown_slot_is_an_error_at_its_offset() {
 
 #[test]
 fn a_template_prints_as_it_would_be_written() {
-    let t = Template::parse(b"/a/{{ vu }}/{{random_int 1  9}}").unwrap();
+    let t = Template::parse(b"/a/{{ vu }}/{{random_int 1  9}}", &Vocabulary::default()).unwrap();
     assert_eq!(t.to_string(), "/a/{{vu}}/{{random_int 1 9}}");
 }
 

@@ -8,7 +8,7 @@
 //! few bytes once, at the cost of a code path to test.
 
 use super::table::{ENTRY_OVERHEAD, STATIC_TABLE};
-use crate::template::{Encoded, Framing, Out};
+use crate::template::{Encoded, Framing, Out, Vocabulary};
 
 /// Encodes a request header block: `:method`, `:scheme`, `:authority`, `:path`, then the
 /// regular headers (names already lowercased by the caller), in that order, as HTTP/2 wants
@@ -129,24 +129,33 @@ pub(crate) fn encode_request_blocks(
 /// server's table the same, so any of them may be a connection's first (a mix's shared
 /// fields).
 pub(crate) fn encode_blocks(fields: &[(&str, &str)], indexes: impl Fn(&str, &str) -> bool) -> RequestBlocks {
-    let (plain, first, indexed, table_size) = encode_into::<Vec<u8>>(fields, indexes);
+    let (plain, first, indexed, table_size) = encode_into(fields, indexes, Vec::new);
     RequestBlocks { plain, first, indexed, table_size }
 }
 
-/// `encode_blocks` of a templated request: the fields `indexes` picks must have no slots.
-pub(crate) fn encode_template_blocks(fields: &[(&str, &str)], indexes: impl Fn(&str, &str) -> bool) -> TemplateBlocks {
-    let (plain, first, indexed, _) = encode_into::<Encoded>(fields, indexes);
+/// `encode_blocks` of a templated request, whose slots may name `vocabulary`'s feeder columns:
+/// the fields `indexes` picks must have no slots.
+pub(crate) fn encode_template_blocks(
+    fields: &[(&str, &str)],
+    indexes: impl Fn(&str, &str) -> bool,
+    vocabulary: &Vocabulary,
+) -> TemplateBlocks {
+    let (plain, first, indexed, _) = encode_into(fields, indexes, || Encoded::new(vocabulary));
     TemplateBlocks { plain, first, indexed }
 }
 
 /// The plain block, the indexing pair and the room its entries take (see `encode_blocks`).
-fn encode_into<O: Out + Default>(fields: &[(&str, &str)], indexes: impl Fn(&str, &str) -> bool) -> (O, O, O, usize) {
-    let mut plain = O::default();
+fn encode_into<O: Out>(
+    fields: &[(&str, &str)],
+    indexes: impl Fn(&str, &str) -> bool,
+    new: impl Fn() -> O,
+) -> (O, O, O, usize) {
+    let mut plain = new();
     for (name, value) in fields {
         field(&mut plain, name, value);
     }
     let added = fields.iter().filter(|(n, v)| indexes(n, v) && !matches!(known(n, v), Known::Field(_))).count();
-    let (mut first, mut indexed) = (O::default(), O::default());
+    let (mut first, mut indexed) = (new(), new());
     let mut table_size = 0;
     let mut inserted = 0;
     for &(name, value) in fields {

@@ -9,7 +9,7 @@
 
 use super::static_table::STATIC_TABLE;
 use crate::h2::hpack::huffman;
-use crate::template::{Encoded, Framing, Out};
+use crate::template::{Encoded, Framing, Out, Vocabulary};
 
 /// Encodes a request's field section: `:method`, `:scheme`, `:authority`, `:path`, then the
 /// regular fields (names already lowercased by the caller), in that order, as HTTP/3 wants
@@ -37,8 +37,9 @@ pub(crate) fn encode_section_template(
     authority: &str,
     path: &str,
     headers: &[(String, String)],
+    vocabulary: &Vocabulary,
 ) -> Encoded {
-    let mut out = Encoded::default();
+    let mut out = Encoded::new(vocabulary);
     encode_into(&mut out, method, scheme, authority, path, headers);
     out
 }

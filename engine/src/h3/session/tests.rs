@@ -364,7 +364,14 @@ impl Net {
         let method = if body.is_empty() { "GET" } else { "POST" };
         let spec = RequestSpec::new(method, vec![], body);
         let setup = Setup {
-            request: RequestConfig::new(&target, &[("/", &spec)], &[], streams, CONNECT_TIMEOUT, request_timeout),
+            request: RequestConfig::new(
+                &target,
+                &[("/", &spec)],
+                &crate::template::Templating::default(),
+                streams,
+                CONNECT_TIMEOUT,
+                request_timeout,
+            ),
             quic: QuicConfig::new(&trusting(cert), Congestion::Loopback, CONNECT_TIMEOUT).unwrap(),
             server: server_addr(),
             server_name: SERVER_NAME.to_string(),
