@@ -13,6 +13,7 @@
 
 mod checks;
 mod clock_sync;
+mod compact;
 mod link;
 mod local;
 mod machine;

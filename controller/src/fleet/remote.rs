@@ -17,7 +17,7 @@ use volley_worker::shard::Event;
 use volley_worker::wire;
 
 use super::clock_sync::{self, Probe};
-use super::link::{Command, LinkEvent, WorkerInfo};
+use super::link::{Command, Encoded, LinkEvent, WorkerInfo};
 
 /// How many clock probes each worker gets; the one with the lowest round trip is used.
 const PROBES: usize = 16;
@@ -154,6 +154,13 @@ async fn drive_run(
     loop {
         tokio::select! {
             message = stream.message() => match message {
+                Ok(Some(message)) if Encoded::is_bulky(&message) => {
+                    let last = matches!(message.event, Some(v1::run_event::Event::Finished(_)));
+                    let _ = events.send((index, LinkEvent::Encoded(Box::new(Encoded { message, names }))));
+                    if last {
+                        return Ok(());
+                    }
+                }
                 Ok(Some(message)) => {
                     let mut event = wire::event_from_proto(message, names).map_err(|e| format!("unreadable event: {e}"))?;
                     if let Event::Accepted { ring, .. } = &mut event {
