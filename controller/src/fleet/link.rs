@@ -24,11 +24,15 @@ pub(crate) enum LinkEvent {
     /// The worker's clock offset is known; Start instants can be stated in its clock.
     Synced(Offset),
     Worker(Event),
-    /// A remote worker's interval or result as it came over the wire, decoded by the run's own
-    /// thread as it takes it: a thousand workers' seconds arriving together then wait as a few
-    /// kilobytes each, not as 0.3 MB of histograms each (decoded, they were most of a 1,000-worker
-    /// run's peak memory), and the histograms are made and freed on one thread.
+    /// A remote worker's interval as it came over the wire, decoded by the run's own thread as
+    /// it takes it: a thousand workers' seconds arriving together then wait as a few kilobytes
+    /// each, not as 0.3 MB of histograms each (decoded, they were most of a 1,000-worker run's
+    /// peak memory), and the runtime that sends the heartbeats does not decode them.
     Encoded(Box<Encoded>),
+    /// A remote worker's result, decoded by its link (in parallel with this thread's work on
+    /// the others, so that a thousand results arriving at the end are taken in good time),
+    /// holding one of the few permits that bound how many decoded results wait at once.
+    Held(Event, tokio::sync::OwnedSemaphorePermit),
 }
 
 /// A worker's event in its wire form, with what decoding it needs.
@@ -43,9 +47,14 @@ impl Encoded {
         wire::event_from_proto(self.message, self.names).map_err(|e| format!("unreadable event: {e}"))
     }
 
-    /// An interval or a result: the events that carry histograms.
-    pub(crate) fn is_bulky(message: &v1::RunEvent) -> bool {
-        matches!(message.event, Some(v1::run_event::Event::Interval(_) | v1::run_event::Event::Finished(_)))
+    /// An interval: decoded by the run's thread, not by the runtime that sends the heartbeats.
+    pub(crate) fn is_interval(message: &v1::RunEvent) -> bool {
+        matches!(message.event, Some(v1::run_event::Event::Interval(_)))
+    }
+
+    /// A result: decoded by its link under a permit (`LinkEvent::Held`).
+    pub(crate) fn is_result(message: &v1::RunEvent) -> bool {
+        matches!(message.event, Some(v1::run_event::Event::Finished(_)))
     }
 }
 

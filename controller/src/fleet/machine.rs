@@ -241,6 +241,8 @@ impl<'w> Fleet<'w> {
             }
             LinkEvent::Worker(Event::Finished(outcome)) => self.finished(i, *outcome),
             LinkEvent::Worker(Event::Failed(reason)) => self.fail(i, one_line(&reason)),
+            // The permit is given back once the result is taken.
+            LinkEvent::Held(event, _permit) => return self.on_event(now, i, LinkEvent::Worker(event)),
             LinkEvent::Encoded(encoded) => match encoded.decode() {
                 Ok(event) => return self.on_event(now, i, LinkEvent::Worker(event)),
                 Err(why) => self.give_up(i, one_line(&why)),

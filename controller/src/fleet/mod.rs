@@ -95,6 +95,7 @@ pub(crate) fn run(
     let names: Vec<String> = first.plan.requests.names();
     let shards: Vec<&Plan> = parts.iter().map(|p| &p.plan).collect();
     let profile = Profile::new(&shards);
+    let results = std::sync::Arc::new(tokio::sync::Semaphore::new(remote::RESULTS_IN_FLIGHT));
     let mut members = Vec::with_capacity(shards.len());
     let mut links = Vec::with_capacity(shards.len());
     for (index, Part { plan: shard, to }) in parts.into_iter().enumerate() {
@@ -120,7 +121,15 @@ pub(crate) fn run(
                 let part = remote::Shard { shard: *shard, threads, limit };
                 match runtime {
                     Some(rt) => {
-                        rt.spawn(remote::drive(index, address, access.clone(), part, tx.clone(), cmd_rx));
+                        rt.spawn(remote::drive(
+                            index,
+                            address,
+                            access.clone(),
+                            part,
+                            tx.clone(),
+                            cmd_rx,
+                            results.clone(),
+                        ));
                     }
                     None => report.failure = Some("no runtime for remote workers".into()),
                 }
