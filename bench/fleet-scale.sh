@@ -27,12 +27,17 @@ LIB=$ROOT/bench/lib/fleet_scale.py
 log() { printf '%s\n' "$*" >&2; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/volley-fleet-scale.XXXXXX")
 SIM_PID=
+# SIM_PID is /usr/bin/time's: the simulated fleet is its child, which ends on SIGTERM, and then
+# time writes what it used.
+stop_sim() {
+  pkill -TERM -P "$SIM_PID" 2>/dev/null || kill -TERM "$SIM_PID" 2>/dev/null
+  wait "$SIM_PID" 2>/dev/null || true
+}
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
   local rc=$?
   if [[ -n $SIM_PID ]]; then
-    kill -TERM "$SIM_PID" 2>/dev/null
-    wait "$SIM_PID" 2>/dev/null
+    stop_sim
   fi
   rm -rf "$TMP"
   exit "$rc"
@@ -50,7 +55,9 @@ status=0
 for k in $SIZES; do
   dir=$TMP/k$k
   mkdir -p "$dir"
-  "$VOLLEY" sim-fleet --workers "$k" --workers-file "$dir/workers.txt" >"$dir/produced.jsonl" 2>"$dir/sim.err" &
+  # Under /usr/bin/time, so a failed run can say what the simulated fleet's CPU was.
+  /usr/bin/time -o "$dir/sim.times" -f "%e %U %S %M" \
+    "$VOLLEY" sim-fleet --workers "$k" --workers-file "$dir/workers.txt" >"$dir/produced.jsonl" 2>"$dir/sim.err" &
   SIM_PID=$!
   for _ in $(seq 1200); do
     [[ -f $dir/workers.txt ]] && break
@@ -66,12 +73,12 @@ for k in $SIZES; do
   ended=$(date +%s.%N)
   # The sim-fleet prints its line as the last shard ends; give it a moment if it trails.
   for _ in $(seq 50); do [[ -s $dir/produced.jsonl ]] && break; sleep 0.1; done
-  kill -TERM "$SIM_PID" 2>/dev/null
-  wait "$SIM_PID" 2>/dev/null || true
+  stop_sim
   SIM_PID=
   if ((rc != 0)) || [[ ! -f $dir/report.json ]]; then
     log "controller for $k workers exited $rc:"
-    tail -5 "$dir/controller.err" >&2
+    tail -c 600 "$dir/controller.err" >&2
+    python3 -B "$LIB" failed "$k" "$S" "$dir/report.json" "$dir/times" "$dir/sim.times" || true
     status=1
     continue
   fi

@@ -3,7 +3,12 @@ simulated fleet's line of what its synthetic engines produced, /usr/bin/time's n
 instant the controller exited.
 
     python3 fleet_scale.py row K SECONDS REPORT PRODUCED TIMES ENDED
+    python3 fleet_scale.py failed K SECONDS REPORT TIMES SIM_TIMES
     python3 fleet_scale.py header
+
+A run that fails (the controller exits non-zero) gets a row all the same: why its workers failed,
+counted by reason, and the CPU the controller and the simulated fleet used, which is what says
+whether K fits on this machine.
 """
 
 import json
@@ -65,8 +70,49 @@ def row(k, seconds, report_path, produced_path, times_path, ended):
     return 0 if ok == "yes" else 1
 
 
+def reason(failure):
+    """A worker's failure without what differs from one worker to the next."""
+    for known in ("no heartbeat", "sent nothing for", "connection broke", "no result by the end", "not ready within"):
+        if known in failure:
+            return known
+    return failure[:60]
+
+
+def failed(k, seconds, report_path, times_path, sim_times_path):
+    """A failed run's row: its workers' failures by reason and both processes' CPU."""
+    def cpu(path):
+        try:
+            elapsed, user, system, rss_kb = (float(x) for x in open(path).read().split()[-4:])
+        except (OSError, ValueError):
+            return None
+        return elapsed, user + system, rss_kb
+    reasons = {}
+    try:
+        with open(report_path) as f:
+            report = json.load(f)
+        for w in report["workers"]:
+            if w.get("failure"):
+                key = reason(w["failure"])
+                reasons[key] = reasons.get(key, 0) + 1
+        ran = f'{report.get("durationSeconds", 0):.1f}'
+    except (OSError, ValueError, KeyError):
+        ran = "?"
+    why = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: -x[1])) or "no report"
+    controller, sim = cpu(times_path), cpu(sim_times_path)
+    cores = lambda t: f"{t[1] / t[0]:.2f}" if t and t[0] > 0 else "?"
+    cells = [
+        k, seconds, "-", "-", cores(controller), f"{controller[1]:.1f}" if controller else "?",
+        f"{controller[2] / 1024:.0f}" if controller else "?", "-", "-",
+        f"FAILED after {ran} s: {why}; simulated fleet {cores(sim)} cores", "-",
+    ]
+    print("| " + " | ".join(str(c) for c in cells) + " |")
+    return 1
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "header":
         header()
         sys.exit(0)
+    if sys.argv[1] == "failed":
+        sys.exit(failed(*sys.argv[2:7]))
     sys.exit(row(*sys.argv[2:9]))

@@ -224,7 +224,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let whole =
         report.duration + report.warm_up.as_ref().map_or(Duration::ZERO, |w| Duration::from_secs(w.seconds.into()));
     let logged = hlog.map_or(Ok(()), |log| log.finish(&report.everything(), whole));
-    if report.workers.iter().all(|w| w.stats.is_none()) {
+    if !report.workers.iter().any(crate::report::WorkerLine::has_numbers) {
         // Nothing ran anywhere: the reason is the whole story on stderr, but a CI job still
         // finds its files, saying so.
         let written = output::write_all(outputs, &report, &verdicts);

@@ -457,6 +457,30 @@ fn a_worker_the_kernel_did_not_run_for_a_second_and_a_half_keeps_its_run() {
 }
 
 #[test]
+fn runs_that_end_normally_leave_no_word_of_a_lost_controller_in_the_workers_logs() {
+    // Once a worker's result is out, its controller closes the run's streams; a worker that read
+    // that close before noticing its own run had ended logged "controller closed the run stream;
+    // stopping the run" after a run that was over (about one run in ten on 8 workers).
+    let server = TestServer::start(Behavior::ok(14));
+    let workers: Vec<WorkerProcess> = (0..4).map(|_| WorkerProcess::start(&[])).collect();
+    let list = worker_list(&workers.iter().collect::<Vec<_>>());
+    for round in 0..4 {
+        let out = run_controller(&["--workers", &list, "-c", "8", "-n", "4000", "-j", &server.url()]);
+        assert_success(&out);
+        assert_eq!(number(&json_report(&out), "/requests/ok"), 4000, "round {round}");
+        let out = run_controller(&["--workers", &list, "-c", "8", "-z", "1s", "-j", &server.url()]);
+        assert_success(&out);
+    }
+    for w in &workers {
+        let log = w.log();
+        assert_eq!(log.matches("run finished").count(), 8, "{log}");
+        for lost in ["controller gone", "controller closed the run stream", "stopping the run"] {
+            assert!(!log.contains(lost), "a worker said {lost:?} after runs that ended normally:\n{log}");
+        }
+    }
+}
+
+#[test]
 fn ctrl_c_on_the_controller_stops_every_worker_and_prints_the_report() {
     let server = TestServer::start(Behavior::ok(14));
     let (a, b) = (WorkerProcess::start(&[]), WorkerProcess::start(&[]));

@@ -8,6 +8,8 @@
 //! (`stopped_by`), so that its controller does not take it for a Stop of its own.
 
 use std::future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
@@ -62,6 +64,11 @@ pub(crate) fn start(
     let engine_cause = cause.clone();
     let metrics = state.metrics.clone();
     let runner = state.runner.clone();
+    // Set just before the run's last event (Finished or Failed) goes out: once the controller
+    // has it, it closes the run's streams, and that close is the run's end, not a controller
+    // gone mid-run (which is what it read as when it came before the engine thread ended).
+    let over = Arc::new(AtomicBool::new(false));
+    let engine_over = over.clone();
     // The engine blocks its thread for the whole run, so it gets its own, not a runtime's.
     std::thread::Builder::new()
         .name("volley-shard".to_string())
@@ -83,6 +90,7 @@ pub(crate) fn start(
                     // Free the worker before the controller hears the end, so that a run it
                     // starts right after is not refused as busy.
                     busy = None;
+                    engine_over.store(true, Ordering::Release);
                 }
                 if engine_tx.send(Ok(wire::event_to_proto(event))).is_err() {
                     engine_control.stop();
@@ -91,7 +99,7 @@ pub(crate) fn start(
             drop(busy);
         })
         .map_err(|e| Status::internal(format!("volley worker: cannot start the engine thread: {e}")))?;
-    tokio::spawn(follow_commands(commands, control, cause, timed, tx, done_rx));
+    tokio::spawn(follow_commands(commands, Run { control, cause, over }, timed, tx, done_rx));
     Ok(UnboundedReceiverStream::new(rx))
 }
 
@@ -129,12 +137,31 @@ fn log_end(event: &Event) {
     }
 }
 
+/// The run `follow_commands` applies commands to.
+struct Run {
+    control: RunControl,
+    cause: StopCause,
+    /// Its last event is out: the controller may close the streams, and nothing is to stop.
+    over: Arc<AtomicBool>,
+}
+
+impl Run {
+    /// The controller went away (`why`, logged as `log`): the run is stopped, unless it is over,
+    /// in which case that was the controller closing a finished run.
+    fn lost(&self, log: &str, why: &str) {
+        if self.over.load(Ordering::Acquire) {
+            return info!("run over; the controller closed its streams");
+        }
+        warn!("{log}; stopping the run");
+        self.cause.stop(&self.control, why);
+    }
+}
+
 /// Applies the controller's commands to the run until the engine is done, stopping the run
 /// when the controller goes away or the shard overruns its end (and saying so in `cause`).
 async fn follow_commands(
     mut commands: Streaming<v1::RunCommand>,
-    control: RunControl,
-    cause: StopCause,
+    run: Run,
     timed: Option<Duration>,
     events: EventSender,
     mut done: oneshot::Receiver<()>,
@@ -151,12 +178,11 @@ async fn follow_commands(
         tokio::select! {
             _ = &mut done => return,
             () = events.closed() => {
-                warn!("controller gone (it stopped reading events); stopping the run");
-                return cause.stop(&control, "the worker lost its controller: it stopped reading events");
+                return run.lost("controller gone (it stopped reading events)", "the worker lost its controller: it stopped reading events");
             }
             () = overrun => {
                 warn!("the shard ran past its end plus {GRACE:?}; stopping it");
-                cause.stop(&control, &format!("the shard ran past its end plus {GRACE:?} and the worker stopped it"));
+                run.cause.stop(&run.control, &format!("the shard ran past its end plus {GRACE:?} and the worker stopped it"));
                 deadline = None;
             }
             next = next_command(&mut commands) => match next {
@@ -164,7 +190,7 @@ async fn follow_commands(
                     Command::Start(start) if !started => {
                         started = true;
                         let at = clock::instant_at(start.at_worker_nanos);
-                        control.start_at(at);
+                        run.control.start_at(at);
                         deadline = timed.and_then(|d| end_of(at, d));
                         info!(in_ms = at.saturating_duration_since(Instant::now()).as_millis() as u64, "start set");
                     }
@@ -172,7 +198,7 @@ async fn follow_commands(
                     Command::Heartbeat(_) => {}
                     Command::Stop(_) => {
                         info!("stop asked by the controller");
-                        control.stop();
+                        run.control.stop();
                     }
                     Command::Shard(_) => warn!("a second shard in one run ignored"),
                     Command::FeederRows(_) => warn!("feeder rows after the shard's were all taken ignored"),
@@ -180,18 +206,17 @@ async fn follow_commands(
                 // A message with no command is from a newer controller; it still shows life.
                 Ok(Ok(Some(_))) => {}
                 Ok(Ok(None)) => {
-                    info!("controller closed the run stream; stopping the run");
-                    return cause.stop(&control, "the worker lost its controller: the run stream closed");
+                    return run.lost("controller closed the run stream", "the worker lost its controller: the run stream closed");
                 }
                 Ok(Err(status)) => {
-                    warn!(reason = status.message(), "controller gone (the run stream broke); stopping the run");
+                    let log = format!("controller gone (the run stream broke: {})", status.message());
                     let why = format!("the worker lost its controller: the run stream broke ({})", status.message());
-                    return cause.stop(&control, &why);
+                    return run.lost(&log, &why);
                 }
                 Err(_) => {
                     let silence = WATCHDOG + SECOND_LOOK;
-                    warn!("controller gone (no heartbeat for {silence:?}); stopping the run");
-                    return cause.stop(&control, &format!("the worker lost its controller: no heartbeat for {silence:?}"));
+                    let log = format!("controller gone (no heartbeat for {silence:?})");
+                    return run.lost(&log, &format!("the worker lost its controller: no heartbeat for {silence:?}"));
                 }
             },
         }

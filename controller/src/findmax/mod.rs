@@ -108,7 +108,7 @@ fn run_steps(runner: &Runner, settings: &Settings, interrupt: &RunControl) -> (V
             Ok(report) => report,
             Err(e) => break Ending::CouldNotRun(e.to_string()),
         };
-        if report.workers.iter().all(|w| w.stats.is_none()) {
+        if !report.workers.iter().any(crate::report::WorkerLine::has_numbers) {
             break Ending::CouldNotRun(report.failure().unwrap_or_else(|| "no worker could run".into()));
         }
         let step = Step::judge(rate, &report, &settings.slos);

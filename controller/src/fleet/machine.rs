@@ -16,8 +16,9 @@ use volley_engine::{RingSupport, Stats, Stop};
 use volley_worker::shard::{Event, Outcome};
 
 use super::checks;
+use super::compact::CompactStats;
 use super::link::{Command, LinkEvent, WorkerInfo};
-use super::results::{FleetRun, Second, WorkerRun};
+use super::results::{Ended, FleetRun, Second, WorkerRun};
 use super::series::{Label, Profile};
 use super::worker_series::SeriesBudget;
 use crate::gate::Watch;
@@ -240,6 +241,12 @@ impl<'w> Fleet<'w> {
             }
             LinkEvent::Worker(Event::Finished(outcome)) => self.finished(i, *outcome),
             LinkEvent::Worker(Event::Failed(reason)) => self.fail(i, one_line(&reason)),
+            // The permit is given back once the result is taken.
+            LinkEvent::Held(event, _permit) => return self.on_event(now, i, LinkEvent::Worker(event)),
+            LinkEvent::Encoded(encoded) => match encoded.decode() {
+                Ok(event) => return self.on_event(now, i, LinkEvent::Worker(event)),
+                Err(why) => self.give_up(i, one_line(&why)),
+            },
         }
         self.flush();
     }
@@ -259,12 +266,23 @@ impl<'w> Fleet<'w> {
             self.run.intervals.push(Second::of(second, &delta, self.run.profile.whole(second)));
         }
         self.run.series_cut = self.state.workers.iter().any(|w| w.series_cut);
-        for (worker, tracked) in self.run.workers.iter_mut().zip(&mut self.state.workers) {
+        for (i, tracked) in self.state.workers.iter_mut().enumerate() {
+            let worker = &mut self.run.workers[i];
             worker.seconds = std::mem::take(&mut tracked.seconds);
-            if worker.outcome.is_none() {
-                worker.partial = tracked.received.take();
-                worker.partial_warm_up = tracked.received_warm_up.take();
-                worker.reported_seconds = tracked.last_second;
+            if worker.outcome.is_some() || worker.summarised.is_some() {
+                continue;
+            }
+            worker.reported_seconds = tracked.last_second;
+            let partial = tracked.received.take().map(|sum| sum.to_stats());
+            let warm_up = tracked.received_warm_up.take().map(|sum| sum.to_stats());
+            let summarised = self.run.is_summarised(i);
+            match partial {
+                Some(partial) if summarised => self.run.summarise(i, partial, warm_up, None),
+                partial => {
+                    let worker = &mut self.run.workers[i];
+                    worker.partial = partial;
+                    worker.partial_warm_up = warm_up;
+                }
             }
         }
         self.run
@@ -392,7 +410,14 @@ impl<'w> Fleet<'w> {
         for (_, why) in &mut outcome.error_samples {
             *why = one_line(why);
         }
-        self.run.workers[i].outcome = Some(outcome);
+        if self.run.is_summarised(i) {
+            // Into the totals now, its line a digest: a thousand results held until the
+            // report would be a thousand sets of histograms.
+            let (ended, stats, warm_up) = Ended::of(outcome);
+            self.run.summarise(i, stats, warm_up, Some(ended));
+        } else {
+            self.run.workers[i].outcome = Some(outcome);
+        }
         let w = &mut self.state.workers[i];
         w.terminal = true;
         // Its result is what the report uses; the sum of its intervals was for losing it.
@@ -423,12 +448,11 @@ struct Tracked {
     said_done: u64,
     said_ok: u64,
     /// A remote worker's intervals, merged: what it is known to have done should it be lost.
-    /// One running sum, not one per second, so it stays the size of one set of histograms.
-    /// The in-process worker keeps none: it cannot be lost without this process, and the
-    /// sum's 0.8 MB would be a twentieth of a local run's memory. The warm-up's seconds are
-    /// summed apart.
-    received: Option<Stats>,
-    received_warm_up: Option<Stats>,
+    /// One running sum, not one per second, kept compact (its counts that are not zero, tens
+    /// of kilobytes where histograms would take 0.38 MB). The in-process worker keeps none: it
+    /// cannot be lost without this process. The warm-up's seconds are summed apart.
+    received: Option<CompactStats>,
+    received_warm_up: Option<CompactStats>,
     /// Its first seconds that are the warm-up's: not counted against the budget.
     warm_up_seconds: u32,
     keeps_sum: bool,
@@ -497,7 +521,7 @@ impl State {
         let received = if warm_up { &mut w.received_warm_up } else { &mut w.received };
         match received {
             Some(sum) => sum.merge(&delta),
-            None if w.keeps_sum => *received = Some(delta.clone()),
+            None if w.keeps_sum => *received = Some(CompactStats::of(&delta)),
             None => {}
         }
         match self.pending.entry(second) {

@@ -13,6 +13,7 @@
 
 mod checks;
 mod clock_sync;
+mod compact;
 mod link;
 mod local;
 mod machine;
@@ -94,6 +95,7 @@ pub(crate) fn run(
     let names: Vec<String> = first.plan.requests.names();
     let shards: Vec<&Plan> = parts.iter().map(|p| &p.plan).collect();
     let profile = Profile::new(&shards);
+    let results = std::sync::Arc::new(tokio::sync::Semaphore::new(remote::RESULTS_IN_FLIGHT));
     let mut members = Vec::with_capacity(shards.len());
     let mut links = Vec::with_capacity(shards.len());
     for (index, Part { plan: shard, to }) in parts.into_iter().enumerate() {
@@ -120,7 +122,15 @@ pub(crate) fn run(
                 let part = remote::Shard { shard: *shard, threads, limit, feeders };
                 match runtime {
                     Some(rt) => {
-                        rt.spawn(remote::drive(index, address, access.clone(), part, tx.clone(), cmd_rx));
+                        rt.spawn(remote::drive(
+                            index,
+                            address,
+                            access.clone(),
+                            part,
+                            tx.clone(),
+                            cmd_rx,
+                            results.clone(),
+                        ));
                     }
                     None => report.failure = Some("no runtime for remote workers".into()),
                 }

@@ -1,9 +1,11 @@
 //! A remote worker over gRPC: Hello, clock probes, then one Run stream carrying the shard,
 //! the start instant (in the worker's clock), heartbeats, and the worker's events back.
 
+use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
+use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::metadata::MetadataValue;
@@ -17,12 +19,15 @@ use volley_worker::shard::Event;
 use volley_worker::wire;
 
 use super::clock_sync::{self, Probe};
-use super::link::{Command, LinkEvent, WorkerInfo};
+use super::link::{Command, Encoded, LinkEvent, WorkerInfo};
 
 /// How many clock probes each worker gets; the one with the lowest round trip is used.
 const PROBES: usize = 16;
 /// A worker that hears nothing for 750 ms stops its load; this keeps it well fed.
 const HEARTBEAT_EVERY: Duration = Duration::from_millis(200);
+/// Results decoded and waiting for the run's thread at most: each is a worker's histograms
+/// (about 0.4 MB), and a thousand arrive within a second of a run's end.
+pub(crate) const RESULTS_IN_FLIGHT: usize = 32;
 /// How long Hello and each probe may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -64,8 +69,9 @@ pub(crate) async fn drive(
     shard: Shard,
     events: Sender<(usize, LinkEvent)>,
     commands: UnboundedReceiver<Command>,
+    results: Arc<Semaphore>,
 ) {
-    if let Err(reason) = drive_run(index, &address, &access, shard, &events, commands).await {
+    if let Err(reason) = drive_run(index, &address, &access, shard, &events, commands, results).await {
         let _ = events.send((index, LinkEvent::Worker(Event::Failed(reason))));
     }
 }
@@ -77,6 +83,7 @@ async fn drive_run(
     part: Shard,
     events: &Sender<(usize, LinkEvent)>,
     mut commands: UnboundedReceiver<Command>,
+    results: Arc<Semaphore>,
 ) -> Result<(), String> {
     let channel = connect(address, access).await?;
     // Statistics for names the shard does not have are refused as they are decoded, and the
@@ -168,6 +175,15 @@ async fn drive_run(
     loop {
         tokio::select! {
             message = stream.message() => match message {
+                Ok(Some(message)) if Encoded::is_interval(&message) => {
+                    let _ = events.send((index, LinkEvent::Encoded(Box::new(Encoded { message, names }))));
+                }
+                Ok(Some(message)) if Encoded::is_result(&message) => {
+                    let held = results.acquire_owned().await.map_err(|_| "the run ended")?;
+                    let event = Encoded { message, names }.decode()?;
+                    let _ = events.send((index, LinkEvent::Held(event, held)));
+                    return Ok(());
+                }
                 Ok(Some(message)) => {
                     let mut event = wire::event_from_proto(message, names).map_err(|e| format!("unreadable event: {e}"))?;
                     if let Event::Accepted { ring, .. } = &mut event {

@@ -3,13 +3,16 @@
 //! workers. A leaf of its own because both the fleet's state machine, which fills it in, and
 //! its driver, which hands it to the report, name these types.
 
-use volley_engine::{RingSupport, Stats};
+use std::time::Duration;
+
+use volley_engine::{ErrorKind, RingSupport, Stats};
 use volley_worker::shard::Outcome;
 
 use super::clock_sync::Offset;
 use super::link::WorkerInfo;
 use super::series::{Label, Profile};
 use super::worker_series::SeriesBudget;
+use crate::report::Digest;
 
 /// One worker's part of a run, as the report shows it.
 #[derive(Debug, Default)]
@@ -38,6 +41,38 @@ pub(crate) struct WorkerRun {
     /// Its own seconds, for the per-worker lines of a distributed run's report; none for a
     /// local run, whose one worker's seconds are the run's.
     pub seconds: Vec<Second>,
+    /// A worker past the run's series budget whose result (or, lost, its intervals' sum) went
+    /// into the run's [`Apart`] as it came: what its line shows. `outcome` and `partial` are
+    /// then None.
+    pub summarised: Option<Box<Summarised>>,
+}
+
+/// What is kept of a summarised worker's part once its statistics are in the run's [`Apart`].
+#[derive(Debug)]
+pub(crate) struct Summarised {
+    pub digest: Digest,
+    /// Its result's other numbers; None for a worker lost before its result.
+    pub ended: Option<Ended>,
+}
+
+/// A result's numbers besides its statistics.
+#[derive(Debug)]
+pub(crate) struct Ended {
+    pub duration: Duration,
+    pub threads: usize,
+    pub connections: usize,
+    pub client_cpu: Duration,
+    pub interrupted: bool,
+    pub error_samples: Vec<(ErrorKind, String)>,
+    pub stream_limit: Option<u32>,
+}
+
+/// The summarised workers' statistics, merged as they came: part of the run's totals with every
+/// other worker's (HdrHistogram's merge is exact in any order).
+#[derive(Debug, Default)]
+pub(crate) struct Apart {
+    pub stats: Stats,
+    pub warm_up: Option<Stats>,
 }
 
 /// Everything a run across workers produced.
@@ -55,6 +90,45 @@ pub(crate) struct FleetRun {
     pub series: Option<SeriesBudget>,
     /// A detailed worker's series reached its share of the budget and stops there.
     pub series_cut: bool,
+    /// The summarised workers' statistics; None when no worker was summarised.
+    pub apart: Option<Apart>,
+}
+
+impl FleetRun {
+    /// Worker `i` is past the run's series budget: its line is a [`Digest`].
+    pub(crate) fn is_summarised(&self, i: usize) -> bool {
+        self.series.is_some_and(|s| !s.is_detailed(i))
+    }
+
+    /// Worker `i`'s result, or (`outcome` None) what its intervals said before it was lost: into
+    /// the run's [`Apart`], its line a digest. Its warm-up too.
+    pub(crate) fn summarise(&mut self, i: usize, stats: Stats, warm_up: Option<Stats>, ended: Option<Ended>) {
+        let apart = self.apart.get_or_insert_with(Apart::default);
+        apart.stats.merge(&stats);
+        if let Some(w) = &warm_up {
+            apart.warm_up.get_or_insert_with(Stats::new).merge(w);
+        }
+        self.workers[i].summarised = Some(Box::new(Summarised { digest: Digest::of(&stats), ended }));
+    }
+}
+
+impl Ended {
+    /// An outcome's numbers, its statistics taken out (they are returned: the stats and the warm-up).
+    pub(crate) fn of(outcome: Outcome) -> (Ended, Stats, Option<Stats>) {
+        let Outcome {
+            stats,
+            duration,
+            threads,
+            connections,
+            client_cpu,
+            interrupted,
+            error_samples,
+            stream_limit,
+            warm_up,
+            stopped_by: _,
+        } = outcome;
+        (Ended { duration, threads, connections, client_cpu, interrupted, error_samples, stream_limit }, stats, warm_up)
+    }
 }
 
 /// One second of the run, summed up. Only the summary is kept: a second's full histograms take

@@ -7,6 +7,7 @@ use hdrhistogram::Histogram;
 use serde_json::{Map, Value, json};
 use volley_engine::{Counters, ErrorKind, RingSupport, Stats, encode_histogram};
 
+use super::digest::{Digest, HistogramDigest};
 use super::{NameLine, PERCENTILES, Report, WorkerLine, per_sec};
 use crate::fleet::Second;
 
@@ -37,7 +38,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "retryAfter": retry_after(c),
         "latencySeconds": summary(&h.latency),
         "serviceTimeSeconds": summary(&h.service),
-        "schedule": schedule(r.rate, &r.stats, r.duration),
+        "schedule": schedule(r.rate, &r.stats.counters, &HistogramDigest::of(&r.stats.histograms.lateness), r.duration),
         "connectSeconds": summary(&h.connect),
         "firstByteSeconds": summary(&h.ttfb),
         "clientHoldSeconds": summary(&h.hold),
@@ -143,16 +144,15 @@ fn histograms(s: &Stats) -> Value {
 
 /// The open model's own truth: the rate asked for and achieved (requests sent per second),
 /// the send lateness, and the requests that did not go out on time. Null in the closed model.
-fn schedule(rate: Option<u64>, s: &Stats, duration: std::time::Duration) -> Value {
+fn schedule(rate: Option<u64>, c: &Counters, lateness: &HistogramDigest, duration: std::time::Duration) -> Value {
     let Some(rate) = rate else { return Value::Null };
-    let (c, lateness) = (&s.counters, &s.histograms.lateness);
     json!({
         "requestedPerSec": rate,
-        "achievedPerSec": super::achieved_rate(lateness.len(), duration),
-        "sent": lateness.len(),
+        "achievedPerSec": super::achieved_rate(lateness.count, duration),
+        "sent": lateness.count,
         "late": c.late,
         "lateAfterSeconds": 0.001,
-        "latenessSeconds": summary(lateness),
+        "latenessSeconds": digest(lateness),
         "blocked": c.blocked,
         "unsent": c.unsent,
     })
@@ -178,8 +178,13 @@ fn worker(w: &WorkerLine, detailed: bool) -> Value {
         "ioUring": w.ring.as_ref().map(ring),
         "intervals": w.intervals.iter().map(|s| interval(s, w.rate.is_some())).collect::<Vec<_>>(),
     });
-    if let (Some(s), Some(obj)) = (&w.stats, v.as_object_mut()) {
-        let c = &s.counters;
+    // A summarised worker's numbers come from its digest, the same fields but its histograms.
+    let numbers = match (&w.stats, &w.digest) {
+        (Some(s), _) => Some((&s.counters, Digest::of(s))),
+        (None, Some(d)) => Some((&d.counters, (**d).clone())),
+        (None, None) => None,
+    };
+    if let (Some((c, d)), Some(obj)) = (numbers, v.as_object_mut()) {
         obj.insert("requests".into(), counts(c));
         obj.insert("requestsPerSec".into(), json!(per_sec(c.total(), w.duration)));
         obj.insert("errors".into(), errors(c));
@@ -192,10 +197,10 @@ fn worker(w: &WorkerLine, detailed: bool) -> Value {
         obj.insert("truncatedDatagrams".into(), json!(c.truncated));
         obj.insert("droppedPackets".into(), json!(c.dropped_packets));
         obj.insert("clampedSamples".into(), json!(c.clamped));
-        obj.insert("latencySeconds".into(), summary(&s.histograms.latency));
-        obj.insert("serviceTimeSeconds".into(), summary(&s.histograms.service));
-        obj.insert("schedule".into(), schedule(w.rate, s, w.duration));
-        if detailed {
+        obj.insert("latencySeconds".into(), digest(&d.latency));
+        obj.insert("serviceTimeSeconds".into(), digest(&d.service));
+        obj.insert("schedule".into(), schedule(w.rate, c, &d.lateness, w.duration));
+        if let (Some(s), true) = (&w.stats, detailed) {
             obj.insert("histograms".into(), histograms(s));
         }
     }
@@ -268,16 +273,21 @@ fn retry_after(c: &Counters) -> Value {
 }
 
 fn summary(h: &Histogram<u64>) -> Value {
-    if h.is_empty() {
+    digest(&HistogramDigest::of(h))
+}
+
+/// A histogram's count, min, mean, max and percentiles, in seconds.
+fn digest(d: &HistogramDigest) -> Value {
+    if d.count == 0 {
         return json!({ "count": 0 });
     }
     let percentiles: Map<String, Value> =
-        PERCENTILES.iter().map(|(label, q)| (format!("p{label}"), json!(secs(h.value_at_quantile(*q))))).collect();
+        PERCENTILES.iter().zip(d.percentiles).map(|((label, _), v)| (format!("p{label}"), json!(secs(v)))).collect();
     json!({
-        "count": h.len(),
-        "min": secs(h.min()),
-        "mean": h.mean() / 1e9,
-        "max": secs(h.max()),
+        "count": d.count,
+        "min": secs(d.min),
+        "mean": d.mean / 1e9,
+        "max": secs(d.max),
         "percentiles": percentiles,
     })
 }

@@ -1,5 +1,6 @@
 //! The report of a run: built once from merged statistics, printed as text or JSON.
 
+mod digest;
 mod json;
 mod protocols;
 mod saved;
@@ -13,6 +14,7 @@ pub(crate) use protocols::{HttpVersion, Protocols};
 
 use crate::fleet::{FleetRun, Second, SeriesBudget, WorkerInfo};
 
+pub(crate) use digest::Digest;
 pub(crate) use json::to_json;
 pub(crate) use saved::from_saved;
 pub(crate) use text::to_text;
@@ -171,8 +173,12 @@ pub(crate) struct WorkerLine {
     pub interrupted: bool,
     /// Its actual start against the planned instant, in the controller's clock (ns).
     pub start_offset: Option<i64>,
-    /// What it measured; None when it failed before it had anything to say.
+    /// What it measured; None when it failed before it had anything to say, or when it was
+    /// summarised (`digest`).
     pub stats: Option<Stats>,
+    /// A worker past the run's series budget: what its line shows, its statistics already in
+    /// the run's totals.
+    pub digest: Option<Box<Digest>>,
     pub error_samples: Vec<(ErrorKind, String)>,
     pub ring: Option<RingSupport>,
     /// Why its result is missing or incomplete.
@@ -201,6 +207,43 @@ impl Report {
             .map(|w| {
                 let info = w.info;
                 let ring = w.ring;
+                if let Some(summarised) = w.summarised {
+                    let digest = Some(Box::new(summarised.digest));
+                    let line = WorkerLine {
+                        address: w.address,
+                        info,
+                        connections: w.connections,
+                        rate: w.rate,
+                        threads: w.threads,
+                        duration: measured(Duration::from_secs(u64::from(w.reported_seconds))),
+                        client_cpu: Duration::ZERO,
+                        interrupted: false,
+                        start_offset: w.start_offset,
+                        stats: None,
+                        digest,
+                        error_samples: Vec::new(),
+                        ring,
+                        failure: w.failure,
+                        stream_limit: None,
+                        partial: true,
+                        intervals: w.seconds,
+                        warm_up: None,
+                    };
+                    return match summarised.ended {
+                        Some(e) => WorkerLine {
+                            connections: e.connections,
+                            threads: e.threads,
+                            duration: measured(e.duration),
+                            client_cpu: e.client_cpu,
+                            interrupted: e.interrupted,
+                            error_samples: e.error_samples,
+                            stream_limit: e.stream_limit,
+                            partial: false,
+                            ..line
+                        },
+                        None => line,
+                    };
+                }
                 match w.outcome {
                     Some(o) => WorkerLine {
                         address: w.address,
@@ -213,6 +256,7 @@ impl Report {
                         interrupted: o.interrupted,
                         start_offset: w.start_offset,
                         stats: Some(o.stats),
+                        digest: None,
                         error_samples: o.error_samples,
                         ring,
                         failure: w.failure,
@@ -233,6 +277,7 @@ impl Report {
                         start_offset: w.start_offset,
                         partial: w.partial.is_some(),
                         stats: w.partial,
+                        digest: None,
                         error_samples: Vec::new(),
                         ring,
                         failure: w.failure,
@@ -244,6 +289,15 @@ impl Report {
             })
             .collect();
         let mut report = Report::from_workers(url, workers, fleet.remote, interrupted, fleet.intervals);
+        if let Some(apart) = fleet.apart {
+            report.stats.merge(&apart.stats);
+            if let Some(w) = apart.warm_up {
+                match &mut report.warm_up {
+                    Some(sum) => sum.stats.merge(&w),
+                    None => report.warm_up = Some(WarmUp { seconds: 0, stats: w }),
+                }
+            }
+        }
         if let Some(w) = &mut report.warm_up {
             w.seconds = fleet.profile.warm_up_seconds;
         }
@@ -278,8 +332,12 @@ impl Report {
             (0, 0, Duration::ZERO, Duration::ZERO, 0.0);
         for w in &workers {
             connections += w.connections;
-            let Some(s) = &w.stats else { continue };
-            stats.merge(s);
+            if !w.has_numbers() {
+                continue;
+            }
+            if let Some(s) = &w.stats {
+                stats.merge(s);
+            }
             threads += w.threads;
             duration = duration.max(w.duration);
             // A lost worker's CPU time is unknown: it would only dilute the others'.
@@ -521,7 +579,7 @@ impl Report {
     /// Why the run cannot count as a success, when it cannot.
     pub(crate) fn failure(&self) -> Option<String> {
         let c = &self.stats.counters;
-        if self.workers.iter().all(|w| w.stats.is_none()) {
+        if !self.workers.iter().any(WorkerLine::has_numbers) {
             return Some(match self.failed_workers().as_slice() {
                 [one] if !self.distributed => one.trim_start_matches("local: ").to_string(),
                 all => format!("no worker could run: {}", first_few(all)),
@@ -576,6 +634,13 @@ pub(crate) fn per_sec(n: u64, d: Duration) -> f64 {
     if secs > 0.0 { n as f64 / secs } else { 0.0 }
 }
 
+impl WorkerLine {
+    /// It measured something: its statistics, or a summarised worker's digest.
+    pub(crate) fn has_numbers(&self) -> bool {
+        self.stats.is_some() || self.digest.is_some()
+    }
+}
+
 #[cfg(test)]
 impl WorkerLine {
     /// A worker that ran one connection on one thread for a second and measured `stats`: the
@@ -592,6 +657,7 @@ impl WorkerLine {
             interrupted: false,
             start_offset: None,
             stats: Some(stats),
+            digest: None,
             error_samples: Vec::new(),
             ring: None,
             failure: None,

@@ -211,6 +211,7 @@ fn line(path: &str, r: &Value) -> Result<WorkerLine, String> {
         interrupted: r["interrupted"].as_bool().unwrap_or(false),
         start_offset: None,
         stats: Some(stats),
+        digest: None,
         error_samples,
         ring: None,
         failure: None,

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use hdrhistogram::Histogram;
 use volley_engine::{Counters, ErrorKind, Stage};
 
-use super::{PERCENTILES, Report, per_sec};
+use super::{PERCENTILES, Report, WorkerLine, per_sec};
 use crate::printable::one_line;
 
 pub(crate) fn to_text(r: &Report) -> String {
@@ -238,46 +238,25 @@ fn side_by_side(out: &mut String, due: &Histogram<u64>, sent: &Histogram<u64>) {
     }
 }
 
-/// The per-worker breakdown and the start skew.
+/// Summarised workers with a failure listed one by one, at most: the rest are counted.
+const FAILED_SHOWN: usize = 10;
+
+/// The per-worker breakdown and the start skew. Past the run's series budget (the JSON's
+/// `workerSeries`), workers are one line together unless they failed: how many, what they did in
+/// all, and the lowest and highest of their rates and percentiles.
 fn workers(out: &mut String, r: &Report) {
     let _ = writeln!(out, "Workers:");
-    for w in &r.workers {
-        let name = match w.info.as_ref().map(|i| &i.name) {
-            Some(n) if *n != w.address => format!("{} ({n})", w.address),
-            _ => w.address.clone(),
-        };
-        let Some(s) = &w.stats else {
-            let _ = writeln!(out, "  {name}  FAILED: {}", w.failure.as_deref().unwrap_or("no result"));
-            continue;
-        };
-        let lat = &s.histograms.latency;
-        let start = w.start_offset.map(|o| format!("  start {:+.3} ms", o as f64 / 1e6)).unwrap_or_default();
-        let rate = match w.rate {
-            Some(rate) => {
-                format!("  rate {:.1}/s of {rate}/s", per_sec(s.histograms.lateness.len(), w.duration))
-            }
-            None => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "  {name}  {} conns  {} requests  {:.1} req/s{rate}  {} errors  p50 {} ms  p99 {} ms{start}",
-            w.connections,
-            s.counters.total(),
-            per_sec(s.counters.total(), w.duration),
-            s.counters.errors(),
-            ms(lat.value_at_quantile(0.5)),
-            ms(lat.value_at_quantile(0.99)),
-        );
-        match &w.failure {
-            Some(f) if w.partial => {
-                let _ =
-                    writeln!(out, "    lost: {f} (counted: its first {} s, from its intervals)", w.duration.as_secs());
-            }
-            Some(f) => {
-                let _ = writeln!(out, "    incomplete: {f}");
-            }
-            None => {}
-        }
+    let detailed = r.worker_series.map_or(r.workers.len(), |(s, _)| s.detailed.min(r.workers.len()));
+    let (shown, summarised) = r.workers.split_at(detailed);
+    for w in shown {
+        worker(out, w);
+    }
+    let failed: Vec<&WorkerLine> = summarised.iter().filter(|w| w.failure.is_some()).collect();
+    for w in failed.iter().take(FAILED_SHOWN) {
+        worker(out, w);
+    }
+    if !summarised.is_empty() {
+        summarised_workers(out, summarised, failed.len());
     }
     if let Some(skew) = r.start_skew() {
         let _ = writeln!(
@@ -285,6 +264,120 @@ fn workers(out: &mut String, r: &Report) {
             "Start skew:   {:.3} ms (largest gap between a worker's start and the planned instant)",
             skew.as_secs_f64() * 1e3
         );
+    }
+}
+
+/// What a worker's line shows: its counters, latency p50 and p99, and requests sent (open
+/// model); from its statistics, or a summarised worker's digest. None when it has neither.
+fn numbers(w: &WorkerLine) -> Option<(&Counters, u64, u64, u64)> {
+    match (&w.stats, &w.digest) {
+        (Some(s), _) => {
+            let lat = &s.histograms.latency;
+            Some((&s.counters, lat.value_at_quantile(0.5), lat.value_at_quantile(0.99), s.histograms.lateness.len()))
+        }
+        (None, Some(d)) => Some((&d.counters, d.latency.at(0.5), d.latency.at(0.99), d.lateness.count)),
+        (None, None) => None,
+    }
+}
+
+fn worker_name(w: &WorkerLine) -> String {
+    match w.info.as_ref().map(|i| &i.name) {
+        Some(n) if *n != w.address => format!("{} ({n})", w.address),
+        _ => w.address.clone(),
+    }
+}
+
+/// One worker's line (and, when it failed, what became of it).
+fn worker(out: &mut String, w: &WorkerLine) {
+    let name = worker_name(w);
+    let Some((c, p50, p99, sent)) = numbers(w) else {
+        let _ = writeln!(out, "  {name}  FAILED: {}", w.failure.as_deref().unwrap_or("no result"));
+        return;
+    };
+    let start = w.start_offset.map(|o| format!("  start {:+.3} ms", o as f64 / 1e6)).unwrap_or_default();
+    let rate = match w.rate {
+        Some(rate) => format!("  rate {:.1}/s of {rate}/s", per_sec(sent, w.duration)),
+        None => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "  {name}  {} conns  {} requests  {:.1} req/s{rate}  {} errors  p50 {} ms  p99 {} ms{start}",
+        w.connections,
+        c.total(),
+        per_sec(c.total(), w.duration),
+        c.errors(),
+        ms(p50),
+        ms(p99),
+    );
+    match &w.failure {
+        Some(f) if w.partial => {
+            let _ = writeln!(out, "    lost: {f} (counted: its first {} s, from its intervals)", w.duration.as_secs());
+        }
+        Some(f) => {
+            let _ = writeln!(out, "    incomplete: {f}");
+        }
+        None => {}
+    }
+}
+
+/// The summarised workers in one line: `+ 900 more workers (summarised): ...`.
+fn summarised_workers(out: &mut String, workers: &[WorkerLine], failed: usize) {
+    let (mut connections, mut requests, mut errors, mut rps) = (0usize, 0u64, 0u64, 0.0f64);
+    let (mut rates, mut p50s, mut p99s) = (Range::default(), Range::default(), Range::default());
+    for w in workers {
+        connections += w.connections;
+        let Some((c, p50, p99, _)) = numbers(w) else { continue };
+        requests += c.total();
+        errors += c.errors();
+        let rate = per_sec(c.total(), w.duration);
+        rps += rate;
+        rates.add(rate);
+        if c.ok > 0 {
+            p50s.add(p50 as f64);
+            p99s.add(p99 as f64);
+        }
+    }
+    let _ = write!(
+        out,
+        "  + {} more workers (summarised; -j lists each): {connections} conns  {requests} requests  {rps:.1} req/s  {errors} errors",
+        workers.len()
+    );
+    if let Some((lo, hi)) = rates.get() {
+        let _ = write!(out, "; each {lo:.1} to {hi:.1} req/s");
+    }
+    if let (Some((lo50, hi50)), Some((lo99, hi99))) = (p50s.get(), p99s.get()) {
+        let _ = write!(
+            out,
+            ", p50 {} to {} ms, p99 {} to {} ms",
+            ms(lo50 as u64),
+            ms(hi50 as u64),
+            ms(lo99 as u64),
+            ms(hi99 as u64)
+        );
+    }
+    match failed {
+        0 => {}
+        n if n <= FAILED_SHOWN => {
+            let _ = write!(out, "; {n} failed (above)");
+        }
+        n => {
+            let _ = write!(out, "; {n} failed ({FAILED_SHOWN} above)");
+        }
+    }
+    let _ = writeln!(out);
+}
+
+/// The lowest and highest of some numbers.
+#[derive(Default)]
+struct Range(Option<(f64, f64)>);
+
+impl Range {
+    fn add(&mut self, v: f64) {
+        self.0 = Some(self.0.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+    }
+
+    fn get(&self) -> Option<(f64, f64)> {
+        self.0
     }
 }
 

@@ -4,9 +4,10 @@ use volley_engine::{ErrorKind, Stats, Stop};
 use volley_worker::shard::{Event, Outcome};
 
 use super::super::clock_sync::Offset;
-use super::super::link::{Command, LinkEvent};
+use super::super::link::{Command, Encoded, LinkEvent};
 use super::super::results::WorkerRun;
 use super::super::series::Profile;
+use super::super::worker_series::DETAILED_WORKERS;
 use super::{Action, Fleet, LAG_LIMIT, Member, Now, SILENCE_LIMIT, STOP_GRACE};
 use crate::gate::{Threshold, Watch};
 
@@ -506,4 +507,81 @@ fn the_warm_up_is_neither_judged_nor_counted_against_the_budget() {
     assert_eq!(run.workers[0].partial_warm_up.as_ref().map(|s| s.counters.ok), Some(9));
     assert_eq!(run.workers[0].partial.as_ref().map(|s| s.counters.ok), Some(5));
     assert!(watch.breach().is_none());
+}
+
+/// `event` as a remote worker's link hands it over: in its wire form.
+fn encoded(event: LinkEvent) -> LinkEvent {
+    let LinkEvent::Worker(event) = event else { panic!("a worker's event") };
+    LinkEvent::Encoded(Box::new(Encoded { message: volley_worker::wire::event_to_proto(event), names: 0 }))
+}
+
+/// `ok` responses spread over a few latencies, different per worker: merges that lose or
+/// double a sample show in the percentiles.
+fn varied(worker: usize, ok: u64) -> Stats {
+    let mut s = Stats::new();
+    s.counters.ok = ok;
+    for k in 0..ok {
+        let v = 1_000_000 + (worker as u64 * 7_919 + k * 104_729) % 40_000_000;
+        s.histograms.latency.record(v).expect("in range");
+    }
+    s
+}
+
+#[test]
+fn summarised_workers_go_into_the_runs_totals_as_they_come_and_keep_a_digest_only() {
+    let workers = DETAILED_WORKERS + 3;
+    let (mut f, clock) = started((0..workers).map(|_| remote()).collect(), TIMED, None);
+    let mut truth = Stats::new();
+    for i in 0..workers {
+        let first = varied(i, 5 + i as u64 % 7);
+        truth.merge(&first);
+        f.on_event(clock.at(2_100), i, encoded(LinkEvent::Worker(Event::Interval { second: 1, delta: first.clone() })));
+        // The last worker is lost after its first second; the others finish.
+        if i + 1 == workers {
+            f.on_event(clock.at(2_200), i, LinkEvent::Worker(Event::Failed("gone".into())));
+            continue;
+        }
+        let mut all = first;
+        let second = varied(i + 1_000, 9);
+        all.merge(&second);
+        truth.merge(&second);
+        let LinkEvent::Worker(Event::Finished(mut outcome)) = finished(0) else { unreachable!() };
+        outcome.stats = all;
+        f.on_event(clock.at(3_100), i, encoded(LinkEvent::Worker(Event::Finished(outcome))));
+    }
+    assert!(f.is_done());
+    let run = f.finish();
+    let detailed = &run.workers[..DETAILED_WORKERS];
+    assert!(detailed.iter().all(|w| w.outcome.is_some() && w.summarised.is_none()));
+    let summarised = &run.workers[DETAILED_WORKERS..];
+    assert!(summarised.iter().all(|w| w.outcome.is_none() && w.partial.is_none()));
+    let digests: Vec<_> = summarised.iter().map(|w| w.summarised.as_ref().expect("a digest")).collect();
+    assert!(digests[..2].iter().all(|d| d.ended.is_some()), "finished");
+    assert!(digests[2].ended.is_none(), "lost: its intervals' sum");
+    assert_eq!(digests[2].digest.counters.ok, 5 + (workers as u64 - 1) % 7);
+
+    // Every worker's part, detailed or summarised, finished or lost, is in the totals once.
+    let mut merged = run.apart.as_ref().expect("summarised workers' statistics").stats.clone();
+    for w in detailed {
+        merged.merge(&w.outcome.as_ref().expect("finished").stats);
+    }
+    assert_eq!(merged.counters.ok, truth.counters.ok);
+    let (m, t) = (&merged.histograms.latency, &truth.histograms.latency);
+    assert_eq!(volley_engine::encode_histogram(m), volley_engine::encode_histogram(t));
+    assert_eq!((m.len(), m.min(), m.max()), (t.len(), t.min(), t.max()));
+}
+
+#[test]
+fn an_encoded_event_is_taken_as_decoded_and_an_unreadable_one_fails_and_stops_its_worker() {
+    let (mut f, clock) = started(vec![remote(), remote()], TIMED, None);
+    f.on_event(clock.at(2_100), 0, encoded(interval(1, 3)));
+    let mut bad = volley_worker::wire::event_to_proto(Event::Interval { second: 1, delta: stats(1) });
+    if let Some(volley_proto::v1::run_event::Event::Interval(i)) = &mut bad.event {
+        i.delta.as_mut().expect("a delta").latency = vec![1, 2, 3];
+    }
+    f.on_event(clock.at(2_100), 1, LinkEvent::Encoded(Box::new(Encoded { message: bad, names: 0 })));
+    let actions = drain(&mut f);
+    assert_eq!(sends(&actions), vec![(1, Command::Stop)]);
+    assert_eq!(seconds(&actions), vec![(1, 3, 1)]);
+    assert!(failure(&f, 1).is_some_and(|why| why.starts_with("unreadable event")), "{:?}", failure(&f, 1));
 }

@@ -38,3 +38,47 @@ fn a_run_without_a_mix_has_no_names_table() {
     report.names.clear();
     assert!(!to_text(&report).contains("Names"));
 }
+
+#[test]
+fn past_the_series_budget_workers_are_one_line_but_for_those_that_failed() {
+    use std::time::Duration;
+
+    use volley_engine::Stats;
+
+    use crate::fleet::SeriesBudget;
+    use crate::report::{Digest, Report, WorkerLine};
+
+    // 100 workers in full, then 4 summarised: 3 with 10, 20 and 30 requests over 2 s (at 10, 20
+    // and 30 ms: 10.002 and 30.015 ms at 3 digits), one lost.
+    let stats = |ok: u64, latency: u64| {
+        let mut s = Stats::new();
+        s.counters.ok = ok;
+        s.histograms.latency.record_n(latency, ok).expect("in range");
+        s
+    };
+    let mut workers: Vec<WorkerLine> =
+        (0..100).map(|i| WorkerLine::measured(&format!("w{i}"), stats(5, 1_000_000))).collect();
+    for (i, ok) in [10u64, 20, 30].into_iter().enumerate() {
+        let mut line = WorkerLine::measured(&format!("s{i}"), stats(1, 1));
+        line.stats = None;
+        line.digest = Some(Box::new(Digest::of(&stats(ok, ok * 1_000_000))));
+        line.duration = Duration::from_secs(2);
+        workers.push(line);
+    }
+    let mut lost = WorkerLine::measured("s3", stats(1, 1));
+    lost.stats = None;
+    lost.failure = Some("cannot reach the worker".into());
+    workers.push(lost);
+    let mut report = Report::from_workers("http://x/".into(), workers, true, false, Vec::new());
+    report.worker_series = Some((SeriesBudget::for_workers(104), false));
+    let text = to_text(&report);
+    let lines: Vec<&str> = text.lines().skip_while(|l| *l != "Workers:").skip(1).collect();
+    assert!(lines[..100].iter().enumerate().all(|(i, l)| l.starts_with(&format!("  w{i}  "))), "{text}");
+    assert_eq!(lines[100], "  s3  FAILED: cannot reach the worker");
+    assert_eq!(
+        lines[101],
+        "  + 4 more workers (summarised; -j lists each): 4 conns  60 requests  30.0 req/s  0 errors; \
+         each 5.0 to 15.0 req/s, p50 10.002 to 30.015 ms, p99 10.002 to 30.015 ms; 1 failed (above)"
+    );
+    assert!(!text.contains("  s0  "), "{text}");
+}
