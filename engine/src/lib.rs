@@ -8,6 +8,7 @@
 //! exactly with any other engine's.
 
 mod driver;
+mod engine;
 mod error;
 mod fd_limit;
 mod gate;
@@ -28,6 +29,7 @@ mod test_rng;
 mod tls;
 
 pub use driver::check_source_addrs;
+pub use engine::{EPOLL_COST, Engine, EngineChoice, choose_engine, fallback_line};
 pub use error::EngineError;
 pub use plan::{
     ConnectionIndices, DEFAULT_MAX_HOLD, Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES,
