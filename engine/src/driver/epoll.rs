@@ -61,6 +61,9 @@ struct Slot {
     recv: Recv,
     /// The socket may hold bytes not yet read (edge-triggered: no event will say so again).
     readable: bool,
+    /// The peer has closed (or the socket failed): a short read no longer means the socket is
+    /// empty, since its end (or error) is still to be read and no further event will come.
+    hung_up: bool,
     /// Sends the socket has not taken yet, in order.
     sends: VecDeque<Pending>,
 }
@@ -74,6 +77,7 @@ impl Slot {
             connecting: None,
             recv: Recv::Off,
             readable: false,
+            hung_up: false,
             sends: VecDeque::new(),
         }
     }
@@ -175,6 +179,7 @@ impl Epoll {
             let bits = event.events as i32;
             let error = bits & (libc::EPOLLERR | libc::EPOLLHUP) != 0;
             if self.slots[slot].connecting.is_some() {
+                self.slots[slot].hung_up |= bits & libc::EPOLLRDHUP != 0 || error;
                 if bits & libc::EPOLLOUT != 0 || error {
                     self.connected(slot);
                 }
@@ -182,6 +187,7 @@ impl Epoll {
             }
             if bits & (libc::EPOLLIN | libc::EPOLLRDHUP) != 0 || error {
                 self.slots[slot].readable = true;
+                self.slots[slot].hung_up |= bits & libc::EPOLLRDHUP != 0 || error;
                 self.read(slot);
             }
             if bits & libc::EPOLLOUT != 0 || error {
@@ -314,8 +320,10 @@ impl Epoll {
                 self.slots[slot].recv = Recv::Off;
                 return;
             }
-            if kind == SocketKind::Stream && (payload as usize) < size.saturating_sub(recv_overhead(recv)) {
-                // A stream read short of its buffer emptied the socket; new bytes bring a new event.
+            let short = (payload as usize) < size.saturating_sub(recv_overhead(recv));
+            if kind == SocketKind::Stream && short && !self.slots[slot].hung_up {
+                // A stream read short of its buffer emptied the socket; new bytes, or the
+                // peer's close, bring a new event.
                 self.slots[slot].readable = false;
                 return;
             }

@@ -131,3 +131,25 @@ fn a_quiet_send_posts_nothing_when_it_goes_whole() {
     let got = wait_for(&mut io, Op::Close, 1);
     assert_eq!(of(&got, Op::SendQuiet), [], "success posts nothing");
 }
+
+#[test]
+fn bytes_and_the_close_in_one_event_still_end_the_receive() {
+    // A short read usually means the socket is empty; not when the peer's close came with the
+    // bytes, which no further event announces (a response cut short, then the close).
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut io = Epoll::new(1, Duration::from_secs(1), 4, 64).unwrap();
+    connect(&mut io, listener.local_addr().unwrap());
+    wait_for(&mut io, Op::ConnectTimeout, 1);
+    let (mut server, _) = listener.accept().unwrap();
+    io.recv_multishot(0, 7).unwrap();
+    server.write_all(b"0123456789").unwrap();
+    drop(server);
+    // Both are in the socket before the wait looks.
+    std::thread::sleep(Duration::from_millis(50));
+    let got = wait_for(&mut io, Op::Recv, 2);
+    let recvs = of(&got, Op::Recv);
+    assert_eq!(recvs[0].0, 10, "{recvs:?}");
+    assert_eq!(recvs[1], (0, 0), "then the close, with no buffer and no MORE: {recvs:?}");
+    io.recycle(cqueue::buffer_select(recvs[0].1).unwrap());
+    io.cancel_and_close(0, 7).unwrap();
+}
