@@ -45,9 +45,9 @@ for p in "${PROTOS[@]}"; do
   [[ $p == h1 || $p == h1tls ]] || { echo "h1.sh: BENCH_PROTOS: '$p' is not h1 or h1tls" >&2; exit 2; }
 done
 # shellcheck disable=SC2034 # read through a nameref, TOOLS_$proto
-TOOLS_h1=(volley shb wrk h2load)
+TOOLS_h1=(volley volley-epoll shb wrk h2load)
 # shellcheck disable=SC2034
-TOOLS_h1tls=(volley shb wrk h2load)
+TOOLS_h1tls=(volley volley-epoll shb wrk h2load)
 
 listen_h1() { echo "listen 127.0.0.1:$1;"; }
 listen_h1tls() { echo "listen 127.0.0.1:$1 ssl;"; }
@@ -57,10 +57,12 @@ header_notes() { echo "- h1tls: $TLS_NOTE"; }
 
 # Over TLS, volley gets -k; wrk, h2load and shb do not verify certificates.
 cmd_h1_volley() { CMD=("$VOLLEY" -z "${2}s" -c "$1" -t 1 -j "$3"); }
+cmd_h1_volley-epoll() { CMD=("$VOLLEY" --engine epoll -z "${2}s" -c "$1" -t 1 -j "$3"); }
 cmd_h1_shb() { CMD=("$SHB" -z "${2}s" -c "$1" -t 1 -j "$3"); }
 cmd_h1_wrk() { CMD=(wrk -t1 -c "$1" -d "${2}s" "$3"); }
 cmd_h1_h2load() { CMD=(h2load --h1 -t1 -c "$1" -D "$2" "$3"); }
 cmd_h1tls_volley() { CMD=("$VOLLEY" -z "${2}s" -c "$1" -t 1 -k -j "$3"); }
+cmd_h1tls_volley-epoll() { CMD=("$VOLLEY" --engine epoll -z "${2}s" -c "$1" -t 1 -k -j "$3"); }
 cmd_h1tls_shb() { cmd_h1_shb "$@"; }
 cmd_h1tls_wrk() { cmd_h1_wrk "$@"; }
 cmd_h1tls_h2load() { cmd_h1_h2load "$@"; }

@@ -45,9 +45,9 @@ POINTS_DESC="connections × streams per connection ${POINTS[*]}"
 # Protocols and tools (hooks described in bench/lib/clients.sh). Commands get
 # CONNS SECONDS URL STREAMS.
 # shellcheck disable=SC2034 # read through a nameref, TOOLS_$proto
-TOOLS_h2c=(volley shb h2load)
+TOOLS_h2c=(volley volley-epoll shb h2load)
 # shellcheck disable=SC2034
-TOOLS_h2tls=(volley shb h2load)
+TOOLS_h2tls=(volley volley-epoll shb h2load)
 
 listen_h2c() { echo "listen 127.0.0.1:$1 http2;"; } # nginx 1.22: h2c with prior knowledge only
 listen_h2tls() { echo "listen 127.0.0.1:$1 ssl http2;"; }
@@ -56,8 +56,10 @@ url_h2tls() { echo "https://127.0.0.1:$1/"; }
 # h2load speaks h2c with prior knowledge to http:// URLs and offers ALPN h2 for https://;
 # it does not verify the certificate. volley gets -k (accept any certificate, like curl -k).
 cmd_h2c_volley() { CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
+cmd_h2c_volley-epoll() { CMD=("$VOLLEY" --engine epoll --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
 cmd_h2c_h2load() { CMD=(h2load -t1 -c "$1" -m "$4" -D "$2" "$3"); }
 cmd_h2tls_volley() { CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -k -j "$3"); }
+cmd_h2tls_volley-epoll() { CMD=("$VOLLEY" --engine epoll --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -k -j "$3"); }
 cmd_h2tls_h2load() { cmd_h2c_h2load "$@"; }
 # shb trusts every certificate on https:// and keeps its default batching (--batch-*).
 cmd_h2c_shb() { CMD=("$SHB" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }

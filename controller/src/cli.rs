@@ -114,6 +114,25 @@ pub(crate) enum QuicCongestionArg {
     Standard,
 }
 
+/// `--engine`'s choices, as the engine's `EngineChoice`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum EngineArg {
+    /// io_uring where it can be set up, else epoll (said on stderr).
+    Auto,
+    IoUring,
+    Epoll,
+}
+
+impl From<EngineArg> for volley_engine::EngineChoice {
+    fn from(arg: EngineArg) -> Self {
+        match arg {
+            EngineArg::Auto => volley_engine::EngineChoice::Auto,
+            EngineArg::IoUring => volley_engine::EngineChoice::IoUring,
+            EngineArg::Epoll => volley_engine::EngineChoice::Epoll,
+        }
+    }
+}
+
 /// `--targets-format`'s choices.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(crate) enum TargetsFormatArg {
@@ -269,6 +288,12 @@ pub(crate) struct LoadArgs {
     /// QUIC's minimum MTU: for a real WAN).
     #[arg(long, value_name = "KIND")]
     pub quic_congestion: Option<QuicCongestionArg>,
+    /// The I/O beneath the load [default: auto]: io-uring (the fastest; blocked by container
+    /// runtimes' default seccomp profiles), epoll (runs anywhere, at more CPU per request), or
+    /// auto (io_uring where it can be set up, else epoll, said in one line on stderr); without
+    /// the flag, VOLLEY_ENGINE if set. With --workers, every worker runs this engine.
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<EngineArg>,
     /// Run the load on these worker daemons (HOST:PORT,...) instead of this machine; @FILE reads
     /// them from a file: one HOST:PORT a line (# comments), or `terraform output -json workers`;
     /// dns:NAME:PORT is every address NAME resolves to (a Kubernetes headless Service).

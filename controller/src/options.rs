@@ -112,6 +112,7 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     plan.keepalive = !args.disable_keepalive;
     plan.tls = tls;
     plan.quic_congestion = quic_congestion;
+    plan.engine = engine(args.engine)?;
     plan.max_hold = parse_hold(&args.max_hold)?;
     if let Some(text) = &args.warm_up {
         plan.warm_up = Some(parse_warm_up(text, &plan)?);
@@ -434,6 +435,22 @@ pub(crate) fn worker_access(args: &LoadArgs) -> Result<Access, CliError> {
         access.identity = Some((read("--worker-cert", cert)?, read("--worker-key", key)?));
     }
     Ok(access)
+}
+
+/// The engine: `--engine`, else VOLLEY_ENGINE (for a container's environment), else auto.
+fn engine(flag: Option<crate::cli::EngineArg>) -> Result<volley_engine::EngineChoice, CliError> {
+    if let Some(flag) = flag {
+        return Ok(flag.into());
+    }
+    match std::env::var("VOLLEY_ENGINE") {
+        Ok(name) if !name.is_empty() => volley_engine::EngineChoice::parse(&name).ok_or_else(|| {
+            CliError::Usage(format!(
+                "VOLLEY_ENGINE='{name}': give one of {}, or leave it unset",
+                volley_engine::EngineChoice::NAMES.join(", ")
+            ))
+        }),
+        _ => Ok(volley_engine::EngineChoice::Auto),
+    }
 }
 
 /// The bearer token: the file's contents (trimmed), else VOLLEY_TOKEN, else none.

@@ -8,6 +8,7 @@
 //! exactly with any other engine's.
 
 mod driver;
+mod engine;
 mod error;
 mod fd_limit;
 mod feeder;
@@ -30,6 +31,7 @@ mod test_rng;
 mod tls;
 
 pub use driver::check_source_addrs;
+pub use engine::{EPOLL_COST, Engine, EngineChoice, choose_engine, fallback_line};
 pub use error::EngineError;
 pub use feeder::{
     DEFAULT_MAX_FEEDER_BYTES, Feeder, FeederMode, MAX_COLUMNS, MAX_FEEDERS, MAX_TABLE_BYTES, Table, TableError,

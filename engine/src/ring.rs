@@ -5,6 +5,7 @@ use std::io;
 
 use io_uring::IoUring;
 
+use crate::engine::Engine;
 use crate::error::EngineError;
 
 /// What the kernel gave us. Reported so a run says what it measured with.
@@ -16,6 +17,10 @@ pub struct RingSupport {
     pub tuned: bool,
     /// Batched waits bounded by `min_wait_usec` (Linux 6.12+).
     pub min_wait: bool,
+    /// The engine runs on io_uring, or on epoll (then `tuned` and `min_wait` are false).
+    pub engine: Engine,
+    /// Why io_uring was not used, when `--engine auto` fell back to epoll.
+    pub fallback: Option<String>,
 }
 
 /// Creates a ring, asking for the tuning flags first and falling back to none.
@@ -42,7 +47,13 @@ pub fn probe_io_uring() -> Result<RingSupport, EngineError> {
             "io_uring here lacks multishot receive: kernel {kernel} is older than 6.0; run volley on Linux 6.0 or newer"
         )));
     }
-    Ok(RingSupport { kernel, tuned, min_wait: ring.params().is_feature_min_timeout() })
+    Ok(RingSupport {
+        kernel,
+        tuned,
+        min_wait: ring.params().is_feature_min_timeout(),
+        engine: Engine::IoUring,
+        fallback: None,
+    })
 }
 
 fn explain(e: &io::Error) -> String {

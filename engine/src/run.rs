@@ -7,12 +7,13 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::driver::{self, GRO_BUF_SIZE, MIN_BUF_SIZE, Shared, ThreadDone, ThreadMsg, ThreadPlan};
+use crate::engine::choose_engine;
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
 use crate::plan::{Plan, Protocol, Stop};
 use crate::quic;
-use crate::ring::{RingSupport, probe_io_uring};
+use crate::ring::RingSupport;
 use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Snapshot, Stats};
 use crate::template::Templating;
@@ -113,7 +114,7 @@ pub struct RunResult {
 /// started, and once per second that second's delta.
 pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progress)) -> Result<RunResult, EngineError> {
     plan.validate()?;
-    let ring = probe_io_uring()?;
+    let ring = choose_engine(plan.engine)?;
     // Every request with its path; a mix's names, by request.
     let requests = plan.requests.each(&plan.target.path_and_query);
     let names = plan.requests.mix().map(|mix| mix.name_indices().into_boxed_slice());
@@ -204,6 +205,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         udp_buffer,
         session,
         sources: driver::SourceAddrs::new(&plan.source_addrs, threads),
+        engine: ring.engine,
     });
 
     let (tx, rx) = mpsc::channel::<ThreadMsg>();

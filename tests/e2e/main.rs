@@ -12,6 +12,7 @@ mod support;
 mod abort_on_fail;
 mod baseline;
 mod distributed;
+mod engines;
 mod feeders;
 mod gates;
 mod h1_awkward_peers;

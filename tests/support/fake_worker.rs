@@ -61,7 +61,7 @@ pub fn hello(name: &str) -> v1::HelloReply {
 }
 
 fn io_uring() -> v1::IoUring {
-    v1::IoUring { available: true, error: String::new(), tuned: true, batched_waits: true }
+    v1::IoUring { available: true, error: String::new(), tuned: true, batched_waits: true, engine: "io-uring".into() }
 }
 
 /// One step of a scripted Run.

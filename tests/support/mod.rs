@@ -39,6 +39,8 @@
 //! - [`Prometheus`]: a real Prometheus server scraping the targets a test names, queried over
 //!   its HTTP API.
 //! - [`Namespaces`]: network namespaces a test makes and deletes, [`volley_in`] one of them.
+//! - [`without_io_uring`]: a child's io_uring blocked by a seccomp filter, as a container
+//!   runtime's default profile blocks it.
 //! - [`unaccepting_listener`]: connects that hang; [`WorkerProcess`] and [`BackgroundProcess`]:
 //!   daemons and controllers to signal mid-run.
 //!
@@ -62,12 +64,13 @@ mod netns;
 mod nginx;
 mod processes;
 mod prometheus;
+mod seccomp;
 mod test_server;
 mod volley;
 
 // Each test binary uses only some of these.
 #[allow(unused_imports)]
 pub use {
-    certs::*, client::*, h3_client::*, listener::*, netns::*, nginx::*, processes::*, prometheus::*, test_server::*,
-    volley::*,
+    certs::*, client::*, h3_client::*, listener::*, netns::*, nginx::*, processes::*, prometheus::*, seccomp::*,
+    test_server::*, volley::*,
 };

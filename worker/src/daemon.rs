@@ -86,8 +86,8 @@ impl Drop for RunningWorker {
 pub async fn spawn(config: WorkerConfig) -> Result<RunningWorker, WorkerError> {
     let token = check_token(&config)?;
     // Said once, at start-up, where the operator looks (journal, pod log), instead of only in
-    // the Hello reply to every controller that comes by.
-    volley_engine::probe_io_uring().map_err(|e| WorkerError::IoUring(e.to_string()))?;
+    // the Hello reply to every controller that comes by: epoll in place of a blocked io_uring.
+    volley_engine::choose_engine(volley_engine::EngineChoice::Auto).map_err(|e| WorkerError::IoUring(e.to_string()))?;
     let allow = AllowList::parse(&config.allow_targets).map_err(|e| WorkerError::AllowList(e.to_string()))?;
     let server = tls_server(&config)?;
     let name = config.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(host::hostname);

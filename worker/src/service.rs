@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::{info, warn};
-use volley_engine::{Plan, RunControl, TargetError, probe_io_uring};
+use volley_engine::{EngineChoice, Plan, RunControl, TargetError, choose_engine};
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1::{self, run_command::Command, worker_server::Worker};
 
@@ -104,7 +104,8 @@ impl Worker for WorkerService {
             warn!(controller = %hello.version, protocol = hello.protocol, "refused a controller of another protocol");
             return Err(incompatible(hello.protocol));
         }
-        let io_uring = match probe_io_uring() {
+        // The engine a shard of `--engine auto` (the default) runs on here.
+        let io_uring = match choose_engine(EngineChoice::Auto) {
             Ok(ring) => wire::ring_to_proto(&ring),
             Err(e) => wire::ring_unavailable_to_proto(&e.to_string()),
         };

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use volley_engine::{ErrorKind, Plan, Progress, RingSupport, RunControl, Stats, probe_io_uring};
+use volley_engine::{ErrorKind, Plan, Progress, RingSupport, RunControl, Stats, choose_engine};
 
 use crate::clock;
 
@@ -65,11 +65,11 @@ pub struct Outcome {
     pub stopped_by: Option<String>,
 }
 
-/// Runs one shard to its end on this thread: probes io_uring (Failed with its one-line reason if
-/// unusable), sends Accepted, runs the engine with `control` (gated: the load waits for
+/// Runs one shard to its end on this thread: decides its engine (Failed with io_uring's one-line
+/// reason if it was asked for and is unusable), sends Accepted, runs the engine with `control` (gated: the load waits for
 /// `control.start_at`), forwarding Ready, Started and each Interval, then Finished or Failed.
 pub fn run_shard(plan: &Plan, control: &RunControl, sink: &mut dyn FnMut(Event)) {
-    let ring = match probe_io_uring() {
+    let ring = match choose_engine(plan.engine) {
         Ok(ring) => ring,
         Err(e) => return sink(Event::Failed(e.to_string())),
     };

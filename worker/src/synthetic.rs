@@ -30,7 +30,13 @@ pub fn runner() -> ShardRunner {
 /// Runs `plan` as [`crate::shard::run_shard`] would, with made-up statistics and no load.
 pub fn run_synthetic_shard(plan: &Plan, control: &RunControl, sink: &mut dyn FnMut(Event)) {
     yield_to_the_daemon();
-    let ring = RingSupport { kernel: String::new(), tuned: true, min_wait: false };
+    let ring = RingSupport {
+        kernel: String::new(),
+        tuned: true,
+        min_wait: false,
+        engine: volley_engine::Engine::IoUring,
+        fallback: None,
+    };
     sink(Event::Accepted { threads: plan.threads, connections: plan.connections, ring });
     sink(Event::Ready { connected: plan.connections as u64, failed: 0 });
     let Some(start) = wait_for_gate(control) else {

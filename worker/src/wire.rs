@@ -9,10 +9,10 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use volley_engine::{
-    ConnectionIndices, Counters, ErrorKind, HistogramError, Load, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS,
-    MAX_SOURCE_ADDRS, Mix, NameStats, NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests,
-    RingSupport, Scenario, Stage, Stats, Stop, Table, Target, TargetError, TlsOptions, Vocabulary, decode_histogram,
-    encode_histogram, new_histogram,
+    ConnectionIndices, Counters, Engine, EngineChoice, ErrorKind, HistogramError, Load, MAX_NAMES, MAX_REQUESTS,
+    MAX_SCENARIOS, MAX_SOURCE_ADDRS, Mix, NameStats, NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate,
+    RequestSpec, Requests, RingSupport, Scenario, Stage, Stats, Stop, Table, Target, TargetError, TlsOptions,
+    Vocabulary, decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -90,6 +90,7 @@ pub fn shard_to_proto(plan: &Plan) -> v1::Shard {
         },
         source_addrs: plan.source_addrs.iter().map(IpAddr::to_string).collect(),
         feeders: plan.feeders.iter().map(feeders::feeder_to_proto).collect(),
+        engine: plan.engine.name().to_string(),
     }
 }
 
@@ -196,6 +197,11 @@ pub fn shard_with_feeders(shard: &v1::Shard, tables: Vec<Table>) -> Result<Plan,
         v => return Err(WireError::Shard(format!("QUIC congestion control {v} is not known to this worker"))),
     };
     plan.source_addrs = source_addrs_from_proto(&shard.source_addrs)?;
+    plan.engine = match shard.engine.as_str() {
+        "" => EngineChoice::Auto,
+        name => EngineChoice::parse(name)
+            .ok_or_else(|| WireError::Shard(format!("engine '{name}' is not known to this worker")))?,
+    };
     plan.keepalive = shard.keepalive;
     plan.tls = TlsOptions { insecure: shard.insecure, extra_ca_pem: shard.extra_ca_pem.clone() };
     plan.feeders = feeders::feeders_from_proto(shard, tables)?;
@@ -491,23 +497,39 @@ pub fn error_samples_from_proto(samples: &[v1::ErrorSample]) -> Result<Vec<(Erro
         .collect()
 }
 
-/// A usable io_uring as the protocol describes it.
+/// The engine a worker runs, as the protocol describes it: io_uring (with what it offered), or
+/// epoll (with why io_uring was not used, when auto fell back).
 pub fn ring_to_proto(ring: &RingSupport) -> v1::IoUring {
-    v1::IoUring { available: true, error: String::new(), tuned: ring.tuned, batched_waits: ring.min_wait }
-}
-
-/// An unusable io_uring, with the one-line reason.
-pub fn ring_unavailable_to_proto(reason: &str) -> v1::IoUring {
-    v1::IoUring { available: false, error: reason.to_string(), tuned: false, batched_waits: false }
-}
-
-/// The io_uring a worker reported, or why it has none. The protocol carries the kernel
-/// release apart (in Hello), hence `kernel`.
-pub fn ring_from_proto(ring: &v1::IoUring, kernel: &str) -> Result<RingSupport, WireError> {
-    if !ring.available {
-        return Err(WireError::IoUring(ring.error.clone()));
+    v1::IoUring {
+        available: ring.engine == Engine::IoUring,
+        error: ring.fallback.clone().unwrap_or_default(),
+        tuned: ring.tuned,
+        batched_waits: ring.min_wait,
+        engine: ring.engine.name().to_string(),
     }
-    Ok(RingSupport { kernel: kernel.to_string(), tuned: ring.tuned, min_wait: ring.batched_waits })
+}
+
+/// An unusable io_uring, with the one-line reason, and no engine to run on.
+pub fn ring_unavailable_to_proto(reason: &str) -> v1::IoUring {
+    v1::IoUring {
+        available: false,
+        error: reason.to_string(),
+        tuned: false,
+        batched_waits: false,
+        engine: String::new(),
+    }
+}
+
+/// The engine a worker reported, or why it has none. The protocol carries the kernel release
+/// apart (in Hello), hence `kernel`.
+pub fn ring_from_proto(ring: &v1::IoUring, kernel: &str) -> Result<RingSupport, WireError> {
+    let engine = match ring.engine.as_str() {
+        "" if ring.available => Engine::IoUring,
+        "" => return Err(WireError::IoUring(ring.error.clone())),
+        name => Engine::parse(name).ok_or_else(|| WireError::Shard(format!("engine '{name}' is not known here")))?,
+    };
+    let fallback = (engine == Engine::Epoll && !ring.error.is_empty()).then(|| ring.error.clone());
+    Ok(RingSupport { kernel: kernel.to_string(), tuned: ring.tuned, min_wait: ring.batched_waits, engine, fallback })
 }
 
 pub fn event_to_proto(event: Event) -> v1::RunEvent {

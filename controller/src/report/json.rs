@@ -126,7 +126,13 @@ fn name(line: &NameLine, duration: std::time::Duration) -> Value {
 }
 
 fn ring(ring: &RingSupport) -> Value {
-    json!({ "kernel": ring.kernel, "tunedFlags": ring.tuned, "batchedWaits": ring.min_wait })
+    json!({
+        "kernel": ring.kernel,
+        "tunedFlags": ring.tuned,
+        "batchedWaits": ring.min_wait,
+        "engine": ring.engine.name(),
+        "fallback": ring.fallback,
+    })
 }
 
 fn histograms(s: &Stats) -> Value {

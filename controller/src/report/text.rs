@@ -23,6 +23,9 @@ pub(crate) fn to_text(r: &Report) -> String {
     }
     out.push('\n');
     let _ = writeln!(out, "Threads:      {}", r.threads);
+    if let Some(engine) = engine(r) {
+        let _ = writeln!(out, "Engine:       {engine}");
+    }
     let _ = writeln!(out, "Connections:  {}", r.connections);
     if !r.connection_stages.is_empty() {
         connection_stages(&mut out, &r.connection_stages);
@@ -238,6 +241,19 @@ fn side_by_side(out: &mut String, due: &Histogram<u64>, sent: &Histogram<u64>) {
     }
 }
 
+/// The engine the load ran on: one name, or, when workers differ, both (each worker's line
+/// says its own).
+fn engine(r: &Report) -> Option<String> {
+    let mut engines: Vec<_> = r.workers.iter().filter_map(|w| w.ring.as_ref()).map(|ring| ring.engine).collect();
+    engines.sort_by_key(|e| e.name());
+    engines.dedup();
+    match engines.as_slice() {
+        [] => r.ring.as_ref().map(|ring| ring.engine.name().to_string()),
+        [one] => Some(one.name().to_string()),
+        _ => Some(format!("{} (per worker below)", engines.iter().map(|e| e.name()).collect::<Vec<_>>().join(" and "))),
+    }
+}
+
 /// Summarised workers with a failure listed one by one, at most: the rest are counted.
 const FAILED_SHOWN: usize = 10;
 
@@ -295,13 +311,14 @@ fn worker(out: &mut String, w: &WorkerLine) {
         return;
     };
     let start = w.start_offset.map(|o| format!("  start {:+.3} ms", o as f64 / 1e6)).unwrap_or_default();
+    let engine = w.ring.as_ref().map(|ring| format!("  {}", ring.engine.name())).unwrap_or_default();
     let rate = match w.rate {
         Some(rate) => format!("  rate {:.1}/s of {rate}/s", per_sec(sent, w.duration)),
         None => String::new(),
     };
     let _ = writeln!(
         out,
-        "  {name}  {} conns  {} requests  {:.1} req/s{rate}  {} errors  p50 {} ms  p99 {} ms{start}",
+        "  {name}{engine}  {} conns  {} requests  {:.1} req/s{rate}  {} errors  p50 {} ms  p99 {} ms{start}",
         w.connections,
         c.total(),
         per_sec(c.total(), w.duration),

@@ -37,14 +37,14 @@ use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use io_uring::{IoUring, cqueue};
+use io_uring::cqueue;
 
 use super::arrival::ArrivalClock;
-use super::buf_ring::BufRing;
 use super::conn::{Conn, Phase, Tcp, Transport};
 use super::lifecycle::Lifecycle;
+use super::ops::Io;
 use super::recvmsg::RecvMsg;
-use super::uring::{Completion, Op, Uring, untoken};
+use super::uring::{Completion, Op, untoken};
 use super::{Shared, ThreadDone, ThreadPlan};
 use crate::feeder::Feeds;
 use crate::plan::ConnectionRamp;
@@ -65,9 +65,9 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(1);
 /// Whatever this delays is in the send lateness and the latency from due.
 const SEND_SLACK_SHARE: u32 = 5;
 
-pub(super) struct Loop<'r> {
-    uring: Uring<'r>,
-    bufs: BufRing,
+pub(super) struct Loop<I: Io> {
+    /// The system calls beneath: io_uring, or epoll where it is blocked (`ops.rs`).
+    io: I,
     conns: Vec<Conn>,
     shared: Arc<Shared>,
     lifecycle: Lifecycle,
@@ -130,28 +130,28 @@ pub(super) struct Loop<'r> {
     arrivals_stamped: bool,
 }
 
-impl<'r> Loop<'r> {
-    /// The ring for `connections` connections.
-    pub(super) fn ring(connections: usize) -> io::Result<IoUring> {
-        Uring::ring(connections)
+/// The receive buffers a thread of `connections` connections needs: how many, and their size.
+/// A UDP receive buffer holds a whole GRO batch (a smaller one would cut a batch short and lose
+/// the datagrams past the cut; see `Shared::udp_buffer`); its pages are touched only as far as
+/// datagrams fill them, so fewer of them cost less than their size suggests. A TCP one is
+/// touched whole as the ring cycles through them: at 256 HTTP/1.1 connections a second buffer
+/// each was 0.6 MB of the peak RSS.
+pub(super) fn receive_buffers(shared: &Shared, connections: usize) -> (u16, usize) {
+    let n = connections.max(1);
+    let entries = (n * shared.session.receive_buffers_per_connection()).next_power_of_two();
+    if shared.session.is_udp() {
+        (entries.clamp(16, 256) as u16, shared.udp_buffer)
+    } else {
+        (entries.clamp(64, 4096) as u16, BUF_SIZE)
     }
+}
 
-    pub(super) fn new(ring: &'r mut IoUring, shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<Self> {
+impl<I: Io> Loop<I> {
+    /// The loop over `io`, made for `plan.connections` sockets and `receive_buffers`.
+    pub(super) fn new(io: I, shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<Self> {
         let n = plan.connections.max(1);
         let ramp = ConnectionRamp::for_load(&plan.load, plan.connections);
-        let uring = Uring::new(ring, n as u32, shared.connect_timeout)?;
         let udp = shared.session.is_udp();
-        let entries = (n * shared.session.receive_buffers_per_connection()).next_power_of_two();
-        // A UDP receive buffer holds a whole GRO batch (a smaller one would cut a batch short
-        // and lose the datagrams past the cut; see `Shared::udp_buffer`); its pages are touched
-        // only as far as datagrams fill them, so fewer of them cost less than their size suggests.
-        // A TCP one is touched whole as the ring cycles through them: at 256 HTTP/1.1
-        // connections a second buffer each was 0.6 MB of the peak RSS.
-        let bufs = if udp {
-            BufRing::new(uring.submitter(), entries.clamp(16, 256) as u16, shared.udp_buffer, 0)?
-        } else {
-            BufRing::new(uring.submitter(), entries.clamp(64, 4096) as u16, BUF_SIZE, 0)?
-        };
         let now = Instant::now();
         let numbering = Numbering {
             worker: plan.worker,
@@ -171,9 +171,8 @@ impl<'r> Loop<'r> {
             })
             .collect();
         let mut l = Loop {
-            completions: Vec::with_capacity(uring.sq_entries()),
-            uring,
-            bufs,
+            completions: Vec::with_capacity(io.batch_room()),
+            io,
             conns,
             picker,
             lifecycle: Lifecycle::new(&plan, now),
@@ -286,9 +285,9 @@ impl<'r> Loop<'r> {
                 until = until.min(at);
             }
             if self.sleeps_through_responses(now, send_by) {
-                self.uring.sleep(now, until)?;
+                self.io.sleep(now, until)?;
             } else {
-                self.uring.wait(now, until)?;
+                self.io.wait(now, until)?;
             }
             if self.open_model && self.waiting_count == 0 && self.lifecycle.released() {
                 // Nothing was free while the thread slept: whatever came due meanwhile waited
@@ -306,7 +305,7 @@ impl<'r> Loop<'r> {
 
     /// Handles a batch of completions, then writes what it left to send.
     fn drain(&mut self) -> io::Result<()> {
-        self.uring.completions(&mut self.completions);
+        self.io.completions(&mut self.completions);
         if self.stamped() {
             self.clock = ArrivalClock::read();
         }
@@ -314,7 +313,7 @@ impl<'r> Loop<'r> {
             let (data, res, flags) = self.completions[k];
             self.complete(data, res, flags)?;
         }
-        self.bufs.publish();
+        self.io.publish();
         self.flush_dirty()
     }
 
@@ -370,7 +369,7 @@ impl<'r> Loop<'r> {
             }
         }
         if let Some(bid) = buf {
-            self.bufs.push(bid);
+            self.io.recycle(bid);
         }
         let c = &mut self.conns[i];
         if c.phase == Phase::Closing && c.pending_ops == 0 {
@@ -461,9 +460,9 @@ impl<'r> Loop<'r> {
         if with_header {
             // SAFETY: the header lives in `self.recvmsg` for the whole loop, which drains every
             // operation before it drops.
-            return unsafe { self.uring.recvmsg_multishot(i, c.generation, self.bufs.group, self.recvmsg.header()) };
+            return unsafe { self.io.recvmsg_multishot(i, c.generation, self.recvmsg.header()) };
         }
-        self.uring.recv_multishot(i, c.generation, self.bufs.group)
+        self.io.recv_multishot(i, c.generation)
     }
 
     /// Sends the session's output and TLS records unless a send is already in flight (its
@@ -545,8 +544,8 @@ impl<'r> Loop<'r> {
         let c = &mut self.conns[i];
         c.phase = Phase::Closing;
         c.session = None;
-        c.pending_ops += super::uring::CLOSE_COMPLETIONS;
-        self.uring.cancel_and_close(i, c.generation)
+        c.pending_ops += I::CLOSE_COMPLETIONS;
+        self.io.cancel_and_close(i, c.generation)
     }
 
     /// The load is over: requests in flight are counted as aborted, every socket is closed, and
@@ -577,7 +576,7 @@ impl<'r> Loop<'r> {
             if now >= limit {
                 return Ok(false);
             }
-            self.uring.wait(now, limit)?;
+            self.io.wait(now, limit)?;
             self.drain()?;
         }
         Ok(true)

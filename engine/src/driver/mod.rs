@@ -5,8 +5,10 @@
 mod arrival;
 mod buf_ring;
 mod conn;
+mod epoll;
 mod event_loop;
 mod lifecycle;
+mod ops;
 mod recvmsg;
 mod socket;
 mod source;
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant};
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 
+use crate::engine::Engine;
 use crate::gate::StartGate;
 use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Stats};
@@ -56,6 +59,8 @@ pub(crate) struct Shared {
     pub udp_buffer: usize,
     /// The local addresses connections leave from (none: the kernel's choice).
     pub sources: SourceAddrs,
+    /// The I/O beneath every thread's loop.
+    pub engine: Engine,
 }
 
 /// One thread's share of the plan.
@@ -116,8 +121,16 @@ pub(crate) fn run_thread(shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<()
     // SAFETY: PR_SET_TIMERSLACK takes a plain integer and changes only this thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong) };
     let stop_flag = plan.stop_flag.clone();
-    let mut ring = event_loop::Loop::ring(plan.connections)?;
-    let outcome = event_loop::Loop::new(&mut ring, shared, plan).and_then(|l| l.run());
+    let (buffers, buf_size) = event_loop::receive_buffers(&shared, plan.connections);
+    let slots = plan.connections.max(1);
+    let outcome = match shared.engine {
+        Engine::IoUring => ops::RingIo::ring(plan.connections).and_then(|mut ring| {
+            let io = ops::RingIo::new(&mut ring, slots as u32, shared.connect_timeout, buffers, buf_size)?;
+            event_loop::Loop::new(io, shared, plan)?.run()
+        }),
+        Engine::Epoll => epoll::Epoll::new(slots, shared.connect_timeout, buffers, buf_size)
+            .and_then(|io| event_loop::Loop::new(io, shared, plan)?.run()),
+    };
     if outcome.is_err() {
         // One thread failing fails the run: the others need not go on to the deadline.
         stop_flag.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -13,9 +13,9 @@
 use std::io;
 use std::net::SocketAddr;
 
+use super::ops::{Io, SocketKind};
 use super::socket::encode_sockaddr;
 use super::source::bind;
-use super::uring::Uring;
 use crate::gso::{GSO_MAX_BYTES, GSO_MAX_SEGMENTS};
 
 /// A provided buffer for UDP must hold the kernel's header, our control message and a whole GRO
@@ -60,20 +60,17 @@ pub(super) fn new_connected_socket(
     }
 }
 
-/// Opens a UDP socket connected to `addr`, from `source` when given, into fixed-file `slot`;
+/// Opens a UDP socket connected to `addr`, from `source` when given, into the I/O's `slot`;
 /// says whether GRO is on.
 pub(super) fn open_connected(
-    uring: &mut Uring<'_>,
+    io: &mut impl Io,
     slot: usize,
     addr: &SocketAddr,
     source: Option<&SocketAddr>,
     gro: bool,
 ) -> io::Result<bool> {
     let (fd, gro) = new_connected_socket(addr, source, gro)?;
-    let registered = uring.register_socket(slot, fd);
-    // SAFETY: fd came from socket() above; the registered table keeps its own reference.
-    unsafe { libc::close(fd) };
-    registered.map(|()| gro)
+    io.adopt_socket(slot, fd, SocketKind::Datagram).map(|()| gro)
 }
 
 fn set_int(fd: i32, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> bool {
@@ -120,7 +117,7 @@ impl UdpSend {
     /// `bytes` must stay valid and unchanged, and `self` in place, until those complete.
     pub(crate) unsafe fn send(
         &mut self,
-        uring: &mut Uring<'_>,
+        io: &mut impl Io,
         slot: usize,
         generation: u16,
         bytes: &[u8],
@@ -131,12 +128,12 @@ impl UdpSend {
         let fits = bytes.len() <= GSO_MAX_BYTES && bytes.len().div_ceil(segment_size) <= GSO_MAX_SEGMENTS;
         if !self.gso || !fits || bytes.len() <= segment_size {
             // SAFETY: passed on to the caller.
-            return unsafe { uring.send_datagrams(slot, generation, bytes, segment_size) };
+            return unsafe { io.send_datagrams(slot, generation, bytes, segment_size) };
         }
         let msg = self.prepare(bytes, segment_size);
         // SAFETY: `msg` points into `self.parts`, which the caller keeps in place, and at
         // `bytes`, which the caller keeps valid.
-        unsafe { uring.sendmsg(slot, generation, msg)? };
+        unsafe { io.sendmsg(slot, generation, msg)? };
         Ok(1)
     }
 

@@ -259,27 +259,6 @@ impl<'r> Uring<'r> {
         unsafe { self.push(sqe) }
     }
 
-    /// Sends `bytes` on UDP socket `slot` as datagrams of `segment_size` bytes (the last may be
-    /// shorter), one plain send each; returns how many, each completing as an `Op::Send`.
-    ///
-    /// # Safety
-    /// `bytes` must stay valid and unchanged until every one of them completes.
-    pub(super) unsafe fn send_datagrams(
-        &mut self,
-        slot: usize,
-        generation: u16,
-        bytes: &[u8],
-        segment_size: usize,
-    ) -> io::Result<u32> {
-        let mut queued = 0;
-        for datagram in bytes.chunks(segment_size.max(1)) {
-            // SAFETY: passed on to the caller.
-            unsafe { self.send(slot, generation, datagram)? };
-            queued += 1;
-        }
-        Ok(queued)
-    }
-
     /// Sends `bytes` on `slot`; completes with how many were written.
     ///
     /// # Safety

@@ -527,15 +527,54 @@ fn error_samples_survive_the_wire() {
 
 #[test]
 fn io_uring_support_survives_the_wire() {
-    let ring = RingSupport { kernel: "6.12.1".into(), tuned: true, min_wait: false };
+    let ring =
+        RingSupport { kernel: "6.12.1".into(), tuned: true, min_wait: false, engine: Engine::IoUring, fallback: None };
     assert_eq!(ring_from_proto(&ring_to_proto(&ring), "6.12.1").expect("available"), ring);
     let err = ring_from_proto(&ring_unavailable_to_proto("io_uring is disabled"), "6.1").expect_err("unusable");
     assert!(err.to_string().contains("io_uring is disabled"));
 }
 
 #[test]
+fn an_epoll_worker_and_why_it_fell_back_survive_the_wire_and_an_older_workers_ring_is_io_uring() {
+    let why = "io_uring is blocked by a seccomp filter".to_string();
+    let epoll = RingSupport {
+        kernel: "6.1".into(),
+        tuned: false,
+        min_wait: false,
+        engine: Engine::Epoll,
+        fallback: Some(why.clone()),
+    };
+    let wire = ring_to_proto(&epoll);
+    assert_eq!((wire.available, wire.error.as_str(), wire.engine.as_str()), (false, why.as_str(), "epoll"));
+    assert_eq!(ring_from_proto(&wire, "6.1").expect("epoll runs"), epoll);
+    // A worker of protocol 9 said no engine: available io_uring is io_uring.
+    let older =
+        v1::IoUring { available: true, error: String::new(), tuned: true, batched_waits: true, engine: String::new() };
+    assert_eq!(ring_from_proto(&older, "6.12").expect("available").engine, Engine::IoUring);
+    let unknown = v1::IoUring { engine: "kqueue".into(), ..older };
+    assert!(ring_from_proto(&unknown, "6.12").is_err());
+}
+
+#[test]
+fn the_engine_asked_for_survives_the_wire_and_an_unknown_one_is_refused() {
+    for choice in [EngineChoice::Auto, EngineChoice::IoUring, EngineChoice::Epoll] {
+        let mut plan = plan(Stop::Requests(100));
+        plan.engine = choice;
+        let shard = shard_to_proto(&plan);
+        assert_eq!(shard_from_proto(&shard).expect("decodes").engine, choice);
+    }
+    let mut shard = shard_to_proto(&plan(Stop::Requests(100)));
+    shard.engine = String::new();
+    assert_eq!(shard_from_proto(&shard).expect("older controllers mean auto").engine, EngineChoice::Auto);
+    shard.engine = "kqueue".into();
+    let err = shard_from_proto(&shard).expect_err("unknown engine");
+    assert!(err.to_string().contains("engine 'kqueue'"), "{err}");
+}
+
+#[test]
 fn events_survive_the_wire() {
-    let ring = RingSupport { kernel: String::new(), tuned: true, min_wait: true };
+    let ring =
+        RingSupport { kernel: String::new(), tuned: true, min_wait: true, engine: Engine::Epoll, fallback: None };
     let outcome = Outcome {
         stats: sample_stats(),
         duration: Duration::from_millis(10_003),

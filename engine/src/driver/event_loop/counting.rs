@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use super::Loop;
 use crate::driver::conn::Phase;
+use crate::driver::ops::Io;
 use crate::session::{Event, Why};
 use crate::stats::{ErrorKind, Spans, Stats};
 
@@ -12,7 +13,7 @@ use crate::stats::{ErrorKind, Spans, Stats};
 /// ones count as errors instead of being sent again.
 const REFUSED_IN_A_ROW: u64 = 1000;
 
-impl Loop<'_> {
+impl<I: Io> Loop<I> {
     /// The connection is set up: counted, and its connect time recorded.
     pub(super) fn established(&mut self, i: usize, now: Instant) {
         self.connects_ok += 1;

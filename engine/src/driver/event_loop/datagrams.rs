@@ -9,11 +9,12 @@ use io_uring::cqueue;
 
 use super::Loop;
 use crate::driver::conn::{Phase, Transport};
+use crate::driver::ops::Io;
 use crate::driver::udp::{self, GRO_BUF_SIZE};
 use crate::session::{Negotiated, Session};
 use crate::stats::ErrorKind;
 
-impl Loop<'_> {
+impl<I: Io> Loop<I> {
     /// UDP: a receive completion, a datagram or a GRO batch, for the session.
     pub(super) fn on_datagram_recv(
         &mut self,
@@ -37,7 +38,7 @@ impl Loop<'_> {
     pub(super) fn start_udp_conn(&mut self, i: usize, now: Instant) -> io::Result<()> {
         let gro = self.shared.udp_buffer >= GRO_BUF_SIZE;
         let source = self.shared.sources.for_slot(self.lifecycle.thread(), i);
-        if let Err(e) = udp::open_connected(&mut self.uring, i, &self.shared.addr, source, gro) {
+        if let Err(e) = udp::open_connected(&mut self.io, i, &self.shared.addr, source, gro) {
             self.setup_failed(i, ErrorKind::Connect, format!("UDP socket: {e}").into());
             return Ok(());
         }
@@ -84,7 +85,7 @@ impl Loop<'_> {
         }
         // SAFETY: `send_buf` and the boxed parts of `udp.send` are left alone while sends are in
         // flight (`sending`) and until every operation on the slot has completed.
-        let queued = unsafe { udp.send.send(&mut self.uring, i, c.generation, &c.send_buf, udp.segment_size)? };
+        let queued = unsafe { udp.send.send(&mut self.io, i, c.generation, &c.send_buf, udp.segment_size)? };
         udp.sends_in_flight = queued;
         c.sending = queued > 0;
         c.pending_ops += queued;
@@ -131,7 +132,7 @@ impl Loop<'_> {
 
     /// UDP: one RECVMSG completion, a datagram or a GRO batch, for the session.
     pub(super) fn on_datagrams(&mut self, i: usize, bid: u16, len: usize, now: Instant) -> io::Result<()> {
-        let buf = self.bufs.bytes(bid, len);
+        let buf = self.io.bytes(bid, len);
         // A buffer without the kernel's layout cannot happen; one cut short (MSG_TRUNC, which
         // buffers of a whole GRO batch never see) is counted and its start is still given to
         // QUIC, which drops what does not decrypt and repairs it as a loss.

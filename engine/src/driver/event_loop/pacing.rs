@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::Loop;
 use crate::driver::conn::Phase;
+use crate::driver::ops::Io;
 use crate::stats::{ErrorKind, Stats};
 
 /// Open model: the loop sleeps through responses (`sleeps_through_responses`) only while
@@ -16,7 +17,7 @@ use crate::stats::{ErrorKind, Stats};
 /// sleeping core wakes late at times.
 const SLEEP_MIN_SPACING: Duration = Duration::from_micros(100);
 
-impl Loop<'_> {
+impl<I: Io> Loop<I> {
     /// Open model: whether to sleep until the next request must leave rather than wake for each
     /// response. A connection is free for that request, it is due within `--max-hold`, and a
     /// response's latency ends at its arrival (`arrival`), so the responses that wait for the
@@ -72,7 +73,7 @@ impl Loop<'_> {
     /// their latency.
     pub(super) fn hold(&mut self, until: Instant) -> io::Result<Duration> {
         let batch = self.batch_target();
-        let ready = self.uring.ready();
+        let ready = self.io.ready();
         if batch < 2 || ready == 0 || ready >= batch || self.shared.max_hold.is_zero() {
             return Ok(Duration::ZERO);
         }
@@ -81,7 +82,7 @@ impl Loop<'_> {
         if limit.is_zero() {
             return Ok(Duration::ZERO);
         }
-        self.uring.hold(batch, limit)?;
+        self.io.hold(batch, limit)?;
         Ok(start.elapsed())
     }
 

@@ -9,6 +9,7 @@ use io_uring::cqueue;
 
 use super::{Loop, os_error};
 use crate::driver::conn::{Phase, Tcp, Transport};
+use crate::driver::ops::{Io, SocketKind};
 use crate::driver::socket::new_socket;
 use crate::driver::source::bind_tcp;
 use crate::session::{Negotiated, Session, Transmit, Why};
@@ -18,7 +19,7 @@ use crate::tls::{self, TlsSession};
 /// Requests up to this size go out as quiet sends: far below the smallest socket send buffer.
 const QUIET_SEND_MAX: usize = 4096;
 
-impl Loop<'_> {
+impl<I: Io> Loop<I> {
     /// A TCP connection: a registered socket and its connect, linked to the connect timeout.
     pub(super) fn start_tcp_conn(&mut self, i: usize) -> io::Result<()> {
         let fd = match new_socket(&self.shared.addr, self.stamped()) {
@@ -37,16 +38,13 @@ impl Loop<'_> {
             self.setup_failed(i, ErrorKind::Connect, why.into());
             return Ok(());
         }
-        let registered = self.uring.register_socket(i, fd);
-        // SAFETY: fd came from socket() above; the registered table keeps its own reference.
-        unsafe { libc::close(fd) };
-        registered?;
+        self.io.adopt_socket(i, fd, SocketKind::Stream)?;
         let c = &mut self.conns[i];
         c.pending_ops += 2;
         c.phase = Phase::Connecting;
         let (sockaddr, len) = (&raw const self.shared.sockaddr.0, self.shared.sockaddr.1);
         // SAFETY: the address lives in `shared`, which outlives the ring.
-        unsafe { self.uring.connect(i, c.generation, sockaddr.cast(), len) }
+        unsafe { self.io.connect(i, c.generation, sockaddr.cast(), len) }
     }
 
     /// TCP: the session's output, through TLS when there is TLS, as one send.
@@ -138,14 +136,14 @@ impl Loop<'_> {
         let Some(bid) = buf else { return Ok(()) };
         let (data, arrived) = if self.stamped() {
             // A buffer without the kernel's layout cannot happen.
-            let Some(received) = self.recvmsg.parse(self.bufs.bytes(bid, res as usize)) else {
+            let Some(received) = self.recvmsg.parse(self.io.bytes(bid, res as usize)) else {
                 return Ok(());
             };
             self.arrivals_stamped |= received.timestamp.is_some();
             // The session sees the bytes as of their arrival: a response's latency ends there.
             (received.payload, self.clock.instant(received.timestamp, now))
         } else {
-            (self.bufs.bytes(bid, res as usize), now)
+            (self.io.bytes(bid, res as usize), now)
         };
         if data.is_empty() {
             return self.on_eof(i, now);
@@ -155,7 +153,7 @@ impl Loop<'_> {
             // TLS opens records where they lie.
             // SAFETY: `data` is not used again, and `bid` goes back to the ring only after
             // this completion is handled.
-            let data = unsafe { self.bufs.bytes_mut(bid, data) };
+            let data = unsafe { self.io.bytes_mut(bid, data) };
             self.on_ciphertext(i, data, arrived, now)?;
         } else {
             self.on_plaintext(i, data, arrived, now)?;
@@ -252,13 +250,13 @@ impl Loop<'_> {
             // receive buffer fill, could have them sent after the buffer moved on (to later
             // records, or freed at the slot's close, whose cancel then ends the send): the
             // kernel only reads the memory, so that server gets wrong bytes and its TLS fails.
-            return unsafe { self.uring.send_quiet(i, c.generation, rest) };
+            return unsafe { self.io.send_quiet(i, c.generation, rest) };
         }
         c.sending = true;
         c.pending_ops += 1;
         // SAFETY: the shared request outlives the ring, and `send_buf` is left alone while a
         // send is in flight (`sending`) and until every operation on the slot has completed.
-        unsafe { self.uring.send(i, c.generation, rest) }
+        unsafe { self.io.send(i, c.generation, rest) }
     }
 
     /// Received TLS records: their plaintext for the session, as of `arrived` (see `on_plaintext`).

@@ -1,0 +1,623 @@
+//! The I/O for where io_uring is blocked (a container's default seccomp profile, a sysctl):
+//! the loop's operations (`ops::Io`) done with non-blocking system calls as one edge-triggered
+//! epoll reports readiness, each posting the completions io_uring would post, so the same loop
+//! drives it unchanged.
+//!
+//! A send is tried at once (as io_uring tries at submit) and, when the socket is full, again
+//! when epoll says it has room; a receive is armed once and reads into this thread's buffers
+//! whenever the socket has bytes, one completion a buffer, as a multishot receive does; a
+//! connect is the non-blocking connect, done when the socket turns writable, bounded by a
+//! deadline this I/O keeps. Edge-triggered: every socket is registered once, for reading and
+//! writing, and a read that leaves bytes behind (no buffer free) is taken up again at the next
+//! wait rather than by another event. A stream read that fills less than its buffer emptied
+//! the socket, so no second read is spent to learn that; datagrams are read until the socket
+//! says it has none.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io;
+use std::time::{Duration, Instant};
+
+use super::ops::{Io, SocketKind};
+use super::uring::{Completion, Op, token};
+
+/// io_uring's completion flags, as `io_uring::cqueue::{buffer_select, more}` read them.
+const F_BUFFER: u32 = 1;
+const F_MORE: u32 = 2;
+const BUFFER_SHIFT: u32 = 16;
+/// io_uring's `io_uring_recvmsg_out`: name, control, payload and flags lengths before the name.
+const RECVMSG_OUT: usize = 16;
+/// Readiness events taken per epoll_wait.
+const EVENTS: usize = 256;
+
+/// A send not yet taken by the socket.
+#[derive(Clone, Copy)]
+enum Pending {
+    /// Bytes, posting a completion with how many were written; a quiet send's are written
+    /// whole and post only a failure.
+    Bytes { ptr: *const u8, len: usize, quiet: bool },
+    /// A SENDMSG (UDP with GSO), posting a completion.
+    Msg(*const libc::msghdr),
+}
+
+/// How a slot's receive is armed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Recv {
+    Off,
+    Plain,
+    /// RECVMSG with the name and control room of the loop's header.
+    Msg {
+        name: usize,
+        control: usize,
+    },
+}
+
+struct Slot {
+    fd: i32,
+    kind: SocketKind,
+    generation: u16,
+    /// A connect is in flight, due by this instant.
+    connecting: Option<Instant>,
+    recv: Recv,
+    /// The socket may hold bytes not yet read (edge-triggered: no event will say so again).
+    readable: bool,
+    /// The peer has closed (or the socket failed): a short read no longer means the socket is
+    /// empty, since its end (or error) is still to be read and no further event will come.
+    hung_up: bool,
+    /// Sends the socket has not taken yet, in order.
+    sends: VecDeque<Pending>,
+}
+
+impl Slot {
+    fn new() -> Self {
+        Slot {
+            fd: -1,
+            kind: SocketKind::Stream,
+            generation: 0,
+            connecting: None,
+            recv: Recv::Off,
+            readable: false,
+            hung_up: false,
+            sends: VecDeque::new(),
+        }
+    }
+}
+
+/// Receive buffers: one allocation cut into `count` buffers of `size` bytes, and the free ones.
+struct Buffers {
+    /// From a boxed slice, owned here (freed on drop): reached by pointer, since the loop reads
+    /// (and TLS decrypts in) a buffer while this I/O goes on with others.
+    memory: *mut [u8],
+    size: usize,
+    free: Vec<u16>,
+}
+
+impl Buffers {
+    fn new(count: u16, size: usize) -> Self {
+        Buffers {
+            memory: Box::into_raw(vec![0u8; count as usize * size].into_boxed_slice()),
+            size,
+            free: (0..count).rev().collect(),
+        }
+    }
+
+    fn start(&self, bid: u16) -> *mut u8 {
+        // SAFETY: bid < count, so the offset is inside the allocation.
+        unsafe { self.memory.cast::<u8>().add(bid as usize * self.size) }
+    }
+}
+
+impl Drop for Buffers {
+    fn drop(&mut self) {
+        // SAFETY: from Box::into_raw in `new`, freed only here.
+        drop(unsafe { Box::from_raw(self.memory) });
+    }
+}
+
+pub(crate) struct Epoll {
+    epfd: i32,
+    slots: Vec<Slot>,
+    bufs: Buffers,
+    /// Completions posted and not yet collected.
+    ready: Vec<Completion>,
+    events: Vec<libc::epoll_event>,
+    /// Slots armed to receive whose socket may still hold bytes: read at the next wait.
+    again: Vec<usize>,
+    /// Connects' deadlines, earliest first; an entry whose slot no longer connects with that
+    /// generation is stale.
+    deadlines: BinaryHeap<Reverse<(Instant, usize, u16)>>,
+    connect_timeout: Duration,
+    /// epoll_pwait2 (Linux 5.11, waits in nanoseconds) works here; without it waits are whole
+    /// milliseconds.
+    pwait2: bool,
+}
+
+impl Epoll {
+    /// An epoll for `slots` sockets, and `buffers` receive buffers of `buf_size` bytes.
+    pub(crate) fn new(slots: usize, connect_timeout: Duration, buffers: u16, buf_size: usize) -> io::Result<Self> {
+        // SAFETY: a plain syscall; the descriptor is checked and owned by `Epoll`.
+        let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epfd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Epoll {
+            epfd,
+            slots: (0..slots).map(|_| Slot::new()).collect(),
+            bufs: Buffers::new(buffers, buf_size),
+            ready: Vec::with_capacity(EVENTS),
+            // SAFETY: epoll_event is plain old data.
+            events: vec![unsafe { std::mem::zeroed() }; EVENTS],
+            again: Vec::new(),
+            deadlines: BinaryHeap::new(),
+            connect_timeout,
+            pwait2: true,
+        })
+    }
+
+    fn post(&mut self, op: Op, slot: usize, res: i32, flags: u32) {
+        let generation = self.slots[slot].generation;
+        self.ready.push((token(op, slot, generation), res, flags));
+    }
+
+    /// Waits up to `timeout` for readiness (not at all with completions ready) and turns what it reports into
+    /// completions; connects past their deadline time out.
+    fn poll(&mut self, timeout: Duration) -> io::Result<()> {
+        for slot in std::mem::take(&mut self.again) {
+            self.read(slot);
+        }
+        let mut timeout = timeout;
+        if !self.ready.is_empty() {
+            timeout = Duration::ZERO;
+        }
+        if let Some(Reverse((at, _, _))) = self.deadlines.peek() {
+            timeout = timeout.min(at.saturating_duration_since(Instant::now()));
+        }
+        let n = self.epoll_wait(timeout)?;
+        for k in 0..n {
+            let event = self.events[k];
+            let slot = event.u64 as usize;
+            let bits = event.events as i32;
+            let error = bits & (libc::EPOLLERR | libc::EPOLLHUP) != 0;
+            if self.slots[slot].connecting.is_some() {
+                self.slots[slot].hung_up |= bits & libc::EPOLLRDHUP != 0 || error;
+                if bits & libc::EPOLLOUT != 0 || error {
+                    self.connected(slot);
+                }
+                continue;
+            }
+            if bits & (libc::EPOLLIN | libc::EPOLLRDHUP) != 0 || error {
+                self.slots[slot].readable = true;
+                self.slots[slot].hung_up |= bits & libc::EPOLLRDHUP != 0 || error;
+                self.read(slot);
+            }
+            if bits & libc::EPOLLOUT != 0 || error {
+                self.write(slot);
+            }
+        }
+        self.expire(Instant::now());
+        Ok(())
+    }
+
+    /// epoll_wait for up to `timeout`; returns how many events it filled in.
+    fn epoll_wait(&mut self, timeout: Duration) -> io::Result<usize> {
+        let events = self.events.as_mut_ptr();
+        let max = self.events.len() as i32;
+        let n = if self.pwait2 {
+            let ts = libc::timespec { tv_sec: timeout.as_secs() as _, tv_nsec: timeout.subsec_nanos() as _ };
+            // SAFETY: the events buffer holds `max` entries; the timespec lives through the call;
+            // no signal mask.
+            let n = unsafe {
+                libc::syscall(libc::SYS_epoll_pwait2, self.epfd, events, max, &raw const ts, std::ptr::null::<u8>(), 0)
+            };
+            if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+                // An older kernel, or a filter that does not know it: milliseconds from here on.
+                self.pwait2 = false;
+                return self.epoll_wait(timeout);
+            }
+            n as i32
+        } else {
+            // Rounded up, so a wait for a deadline does not wake just before it, again and again.
+            let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+            // SAFETY: as above.
+            unsafe { libc::epoll_wait(self.epfd, events, max, ms) }
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.raw_os_error() == Some(libc::EINTR) { Ok(0) } else { Err(e) };
+        }
+        Ok(n as usize)
+    }
+
+    /// Connects whose deadline has passed fail as a timed-out linked connect does.
+    fn expire(&mut self, now: Instant) {
+        while let Some(&Reverse((at, slot, generation))) = self.deadlines.peek() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop();
+            let s = &mut self.slots[slot];
+            if s.generation != generation || s.connecting != Some(at) {
+                continue;
+            }
+            s.connecting = None;
+            self.post(Op::Connect, slot, -libc::ECANCELED, 0);
+            self.post(Op::ConnectTimeout, slot, -libc::ETIME, 0);
+        }
+    }
+
+    /// The socket of a connect turned writable (or failed): the connect's result.
+    fn connected(&mut self, slot: usize) {
+        let fd = self.slots[slot].fd;
+        let mut err: libc::c_int = 0;
+        let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes one int into a live local.
+        let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, (&raw mut err).cast(), &raw mut len) };
+        if r != 0 {
+            err = io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
+        }
+        if err == libc::EINPROGRESS || err == libc::EALREADY {
+            return;
+        }
+        self.slots[slot].connecting = None;
+        self.post(Op::Connect, slot, -err, 0);
+        self.post(Op::ConnectTimeout, slot, -libc::ECANCELED, 0);
+        // Bytes (or the peer's close) may have come with the connect's own event.
+        self.slots[slot].readable = true;
+        self.read(slot);
+    }
+
+    /// Reads what the socket holds into buffers while its receive is armed: one completion a
+    /// buffer. Stops at an empty socket, at the end of the stream, at an error, or when no
+    /// buffer is free (a last completion, ENOBUFS, as io_uring's: the loop arms it again once
+    /// buffers come back, and the bytes left are read then).
+    fn read(&mut self, slot: usize) {
+        loop {
+            let s = &self.slots[slot];
+            if s.recv == Recv::Off || !s.readable || s.fd < 0 {
+                return;
+            }
+            let (fd, kind, recv) = (s.fd, s.kind, s.recv);
+            let Some(bid) = self.bufs.free.pop() else {
+                self.slots[slot].recv = Recv::Off;
+                self.post(Op::Recv, slot, -libc::ENOBUFS, 0);
+                return;
+            };
+            let start = self.bufs.start(bid);
+            let size = self.bufs.size;
+            let (res, payload) = match recv {
+                Recv::Plain => {
+                    // SAFETY: the buffer is free (no view of it is lent out) and `size` long.
+                    let n = unsafe { libc::recv(fd, start.cast(), size, 0) };
+                    (n, n)
+                }
+                Recv::Msg { name, control } => read_msg(fd, start, size, name, control),
+                Recv::Off => unreachable!("checked above"),
+            };
+            if res < 0 {
+                self.bufs.free.push(bid);
+                let errno = io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
+                match errno {
+                    libc::EAGAIN => self.slots[slot].readable = false,
+                    libc::EINTR => continue,
+                    _ => {
+                        self.slots[slot].recv = Recv::Off;
+                        self.post(Op::Recv, slot, -errno, 0);
+                    }
+                }
+                return;
+            }
+            let end = kind == SocketKind::Stream && payload == 0;
+            if end && recv == Recv::Plain {
+                // The peer's close: no buffer, as io_uring ends a multishot receive.
+                self.bufs.free.push(bid);
+                self.slots[slot].recv = Recv::Off;
+                self.post(Op::Recv, slot, 0, 0);
+                return;
+            }
+            let more = if end { 0 } else { F_MORE };
+            self.post(Op::Recv, slot, res as i32, F_BUFFER | u32::from(bid) << BUFFER_SHIFT | more);
+            if end {
+                self.slots[slot].recv = Recv::Off;
+                return;
+            }
+            let short = (payload as usize) < size.saturating_sub(recv_overhead(recv));
+            if kind == SocketKind::Stream && short && !self.slots[slot].hung_up {
+                // A stream read short of its buffer emptied the socket; new bytes, or the
+                // peer's close, bring a new event.
+                self.slots[slot].readable = false;
+                return;
+            }
+        }
+    }
+
+    /// The socket has room: the sends waiting, in order, until it has none.
+    fn write(&mut self, slot: usize) {
+        let fd = self.slots[slot].fd;
+        if fd < 0 {
+            return;
+        }
+        while let Some(&pending) = self.slots[slot].sends.front() {
+            let (sent, op, quiet_rest) = match pending {
+                Pending::Bytes { ptr, len, quiet } => {
+                    let sent = send_bytes(fd, ptr, len);
+                    let rest = match sent {
+                        // SAFETY: n < len, so the rest is inside the caller's bytes.
+                        Ok(n) if quiet && n < len => {
+                            Some(Pending::Bytes { ptr: unsafe { ptr.add(n) }, len: len - n, quiet })
+                        }
+                        _ => None,
+                    };
+                    (sent, if quiet { Op::SendQuiet } else { Op::Send }, rest)
+                }
+                Pending::Msg(msg) => {
+                    // SAFETY: the caller of `sendmsg` keeps the header and what it points at.
+                    let n = unsafe { libc::sendmsg(fd, msg, libc::MSG_NOSIGNAL) };
+                    (if n < 0 { Err(errno()) } else { Ok(n as usize) }, Op::Send, None)
+                }
+            };
+            match sent {
+                Err(libc::EAGAIN) => return,
+                Err(libc::EINTR) => continue,
+                _ if quiet_rest.is_some() => {
+                    self.slots[slot].sends[0] = quiet_rest.unwrap_or(pending);
+                    continue;
+                }
+                // A quiet send that went whole posts nothing.
+                Ok(_) if op == Op::SendQuiet => {}
+                Ok(n) => self.post(op, slot, n as i32, 0),
+                Err(e) => self.post(op, slot, -e, 0),
+            }
+            self.slots[slot].sends.pop_front();
+        }
+    }
+
+    fn queue_send(&mut self, slot: usize, generation: u16, pending: Pending) {
+        let s = &mut self.slots[slot];
+        s.generation = generation;
+        s.sends.push_back(pending);
+        if s.sends.len() == 1 {
+            self.write(slot);
+        }
+    }
+}
+
+/// What a RECVMSG buffer holds before its payload.
+fn recv_overhead(recv: Recv) -> usize {
+    match recv {
+        Recv::Msg { name, control } => RECVMSG_OUT + name + control,
+        _ => 0,
+    }
+}
+
+/// One RECVMSG into the buffer at `start` (`size` bytes), laid out as io_uring's multishot
+/// RECVMSG lays it out: its `io_uring_recvmsg_out`, `name` bytes of name room, `control` of
+/// control room, then the payload. Returns the bytes of the buffer used (negative: failed,
+/// with errno set) and the payload's length.
+fn read_msg(fd: i32, start: *mut u8, size: usize, name: usize, control: usize) -> (isize, isize) {
+    let payload_at = RECVMSG_OUT + name + control;
+    if size < payload_at {
+        // SAFETY: sets errno for the caller, as a failed syscall would.
+        unsafe { *libc::__errno_location() = libc::ENOBUFS };
+        return (-1, -1);
+    }
+    // SAFETY: every pointer below is inside the free buffer at `start`, `size` bytes long.
+    unsafe {
+        let mut iov = libc::iovec { iov_base: start.add(payload_at).cast(), iov_len: size - payload_at };
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        if name > 0 {
+            msg.msg_name = start.add(RECVMSG_OUT).cast();
+            msg.msg_namelen = name as _;
+        }
+        msg.msg_iov = &raw mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = start.add(RECVMSG_OUT + name).cast();
+        msg.msg_controllen = control as _;
+        let n = libc::recvmsg(fd, &raw mut msg, 0);
+        if n < 0 {
+            return (-1, -1);
+        }
+        let out: [u32; 4] = [msg.msg_namelen, msg.msg_controllen as u32, n as u32, msg.msg_flags as u32];
+        std::ptr::copy_nonoverlapping(out.as_ptr().cast::<u8>(), start, RECVMSG_OUT);
+        ((payload_at as isize) + n, n)
+    }
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// One send(2) of `len` bytes at `ptr`; Err is the errno.
+fn send_bytes(fd: i32, ptr: *const u8, len: usize) -> Result<usize, i32> {
+    // SAFETY: the caller of the operation keeps the bytes valid until it completes.
+    let n = unsafe { libc::send(fd, ptr.cast(), len, libc::MSG_NOSIGNAL) };
+    if n < 0 { Err(errno()) } else { Ok(n as usize) }
+}
+
+impl Drop for Epoll {
+    fn drop(&mut self) {
+        for s in &self.slots {
+            if s.fd >= 0 {
+                // SAFETY: a socket this I/O owns.
+                unsafe { libc::close(s.fd) };
+            }
+        }
+        // SAFETY: the epoll descriptor is ours.
+        unsafe { libc::close(self.epfd) };
+    }
+}
+
+impl Io for Epoll {
+    /// The close's own; the cancelled operations post theirs.
+    const CLOSE_COMPLETIONS: u32 = 1;
+
+    fn batch_room(&self) -> usize {
+        EVENTS
+    }
+
+    fn adopt_socket(&mut self, slot: usize, fd: i32, kind: SocketKind) -> io::Result<()> {
+        let mut event = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
+            u64: slot as u64,
+        };
+        // SAFETY: a plain syscall on descriptors we own; the event is read during the call.
+        if unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, &raw mut event) } != 0 {
+            let e = io::Error::last_os_error();
+            // SAFETY: the caller handed `fd` over.
+            unsafe { libc::close(fd) };
+            return Err(e);
+        }
+        let s = &mut self.slots[slot];
+        debug_assert!(s.fd < 0, "slot {slot} still has a socket");
+        *s = Slot { fd, kind, ..Slot::new() };
+        Ok(())
+    }
+
+    fn wait(&mut self, now: Instant, until: Instant) -> io::Result<()> {
+        self.poll(until.saturating_duration_since(now))
+    }
+
+    fn sleep(&mut self, now: Instant, until: Instant) -> io::Result<()> {
+        self.poll(until.saturating_duration_since(now))
+    }
+
+    fn ready(&mut self) -> usize {
+        self.ready.len()
+    }
+
+    fn hold(&mut self, batch: usize, limit: Duration) -> io::Result<()> {
+        let end = Instant::now() + limit;
+        while self.ready.len() < batch {
+            let now = Instant::now();
+            if now >= end || !self.pwait2 {
+                // Without nanosecond waits a hold would be a whole millisecond: none instead.
+                return Ok(());
+            }
+            let before = self.ready.len();
+            self.poll(end - now)?;
+            if self.ready.len() == before && Instant::now() >= end {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    fn completions(&mut self, into: &mut Vec<Completion>) {
+        into.clear();
+        std::mem::swap(into, &mut self.ready);
+    }
+
+    unsafe fn connect(
+        &mut self,
+        slot: usize,
+        generation: u16,
+        addr: *const libc::sockaddr,
+        len: libc::socklen_t,
+    ) -> io::Result<()> {
+        let s = &mut self.slots[slot];
+        s.generation = generation;
+        // SAFETY: the caller keeps `addr` valid for the call (it is used only during it).
+        let r = unsafe { libc::connect(s.fd, addr, len) };
+        let err = if r == 0 { 0 } else { errno() };
+        if err == libc::EINPROGRESS {
+            let at = Instant::now() + self.connect_timeout;
+            s.connecting = Some(at);
+            self.deadlines.push(Reverse((at, slot, generation)));
+            return Ok(());
+        }
+        self.post(Op::Connect, slot, -err, 0);
+        self.post(Op::ConnectTimeout, slot, -libc::ECANCELED, 0);
+        Ok(())
+    }
+
+    fn recv_multishot(&mut self, slot: usize, generation: u16) -> io::Result<()> {
+        self.arm(slot, generation, Recv::Plain);
+        Ok(())
+    }
+
+    unsafe fn recvmsg_multishot(&mut self, slot: usize, generation: u16, msg: *const libc::msghdr) -> io::Result<()> {
+        // SAFETY: the caller keeps `msg` valid; only its two lengths are read. (The control
+        // length is a usize with glibc and a u32 with musl.)
+        #[allow(clippy::unnecessary_cast)]
+        let (name, control) = unsafe { ((*msg).msg_namelen as usize, (*msg).msg_controllen as usize) };
+        self.arm(slot, generation, Recv::Msg { name, control });
+        Ok(())
+    }
+
+    unsafe fn sendmsg(&mut self, slot: usize, generation: u16, msg: *const libc::msghdr) -> io::Result<()> {
+        self.queue_send(slot, generation, Pending::Msg(msg));
+        Ok(())
+    }
+
+    unsafe fn send(&mut self, slot: usize, generation: u16, bytes: &[u8]) -> io::Result<()> {
+        self.queue_send(slot, generation, Pending::Bytes { ptr: bytes.as_ptr(), len: bytes.len(), quiet: false });
+        Ok(())
+    }
+
+    unsafe fn send_quiet(&mut self, slot: usize, generation: u16, bytes: &[u8]) -> io::Result<()> {
+        self.queue_send(slot, generation, Pending::Bytes { ptr: bytes.as_ptr(), len: bytes.len(), quiet: true });
+        Ok(())
+    }
+
+    fn cancel_and_close(&mut self, slot: usize, generation: u16) -> io::Result<()> {
+        let s = &mut self.slots[slot];
+        s.generation = generation;
+        let connecting = s.connecting.take().is_some();
+        let receiving = std::mem::replace(&mut s.recv, Recv::Off) != Recv::Off;
+        // A quiet send posts nothing when cancelled: the loop never counted it.
+        let sends = s.sends.iter().filter(|p| !matches!(p, Pending::Bytes { quiet: true, .. })).count();
+        s.sends.clear();
+        s.readable = false;
+        let fd = std::mem::replace(&mut s.fd, -1);
+        if fd >= 0 {
+            // SAFETY: a socket this I/O owns; closing it also takes it out of the epoll set.
+            unsafe { libc::close(fd) };
+        }
+        if connecting {
+            self.post(Op::Connect, slot, -libc::ECANCELED, 0);
+            self.post(Op::ConnectTimeout, slot, -libc::ECANCELED, 0);
+        }
+        if receiving {
+            self.post(Op::Recv, slot, -libc::ECANCELED, 0);
+        }
+        for _ in 0..sends {
+            self.post(Op::Send, slot, -libc::ECANCELED, 0);
+        }
+        self.post(Op::Close, slot, 0, 0);
+        Ok(())
+    }
+
+    fn bytes<'a>(&self, bid: u16, len: usize) -> &'a [u8] {
+        // SAFETY: in bounds (bid < count, len at most a buffer); the memory never moves or
+        // frees while the loop runs, and no read goes into a buffer lent out.
+        unsafe { std::slice::from_raw_parts(self.bufs.start(bid), len.min(self.bufs.size)) }
+    }
+
+    unsafe fn bytes_mut<'a>(&self, bid: u16, part: &[u8]) -> &'a mut [u8] {
+        let buffer = self.bufs.start(bid) as usize;
+        let start = part.as_ptr() as usize;
+        assert!(start >= buffer && start + part.len() <= buffer + self.bufs.size, "not a part of buffer {bid}");
+        // SAFETY: in bounds (checked above); the caller's contract covers every other view.
+        unsafe { std::slice::from_raw_parts_mut(start as *mut u8, part.len()) }
+    }
+
+    fn recycle(&mut self, bid: u16) {
+        self.bufs.free.push(bid);
+    }
+
+    fn publish(&mut self) {}
+}
+
+impl Epoll {
+    fn arm(&mut self, slot: usize, generation: u16, recv: Recv) {
+        let s = &mut self.slots[slot];
+        s.generation = generation;
+        s.recv = recv;
+        if s.readable {
+            // Bytes were left in the socket when the last receive ended (no buffer free).
+            self.again.push(slot);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

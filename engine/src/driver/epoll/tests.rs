@@ -1,0 +1,155 @@
+//! The epoll I/O on real loopback TCP sockets: it must post what io_uring posts for a connect
+//! (and its timeout), a receive to the peer's close, a send larger than the socket takes at
+//! once, and a close with operations in flight. (UDP runs through both I/Os in `udp/tests.rs`.)
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::time::{Duration, Instant};
+
+use io_uring::cqueue;
+
+use super::super::ops::{Io, SocketKind};
+use super::super::socket::{encode_sockaddr, new_socket};
+use super::super::uring::{Completion, Op, untoken};
+use super::Epoll;
+
+/// Completions on slot 0 until `want` of them are for `op`, within two seconds; all of them.
+fn wait_for(io: &mut Epoll, op: Op, want: usize) -> Vec<Completion> {
+    let mut got: Vec<Completion> = Vec::new();
+    let mut batch = Vec::new();
+    let end = Instant::now() + Duration::from_secs(2);
+    while got.iter().filter(|c| untoken(c.0).is_some_and(|(o, _, _)| o == op)).count() < want {
+        let now = Instant::now();
+        assert!(now < end, "not {want} of {op:?} completed: {got:?}");
+        io.wait(now, end).unwrap();
+        io.completions(&mut batch);
+        got.extend(&batch);
+    }
+    got
+}
+
+fn of(got: &[Completion], op: Op) -> Vec<(i32, u32)> {
+    got.iter().filter(|c| untoken(c.0).is_some_and(|(o, _, _)| o == op)).map(|c| (c.1, c.2)).collect()
+}
+
+/// A socket of volley's kind, adopted into slot 0 and connecting to `to`.
+fn connect(io: &mut Epoll, to: SocketAddr) {
+    let fd = new_socket(&to, false).unwrap();
+    io.adopt_socket(0, fd, SocketKind::Stream).unwrap();
+    let (addr, len) = encode_sockaddr(&to);
+    // SAFETY: `addr` lives through the call, which is all epoll needs.
+    unsafe { io.connect(0, 7, (&raw const addr).cast(), len) }.unwrap();
+}
+
+#[test]
+fn a_connect_posts_itself_and_its_timeout_and_bytes_then_a_close_end_the_receive() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut io = Epoll::new(2, Duration::from_secs(1), 4, 64).unwrap();
+    connect(&mut io, listener.local_addr().unwrap());
+    let got = wait_for(&mut io, Op::ConnectTimeout, 1);
+    assert_eq!(of(&got, Op::Connect), [(0, 0)], "connected");
+    assert_eq!(untoken(got[0].0), Some((Op::Connect, 0, 7)), "with the slot's generation");
+    let (mut server, _) = listener.accept().unwrap();
+    io.recv_multishot(0, 7).unwrap();
+    // 100 bytes into buffers of 64: two completions, each naming its buffer, with MORE.
+    server.write_all(&[5u8; 100]).unwrap();
+    let got = wait_for(&mut io, Op::Recv, 2);
+    let recvs = of(&got, Op::Recv);
+    assert_eq!(recvs.iter().map(|r| r.0).collect::<Vec<_>>(), [64, 36]);
+    for &(res, flags) in &recvs {
+        let bid = cqueue::buffer_select(flags).expect("a buffer");
+        assert!(cqueue::more(flags));
+        assert!(io.bytes(bid, res as usize).iter().all(|&b| b == 5));
+        io.recycle(bid);
+    }
+    drop(server);
+    let got = wait_for(&mut io, Op::Recv, 1);
+    assert_eq!(of(&got, Op::Recv), [(0, 0)], "the close: no buffer, no MORE");
+    io.cancel_and_close(0, 7).unwrap();
+    let got = wait_for(&mut io, Op::Close, 1);
+    assert_eq!(of(&got, Op::Recv), [], "nothing left to cancel");
+}
+
+#[test]
+fn a_connect_nobody_answers_times_out_as_a_cancelled_connect() {
+    // A non-routable address (TEST-NET-1) never answers; a connect there stays in progress.
+    let mut io = Epoll::new(1, Duration::from_millis(100), 4, 64).unwrap();
+    let started = Instant::now();
+    connect(&mut io, "192.0.2.1:80".parse().unwrap());
+    let got = wait_for(&mut io, Op::ConnectTimeout, 1);
+    let connect = of(&got, Op::Connect);
+    // Without a route the kernel may refuse at once instead; either way one result.
+    assert_eq!(connect.len(), 1);
+    if connect[0].0 == -libc::ECANCELED {
+        assert!(started.elapsed() >= Duration::from_millis(100), "not before the timeout");
+    }
+    io.cancel_and_close(0, 7).unwrap();
+    let got = wait_for(&mut io, Op::Close, 1);
+    assert_eq!(of(&got, Op::Connect), [], "the connect completed once only");
+}
+
+#[test]
+fn a_send_larger_than_the_socket_takes_completes_in_parts_and_a_close_cancels_what_waits() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut io = Epoll::new(1, Duration::from_secs(1), 4, 64).unwrap();
+    connect(&mut io, listener.local_addr().unwrap());
+    wait_for(&mut io, Op::ConnectTimeout, 1);
+    let (mut server, _) = listener.accept().unwrap();
+    let big = vec![9u8; 16 << 20];
+    // SAFETY: `big` outlives every send (the close below ends them).
+    unsafe { io.send(0, 7, &big) }.unwrap();
+    let first = of(&wait_for(&mut io, Op::Send, 1), Op::Send)[0].0;
+    assert!(first > 0 && (first as usize) < big.len(), "a part: {first}");
+    // The rest waits for room, which only the server's reading makes.
+    // SAFETY: as above.
+    unsafe { io.send(0, 7, &big[first as usize..]) }.unwrap();
+    let mut read = vec![0u8; 1 << 20];
+    server.read_exact(&mut read).unwrap();
+    let second = of(&wait_for(&mut io, Op::Send, 1), Op::Send)[0].0;
+    assert!(second > 0, "room made, the rest went on: {second}");
+    // SAFETY: as above.
+    unsafe { io.send(0, 7, &big[(first + second) as usize..]) }.unwrap();
+    io.cancel_and_close(0, 7).unwrap();
+    let got = wait_for(&mut io, Op::Close, 1);
+    let sends = of(&got, Op::Send);
+    assert!(sends.is_empty() || sends == [(-libc::ECANCELED, 0)], "{sends:?}");
+}
+
+#[test]
+fn a_quiet_send_posts_nothing_when_it_goes_whole() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut io = Epoll::new(1, Duration::from_secs(1), 4, 64).unwrap();
+    connect(&mut io, listener.local_addr().unwrap());
+    wait_for(&mut io, Op::ConnectTimeout, 1);
+    let (mut server, _) = listener.accept().unwrap();
+    // SAFETY: a static.
+    unsafe { io.send_quiet(0, 7, b"GET / HTTP/1.1\r\n\r\n") }.unwrap();
+    let mut got = [0u8; 18];
+    server.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"GET / HTTP/1.1\r\n\r\n");
+    io.cancel_and_close(0, 7).unwrap();
+    let got = wait_for(&mut io, Op::Close, 1);
+    assert_eq!(of(&got, Op::SendQuiet), [], "success posts nothing");
+}
+
+#[test]
+fn bytes_and_the_close_in_one_event_still_end_the_receive() {
+    // A short read usually means the socket is empty; not when the peer's close came with the
+    // bytes, which no further event announces (a response cut short, then the close).
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut io = Epoll::new(1, Duration::from_secs(1), 4, 64).unwrap();
+    connect(&mut io, listener.local_addr().unwrap());
+    wait_for(&mut io, Op::ConnectTimeout, 1);
+    let (mut server, _) = listener.accept().unwrap();
+    io.recv_multishot(0, 7).unwrap();
+    server.write_all(b"0123456789").unwrap();
+    drop(server);
+    // Both are in the socket before the wait looks.
+    std::thread::sleep(Duration::from_millis(50));
+    let got = wait_for(&mut io, Op::Recv, 2);
+    let recvs = of(&got, Op::Recv);
+    assert_eq!(recvs[0].0, 10, "{recvs:?}");
+    assert_eq!(recvs[1], (0, 0), "then the close, with no buffer and no MORE: {recvs:?}");
+    io.recycle(cqueue::buffer_select(recvs[0].1).unwrap());
+    io.cancel_and_close(0, 7).unwrap();
+}
