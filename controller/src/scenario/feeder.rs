@@ -46,9 +46,13 @@ fn problem(line: u64, what: impl Into<String>) -> FeederProblem {
 /// The columns and rows of the file at `path`, within `limit` bytes of cells.
 pub(super) fn read(path: &Path, format: Format, limit: u64) -> Result<(Vec<String>, Table), FeederProblem> {
     let file = File::open(path).map_err(|e| problem(0, e.to_string()))?;
+    // The cells are fewer bytes than the file: room for them all at once, so that the table
+    // never grows by doubling (which held the old and the new copy at once: twice the data at
+    // its peak). Pages never written are never resident.
+    let room = file.metadata().map_or(0, |m| m.len()).min(limit);
     let (columns, table) = match format {
-        Format::Csv => read_csv(BufReader::with_capacity(1 << 16, file), limit)?,
-        Format::JsonLines => read_json_lines(BufReader::with_capacity(1 << 16, file), limit)?,
+        Format::Csv => read_csv(BufReader::with_capacity(1 << 16, file), limit, room)?,
+        Format::JsonLines => read_json_lines(BufReader::with_capacity(1 << 16, file), limit, room)?,
     };
     if table.rows() == 0 {
         return Err(problem(0, "it has no rows (only a header, or nothing)"));
@@ -78,7 +82,7 @@ fn check_columns(columns: &[String]) -> Result<(), FeederProblem> {
     Ok(())
 }
 
-fn read_csv(input: impl std::io::Read, limit: u64) -> Result<(Vec<String>, Table), FeederProblem> {
+fn read_csv(input: impl std::io::Read, limit: u64, room: u64) -> Result<(Vec<String>, Table), FeederProblem> {
     let mut reader = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(input);
     let line_of = |e: &csv::Error| e.position().map_or(0, |p| p.line());
     let header = reader.byte_headers().map_err(|e| problem(line_of(&e), csv_error(&e)))?.clone();
@@ -88,6 +92,7 @@ fn read_csv(input: impl std::io::Read, limit: u64) -> Result<(Vec<String>, Table
     }
     check_columns(&columns)?;
     let mut table = Table::new(columns.len());
+    table.reserve(0, room as usize);
     let mut record = csv::ByteRecord::new();
     loop {
         match reader.read_byte_record(&mut record) {
@@ -116,7 +121,7 @@ fn csv_error(e: &csv::Error) -> String {
     }
 }
 
-fn read_json_lines(mut input: impl BufRead, limit: u64) -> Result<(Vec<String>, Table), FeederProblem> {
+fn read_json_lines(mut input: impl BufRead, limit: u64, room: u64) -> Result<(Vec<String>, Table), FeederProblem> {
     let mut columns: Vec<String> = Vec::new();
     let mut table = Table::new(0);
     let (mut line, mut number) = (Vec::new(), 0u64);
@@ -141,6 +146,7 @@ fn read_json_lines(mut input: impl BufRead, limit: u64) -> Result<(Vec<String>, 
             }
             check_columns(&columns)?;
             table = Table::new(columns.len());
+            table.reserve(0, room as usize);
         }
         if let Some(extra) = object.keys().find(|k| !columns.contains(k)) {
             return Err(problem(number, format!("key `{extra}`, which the first line does not have")));
@@ -169,7 +175,7 @@ mod tests {
     use super::*;
 
     fn csv(text: &str) -> Result<(Vec<String>, Table), FeederProblem> {
-        read_csv(text.as_bytes(), u64::MAX)
+        read_csv(text.as_bytes(), u64::MAX, 0)
     }
 
     #[test]
@@ -188,7 +194,7 @@ mod tests {
         assert!(csv("id,email\n1,a\n2\n").expect_err("short").what.contains("1 fields where the header has 2"));
         assert!(csv("id,id\n1,2\n").expect_err("twice").what.contains("two columns"));
         assert!(csv("id,e mail\n1,2\n").expect_err("blank").what.contains("letters, digits"));
-        let e = read_csv("id\n1234\n5678\n".as_bytes(), 6).expect_err("over 6 bytes");
+        let e = read_csv("id\n1234\n5678\n".as_bytes(), 6, 0).expect_err("over 6 bytes");
         assert_eq!(e.line, 3);
         assert!(e.what.contains("--max-feeder-bytes"), "{}", e.what);
     }
@@ -196,14 +202,14 @@ mod tests {
     #[test]
     fn json_lines_take_the_first_lines_keys_as_columns_and_values_as_json_writes_them() {
         let text = "{\"id\": 1, \"name\": \"ann\", \"tags\": [1,2]}\n\n{\"id\": 2.5, \"name\": null, \"tags\": {}}\n";
-        let (columns, table) = read_json_lines(text.as_bytes(), u64::MAX).expect("valid");
+        let (columns, table) = read_json_lines(text.as_bytes(), u64::MAX, 0).expect("valid");
         assert_eq!(columns, ["id", "name", "tags"]);
         assert_eq!(table.rows(), 2);
         assert_eq!((table.cell(0, 0), table.cell(0, 1), table.cell(0, 2)), (&b"1"[..], &b"ann"[..], &b"[1,2]"[..]));
         assert_eq!((table.cell(1, 0), table.cell(1, 1)), (&b"2.5"[..], &b""[..]));
-        let missing = read_json_lines("{\"a\":1,\"b\":2}\n{\"a\":3}\n".as_bytes(), u64::MAX).expect_err("no b");
+        let missing = read_json_lines("{\"a\":1,\"b\":2}\n{\"a\":3}\n".as_bytes(), u64::MAX, 0).expect_err("no b");
         assert_eq!((missing.line, missing.what.as_str()), (2, "no `b`, which the first line has"));
-        let bad = read_json_lines("{\"a\":1}\n[1]\n".as_bytes(), u64::MAX).expect_err("not an object");
+        let bad = read_json_lines("{\"a\":1}\n[1]\n".as_bytes(), u64::MAX, 0).expect_err("not an object");
         assert_eq!(bad.line, 2);
     }
 }

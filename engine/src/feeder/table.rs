@@ -47,10 +47,12 @@ impl Table {
         self.data.len()
     }
 
-    /// Room for `rows` more rows of `bytes` more bytes, ahead of adding them.
+    /// Room for `rows` more rows of `bytes` more bytes, ahead of adding them, as far as the
+    /// allocator grants it (the sizes may be a peer's word): rows added beyond it still fit, the
+    /// table growing as a `Vec` does.
     pub fn reserve(&mut self, rows: usize, bytes: usize) {
-        self.data.reserve_exact(bytes);
-        self.ends.reserve_exact(rows.saturating_mul(self.width));
+        let _ = self.data.try_reserve_exact(bytes);
+        let _ = self.ends.try_reserve_exact(rows.saturating_mul(self.width).min(1 << 26));
     }
 
     /// Adds a row of exactly `width` cells, as long as the table stays within `limit` bytes.

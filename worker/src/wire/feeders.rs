@@ -16,9 +16,6 @@ pub const CHUNK_BYTES: usize = 256 << 10;
 /// The most bytes of cells a worker takes for all of a shard's feeders together.
 const MAX_SHARD_FEEDER_BYTES: u64 = 4 * MAX_TABLE_BYTES;
 
-/// The most a worker reserves ahead of rows arriving: a shard's sizes are a peer's word.
-const RESERVE_AHEAD: u64 = 64 << 20;
-
 pub(super) fn feeder_to_proto(f: &Feeder) -> v1::Feeder {
     let bytes: usize =
         f.rows.clone().map(|r| (0..f.columns.len()).map(|c| f.table.cell(r, c).len()).sum::<usize>()).sum();
@@ -86,8 +83,11 @@ impl Assembly {
                     f.name, f.rows, f.bytes
                 ));
             }
+            // Room for all of it at once (bounded above), so that the table never grows by
+            // doubling, which would hold two copies at its peak; pages the rows never fill are
+            // never resident.
             let mut table = Table::new(f.columns.len());
-            table.reserve(f.rows.min(RESERVE_AHEAD / 8) as usize, f.bytes.min(RESERVE_AHEAD) as usize);
+            table.reserve(f.rows as usize, f.bytes as usize);
             tables.push(table);
         }
         Ok(Assembly { tables, want: shard.feeders.iter().map(|f| (f.rows, f.bytes)).collect() })
