@@ -8,6 +8,8 @@
 #   volley-mix  --targets with the 8 requests, taken in turn by each connection
 #   volley-tmpl --scenario with the same 8 requests as the steps of one scenario, with templates
 #               ({{vu}}, {{iteration}}, {{random_int}}, {{uuid}}) in paths, headers and the body
+#   volley-feed --scenario of one templated request: two columns of a 10,000-row CSV feeder
+#               (mode cycle) in its path and a header, and a {{random_int}} in its query
 #   oha-mix     oha --urls-from-file with the 8 URLs (oha sends GETs only, without the headers;
 #               HTTP/1.1 and h2c)
 # The report's ratios are volley-mix's (SUBJECT) over the others'.
@@ -47,11 +49,11 @@ POINTS_DESC="connections × streams per connection ${POINTS[*]} (HTTP/1.1: conne
 . "$ROOT/bench/lib/clients.sh"
 
 # shellcheck disable=SC2034 # read through a nameref, TOOLS_$proto
-TOOLS_mixh1=(volley volley-mix volley-tmpl oha-mix)
+TOOLS_mixh1=(volley volley-mix volley-tmpl volley-feed oha-mix)
 # shellcheck disable=SC2034
-TOOLS_mixh2c=(volley volley-mix volley-tmpl oha-mix)
+TOOLS_mixh2c=(volley volley-mix volley-tmpl volley-feed oha-mix)
 # shellcheck disable=SC2034
-TOOLS_mixh3=(volley volley-mix volley-tmpl)
+TOOLS_mixh3=(volley volley-mix volley-tmpl volley-feed)
 
 # The 8 requests, at URL's origin: a targets file for volley, a URL list for oha.
 write_targets() { # url file
@@ -127,6 +129,33 @@ name = "all"
 EOF
 }
 
+write_feed_scenario() { # url file: one templated request fed from a CSV beside it
+  local origin=${1%/} csv=${2%.toml}.csv
+  python3 - "$csv" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("id,user\n")
+    for i in range(10000):
+        f.write(f"{i:05d},user-{i:05d}\n")
+PY
+  cat >"$2" <<EOF
+origin = "$origin"
+[[feeder]]
+name = "items"
+file = "$csv"
+[[scenario]]
+name = "item"
+  [[scenario.step]]
+  path = "/items/{{items.id}}?q={{random_int 1 1000}}"
+  headers = { X-User = "{{items.user}}" }
+EOF
+}
+
+feed_for() { # url: sets FEED_FILE
+  FEED_FILE=$TMP/feed-$(printf '%s' "$1" | tr -c 'a-zA-Z0-9' _).toml
+  [[ -s $FEED_FILE ]] || write_feed_scenario "$1" "$FEED_FILE"
+}
+
 scenario_for() { # url: sets SCENARIO_FILE
   SCENARIO_FILE=$TMP/scenario-$(printf '%s' "$1" | tr -c 'a-zA-Z0-9' _).toml
   [[ -s $SCENARIO_FILE ]] || write_scenario "$1" "$SCENARIO_FILE"
@@ -145,6 +174,7 @@ urls_for() { # url: sets URLS_FILE
 cmd_mixh1_volley() { CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j "$3"); }
 cmd_mixh1_volley-mix() { targets_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE"); }
 cmd_mixh1_volley-tmpl() { scenario_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --scenario "$SCENARIO_FILE"); }
+cmd_mixh1_volley-feed() { feed_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --scenario "$FEED_FILE"); }
 cmd_mixh1_oha-mix() { urls_for "$3"; CMD=("$OHA" --no-tui --output-format json -c "$1" -z "${2}s" --urls-from-file "$URLS_FILE"); }
 cmd_mixh2c_volley() { CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
 cmd_mixh2c_volley-mix() {
@@ -155,6 +185,10 @@ cmd_mixh2c_volley-tmpl() {
   scenario_for "$3"
   CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$SCENARIO_FILE")
 }
+cmd_mixh2c_volley-feed() {
+  feed_for "$3"
+  CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$FEED_FILE")
+}
 # oha's -c is requests in flight, -p how many share a connection.
 cmd_mixh2c_oha-mix() {
   urls_for "$3"
@@ -164,6 +198,11 @@ cmd_mixh3_volley() { CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -
 cmd_mixh3_volley-mix() {
   targets_for "$3"
   CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE")
+}
+
+cmd_mixh3_volley-feed() {
+  feed_for "$3"
+  CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$FEED_FILE")
 }
 
 cmd_mixh3_volley-tmpl() {
