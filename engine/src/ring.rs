@@ -5,7 +5,7 @@ use std::io;
 
 use io_uring::IoUring;
 
-use crate::engine::Engine;
+use crate::engine::kind::Engine;
 use crate::error::EngineError;
 
 /// What the kernel gave us. Reported so a run says what it measured with.

@@ -12,7 +12,8 @@ use super::clock_sync::Offset;
 use super::link::WorkerInfo;
 use super::series::{Label, Profile};
 use super::worker_series::SeriesBudget;
-use crate::report::Digest;
+// The leaf, not `report`: the report reads the fleet's results.
+use crate::report::digest::Digest;
 
 /// One worker's part of a run, as the report shows it.
 #[derive(Debug, Default)]

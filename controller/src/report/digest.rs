@@ -7,7 +7,19 @@
 use hdrhistogram::Histogram;
 use volley_engine::{Counters, Stats};
 
-use super::PERCENTILES;
+/// Percentiles the report lists, as (label, quantile): here, beside the digest that keeps them
+/// of a summarised worker.
+pub(crate) const PERCENTILES: [(&str, f64); 9] = [
+    ("10", 0.10),
+    ("25", 0.25),
+    ("50", 0.50),
+    ("75", 0.75),
+    ("90", 0.90),
+    ("95", 0.95),
+    ("99", 0.99),
+    ("99.9", 0.999),
+    ("99.99", 0.9999),
+];
 
 /// What the report shows of one histogram: its count, min, mean, max and [`PERCENTILES`].
 #[derive(Debug, Clone, PartialEq)]

@@ -1,6 +1,6 @@
 //! The report of a run: built once from merged statistics, printed as text or JSON.
 
-mod digest;
+pub(crate) mod digest;
 mod json;
 mod protocols;
 mod saved;
@@ -14,23 +14,10 @@ pub(crate) use protocols::{HttpVersion, Protocols};
 
 use crate::fleet::{FleetRun, Second, SeriesBudget, WorkerInfo};
 
-pub(crate) use digest::Digest;
+pub(crate) use digest::{Digest, PERCENTILES};
 pub(crate) use json::to_json;
 pub(crate) use saved::from_saved;
 pub(crate) use text::to_text;
-
-/// Percentiles the report lists, as (label, quantile).
-pub(crate) const PERCENTILES: [(&str, f64); 9] = [
-    ("10", 0.10),
-    ("25", 0.25),
-    ("50", 0.50),
-    ("75", 0.75),
-    ("90", 0.90),
-    ("95", 0.95),
-    ("99", 0.99),
-    ("99.9", 0.999),
-    ("99.99", 0.9999),
-];
 
 /// Engine threads busier than this were probably the bottleneck, not the server.
 const SATURATED: f64 = 0.90;

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 
-use crate::engine::Engine;
+use crate::engine::kind::Engine;
 use crate::gate::StartGate;
 use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Stats};

@@ -313,7 +313,7 @@ pub struct Plan {
     /// HTTP/3: how QUIC's congestion control treats the path.
     pub quic_congestion: QuicCongestion,
     /// The I/O beneath the loops: io_uring, epoll, or (auto) io_uring where it works.
-    pub engine: crate::engine::EngineChoice,
+    pub engine: crate::engine::kind::EngineChoice,
     /// The local addresses connections are bound to, each connection to one of them in turn,
     /// so that one engine reaches one target address through more than one local port range;
     /// all of the target's family, at most [`MAX_SOURCE_ADDRS`]. Empty: the kernel picks, by
@@ -344,7 +344,7 @@ impl Plan {
             load: Load::closed(),
             warm_up: None,
             quic_congestion: QuicCongestion::Loopback,
-            engine: crate::engine::EngineChoice::Auto,
+            engine: crate::engine::kind::EngineChoice::Auto,
             source_addrs: Vec::new(),
             feeders: Vec::new(),
         }

@@ -4,65 +4,12 @@
 
 use std::sync::Once;
 
+pub(crate) mod kind;
+
+pub use kind::{Engine, EngineChoice};
+
 use crate::error::EngineError;
 use crate::ring::{RingSupport, kernel_release, probe_io_uring};
-
-/// The engine asked for (`--engine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum EngineChoice {
-    /// io_uring when it can be set up here, else epoll (said once on stderr).
-    #[default]
-    Auto,
-    IoUring,
-    Epoll,
-}
-
-impl EngineChoice {
-    /// As the command line and the wire spell them.
-    pub const NAMES: [&'static str; 3] = ["auto", "io-uring", "epoll"];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineChoice::Auto => "auto",
-            EngineChoice::IoUring => "io-uring",
-            EngineChoice::Epoll => "epoll",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "auto" => Some(EngineChoice::Auto),
-            "io-uring" | "io_uring" => Some(EngineChoice::IoUring),
-            "epoll" => Some(EngineChoice::Epoll),
-            _ => None,
-        }
-    }
-}
-
-/// The engine a run runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Engine {
-    #[default]
-    IoUring,
-    Epoll,
-}
-
-impl Engine {
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::IoUring => "io-uring",
-            Engine::Epoll => "epoll",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        match EngineChoice::parse(name)? {
-            EngineChoice::IoUring => Some(Engine::IoUring),
-            EngineChoice::Epoll => Some(Engine::Epoll),
-            EngineChoice::Auto => None,
-        }
-    }
-}
 
 /// What epoll costs against io_uring, as the fallback's line says it (bench/h1.sh, h2.sh).
 pub const EPOLL_COST: &str = "more CPU per request than io_uring (about 1.3x on HTTP/1.1 in bench/h1.sh)";
