@@ -35,6 +35,7 @@ pub use engine::{EPOLL_COST, Engine, EngineChoice, choose_engine, fallback_line}
 pub use error::EngineError;
 pub use feeder::{
     DEFAULT_MAX_FEEDER_BYTES, Feeder, FeederMode, MAX_COLUMNS, MAX_FEEDERS, MAX_TABLE_BYTES, Table, TableError,
+    is_feeder_name,
 };
 pub use plan::{
     ConnectionIndices, DEFAULT_MAX_HOLD, Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use toml::Spanned;
 use volley_engine::{
     Feeder, FeederMode, MAX_FEEDERS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, NamedRequest, RequestSpec, Scenario,
-    Target, Vocabulary, check_template, template_skeleton,
+    Target, Vocabulary, check_template, is_feeder_name, template_skeleton,
 };
 
 use super::ScenarioFile;
@@ -110,7 +110,7 @@ fn feeders(
         let table = table.get_ref();
         let name = table.name.get_ref();
         let name_at = at(table.name.span());
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        if !is_feeder_name(name) {
             return Err(Located::new(name_at, Problem::FeederName { name: shown(name) }));
         }
         if feeders.iter().any(|f| &f.name == name) {

@@ -3,11 +3,12 @@
 //! first line's keys are the columns; strings as they are, other values as JSON writes them).
 //! The file is read as it streams, into one table: the controller holds one copy.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use volley_engine::{MAX_COLUMNS, Table, TableError};
+use volley_engine::{MAX_COLUMNS, Table, TableError, is_feeder_name};
 
 /// A feeder file's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +70,7 @@ fn check_columns(columns: &[String]) -> Result<(), FeederProblem> {
         return Err(problem(1, format!("{} columns is more than the {MAX_COLUMNS} a feeder may have", columns.len())));
     }
     for (i, c) in columns.iter().enumerate() {
-        if c.is_empty() || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        if !is_feeder_name(c) {
             return Err(problem(
                 1,
                 format!("column `{}`: a column's name is letters, digits, `_` and `-`", c.escape_debug()),
@@ -125,7 +126,6 @@ fn read_json_lines(mut input: impl BufRead, limit: u64, room: u64) -> Result<(Ve
     let mut columns: Vec<String> = Vec::new();
     let mut table = Table::new(0);
     let (mut line, mut number) = (Vec::new(), 0u64);
-    let mut cells: Vec<Vec<u8>> = Vec::new();
     loop {
         line.clear();
         number += 1;
@@ -151,15 +151,16 @@ fn read_json_lines(mut input: impl BufRead, limit: u64, room: u64) -> Result<(Ve
         if let Some(extra) = object.keys().find(|k| !columns.contains(k)) {
             return Err(problem(number, format!("key `{extra}`, which the first line does not have")));
         }
-        cells.clear();
+        // A string's bytes go in as they are, borrowed: only other values are written anew.
+        let mut cells: Vec<Cow<'_, [u8]>> = Vec::with_capacity(columns.len());
         for column in &columns {
             let Some(value) = object.get(column) else {
                 return Err(problem(number, format!("no `{column}`, which the first line has")));
             };
             cells.push(match value {
-                serde_json::Value::String(s) => s.clone().into_bytes(),
-                serde_json::Value::Null => Vec::new(),
-                other => other.to_string().into_bytes(),
+                serde_json::Value::String(s) => Cow::Borrowed(s.as_bytes()),
+                serde_json::Value::Null => Cow::Borrowed(&[]),
+                other => Cow::Owned(other.to_string().into_bytes()),
             });
         }
         table.push(&cells, limit).map_err(|e| match e {

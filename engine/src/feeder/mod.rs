@@ -22,6 +22,12 @@ pub const MAX_COLUMNS: usize = 256;
 /// more (`--max-feeder-bytes`): each worker holds its rows in memory, once.
 pub const DEFAULT_MAX_FEEDER_BYTES: u64 = 1 << 30;
 
+/// Whether `name` may name a feeder or one of its columns: letters, digits, `_` and `-`, at
+/// least one, so that a slot `{{FEEDER.COLUMN}}` names it unambiguously.
+pub fn is_feeder_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 /// How iterations take rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FeederMode {

@@ -85,16 +85,28 @@ impl Table {
     /// Rows `rows`' cells, end to end, with each cell's length: what one chunk on the wire
     /// carries.
     pub fn slice(&self, rows: Range<usize>) -> (&[u8], impl Iterator<Item = u32> + '_) {
-        let cells = rows.start * self.width..(rows.end * self.width).min(self.ends.len());
-        let start = cells.start.checked_sub(1).and_then(|i| self.ends.get(i)).map_or(0, |&s| s as usize);
-        let end = cells.end.checked_sub(1).and_then(|i| self.ends.get(i)).map_or(start, |&e| e as usize);
-        let mut last = start as u32;
+        let (cells, bytes) = self.span(rows);
+        let mut last = bytes.start as u32;
         let lengths = self.ends[cells].iter().map(move |&e| {
             let length = e - last;
             last = e;
             length
         });
-        (&self.data[start..end.max(start)], lengths)
+        (&self.data[bytes], lengths)
+    }
+
+    /// How many bytes rows `rows`' cells hold.
+    pub fn bytes_of(&self, rows: Range<usize>) -> usize {
+        self.span(rows).1.len()
+    }
+
+    /// Rows `rows` as the range of their cells and the range of those cells' bytes (rows past
+    /// the end are none).
+    fn span(&self, rows: Range<usize>) -> (Range<usize>, Range<usize>) {
+        let cells = (rows.start * self.width).min(self.ends.len())..(rows.end * self.width).min(self.ends.len());
+        let start = cells.start.checked_sub(1).and_then(|i| self.ends.get(i)).map_or(0, |&s| s as usize);
+        let end = cells.end.checked_sub(1).and_then(|i| self.ends.get(i)).map_or(start, |&e| e as usize);
+        (cells, start..end.max(start))
     }
 
     /// Appends rows given as their cells end to end (`data`) with each cell's length, as

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::validate_source_addrs;
-use crate::feeder::{Feeder, MAX_COLUMNS, MAX_FEEDERS};
+use crate::feeder::{Feeder, MAX_COLUMNS, MAX_FEEDERS, is_feeder_name};
 use crate::template::{Template, check_template};
 
 use super::{
@@ -85,7 +85,7 @@ fn validate_feeders(feeders: &[Feeder]) -> Result<(), PlanError> {
         return bad(format!("{} feeders is more than the {MAX_FEEDERS} a run may have", feeders.len()));
     }
     for (i, f) in feeders.iter().enumerate() {
-        if f.name.is_empty() || !f.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        if !is_feeder_name(&f.name) {
             return bad(format!("feeder `{}`: a name is letters, digits, `_` and `-`", f.name.escape_debug()));
         }
         if feeders[..i].iter().any(|g| g.name == f.name) {

@@ -17,8 +17,6 @@ pub const CHUNK_BYTES: usize = 256 << 10;
 const MAX_SHARD_FEEDER_BYTES: u64 = 4 * MAX_TABLE_BYTES;
 
 pub(super) fn feeder_to_proto(f: &Feeder) -> v1::Feeder {
-    let bytes: usize =
-        f.rows.clone().map(|r| (0..f.columns.len()).map(|c| f.table.cell(r, c).len()).sum::<usize>()).sum();
     v1::Feeder {
         name: f.name.clone(),
         columns: f.columns.clone(),
@@ -28,7 +26,7 @@ pub(super) fn feeder_to_proto(f: &Feeder) -> v1::Feeder {
             FeederMode::Random => 2,
         },
         rows: f.rows.len() as u64,
-        bytes: bytes as u64,
+        bytes: f.table.bytes_of(f.rows.clone()) as u64,
     }
 }
 
@@ -43,7 +41,7 @@ pub fn feeder_rows(feeders: &[Feeder]) -> impl Iterator<Item = v1::FeederRows> +
             let first = row;
             let mut bytes = 0;
             while row < f.rows.end && (row == first || bytes < CHUNK_BYTES) {
-                bytes += (0..f.columns.len()).map(|c| f.table.cell(row, c).len()).sum::<usize>();
+                bytes += f.table.bytes_of(row..row + 1);
                 row += 1;
             }
             let (cells, lengths) = f.table.slice(first..row);
