@@ -1,9 +1,9 @@
 //! Running a plan: spread it over threads, collect their per-second deltas, merge the result.
 
 use std::collections::btree_map::Entry;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::driver::{self, GRO_BUF_SIZE, MIN_BUF_SIZE, Shared, ThreadDone, ThreadMsg, ThreadPlan};
@@ -28,6 +28,8 @@ use crate::{h1, h2, h3};
 pub struct RunControl {
     stop_flag: Arc<AtomicBool>,
     pub(crate) gate: Arc<StartGate>,
+    /// Engine threads whose counts are in and who are still closing their connections.
+    closing: Arc<Mutex<Vec<JoinHandle<std::io::Result<()>>>>>,
 }
 
 impl Default for RunControl {
@@ -47,7 +49,11 @@ impl RunControl {
     /// A run that opens its connections (unless keep-alive is off) and then waits for
     /// [`RunControl::start_at`] before it sends anything.
     pub fn gated() -> Self {
-        RunControl { stop_flag: Arc::new(AtomicBool::new(false)), gate: Arc::new(StartGate::closed()) }
+        RunControl {
+            stop_flag: Arc::new(AtomicBool::new(false)),
+            gate: Arc::new(StartGate::closed()),
+            closing: Arc::default(),
+        }
     }
 
     /// Lets the load start at `at` (at once if it is past). Only the first call counts.
@@ -68,6 +74,17 @@ impl RunControl {
     /// runner other than the engine (the simulated fleet's) that keeps the same gate.
     pub fn start_instant(&self) -> Option<Instant> {
         self.gate.at()
+    }
+
+    /// Waits until the engine threads of a run that returned have closed its connections
+    /// (within a second each): [`run`] returns as soon as the counts are final, and closing
+    /// 10,000 connections is a fifth of a second of the kernel's time. What comes next on the
+    /// same machine (another run) waits here; a process about to exit need not.
+    pub fn wait_closed(&self) {
+        let handles = std::mem::take(&mut *self.closing.lock().unwrap_or_else(|e| e.into_inner()));
+        for handle in handles {
+            let _ = handle.join();
+        }
     }
 }
 
@@ -254,18 +271,28 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     drop(tx);
 
     let mut collector = Collector::new(threads, plan.warm_up_seconds());
-    for msg in rx {
+    // Until every thread's last word, or every thread gone (one that failed to set up says none).
+    while !collector.all_done() {
+        let Ok(msg) = rx.recv() else { break };
         collector.take(msg, on_progress);
     }
     let duration = match collector.start {
         Some(start) => collector.end.unwrap_or_else(Instant::now).saturating_duration_since(start),
         None => Duration::ZERO,
     };
-    for handle in handles {
-        match handle.join() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(EngineError::Thread(e.to_string())),
-            Err(_) => return Err(EngineError::Thread("an engine thread panicked".into())),
+    if collector.all_done() {
+        // Each thread is closing its connections now; its outcome is in its last word.
+        control.closing.lock().unwrap_or_else(|e| e.into_inner()).extend(handles);
+        if let Some(failure) = collector.failure {
+            return Err(EngineError::Thread(failure));
+        }
+    } else {
+        for handle in handles {
+            match handle.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(EngineError::Thread(e.to_string())),
+                Err(_) => return Err(EngineError::Thread("an engine thread panicked".into())),
+            }
         }
     }
     Ok(RunResult {
@@ -304,6 +331,8 @@ struct Collector {
     end: Option<Instant>,
     cpu: Duration,
     stream_limit: Option<u32>,
+    /// The first error a thread's load ended with.
+    failure: Option<String>,
 }
 
 impl Collector {
@@ -324,7 +353,12 @@ impl Collector {
             end: None,
             cpu: Duration::ZERO,
             stream_limit: None,
+            failure: None,
         }
+    }
+
+    fn all_done(&self) -> bool {
+        self.done.iter().all(|d| *d)
     }
 
     fn take(&mut self, msg: ThreadMsg, on_progress: &mut dyn FnMut(Progress)) {
@@ -350,7 +384,8 @@ impl Collector {
                 }
             }
             ThreadMsg::Done(done) => {
-                let ThreadDone { thread, rest, error_samples, ended, cpu, stream_limit } = done;
+                let ThreadDone { thread, rest, error_samples, ended, cpu, stream_limit, failure } = done;
+                self.failure = self.failure.take().or(failure);
                 // A thread that ended before its warm-up did (stopped) counted the rest in it.
                 if self.last_tick[thread] < self.warm_up_ticks {
                     self.warm_up.merge(&rest);

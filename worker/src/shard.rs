@@ -99,6 +99,8 @@ pub fn run_shard(plan: &Plan, control: &RunControl, sink: &mut dyn FnMut(Event))
         })),
         Err(e) => Event::Failed(e.to_string()),
     });
+    // The result is out; the next shard on this machine starts once the sockets are closed.
+    control.wait_closed();
 }
 
 #[cfg(test)]

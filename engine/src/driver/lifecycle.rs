@@ -144,7 +144,13 @@ impl Lifecycle {
         }
     }
 
-    /// The thread's last word.
+    /// Ends every thread's load, this one's included.
+    pub(super) fn stop_all(&self) {
+        self.stop_flag.store(true, Ordering::Relaxed);
+    }
+
+    /// The thread's last word: sent once its counts are final, before its connections are
+    /// closed.
     pub(super) fn done(&self, done: ThreadDone) {
         let _ = self.tx.send(ThreadMsg::Done(done));
     }

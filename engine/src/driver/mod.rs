@@ -108,6 +108,8 @@ pub(crate) struct ThreadDone {
     /// The lowest limit on requests in flight per connection a server set below what was asked
     /// (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS).
     pub stream_limit: Option<u32>,
+    /// What ended the thread's load when it was an error rather than the plan.
+    pub failure: Option<String>,
 }
 
 pub(crate) use socket::encode_sockaddr;
