@@ -37,7 +37,7 @@ fail() {
 net=volley-fleet-test
 host_ip=198.18.0.1
 image_worker_ip=198.18.0.20
-blocked_worker_ip=198.18.0.21
+blocked_worker_ip=198.18.0.22
 kube_worker_ip=198.18.0.21
 kube_pod=volley-worker-0 # the StatefulSet's first pod, as the kube step plays it
 kube_play_bound=${VOLLEY_TEST_KUBE_PLAY_TIMEOUT:-120}
