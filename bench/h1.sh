@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/h1.sh — HTTP/1.1 client comparison on this machine: volley vs shb vs wrk vs h2load,
-# over plain TCP (h1) and TLS (h1tls).
+# bench/h1.sh — HTTP/1.1 client comparison on this machine: volley (io_uring, and --engine epoll)
+# vs shb vs wrk vs h2load vs oha, over plain TCP (h1) and TLS (h1tls).
 #
 # One local nginx (1 worker, pinned to BENCH_SERVER_CPU) answers "hello, world!\n" on
 # 127.0.0.1, one port per protocol; each client runs pinned to BENCH_CLIENT_CPU with 1 thread for a fixed duration,
@@ -45,9 +45,9 @@ for p in "${PROTOS[@]}"; do
   [[ $p == h1 || $p == h1tls ]] || { echo "h1.sh: BENCH_PROTOS: '$p' is not h1 or h1tls" >&2; exit 2; }
 done
 # shellcheck disable=SC2034 # read through a nameref, TOOLS_$proto
-TOOLS_h1=(volley volley-epoll shb wrk h2load)
+TOOLS_h1=(volley volley-epoll shb wrk h2load oha)
 # shellcheck disable=SC2034
-TOOLS_h1tls=(volley volley-epoll shb wrk h2load)
+TOOLS_h1tls=(volley volley-epoll shb wrk h2load oha)
 
 listen_h1() { echo "listen 127.0.0.1:$1;"; }
 listen_h1tls() { echo "listen 127.0.0.1:$1 ssl;"; }
@@ -66,5 +66,8 @@ cmd_h1tls_volley-epoll() { CMD=("$VOLLEY" --engine epoll -z "${2}s" -c "$1" -t 1
 cmd_h1tls_shb() { cmd_h1_shb "$@"; }
 cmd_h1tls_wrk() { cmd_h1_wrk "$@"; }
 cmd_h1tls_h2load() { cmd_h1_h2load "$@"; }
+# oha (tokio, on epoll): what runs where io_uring is blocked, beside volley's epoll engine.
+cmd_h1_oha() { CMD=("$OHA" --no-tui --output-format json -c "$1" -z "${2}s" "$3"); }
+cmd_h1tls_oha() { CMD=("$OHA" --insecure --no-tui --output-format json -c "$1" -z "${2}s" "$3"); }
 
 clients_main wrk h2load:nghttp2-client /usr/bin/time:time openssl

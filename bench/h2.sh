@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# bench/h2.sh — HTTP/2 client comparison on this machine: volley vs shb vs h2load, over h2c (prior
-# knowledge, plain TCP) and over TLS (ALPN h2), at connections × streams-per-connection points.
+# bench/h2.sh — HTTP/2 client comparison on this machine: volley (io_uring, and --engine epoll)
+# vs shb vs h2load vs oha, over h2c (prior knowledge, plain TCP) and over TLS (ALPN h2), at
+# connections × streams-per-connection points.
 #
 # The same setup as bench/h1.sh (bench/lib/clients.sh): one local nginx (1 worker, pinned to
 # BENCH_SERVER_CPU) answers "hello, world!\n" on 127.0.0.1, now with one h2c port and one TLS
@@ -45,9 +46,9 @@ POINTS_DESC="connections × streams per connection ${POINTS[*]}"
 # Protocols and tools (hooks described in bench/lib/clients.sh). Commands get
 # CONNS SECONDS URL STREAMS.
 # shellcheck disable=SC2034 # read through a nameref, TOOLS_$proto
-TOOLS_h2c=(volley volley-epoll shb h2load)
+TOOLS_h2c=(volley volley-epoll shb h2load oha)
 # shellcheck disable=SC2034
-TOOLS_h2tls=(volley volley-epoll shb h2load)
+TOOLS_h2tls=(volley volley-epoll shb h2load oha)
 
 listen_h2c() { echo "listen 127.0.0.1:$1 http2;"; } # nginx 1.22: h2c with prior knowledge only
 listen_h2tls() { echo "listen 127.0.0.1:$1 ssl http2;"; }
@@ -64,6 +65,11 @@ cmd_h2tls_h2load() { cmd_h2c_h2load "$@"; }
 # shb trusts every certificate on https:// and keeps its default batching (--batch-*).
 cmd_h2c_shb() { CMD=("$SHB" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
 cmd_h2tls_shb() { cmd_h2c_shb "$@"; }
+# oha (tokio, on epoll): its -c is requests in flight, -p how many share a connection.
+cmd_h2c_oha() { CMD=("$OHA" --http2 --no-tui --output-format json -c "$(($1 * $4))" -p "$4" -z "${2}s" "$3"); }
+cmd_h2tls_oha() {
+  CMD=("$OHA" --http2 --insecure --no-tui --output-format json -c "$(($1 * $4))" -p "$4" -z "${2}s" "$3")
+}
 
 # The HTTP/2 limits (stated even where they are nginx's defaults, since the points depend on
 # them): up to 128 streams per connection, and no connection closed mid-run

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/h3.sh — HTTP/3 client comparison on this machine: volley vs shb vs oha (built with its
-# http3 feature), against three QUIC servers on loopback: caddy (quic-go; the server is the
+# bench/h3.sh — HTTP/3 client comparison on this machine: volley (io_uring, and --engine epoll)
+# vs shb vs oha (built with its http3 feature), against three QUIC servers on loopback: caddy (quic-go; the server is the
 # bottleneck there), ngtcp2's example server gtlsserver (ngtcp2 + nghttp3 + GnuTLS, quick
 # enough that a client's own cost shows), and `volley serve --http3` (quinn + h3: the one
 # server oha 1.16's HTTP/3 completes runs against here; against the other two it hangs after
@@ -46,16 +46,19 @@ POINTS_DESC="connections × streams per connection ${POINTS[*]}"
 . "$ROOT/bench/lib/clients.sh"
 
 # shellcheck disable=SC2034 # read through a nameref, TOOLS_$proto
-TOOLS_h3ngtcp2=(volley shb oha)
+TOOLS_h3ngtcp2=(volley volley-epoll shb oha)
 # shellcheck disable=SC2034
-TOOLS_h3caddy=(volley shb oha)
+TOOLS_h3caddy=(volley volley-epoll shb oha)
 # shellcheck disable=SC2034
-TOOLS_h3serve=(volley shb oha)
+TOOLS_h3serve=(volley volley-epoll shb oha)
 
 # Commands get CONNS SECONDS URL STREAMS. Every client trusts any certificate (volley -k).
 cmd_h3ngtcp2_volley() { CMD=("$VOLLEY" --http3 -p "$4" -c "$1" -t 1 -z "${2}s" -k -j "$3"); }
 cmd_h3caddy_volley() { cmd_h3ngtcp2_volley "$@"; }
 cmd_h3serve_volley() { cmd_h3ngtcp2_volley "$@"; }
+cmd_h3ngtcp2_volley-epoll() { CMD=("$VOLLEY" --engine epoll --http3 -p "$4" -c "$1" -t 1 -z "${2}s" -k -j "$3"); }
+cmd_h3caddy_volley-epoll() { cmd_h3ngtcp2_volley-epoll "$@"; }
+cmd_h3serve_volley-epoll() { cmd_h3ngtcp2_volley-epoll "$@"; }
 cmd_h3ngtcp2_shb() { CMD=("$SHB" --http3 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
 cmd_h3caddy_shb() { cmd_h3ngtcp2_shb "$@"; }
 cmd_h3serve_shb() { cmd_h3ngtcp2_shb "$@"; }
@@ -66,26 +69,6 @@ cmd_h3ngtcp2_oha() {
 }
 cmd_h3caddy_oha() { cmd_h3ngtcp2_oha "$@"; }
 cmd_h3serve_oha() { cmd_h3ngtcp2_oha "$@"; }
-
-# oha, from crates.io with its http3 feature, into bench/tools (git-ignored) on first use.
-OHA_VERSION=${BENCH_OHA_VERSION:-1.16.0}
-prepare_oha() {
-  if [[ -z ${OHA:-} ]]; then
-    OHA=$SHB_ROOT/bin/oha
-  fi
-  if [[ ! -x $OHA && ${BENCH_NO_INSTALL:-0} != 1 ]] && command -v cargo >/dev/null; then
-    log "installing oha $OHA_VERSION with http3: cargo install oha --features http3 --root $SHB_ROOT (log: $RAW/oha-install.log)"
-    if ! run_child timeout 3600 cargo install --locked --version "$OHA_VERSION" --features http3 \
-      --root "$SHB_ROOT" oha >"$RAW/oha-install.log" 2>&1; then
-      UNAVAILABLE_REASON="cargo install oha failed, see $RAW/oha-install.log"
-      return 1
-    fi
-  fi
-  if [[ ! -x $OHA ]]; then
-    UNAVAILABLE_REASON="oha not found (cargo install oha --features http3, or set OHA=PATH)"
-    return 1
-  fi
-}
 
 # ---------------------------------------------------------------------------------------
 # The servers: both answer "hello, world!\n" to GET / over HTTP/3 with the self-signed

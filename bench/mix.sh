@@ -224,13 +224,7 @@ cmd_mixh3_volley-tmpl() {
   CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$SCENARIO_FILE" "${TMPL_RATE[@]}")
 }
 
-prepare_oha-mix() {
-  OHA=${OHA:-$(command -v oha || echo "$SHB_ROOT/bin/oha")}
-  if [[ ! -x $OHA ]]; then
-    UNAVAILABLE_REASON="oha not found (cargo install oha, or set OHA=PATH)"
-    return 1
-  fi
-}
+prepare_oha-mix() { prepare_oha; }
 
 # ---------------------------------------------------------------------------------------
 # nginx for the TCP protocols, `volley serve --http3` for HTTP/3.

@@ -84,6 +84,26 @@ prepare_shb() {
   fi
 }
 
+# oha, from crates.io with its http3 feature, into bench/tools (git-ignored) on first use.
+OHA_VERSION=${BENCH_OHA_VERSION:-1.16.0}
+prepare_oha() {
+  if [[ -z ${OHA:-} ]]; then
+    OHA=$(command -v oha || echo "$SHB_ROOT/bin/oha")
+  fi
+  if [[ ! -x $OHA && ${BENCH_NO_INSTALL:-0} != 1 ]] && command -v cargo >/dev/null; then
+    log "installing oha $OHA_VERSION with http3: cargo install oha --features http3 --root $SHB_ROOT (log: $RAW/oha-install.log)"
+    if ! run_child timeout 3600 cargo install --locked --version "$OHA_VERSION" --features http3 \
+      --root "$SHB_ROOT" oha >"$RAW/oha-install.log" 2>&1; then
+      UNAVAILABLE_REASON="cargo install oha failed, see $RAW/oha-install.log"
+      return 1
+    fi
+  fi
+  if [[ ! -x $OHA ]]; then
+    UNAVAILABLE_REASON="oha not found (cargo install oha --features http3, or set OHA=PATH)"
+    return 1
+  fi
+}
+
 # TLS ports (h1tls, h2tls): a self-signed ECDSA certificate made in the temp dir, TLS 1.3
 # with one cipher suite, so that every client pays for the same cipher.
 TLS_SUITE=TLS_AES_128_GCM_SHA256

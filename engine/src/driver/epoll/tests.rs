@@ -153,3 +153,82 @@ fn bytes_and_the_close_in_one_event_still_end_the_receive() {
     io.recycle(cqueue::buffer_select(recvs[0].1).unwrap());
     io.cancel_and_close(0, 7).unwrap();
 }
+
+/// `slots` sockets connected to `listener`, each receiving; the server's ends, in slot order.
+fn receiving(io: &mut Epoll, listener: &TcpListener, slots: usize) -> Vec<std::net::TcpStream> {
+    let to = listener.local_addr().unwrap();
+    let mut servers = Vec::new();
+    for slot in 0..slots {
+        let fd = new_socket(&to, false).unwrap();
+        io.adopt_socket(slot, fd, SocketKind::Stream).unwrap();
+        let (addr, len) = encode_sockaddr(&to);
+        // SAFETY: `addr` lives through the call, which is all epoll needs.
+        unsafe { io.connect(slot, 7, (&raw const addr).cast(), len) }.unwrap();
+        servers.push(listener.accept().unwrap().0);
+    }
+    let mut connected = 0;
+    let mut batch = Vec::new();
+    let end = Instant::now() + Duration::from_secs(2);
+    while connected < slots {
+        let now = Instant::now();
+        assert!(now < end, "{connected} of {slots} connected");
+        io.wait(now, end).unwrap();
+        io.completions(&mut batch);
+        connected += of(&batch, Op::Connect).len();
+    }
+    for slot in 0..slots {
+        io.recv_multishot(slot, 7).unwrap();
+    }
+    servers
+}
+
+#[test]
+fn a_hold_returns_once_its_batch_is_ready_and_at_its_limit_when_the_batch_never_comes() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut io = Epoll::new(4, Duration::from_secs(1), 16, 64).unwrap();
+    let mut servers = receiving(&mut io, &listener, 4);
+    let mut batch = Vec::new();
+    io.completions(&mut batch);
+
+    // One answers at once, the other three 20 ms later: the hold gathers all four, long
+    // before its limit, though the pace of the first said the rest would come sooner.
+    servers[0].write_all(b"a").unwrap();
+    let start = Instant::now();
+    while io.ready() == 0 {
+        io.wait(Instant::now(), start + Duration::from_secs(2)).unwrap();
+        assert!(start.elapsed() < Duration::from_secs(2), "the first answer never came");
+    }
+    let late: Vec<_> = servers.drain(1..).collect();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        for mut s in &late {
+            s.write_all(b"b").unwrap();
+        }
+        late
+    });
+    let held = Instant::now();
+    io.hold(4, Duration::from_secs(2)).unwrap();
+    let took = held.elapsed();
+    // Kept open to the end: their closes would be receives too.
+    let _late = writer.join().unwrap();
+    io.completions(&mut batch);
+    assert_eq!(of(&batch, Op::Recv).len(), 4, "{batch:?}");
+    assert!(took >= Duration::from_millis(15) && took < Duration::from_secs(1), "held {took:?}");
+    for &(_, flags) in &of(&batch, Op::Recv) {
+        io.recycle(cqueue::buffer_select(flags).expect("a buffer"));
+    }
+
+    // One answer of the four asked for: the hold ends at its limit with that one.
+    servers[0].write_all(b"c").unwrap();
+    let start = Instant::now();
+    while io.ready() == 0 {
+        io.wait(Instant::now(), start + Duration::from_secs(2)).unwrap();
+        assert!(start.elapsed() < Duration::from_secs(2), "the answer never came");
+    }
+    let held = Instant::now();
+    io.hold(4, Duration::from_millis(30)).unwrap();
+    let took = held.elapsed();
+    io.completions(&mut batch);
+    assert_eq!(of(&batch, Op::Recv).len(), 1, "{batch:?}");
+    assert!(took >= Duration::from_millis(30) && took < Duration::from_secs(1), "held {took:?}");
+}
