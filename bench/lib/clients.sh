@@ -88,7 +88,9 @@ prepare_shb() {
 OHA_VERSION=${BENCH_OHA_VERSION:-1.16.0}
 prepare_oha() {
   if [[ -z ${OHA:-} ]]; then
-    OHA=$(command -v oha || echo "$SHB_ROOT/bin/oha")
+    # bench/tools' own first: it has HTTP/3, which one on PATH may lack.
+    OHA=$SHB_ROOT/bin/oha
+    [[ -x $OHA ]] || OHA=$(command -v oha || echo "$OHA")
   fi
   if [[ ! -x $OHA && ${BENCH_NO_INSTALL:-0} != 1 ]] && command -v cargo >/dev/null; then
     log "installing oha $OHA_VERSION with http3: cargo install oha --features http3 --root $SHB_ROOT (log: $RAW/oha-install.log)"
