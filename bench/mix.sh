@@ -27,11 +27,6 @@
 #   BENCH_CLIENT_CPU=0 / BENCH_SERVER_CPU=1
 #   VOLLEY=./target/release/volley   BENCH_NO_BUILD=1   BENCH_NO_INSTALL=1
 #   OHA=PATH                         the oha to measure (default: on PATH, else bench/tools)
-#   BENCH_RATE=R                     every tool at R requests/s (volley --rate, oha -q) instead of
-#                                    as fast as it can: where the server, not the client, is the
-#                                    bottleneck (h2c against one nginx worker), CPU per request
-#                                    is only comparable at the same throughput, since a client
-#                                    that waits more wakes more often per request
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,15 +44,6 @@ for p in "${PROTOS[@]}"; do
 done
 ((${#POINTS[@]} && ${#PROTOS[@]})) || { echo "mix.sh: BENCH_POINTS and BENCH_PROTOS must not be empty" >&2; exit 2; }
 POINTS_DESC="connections × streams per connection ${POINTS[*]} (HTTP/1.1: connections only)"
-VOLLEY_RATE=() OHA_RATE=() TMPL_RATE=()
-if [[ -n ${BENCH_RATE:-} ]]; then
-  [[ $BENCH_RATE =~ ^[1-9][0-9]*$ && $((BENCH_RATE % 8)) -eq 0 ]] ||
-    { echo "mix.sh: BENCH_RATE: '$BENCH_RATE' is not a whole number of requests/s divisible by 8" >&2; exit 2; }
-  VOLLEY_RATE=(--rate "$BENCH_RATE") OHA_RATE=(-q "$BENCH_RATE")
-  # volley-tmpl's scenario sends its 8 requests per iteration, and --rate paces iterations.
-  TMPL_RATE=(--rate "$((BENCH_RATE / 8))")
-  POINTS_DESC="$POINTS_DESC, every tool at $BENCH_RATE requests/s"
-fi
 
 # shellcheck source-path=SCRIPTDIR source=lib/clients.sh
 . "$ROOT/bench/lib/clients.sh"
@@ -185,43 +171,43 @@ urls_for() { # url: sets URLS_FILE
 }
 
 # Commands get CONNS SECONDS URL STREAMS.
-cmd_mixh1_volley() { CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j "$3" "${VOLLEY_RATE[@]}"); }
-cmd_mixh1_volley-mix() { targets_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE" "${VOLLEY_RATE[@]}"); }
-cmd_mixh1_volley-tmpl() { scenario_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --scenario "$SCENARIO_FILE" "${TMPL_RATE[@]}"); }
-cmd_mixh1_volley-feed() { feed_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --scenario "$FEED_FILE" "${VOLLEY_RATE[@]}"); }
-cmd_mixh1_oha-mix() { urls_for "$3"; CMD=("$OHA" --no-tui --output-format json -c "$1" -z "${2}s" --urls-from-file "$URLS_FILE" "${OHA_RATE[@]}"); }
-cmd_mixh2c_volley() { CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3" "${VOLLEY_RATE[@]}"); }
+cmd_mixh1_volley() { CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j "$3"); }
+cmd_mixh1_volley-mix() { targets_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE"); }
+cmd_mixh1_volley-tmpl() { scenario_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --scenario "$SCENARIO_FILE"); }
+cmd_mixh1_volley-feed() { feed_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --scenario "$FEED_FILE"); }
+cmd_mixh1_oha-mix() { urls_for "$3"; CMD=("$OHA" --no-tui --output-format json -c "$1" -z "${2}s" --urls-from-file "$URLS_FILE"); }
+cmd_mixh2c_volley() { CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
 cmd_mixh2c_volley-mix() {
   targets_for "$3"
-  CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE" "${VOLLEY_RATE[@]}")
+  CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE")
 }
 cmd_mixh2c_volley-tmpl() {
   scenario_for "$3"
-  CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$SCENARIO_FILE" "${TMPL_RATE[@]}")
+  CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$SCENARIO_FILE")
 }
 cmd_mixh2c_volley-feed() {
   feed_for "$3"
-  CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$FEED_FILE" "${VOLLEY_RATE[@]}")
+  CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$FEED_FILE")
 }
 # oha's -c is requests in flight, -p how many share a connection.
 cmd_mixh2c_oha-mix() {
   urls_for "$3"
-  CMD=("$OHA" --http2 --no-tui --output-format json -c "$(($1 * $4))" -p "$4" -z "${2}s" --urls-from-file "$URLS_FILE" "${OHA_RATE[@]}")
+  CMD=("$OHA" --http2 --no-tui --output-format json -c "$(($1 * $4))" -p "$4" -z "${2}s" --urls-from-file "$URLS_FILE")
 }
-cmd_mixh3_volley() { CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3" "${VOLLEY_RATE[@]}"); }
+cmd_mixh3_volley() { CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
 cmd_mixh3_volley-mix() {
   targets_for "$3"
-  CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE" "${VOLLEY_RATE[@]}")
+  CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --targets "$TARGETS_FILE")
 }
 
 cmd_mixh3_volley-feed() {
   feed_for "$3"
-  CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$FEED_FILE" "${VOLLEY_RATE[@]}")
+  CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$FEED_FILE")
 }
 
 cmd_mixh3_volley-tmpl() {
   scenario_for "$3"
-  CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$SCENARIO_FILE" "${TMPL_RATE[@]}")
+  CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$SCENARIO_FILE")
 }
 
 prepare_oha-mix() { prepare_oha; }
