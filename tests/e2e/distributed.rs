@@ -980,41 +980,13 @@ fn a_fleet_of_unreachable_workers_is_summed_up_in_one_short_line() {
     assert_eq!(server.connections(), 0);
 }
 
-/// A seccomp filter that answers io_uring_setup with ENOSYS, as podman's and containerd's
-/// default profiles do for every syscall they do not list. 425 is io_uring_setup's number on
-/// every architecture (it came after the tables were unified), so no arch check is needed.
-fn block_io_uring_setup(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    const LOAD_NR: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS, offset 0: seccomp_data.nr
-    const JUMP_IF_EQUAL: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
-    const RETURN: u16 = 0x06; // BPF_RET | BPF_K
-    let filter = [
-        libc::sock_filter { code: LOAD_NR, jt: 0, jf: 0, k: 0 },
-        libc::sock_filter { code: JUMP_IF_EQUAL, jt: 0, jf: 1, k: libc::SYS_io_uring_setup as u32 },
-        libc::sock_filter { code: RETURN, jt: 0, jf: 0, k: libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32 },
-        libc::sock_filter { code: RETURN, jt: 0, jf: 0, k: libc::SECCOMP_RET_ALLOW },
-    ];
-    // SAFETY: between fork and exec only prctl runs, which is async-signal-safe; the filter
-    // array is moved into the closure, so it lives as long as the child's copy needs it.
-    unsafe {
-        cmd.pre_exec(move || {
-            let program = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr().cast_mut() };
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-                || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &program) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
 #[test]
 fn a_worker_whose_io_uring_a_seccomp_filter_blocks_starts_on_epoll_and_says_why_and_how_to_fix_it() {
     let port = free_port();
     let mut cmd = volley_command(["worker", "--listen", &format!("127.0.0.1:{port}")]);
     cmd.env_remove("VOLLEY_TOKEN");
-    block_io_uring_setup(&mut cmd);
+    // ENOSYS, as podman's and containerd's default profiles answer it.
+    support::without_io_uring_answering(&mut cmd, libc::ENOSYS);
     // Still serving after 3 s: it did not refuse to start (the timeout kills it).
     let out = match run_with_timeout(cmd, Duration::from_secs(3)) {
         Ok(out) => panic!("the worker exited without io_uring\n{}", describe_output(&out)),
