@@ -134,7 +134,8 @@ pub(crate) fn run_thread(shared: Arc<Shared>, plan: ThreadPlan) -> io::Result<()
             .and_then(|io| event_loop::Loop::new(io, shared, plan)?.run()),
     };
     if outcome.is_err() {
-        // One thread failing fails the run: the others need not go on to the deadline.
+        // One thread failing fails the run: the others need not go on to the deadline. (A loop
+        // that fails says so itself before it closes; this is for a thread that failed to set up.)
         stop_flag.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     outcome

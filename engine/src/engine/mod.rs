@@ -11,7 +11,7 @@ pub use kind::{Engine, EngineChoice};
 use crate::error::EngineError;
 use crate::ring::{RingSupport, kernel_release, probe_io_uring};
 
-/// What epoll costs against io_uring, as the fallback's line says it (bench/h1.sh, h2.sh).
+/// What epoll costs against io_uring, as the fallback's line says it (bench/h1.sh, h2.sh, h3.sh).
 pub const EPOLL_COST: &str =
     "more CPU per request than io_uring (in bench/: about 1.1x on HTTP/1.1, up to 1.4x on HTTP/2 and 1.6x on HTTP/3)";
 

@@ -32,20 +32,20 @@ fn of(got: &[Completion], op: Op) -> Vec<(i32, u32)> {
     got.iter().filter(|c| untoken(c.0).is_some_and(|(o, _, _)| o == op)).map(|c| (c.1, c.2)).collect()
 }
 
-/// A socket of volley's kind, adopted into slot 0 and connecting to `to`.
-fn connect(io: &mut Epoll, to: SocketAddr) {
+/// A socket of volley's kind, adopted into `slot` and connecting to `to`.
+fn connect(io: &mut Epoll, slot: usize, to: SocketAddr) {
     let fd = new_socket(&to, false).unwrap();
-    io.adopt_socket(0, fd, SocketKind::Stream).unwrap();
+    io.adopt_socket(slot, fd, SocketKind::Stream).unwrap();
     let (addr, len) = encode_sockaddr(&to);
     // SAFETY: `addr` lives through the call, which is all epoll needs.
-    unsafe { io.connect(0, 7, (&raw const addr).cast(), len) }.unwrap();
+    unsafe { io.connect(slot, 7, (&raw const addr).cast(), len) }.unwrap();
 }
 
 #[test]
 fn a_connect_posts_itself_and_its_timeout_and_bytes_then_a_close_end_the_receive() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut io = Epoll::new(2, Duration::from_secs(1), 4, 64).unwrap();
-    connect(&mut io, listener.local_addr().unwrap());
+    connect(&mut io, 0, listener.local_addr().unwrap());
     let got = wait_for(&mut io, Op::ConnectTimeout, 1);
     assert_eq!(of(&got, Op::Connect), [(0, 0)], "connected");
     assert_eq!(untoken(got[0].0), Some((Op::Connect, 0, 7)), "with the slot's generation");
@@ -75,7 +75,7 @@ fn a_connect_nobody_answers_times_out_as_a_cancelled_connect() {
     // A non-routable address (TEST-NET-1) never answers; a connect there stays in progress.
     let mut io = Epoll::new(1, Duration::from_millis(100), 4, 64).unwrap();
     let started = Instant::now();
-    connect(&mut io, "192.0.2.1:80".parse().unwrap());
+    connect(&mut io, 0, "192.0.2.1:80".parse().unwrap());
     let got = wait_for(&mut io, Op::ConnectTimeout, 1);
     let connect = of(&got, Op::Connect);
     // Without a route the kernel may refuse at once instead; either way one result.
@@ -92,7 +92,7 @@ fn a_connect_nobody_answers_times_out_as_a_cancelled_connect() {
 fn a_send_larger_than_the_socket_takes_completes_in_parts_and_a_close_cancels_what_waits() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut io = Epoll::new(1, Duration::from_secs(1), 4, 64).unwrap();
-    connect(&mut io, listener.local_addr().unwrap());
+    connect(&mut io, 0, listener.local_addr().unwrap());
     wait_for(&mut io, Op::ConnectTimeout, 1);
     let (mut server, _) = listener.accept().unwrap();
     let big = vec![9u8; 16 << 20];
@@ -119,7 +119,7 @@ fn a_send_larger_than_the_socket_takes_completes_in_parts_and_a_close_cancels_wh
 fn a_quiet_send_posts_nothing_when_it_goes_whole() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut io = Epoll::new(1, Duration::from_secs(1), 4, 64).unwrap();
-    connect(&mut io, listener.local_addr().unwrap());
+    connect(&mut io, 0, listener.local_addr().unwrap());
     wait_for(&mut io, Op::ConnectTimeout, 1);
     let (mut server, _) = listener.accept().unwrap();
     // SAFETY: a static.
@@ -138,7 +138,7 @@ fn bytes_and_the_close_in_one_event_still_end_the_receive() {
     // bytes, which no further event announces (a response cut short, then the close).
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut io = Epoll::new(1, Duration::from_secs(1), 4, 64).unwrap();
-    connect(&mut io, listener.local_addr().unwrap());
+    connect(&mut io, 0, listener.local_addr().unwrap());
     wait_for(&mut io, Op::ConnectTimeout, 1);
     let (mut server, _) = listener.accept().unwrap();
     io.recv_multishot(0, 7).unwrap();
@@ -159,11 +159,7 @@ fn receiving(io: &mut Epoll, listener: &TcpListener, slots: usize) -> Vec<std::n
     let to = listener.local_addr().unwrap();
     let mut servers = Vec::new();
     for slot in 0..slots {
-        let fd = new_socket(&to, false).unwrap();
-        io.adopt_socket(slot, fd, SocketKind::Stream).unwrap();
-        let (addr, len) = encode_sockaddr(&to);
-        // SAFETY: `addr` lives through the call, which is all epoll needs.
-        unsafe { io.connect(slot, 7, (&raw const addr).cast(), len) }.unwrap();
+        connect(io, slot, to);
         servers.push(listener.accept().unwrap().0);
     }
     let mut connected = 0;
