@@ -343,6 +343,37 @@ fn a_receive_that_runs_out_of_buffers_ends_and_once_rearmed_gets_the_datagrams_t
     close_all(io, &[0]);
 }
 
+#[test]
+fn fifty_datagrams_that_waited_arrive_whole_and_in_order_each_in_a_buffer_of_its_own() {
+    on_both!(64, 2048, fifty_datagrams_that_waited_arrive_whole_and_in_order_each_in_a_buffer_of_its_own_on);
+}
+
+/// More datagrams than epoll reads in one recvmmsg, of different sizes, already waiting when
+/// the receive is armed.
+fn fifty_datagrams_that_waited_arrive_whole_and_in_order_each_in_a_buffer_of_its_own_on(io: &mut impl Io) {
+    let sender = peer();
+    let (local, _) = open_with_address(io, 0, sender.local_addr().unwrap(), false, |_| {});
+    for i in 0..50u8 {
+        sender.send_to(&vec![i; 1 + usize::from(i) * 20], local).unwrap();
+    }
+    let recv = RecvMsg::new();
+    // SAFETY: `recv` outlives the receive, which close_all ends.
+    unsafe { io.recvmsg_multishot(0, 0, recv.header()) }.unwrap();
+    let mut got = Vec::new();
+    for (_, res, flags) in wait_for(io, Op::Recv, 0, 50) {
+        assert!(cqueue::more(flags), "the receive goes on: {res}");
+        let bid = cqueue::buffer_select(flags).unwrap();
+        let datagram = recv.parse(io.bytes(bid, res as usize)).unwrap();
+        assert!(!datagram.truncated);
+        let first = datagram.payload[0];
+        got.push((first, datagram.payload.len(), datagram.payload.iter().all(|&b| b == first)));
+        io.recycle(bid);
+    }
+    let want: Vec<_> = (0..50u8).map(|i| (i, 1 + usize::from(i) * 20, true)).collect();
+    assert_eq!(got, want);
+    close_all(io, &[0]);
+}
+
 /// The first byte of a 100-byte datagram in buffer `bid`.
 fn recv_payload(recv: &RecvMsg, io: &impl Io, bid: u16, res: i32) -> u8 {
     let got = recv.parse(io.bytes(bid, res as usize)).unwrap();
