@@ -43,7 +43,7 @@ use super::H3Error;
 use super::error::code;
 use super::frame::Settings;
 use super::qpack;
-use super::request::Config as RequestConfig;
+use super::request::{Config as RequestConfig, Filled};
 use super::response::ResponseStream;
 use super::uni::{ControlEvent, SeenStreams, UniStream};
 use crate::quic::{self, Event as QuicEvent, ReadEnd, StreamId, Transport};
@@ -103,9 +103,8 @@ pub(crate) struct Session {
     control_events: Vec<ControlEvent>,
     /// The last response head decoded: the next one is most likely the same bytes.
     heads: qpack::HeadCache,
-    /// Buffers a templated request's field section is filled in.
-    section: Vec<u8>,
-    scratch: Vec<u8>,
+    /// Where templated requests are filled.
+    filled_requests: Filled,
     /// The server's GOAWAY: no stream starts any more; those from this id on were not processed.
     goaway: Option<u64>,
     /// When requests from the GOAWAY's id on are given up on, if any are still open.
@@ -154,8 +153,7 @@ impl Session {
             seen: SeenStreams::default(),
             control_events: Vec::new(),
             heads: qpack::HeadCache::default(),
-            section: Vec::new(),
-            scratch: Vec::new(),
+            filled_requests: Filled::default(),
             goaway: None,
             goaway_by: None,
             spare: None,
@@ -233,7 +231,7 @@ impl Session {
             if let Some(template) = self.setup.request.template(start.request)
                 && let Some(mut fill) = units.fill()
             {
-                request.filled = Some(template.render(&mut fill, &mut self.section, &mut self.scratch));
+                request.filled = Some(template.render(&mut fill, &mut self.filled_requests));
             }
             write_request(&mut self.transport, &self.heads_out, &self.setup.request, &mut request);
             self.requests.insert(stream.number(), request);
