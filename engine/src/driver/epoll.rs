@@ -299,15 +299,10 @@ impl Epoll {
             // SAFETY: the buffer is free (no view of it is lent out) and `size` long.
             let res = unsafe { libc::recv(fd, start.cast(), size, 0) };
             if res < 0 {
+                let errno = errno();
                 self.bufs.free.push(bid);
-                let errno = io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
-                match errno {
-                    libc::EAGAIN => self.slots[slot].readable = false,
-                    libc::EINTR => continue,
-                    _ => {
-                        self.slots[slot].recv = Recv::Off;
-                        self.post(Op::Recv, slot, -errno, 0);
-                    }
+                if self.read_failed(slot, errno) {
+                    continue;
                 }
                 return;
             }
@@ -369,18 +364,14 @@ impl Epoll {
             // SAFETY: `msgs` holds k headers pointing into k free buffers, all live through the
             // call; no timeout.
             let n = unsafe { libc::recvmmsg(fd, msgs.as_mut_ptr(), k as _, 0, std::ptr::null_mut()) };
+            let failed = (n < 0).then(errno);
             let got = n.max(0) as usize;
             for &bid in bids[got..k].iter().rev() {
                 self.bufs.free.push(bid);
             }
-            if n < 0 {
-                match errno() {
-                    libc::EAGAIN => self.slots[slot].readable = false,
-                    libc::EINTR => continue,
-                    e => {
-                        self.slots[slot].recv = Recv::Off;
-                        self.post(Op::Recv, slot, -e, 0);
-                    }
+            if let Some(errno) = failed {
+                if self.read_failed(slot, errno) {
+                    continue;
                 }
                 return;
             }
@@ -398,6 +389,20 @@ impl Epoll {
                 return;
             }
         }
+    }
+
+    /// A read failed with `errno`: an empty socket waits for its next event, anything but an
+    /// interrupted call ends the receive. True when the read should be tried again.
+    fn read_failed(&mut self, slot: usize, errno: i32) -> bool {
+        match errno {
+            libc::EAGAIN => self.slots[slot].readable = false,
+            libc::EINTR => return true,
+            _ => {
+                self.slots[slot].recv = Recv::Off;
+                self.post(Op::Recv, slot, -errno, 0);
+            }
+        }
+        false
     }
 
     /// The socket has room: the sends waiting, in order, until it has none.
