@@ -591,14 +591,16 @@ fn a_load_run_keeps_its_heap_out_of_transparent_huge_pages() {
 }
 
 #[test]
-fn ten_thousand_connections_on_one_thread_end_a_timed_run_within_half_a_second_of_its_end() {
+fn ten_thousand_connections_on_one_thread_report_a_timed_run_within_half_a_second_of_its_end() {
     let tuning = support::NginxTuning { worker_connections: Some(12_000), ..Default::default() };
     let Some(nginx) = support::Nginx::start_tuned(support::NginxOptions::default(), tuning) else { return };
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("run.hlog");
     let log = log.to_str().unwrap();
+    let saved = dir.path().join("report.json");
+    let output = format!("json:{}", saved.display());
     let out = support::run_volley_timeout(
-        ["-t", "1", "-c", "10000", "-z", "3s", "--hlog", log, "-j", &nginx.url()],
+        ["-t", "1", "-c", "10000", "-z", "3s", "--hlog", log, "-o", &output, "-j", &nginx.url()],
         Duration::from_secs(60),
     );
     let exited = std::time::SystemTime::now();
@@ -612,8 +614,9 @@ fn ten_thousand_connections_on_one_thread_end_a_timed_run_within_half_a_second_o
     assert!((ok..=ok + aborted).contains(&seen), "nginx saw {seen}, report: {ok} ok + {aborted} aborted");
     let secs = r["durationSeconds"].as_f64().unwrap();
     assert!((3.0..3.1).contains(&secs), "the load ran {secs} s of 3 s");
-    // From the planned end (the start the log names, plus 3 s) to the process gone, report
-    // printed: closing 10,000 connections is one batch, not a round trip each.
+    // From the planned end (the start the log names, plus 3 s) to the report written: the
+    // counts are final when every connection has begun to close, so the report does not wait
+    // for 10,000 closes.
     let text = std::fs::read_to_string(dir.path().join("run.hlog")).unwrap();
     let start: f64 = text
         .lines()
@@ -622,6 +625,12 @@ fn ten_thousand_connections_on_one_thread_end_a_timed_run_within_half_a_second_o
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no StartTime in {text}"));
     let planned_end = std::time::UNIX_EPOCH + Duration::from_secs_f64(start + 3.0);
-    let late = exited.duration_since(planned_end).unwrap_or_default();
-    assert!(late < Duration::from_millis(500), "the report came {late:?} after the planned end");
+    let written = std::fs::metadata(&saved).and_then(|m| m.modified()).unwrap();
+    let late = written.duration_since(planned_end).unwrap_or_default();
+    assert!(late < Duration::from_millis(500), "the report was written {late:?} after the planned end");
+    // The process ends once the kernel has closed the sockets: on io_uring in the kernel's
+    // workers, on epoll in the process itself, about 20 µs each over loopback (the server's
+    // side included). One batch either way, not a wait on each connection in turn.
+    let gone = exited.duration_since(planned_end).unwrap_or_default();
+    assert!(gone < Duration::from_millis(1500), "the process ended {gone:?} after the planned end");
 }
