@@ -772,6 +772,7 @@ mod tests {
                 vec![],
             ),
             templated: false,
+            checks: vec![],
         };
         assert_eq!(
             mix.requests,
@@ -859,6 +860,7 @@ path = "/cart"
                 headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
                 vec![],
             ),
+            checks: vec![],
             templated: true,
         };
         assert_eq!(

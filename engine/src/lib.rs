@@ -38,10 +38,11 @@ pub use feeder::{
     is_feeder_name,
 };
 pub use plan::{
-    ConnectionIndices, DEFAULT_MAX_HOLD, Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES,
-    MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, Mix, NamedRequest,
-    Order, Plan, PlanError, Protocol, QuicCongestion, Rate, RequestSpec, Requests, Scenario, Setting, Stage, Stop,
-    ThreadLimit, TlsOptions, connections_at, is_request_path, requested_between, stage_at,
+    Check, CheckCounts, ConnectionIndices, DEFAULT_MAX_HOLD, Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS,
+    MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_STAGES,
+    MAX_STREAMS, MAX_THREADS, Mix, NamedRequest, Order, Plan, PlanError, Protocol, QuicCongestion, Rate, RequestSpec,
+    Requests, Rule as CheckRule, Scenario, Setting, Stage, Stop, ThreadLimit, TlsOptions, connections_at,
+    is_request_path, requested_between, stage_at,
 };
 pub use ring::{RingSupport, kernel_release, probe_io_uring};
 pub use run::{Progress, RunControl, RunResult, UDP_BUFFER_VAR, run};

@@ -212,6 +212,13 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             .map(|(path, spec)| h1::encode_request(&plan.target, path, spec, !plan.keepalive))
             .collect(),
         names,
+        checks: plan.requests.mix().filter(|mix| mix.requests.iter().any(|r| !r.checks.is_empty())).map(|mix| {
+            mix.requests
+                .iter()
+                .zip(mix.check_indices())
+                .map(|(r, indices)| r.checks.iter().map(|c| c.rule.clone()).zip(indices).collect())
+                .collect()
+        }),
         heads: requests.iter().map(|(_, spec)| spec.is_head()).collect(),
         scenarios: plan.requests.scenarios().map(|s| s.into()),
         feeder_uses: feeder_uses.into(),

@@ -11,6 +11,7 @@ mod support;
 
 mod abort_on_fail;
 mod baseline;
+mod checks;
 mod distributed;
 mod engines;
 mod feeders;

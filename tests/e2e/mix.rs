@@ -23,6 +23,7 @@ fn mix(order: Order) -> Requests {
         path_and_query: path.into(),
         spec: RequestSpec::new(method, vec![("x-mix".into(), name.into())], body.to_vec()),
         templated: false,
+        checks: vec![],
     };
     Requests::Mix(Mix {
         requests: vec![

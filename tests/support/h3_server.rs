@@ -38,6 +38,9 @@ pub struct H3Options {
     /// Every Nth request (counted over the server, from 1) gets this status with
     /// `retry-after: VALUE` instead of 200; the first rule that matches wins.
     pub retry_after_every: Vec<(u64, u16, String)>,
+    /// Requests to this path (without the query) get this status instead of 200 (unless a
+    /// `retry_after_every` rule takes them).
+    pub status_for: Vec<(String, u16)>,
 }
 
 impl Default for H3Options {
@@ -49,6 +52,7 @@ impl Default for H3Options {
             max_streams: None,
             delay: Duration::ZERO,
             retry_after_every: Vec::new(),
+            status_for: Vec::new(),
         }
     }
 }
@@ -230,6 +234,7 @@ async fn respond(
 ) {
     let Ok((request, mut stream)) = resolver.resolve_request().await else { return };
     let route = format!("{} {}", request.method(), request.uri().path());
+    let request_path = request.uri().path().to_string();
     let mut seen = super::SeenRequest {
         method: request.method().to_string(),
         path: request.uri().path_and_query().map_or_else(|| "/".to_string(), |p| p.to_string()),
@@ -259,6 +264,8 @@ async fn respond(
             http::Response::builder().header("content-type", "text/plain").header("content-length", options.body.len());
         if let Some((_, status, value)) = busy {
             response = response.status(*status).header("retry-after", value.as_str());
+        } else if let Some((_, status)) = options.status_for.iter().find(|(path, _)| request_path == *path) {
+            response = response.status(*status);
         }
         let mut left = options.big_header_bytes;
         let mut i = 0;

@@ -9,10 +9,10 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use volley_engine::{
-    ConnectionIndices, Counters, Engine, EngineChoice, ErrorKind, HistogramError, Load, MAX_NAMES, MAX_REQUESTS,
-    MAX_SCENARIOS, MAX_SOURCE_ADDRS, Mix, NameStats, NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate,
-    RequestSpec, Requests, RingSupport, Scenario, Stage, Stats, Stop, Table, Target, TargetError, TlsOptions,
-    Vocabulary, decode_histogram, encode_histogram, new_histogram,
+    Check, CheckCounts, CheckRule, ConnectionIndices, Counters, Engine, EngineChoice, ErrorKind, HistogramError, Load,
+    MAX_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, Mix, NameStats, NamedRequest, Order, Plan,
+    Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario, Stage, Stats, Stop, Table, Target,
+    TargetError, TlsOptions, Vocabulary, decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -106,7 +106,44 @@ fn mix_request_to_proto(r: &NamedRequest) -> v1::MixRequest {
         headers: headers_to_proto(&r.spec.headers),
         body: r.spec.body.clone(),
         templated: r.templated,
+        checks: r.checks.iter().map(check_to_proto).collect(),
     }
+}
+
+fn check_to_proto(c: &Check) -> v1::Check {
+    let rule = match &c.rule {
+        CheckRule::Status(ranges) => v1::check::Rule::Status(v1::StatusRule {
+            ranges: ranges
+                .iter()
+                .map(|r| v1::StatusRange { from: u32::from(*r.start()), to: u32::from(*r.end()) })
+                .collect(),
+        }),
+        CheckRule::LatencyBelow(bound) => v1::check::Rule::LatencyBelowNanos(nanos(*bound)),
+    };
+    v1::Check { name: c.name.clone(), rule: Some(rule) }
+}
+
+fn check_from_proto(c: &v1::Check) -> Result<Check, WireError> {
+    let invalid = |why: &str| WireError::Shard(format!("check '{}': {why}", c.name.escape_debug()));
+    let rule = match &c.rule {
+        Some(v1::check::Rule::Status(status)) => {
+            if status.ranges.is_empty() {
+                return Err(invalid("a status check without a status"));
+            }
+            let ranges = status
+                .ranges
+                .iter()
+                .map(|r| match (status_code(r.from), status_code(r.to)) {
+                    (Ok(from), Ok(to)) if from <= to => Ok(from..=to),
+                    _ => Err(invalid("a status check's range is not one of status codes, low to high")),
+                })
+                .collect::<Result<_, _>>()?;
+            CheckRule::Status(ranges)
+        }
+        Some(v1::check::Rule::LatencyBelowNanos(n)) => CheckRule::LatencyBelow(Duration::from_nanos(*n)),
+        None => return Err(invalid("a check without a rule")),
+    };
+    Ok(Check { name: c.name.clone(), rule })
 }
 
 fn order_to_proto(order: &Order) -> v1::shard::Order {
@@ -268,6 +305,7 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
             path_and_query: r.path_and_query.clone(),
             spec: request_from_proto(&r.method, &r.headers, &r.body)?,
             templated: r.templated,
+            checks: r.checks.iter().map(check_from_proto).collect::<Result<_, _>>()?,
         };
         // Checked here too, so that the refusal names the path; the URL's own path is held to
         // the same rule by `Target::parse`.
@@ -280,7 +318,11 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
         }
         requests.push(request);
     }
-    Ok(Requests::Mix(Mix { requests, order }))
+    let mix = Mix { requests, order };
+    if mix.check_count() > MAX_CHECKS {
+        return Err(invalid("a mix with more checks than a run may have"));
+    }
+    Ok(Requests::Mix(mix))
 }
 
 /// A request's method, headers and body, checked before the engine writes them out.
@@ -349,6 +391,7 @@ pub fn stats_to_proto(stats: &Stats) -> v1::Stats {
                 counters: Some(Box::new(counters_to_proto(&name.counters))),
                 latency: encode_unless_empty(&name.latency),
                 first_byte: encode_unless_empty(&name.ttfb),
+                checks: name.checks.iter().map(|c| v1::CheckCounts { passed: c.passed, failed: c.failed }).collect(),
             })
             .collect(),
     }
@@ -415,10 +458,14 @@ pub fn stats_from_proto(stats: &v1::Stats, names: usize) -> Result<Stats, WireEr
         if out.names.get(index).is_some() {
             return Err(WireError::Stats(format!("statistics for name {index} twice")));
         }
+        if name.checks.len() > MAX_CHECKS {
+            return Err(WireError::Stats(format!("counts of {} checks for name {index}", name.checks.len())));
+        }
         *out.names.entry(index) = NameStats {
             counters: name.counters.as_deref().map(counters_from_proto).transpose()?.unwrap_or_default(),
             latency: histogram_from_proto(&name.latency)?,
             ttfb: histogram_from_proto(&name.first_byte)?,
+            checks: name.checks.iter().map(|c| CheckCounts { passed: c.passed, failed: c.failed }).collect(),
         };
     }
     Ok(out)

@@ -30,6 +30,8 @@ pub(crate) enum Implausible {
     Connect { samples: u64, connects: u64 },
     #[error("its latency histogram of name {index} holds {samples} samples but it counts {ok} ok requests of it")]
     NameLatency { index: usize, samples: u64, ok: u64 },
+    #[error("it counts {checked} responses checked by check {check} of name {index} but {ok} ok requests of it")]
+    NameChecks { index: usize, check: usize, checked: u64, ok: u64 },
     #[error("its final counts ({done} requests) are below what its intervals said ({said})")]
     FinalBelowIntervals { done: u64, said: u64 },
 }
@@ -78,6 +80,12 @@ pub(crate) fn counts(stats: &Stats, already: u64, budget: Option<u64>) -> Result
     // Each name of a mix by the same rule: its percentiles are reported beside the run's.
     if let Some((index, name)) = stats.names.iter().find(|(_, n)| n.latency.len() != n.counters.ok) {
         return Err(Implausible::NameLatency { index, samples: name.latency.len(), ok: name.counters.ok });
+    }
+    // A check judges responses of its name: at most one verdict for each.
+    for (index, name) in stats.names.iter() {
+        if let Some((check, c)) = name.checks.iter().enumerate().find(|(_, c)| c.total() > name.counters.ok) {
+            return Err(Implausible::NameChecks { index, check, checked: c.total(), ok: name.counters.ok });
+        }
     }
     let done = done(c).saturating_add(already);
     match budget {
@@ -136,6 +144,7 @@ mod tests {
             path_and_query: "/".into(),
             spec: RequestSpec::new("GET", vec![], vec![]),
             templated: false,
+            checks: vec![],
         };
         let scenario = |name: &str, steps| Scenario { name: name.into(), weight: 1, steps };
         plan.requests = Requests::Mix(Mix {
@@ -179,6 +188,20 @@ mod tests {
         assert_eq!(counts(&mix, 0, None), Ok(()), "a name with errors only has no latency");
         mix.names.entry(2).counters.ok = 4;
         assert_eq!(counts(&mix, 0, None), Err(Implausible::NameLatency { index: 2, samples: 3, ok: 4 }));
+    }
+
+    #[test]
+    fn a_names_checks_judge_at_most_its_ok_responses() {
+        let mut mix = stats(3, 0);
+        let name = mix.names.entry(1);
+        name.counters.ok = 3;
+        name.latency.record_n(1_000_000, 3).unwrap();
+        name.check(0).passed = 3;
+        name.check(1).passed = 1;
+        name.check(1).failed = 2;
+        assert_eq!(counts(&mix, 0, None), Ok(()));
+        mix.names.entry(1).check(1).failed = 3;
+        assert_eq!(counts(&mix, 0, None), Err(Implausible::NameChecks { index: 1, check: 1, checked: 4, ok: 3 }));
     }
 
     #[test]

@@ -130,6 +130,7 @@ mod tests {
             path_and_query: path.into(),
             spec: RequestSpec::new("GET", vec![], vec![]),
             templated: false,
+            checks: vec![],
         };
         // A share of the requests, but every worker sends every kind: its names are the run's.
         whole.requests = Requests::Mix(Mix {

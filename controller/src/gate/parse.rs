@@ -9,7 +9,7 @@ use crate::error::CliError;
 
 /// What the accepted metrics are, for the usage line of a bad expression.
 const METRICS: &str = "p50..p99.99, mean, min, max (of latency, or connect_/first_byte_ before them), rps, \
-                       error_rate, errors, status_CODE or status_Nxx, retry_after";
+                       error_rate, errors, status_CODE or status_Nxx, retry_after, checks";
 
 /// Which of the three timings a latency metric reads.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,6 +52,8 @@ pub(crate) enum Metric {
     Status { statuses: Statuses, rate: bool },
     /// Responses that carried Retry-After: a count, or with `rate` their share of all requests.
     RetryAfter { rate: bool },
+    /// The share of a scenario's checks that passed (of the run's, or of one name's), 0 to 1.
+    Checks,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -248,6 +250,7 @@ fn metric(name: &str) -> Option<Metric> {
         "error_rate" => return Some(Metric::ErrorRate),
         "errors" => return Some(Metric::Errors),
         "retry_after" => return Some(Metric::RetryAfter { rate: false }),
+        "checks" => return Some(Metric::Checks),
         _ => {}
     }
     if let Some(code) = name.strip_prefix("status_") {
@@ -311,6 +314,10 @@ fn limit(metric: Metric, value: &str) -> Result<(Metric, f64), String> {
             };
             Ok((metric, n * scale))
         }
+        Metric::Checks => match value.strip_suffix('%') {
+            Some(v) => Ok((metric, percent(v)?)),
+            None => Err(format!("'{value}' needs a percent sign: checks>99.9% (the share of checks passed)")),
+        },
         Metric::ErrorRate => match value.strip_suffix('%') {
             Some(v) => Ok((metric, percent(v)?)),
             None => Err(format!("'{value}' needs a percent sign: error_rate<1% (use errors<N for a count)")),

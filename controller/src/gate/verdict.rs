@@ -68,7 +68,10 @@ impl Verdict {
         match self.threshold.metric {
             Metric::Time(..) => "seconds",
             Metric::Rps => "requests/second",
-            Metric::ErrorRate | Metric::Status { rate: true, .. } | Metric::RetryAfter { rate: true } => "fraction",
+            Metric::ErrorRate
+            | Metric::Status { rate: true, .. }
+            | Metric::RetryAfter { rate: true }
+            | Metric::Checks => "fraction",
             Metric::Errors | Metric::Status { rate: false, .. } | Metric::RetryAfter { rate: false } => "count",
         }
     }
@@ -119,6 +122,11 @@ fn read(metric: Metric, scope: &Scope<'_>, report: &Report) -> Option<f64> {
         }
         Metric::RetryAfter { rate: true } => share(c.retry_after.total()),
         Metric::RetryAfter { rate: false } => Some(c.retry_after.total() as f64),
+        // A run without checks has no share, rather than one that `checks>X%` passes.
+        Metric::Checks => {
+            let checks = scope.checks;
+            (checks.total() > 0).then(|| checks.passed as f64 / checks.total() as f64)
+        }
     }
 }
 
@@ -149,7 +157,7 @@ fn time(h: &Histogram<u64>, stat: Stat) -> Option<f64> {
 pub(crate) fn show(metric: Metric, v: f64) -> String {
     match metric {
         Metric::Time(..) => format!("{:.3} ms", v * 1e3),
-        Metric::ErrorRate | Metric::Status { rate: true, .. } | Metric::RetryAfter { rate: true } => {
+        Metric::ErrorRate | Metric::Status { rate: true, .. } | Metric::RetryAfter { rate: true } | Metric::Checks => {
             format!("{:.3}%", v * 100.0)
         }
         Metric::Rps => format!("{v:.1}"),

@@ -98,6 +98,7 @@ pub(crate) fn lost(t: &Threshold, s: &Stats, names: &[String]) -> Option<f64> {
         Metric::Errors | Metric::Status { rate: false, .. } | Metric::RetryAfter { rate: false } => None,
         Metric::RetryAfter { rate: true } => share(t, c.retry_after.total(), c.total()),
         Metric::ErrorRate => share(t, c.errors(), c.total()),
+        Metric::Checks => share(t, scope.checks.passed, scope.checks.total()),
         Metric::Status { statuses, rate: true } => share(t, status_count(c, statuses), c.total()),
         Metric::Time(timing, stat) => {
             let h = scope.histogram(timing)?;

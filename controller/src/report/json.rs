@@ -117,6 +117,10 @@ fn name(line: &NameLine, duration: std::time::Duration) -> Value {
         "statusCodes": statuses(c),
         "latencySeconds": summary(&s.latency),
         "firstByteSeconds": summary(&s.ttfb),
+        "checks": line
+            .check_lines()
+            .map(|(name, c)| json!({ "name": name, "passed": c.passed, "failed": c.failed }))
+            .collect::<Vec<_>>(),
         "histograms": {
             "format": "HdrHistogram V2+DEFLATE, base64, nanoseconds",
             "latency": encode(&s.latency),

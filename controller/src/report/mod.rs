@@ -8,7 +8,7 @@ mod text;
 
 use std::time::Duration;
 
-use volley_engine::{ErrorKind, NameStats, Plan, Protocol, QuicCongestion, RingSupport, Stage, Stats};
+use volley_engine::{CheckCounts, ErrorKind, NameStats, Plan, Protocol, QuicCongestion, RingSupport, Stage, Stats};
 
 pub(crate) use protocols::{HttpVersion, Protocols};
 
@@ -38,6 +38,8 @@ pub(crate) struct PlanSummary {
     pub congestion: QuicCongestion,
     /// The mix's names in index order (`Mix::names`, the targets file's order); empty without a mix.
     pub names: Vec<String>,
+    /// For each name, the names of its checks (`Mix::check_names`); empty without a mix.
+    pub checks: Vec<Vec<String>>,
     /// A scenario mix's scenarios, with their weights; empty otherwise.
     pub scenarios: Vec<ScenarioLine>,
     /// The scenario file's feeders; empty without.
@@ -66,6 +68,11 @@ impl PlanSummary {
             protocol: plan.protocol,
             congestion: plan.quic_congestion,
             names: plan.requests.names(),
+            checks: plan
+                .requests
+                .mix()
+                .map(|m| m.check_names().into_iter().map(|c| c.into_iter().map(String::from).collect()).collect())
+                .unwrap_or_default(),
             scenarios: plan
                 .requests
                 .scenarios()
@@ -120,6 +127,8 @@ pub(crate) struct Report {
     /// A mix's names, in index order: `stats.names` holds each one's statistics (a name with
     /// none counted none). Empty without a mix.
     pub names: Vec<String>,
+    /// For each name (as `names`), its checks' names: `NameStats::checks` counts them by index.
+    pub checks: Vec<Vec<String>>,
     /// A scenario mix's scenarios: then `stats.counters.iterations` counts their passes.
     pub scenarios: Vec<ScenarioLine>,
     /// The scenario file's feeders: `stats.counters.feeder_rows` counts the rows taken,
@@ -135,6 +144,19 @@ pub(crate) struct Report {
 pub(crate) struct NameLine<'a> {
     pub name: &'a str,
     pub stats: std::borrow::Cow<'a, NameStats>,
+    /// Its checks' names: `stats.checks` counts them by index (a check past its end counted
+    /// nothing).
+    pub checks: &'a [String],
+}
+
+impl NameLine<'_> {
+    /// Each check's name with its counts.
+    pub(crate) fn check_lines(&self) -> impl Iterator<Item = (&str, CheckCounts)> {
+        self.checks
+            .iter()
+            .enumerate()
+            .map(|(k, name)| (name.as_str(), self.stats.checks.get(k).copied().unwrap_or_default()))
+    }
 }
 
 /// The warm-up's own numbers: counted, merged over the workers, and kept out of the rest.
@@ -183,7 +205,7 @@ pub(crate) struct WorkerLine {
 
 impl Report {
     pub(crate) fn from_fleet(plan: PlanSummary, fleet: FleetRun) -> Self {
-        let PlanSummary { url, protocol, congestion, names, scenarios, feeders } = plan;
+        let PlanSummary { url, protocol, congestion, names, checks, scenarios, feeders } = plan;
         let interrupted = fleet.interrupted;
         // The numbers are the measurement's, after the warm-up; so is the time they took.
         let warm_up = fleet.profile.warm_up();
@@ -291,6 +313,7 @@ impl Report {
         report.connection_stages = fleet.profile.connection_stages().to_vec();
         report.worker_series = fleet.series.map(|s| (s, fleet.series_cut));
         report.names = names;
+        report.checks = checks;
         report.scenarios = scenarios;
         report.feeders = feeders;
         report.protocol = Protocols::one(HttpVersion::of(protocol));
@@ -369,6 +392,7 @@ impl Report {
             warm_up: warm_up.map(|stats| WarmUp { seconds: 0, stats }),
             connection_stages: Vec::new(),
             names: Vec::new(),
+            checks: Vec::new(),
             scenarios: Vec::new(),
             feeders: Vec::new(),
         }
@@ -379,6 +403,7 @@ impl Report {
     pub(crate) fn name_lines(&self) -> impl Iterator<Item = NameLine<'_>> {
         self.names.iter().enumerate().map(|(index, name)| NameLine {
             name,
+            checks: self.checks.get(index).map_or(&[], Vec::as_slice),
             stats: match self.stats.names.get(index) {
                 Some(stats) => std::borrow::Cow::Borrowed(stats),
                 None => std::borrow::Cow::Owned(NameStats::new()),

@@ -9,7 +9,8 @@ use base64::Engine;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 use volley_engine::{
-    Counters, ErrorKind, MAX_NAMES, MAX_SCENARIOS, NameStats, QuicCongestion, Stats, decode_histogram,
+    CheckCounts, Counters, ErrorKind, MAX_CHECKS, MAX_NAMES, MAX_SCENARIOS, NameStats, QuicCongestion, Stats,
+    decode_histogram,
 };
 
 use super::{HttpVersion, Protocols, Report, ScenarioLine, WorkerLine};
@@ -46,6 +47,9 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
     let mut warm_up_totals = Counters::default();
     // Every report's names, each once, and what they count so far (added up checked likewise).
     let mut names: Vec<String> = Vec::new();
+    // For each name, its checks' names, and how many there are in all.
+    let mut checks: Vec<Vec<String>> = Vec::new();
+    let mut checks_total = 0;
     let mut name_totals: Vec<Counters> = Vec::new();
     // Every report's scenarios, each name once (with the weight it first had).
     let mut scenarios: Vec<ScenarioLine> = Vec::new();
@@ -88,11 +92,12 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
         let seconds = report["warmUp"]["seconds"].as_u64().and_then(|s| u32::try_from(s).ok()).unwrap_or(0);
         warm_up_seconds = warm_up_seconds.max(seconds);
         let mut line = line(path, &report).map_err(bad)?;
-        for (name, stats) in mix_names(&report).map_err(bad)? {
+        for (name, mut stats, check_names) in mix_names(&report).map_err(bad)? {
             let index = match names.iter().position(|n| *n == name) {
                 Some(index) => index,
                 None if names.len() < MAX_NAMES => {
                     names.push(name);
+                    checks.push(Vec::new());
                     name_totals.push(Counters::default());
                     names.len() - 1
                 }
@@ -108,6 +113,29 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
                     names[index]
                 )));
             }
+            // Checks go by name: another report may list a name's checks in another order.
+            let mut counts = Vec::new();
+            for (check, c) in check_names.into_iter().zip(std::mem::take(&mut stats.checks)) {
+                let known = &mut checks[index];
+                let k = match known.iter().position(|n| *n == check) {
+                    Some(k) => k,
+                    None if checks_total < MAX_CHECKS => {
+                        checks_total += 1;
+                        known.push(check);
+                        known.len() - 1
+                    }
+                    None => {
+                        return Err(bad(format!(
+                            "its checks and those of the reports before it are more than the {MAX_CHECKS} a run may have"
+                        )));
+                    }
+                };
+                if counts.len() <= k {
+                    counts.resize(k + 1, CheckCounts::default());
+                }
+                counts[k] = c;
+            }
+            stats.checks = counts;
             if let Some(measured) = &mut line.stats {
                 *measured.names.entry(index) = stats;
             }
@@ -124,6 +152,7 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
     }
     let mut report = Report::from_workers(urls.join(", "), workers, true, false, Vec::new());
     report.names = names;
+    report.checks = checks;
     report.scenarios = scenarios;
     if let Some(w) = &mut report.warm_up {
         w.seconds = warm_up_seconds;
@@ -262,26 +291,29 @@ fn warm_up(w: &Value) -> Result<Option<Stats>, String> {
 
 /// A report's `names`: each name of its mix with its statistics, in its order. Reports from
 /// before mixes, and of runs without one, have none.
-fn mix_names(r: &Value) -> Result<Vec<(String, NameStats)>, String> {
+/// A saved report's names, each with its statistics and its checks' names (which
+/// `NameStats::checks` counts in order).
+fn mix_names(r: &Value) -> Result<Vec<(String, NameStats, Vec<String>)>, String> {
     let Some(entries) = r.get("names") else { return Ok(Vec::new()) };
     let entries = entries.as_array().ok_or("names is not a list")?;
     if entries.len() > MAX_NAMES {
         return Err(format!("{} names is more than the {MAX_NAMES} a run may have", entries.len()));
     }
-    let mut out: Vec<(String, NameStats)> = Vec::with_capacity(entries.len());
+    let mut out: Vec<(String, NameStats, Vec<String>)> = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         let name = one_line(entry["name"].as_str().ok_or_else(|| format!("names/{i} has no name"))?);
-        if out.iter().any(|(n, _)| *n == name) {
+        if out.iter().any(|(n, _, _)| *n == name) {
             return Err(format!("names/{i}: '{name}' is there twice"));
         }
-        let stats = name_stats(entry).map_err(|why| format!("names/{i} ('{name}'): {why}"))?;
-        out.push((name, stats));
+        let (stats, checks) = name_stats(entry).map_err(|why| format!("names/{i} ('{name}'): {why}"))?;
+        out.push((name, stats, checks));
     }
     Ok(out)
 }
 
-/// One name's outcomes, statuses and histograms, as `names` holds them.
-fn name_stats(entry: &Value) -> Result<NameStats, String> {
+/// One name's outcomes, statuses, histograms and checks (their counts, and their names), as
+/// `names` holds them; a report from before checks has none.
+fn name_stats(entry: &Value) -> Result<(NameStats, Vec<String>), String> {
     let mut stats = NameStats::new();
     let c = &mut stats.counters;
     c.ok = count(entry, "/requests/ok")?;
@@ -301,7 +333,16 @@ fn name_stats(entry: &Value) -> Result<NameStats, String> {
             stats.counters.ok
         ));
     }
-    Ok(stats)
+    let mut names = Vec::new();
+    for (k, check) in entry["checks"].as_array().into_iter().flatten().enumerate() {
+        let name = one_line(check["name"].as_str().ok_or_else(|| format!("checks/{k} has no name"))?);
+        if names.contains(&name) {
+            return Err(format!("checks/{k}: '{name}' is there twice"));
+        }
+        stats.checks.push(CheckCounts { passed: count(check, "/passed")?, failed: count(check, "/failed")? });
+        names.push(name);
+    }
+    Ok((stats, names))
 }
 
 fn count(r: &Value, pointer: &str) -> Result<u64, String> {

@@ -1,6 +1,7 @@
 //! The text report: shb's layout, with oha's latency distribution.
 
 use std::fmt::Write;
+use std::io::IsTerminal;
 
 use hdrhistogram::Histogram;
 use volley_engine::{Counters, ErrorKind, Stage};
@@ -112,6 +113,7 @@ pub(crate) fn to_text(r: &Report) -> String {
     }
     if !r.names.is_empty() {
         names(&mut out, r);
+        checks(&mut out, r, std::io::stdout().is_terminal());
     }
     if r.distributed {
         workers(&mut out, r);
@@ -160,6 +162,33 @@ fn names(out: &mut String, r: &Report) {
             let _ = write!(out, "  {cell:>w$}");
         }
         let _ = writeln!(out, "  {}", row[9]);
+    }
+}
+
+/// A scenario's checks: for each name that has any, each check with the share of responses that
+/// passed it, marked as k6 marks them (✓ all passed, ✗ some failed, - none judged; `ok` and
+/// `FAIL` where the output is not a terminal).
+fn checks(out: &mut String, r: &Report, terminal: bool) {
+    let lines: Vec<_> = r.name_lines().filter(|l| !l.checks.is_empty()).collect();
+    if lines.is_empty() {
+        return;
+    }
+    let (pass, fail, none) = if terminal { ("✓", "✗", "-") } else { ("ok  ", "FAIL", "-   ") };
+    let _ = writeln!(out, "Checks:");
+    for line in &lines {
+        let _ = writeln!(out, "  {}", one_line(line.name));
+        for (name, c) in line.check_lines() {
+            let mark = match (c.total(), c.failed) {
+                (0, _) => none,
+                (_, 0) => pass,
+                _ => fail,
+            };
+            let share = match c.total() {
+                0 => "-".to_string(),
+                total => format!("{:.2}%", c.passed as f64 * 100.0 / total as f64),
+            };
+            let _ = writeln!(out, "    {mark} {}  {share}  ({} passed, {} failed)", one_line(name), c.passed, c.failed);
+        }
     }
 }
 

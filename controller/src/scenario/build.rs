@@ -3,20 +3,20 @@
 //! counts, within a run's limits.
 
 use std::collections::{HashMap, HashSet};
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 use std::path::Path;
 use std::sync::Arc;
 
 use toml::Spanned;
 use volley_engine::{
-    Feeder, FeederMode, MAX_FEEDERS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, NamedRequest, RequestSpec, Scenario,
-    Target, Vocabulary, check_template, is_feeder_name, template_skeleton,
+    Check, CheckRule, Feeder, FeederMode, MAX_CHECKS, MAX_FEEDERS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS,
+    NamedRequest, RequestSpec, Scenario, Target, Vocabulary, check_template, is_feeder_name, template_skeleton,
 };
 
 use super::ScenarioFile;
 use super::error::{Located, Problem, at_offset};
 use super::feeder::{self, Format};
-use super::file::{FeederTable, File, Headers, Step};
+use super::file::{CheckTable, FeederTable, File, Headers, Step};
 use crate::targets::{
     self, At, Bodies, MAX_HEADERS, OneOrigin, Shown, check_header, check_method, checked_name, default_name,
     same_origin, shown,
@@ -50,6 +50,8 @@ pub(super) fn build(
     };
     let mut bodies = Bodies::new(dir);
     let mut names = HashSet::new();
+    // Each (step name, check name) once: what the reports list and the limit counts.
+    let mut checks = HashSet::new();
     // Each scenario's name, with the line it was first given on.
     let mut scenario_names: HashMap<String, usize> = HashMap::new();
     let mut requests = Vec::new();
@@ -73,6 +75,10 @@ pub(super) fn build(
             names.insert(request.name.clone());
             if names.len() > MAX_NAMES {
                 return Err(Located::new(step_at, Problem::TooManyNames));
+            }
+            checks.extend(request.checks.iter().map(|c| (request.name.clone(), c.name.clone())));
+            if checks.len() > MAX_CHECKS {
+                return Err(Located::new(step_at, Problem::TooManyChecks));
             }
             requests.push(request);
         }
@@ -237,7 +243,75 @@ fn request(
         }
         None => default_name(&method, &path_and_query),
     };
-    Ok(NamedRequest { name, path_and_query, spec: RequestSpec::new(&method, headers, body), templated })
+    let mut checks: Vec<Check> = Vec::with_capacity(step.checks.len());
+    for table in &step.checks {
+        let c = check(table, at)?;
+        if checks.iter().any(|other| other.name == c.name) {
+            let span = table.get_ref().name.as_ref().map_or(table.span(), |n| n.span());
+            return Err(Located::new(at(span), Problem::SecondCheck { name: shown(&c.name) }));
+        }
+        checks.push(c);
+    }
+    Ok(NamedRequest { name, path_and_query, spec: RequestSpec::new(&method, headers, body), templated, checks })
+}
+
+/// One `[[scenario.step.check]]`: its rule, and its name (the rule's own unless it gives one).
+fn check(table: &Spanned<CheckTable>, at: &impl Fn(Range<usize>) -> At) -> Result<Check, Located> {
+    let t = table.get_ref();
+    let rule = match (&t.status, &t.latency_below) {
+        (None, None) => return Err(Located::new(at(table.span()), Problem::CheckWithoutRule)),
+        (Some(_), Some(latency)) => return Err(Located::new(at(latency.span()), Problem::CheckWithTwoRules)),
+        (Some(status), None) => {
+            CheckRule::Status(status_ranges(status.get_ref()).map_err(|p| Located::new(at(status.span()), p))?)
+        }
+        (None, Some(latency)) => {
+            let bound = crate::options::parse_duration(latency.get_ref(), "latency_below").map_err(|e| {
+                let what = e.to_string();
+                let what = what.strip_prefix("latency_below: ").unwrap_or(&what).to_string();
+                Located::new(at(latency.span()), Problem::CheckLatency { what })
+            })?;
+            CheckRule::LatencyBelow(bound)
+        }
+    };
+    let name = match &t.name {
+        Some(name) => checked_name(name.get_ref().clone()).map_err(|p| Located::new(at(name.span()), p))?,
+        None => rule.default_name(),
+    };
+    Ok(Check { name, rule })
+}
+
+/// A status rule's codes: a code, a class (`2xx`), a range (`200-299`), or an array of them.
+fn status_ranges(value: &toml::Value) -> Result<Vec<RangeInclusive<u16>>, Problem> {
+    let bad = |what: String| Problem::CheckStatus { what };
+    let one = |v: &toml::Value| -> Result<RangeInclusive<u16>, Problem> {
+        let code = |n: i64| u16::try_from(n).ok().filter(|c| (100..=999).contains(c));
+        match v {
+            toml::Value::Integer(n) => {
+                code(*n).map(|c| c..=c).ok_or_else(|| bad(format!("{n} is not a status code (100 to 999)")))
+            }
+            toml::Value::String(s) => {
+                let text = s.trim();
+                if let [class @ b'1'..=b'9', b'x' | b'X', b'x' | b'X'] = text.as_bytes() {
+                    let base = u16::from(class - b'0') * 100;
+                    return Ok(base..=base + 99);
+                }
+                let parsed = match text.split_once('-') {
+                    Some((from, to)) => from.trim().parse().ok().zip(to.trim().parse().ok()),
+                    None => text.parse().ok().map(|c| (c, c)),
+                };
+                match parsed.and_then(|(from, to): (i64, i64)| code(from).zip(code(to))) {
+                    Some((from, to)) if from <= to => Ok(from..=to),
+                    _ => Err(bad(format!("'{}' is not a code, a class or a range of codes", shown(s)))),
+                }
+            }
+            other => Err(bad(format!("is a {}", other.type_str()))),
+        }
+    };
+    match value {
+        toml::Value::Array(items) if items.is_empty() => Err(bad("is an empty array".into())),
+        toml::Value::Array(items) => items.iter().map(one).collect(),
+        v => Ok(vec![one(v)?]),
+    }
 }
 
 /// A step's path with templates: checked as a path with its slots filled, and kept as written.

@@ -1,7 +1,7 @@
 //! What can be wrong with a scenario file: the file as a whole, or something in it, said as
 //! `FILE:LINE:COLUMN: what`, as a targets file's problems are.
 
-use volley_engine::{MAX_FEEDERS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
+use volley_engine::{MAX_CHECKS, MAX_FEEDERS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
 
 use crate::targets::{self, At, MAX_FILE_BYTES, MAX_HEADERS};
 
@@ -72,6 +72,18 @@ pub(crate) enum Problem {
     TooManySteps,
     #[error("more than the {MAX_NAMES} names a run may have: steps may share a name")]
     TooManyNames,
+    #[error("a check has one rule: give status or latency_below")]
+    CheckWithoutRule,
+    #[error("a check has one rule, and this one gives both status and latency_below: make them two checks")]
+    CheckWithTwoRules,
+    #[error("status {what}: give a code (200), a class (\"2xx\"), a range (\"200-299\"), or an array of them")]
+    CheckStatus { what: String },
+    #[error("latency_below {what}")]
+    CheckLatency { what: String },
+    #[error("a second check named '{name}' on this step: a step's check names are distinct")]
+    SecondCheck { name: String },
+    #[error("more than the {MAX_CHECKS} checks a run may have, counted once per step name")]
+    TooManyChecks,
     #[error("{what}")]
     Template { what: String },
     #[error("{file}, byte {offset}: {what} (to send the file as written, set template = false on the step)")]

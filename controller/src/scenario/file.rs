@@ -83,6 +83,23 @@ pub(super) struct Step {
     /// them as written (a binary body, say).
     #[serde(default)]
     pub template: Option<bool>,
+    /// `[[scenario.step.check]]`: what each response must be.
+    #[serde(default, rename = "check")]
+    pub checks: Vec<Spanned<CheckTable>>,
+}
+
+/// One `[[scenario.step.check]]`: one rule, and optionally a name.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CheckTable {
+    #[serde(default)]
+    pub name: Option<Spanned<String>>,
+    /// A code (200), a class ("2xx"), a range ("200-299"), or an array of them.
+    #[serde(default)]
+    pub status: Option<Spanned<toml::Value>>,
+    /// A duration ("200ms").
+    #[serde(default)]
+    pub latency_below: Option<Spanned<String>>,
 }
 
 /// A scenario's weight: its share of iterations. Checked as it is read, so that 0, -1 or 1.5 is

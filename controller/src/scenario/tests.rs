@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use volley_engine::{MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
+use volley_engine::{CheckRule, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
 
 use super::*;
 
@@ -175,7 +175,7 @@ fn what_is_wrong_is_pointed_at_by_line_and_column() {
         // Unknown keys, at the key, with the keys there are.
         (
             format!("{step}headerz = {{}}\n"),
-            "s.toml:5:1: unknown field `headerz`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`",
+            "s.toml:5:1: unknown field `headerz`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`, `check`",
         ),
         (
             "[[scenario]]\nname = \"a\"\nsteps = []\n".to_string(),
@@ -355,4 +355,86 @@ fn the_example_shop_is_a_mix_for_volley_serve() {
     assert_eq!(names, ["browse", "search", "buy"]);
     let cart = file.requests.iter().find(|r| r.spec.method == "POST").expect("a POST");
     assert_eq!(cart.spec.body, std::fs::read(example.with_file_name("cart.json")).expect("cart.json"));
+}
+
+#[test]
+fn a_steps_checks_are_read_with_their_rules_and_names_in_order() {
+    let file = read_text(
+        &with_origin(
+            r#"
+[[scenario]]
+name = "s"
+  [[scenario.step]]
+  name = "login"
+  path = "/login"
+    [[scenario.step.check]]
+    status = 200
+    [[scenario.step.check]]
+    name = "answered"
+    status = ["2xx", "301-302", 404]
+    [[scenario.step.check]]
+    latency_below = "250ms"
+  [[scenario.step]]
+  path = "/plain"
+"#,
+        ),
+        None,
+    )
+    .expect("a good file");
+    let checks: Vec<(&str, &CheckRule)> = file.requests[0].checks.iter().map(|c| (c.name.as_str(), &c.rule)).collect();
+    assert_eq!(
+        checks,
+        [
+            ("status is 200", &CheckRule::Status(vec![200..=200])),
+            ("answered", &CheckRule::Status(vec![200..=299, 301..=302, 404..=404])),
+            ("latency < 250ms", &CheckRule::LatencyBelow(std::time::Duration::from_millis(250))),
+        ]
+    );
+    assert!(file.requests[1].checks.is_empty());
+}
+
+#[test]
+fn a_bad_check_is_pointed_at_with_what_a_check_may_be() {
+    let step = |check: &str| {
+        with_origin(&format!(
+            "[[scenario]]\nname = \"s\"\n  [[scenario.step]]\n  path = \"/\"\n    [[scenario.step.check]]\n{check}\n"
+        ))
+    };
+    for (check, says) in [
+        ("    name = \"x\"", "s.toml:6:5: a check has one rule: give status or latency_below"),
+        (
+            "    status = 200\n    latency_below = \"1s\"",
+            "s.toml:8:21: a check has one rule, and this one gives both status and latency_below: make them two checks",
+        ),
+        (
+            "    status = 99",
+            "s.toml:7:14: status 99 is not a status code (100 to 999): give a code (200), a class (\"2xx\"), a range (\"200-299\"), or an array of them",
+        ),
+        (
+            "    status = \"300-200\"",
+            "s.toml:7:14: status '300-200' is not a code, a class or a range of codes: give a code (200), a class (\"2xx\"), a range (\"200-299\"), or an array of them",
+        ),
+        (
+            "    status = []",
+            "s.toml:7:14: status is an empty array: give a code (200), a class (\"2xx\"), a range (\"200-299\"), or an array of them",
+        ),
+        (
+            "    status = true",
+            "s.toml:7:14: status is a boolean: give a code (200), a class (\"2xx\"), a range (\"200-299\"), or an array of them",
+        ),
+        (
+            "    latency_below = \"soon\"",
+            "s.toml:7:21: latency_below invalid duration 'soon' (use e.g. 10s, 1m30s, 500ms, 250us)",
+        ),
+        (
+            "    status = 200\n    [[scenario.step.check]]\n    status = [200]",
+            "s.toml:8:5: a second check named 'status is 200' on this step: a step's check names are distinct",
+        ),
+        (
+            "    status = 200\n    colour = \"red\"",
+            "s.toml:8:5: unknown field `colour`, expected one of `name`, `status`, `latency_below`",
+        ),
+    ] {
+        assert_eq!(read_text(&step(check), None).err().as_deref(), Some(says), "{check}");
+    }
 }

@@ -52,6 +52,7 @@ fn request(headers: &[(&str, &str)]) -> NamedRequest {
         path_and_query: "/".into(),
         spec: RequestSpec::new("GET", headers, Vec::new()),
         templated: false,
+        checks: vec![],
     }
 }
 

@@ -30,6 +30,9 @@ use crate::gate::StartGate;
 use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Stats};
 
+/// One request's checks: each rule, with the check's index among its name's.
+pub(crate) type RequestChecks = Box<[(crate::plan::Rule, u16)]>;
+
 /// What every thread of a run shares, read-only.
 pub(crate) struct Shared {
     pub addr: SocketAddr,
@@ -41,6 +44,9 @@ pub(crate) struct Shared {
     /// A mix: the name of each request (an index into `Mix::names`), whose statistics it is
     /// counted in besides the run's. None: the one request, counted in the run's alone.
     pub names: Option<Box<[u16]>>,
+    /// A mix with checks: per request, each check's rule and its index among its name's checks.
+    /// None when no request has a check.
+    pub checks: Option<Box<[RequestChecks]>>,
     /// Per request: it is a HEAD.
     pub heads: Box<[bool]>,
     /// The requests are the steps of these scenarios, taken as iterations.

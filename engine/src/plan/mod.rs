@@ -1,6 +1,7 @@
 //! What a run is asked to do: the plan the engine executes, and how it is split over workers
 //! and threads (`split`).
 
+mod checks;
 mod ramp;
 mod requests;
 mod source_addrs;
@@ -8,6 +9,7 @@ mod split;
 mod stages;
 mod validate;
 
+pub use checks::{Check, CheckCounts, MAX_CHECKS, Rule};
 pub(crate) use ramp::ConnectionRamp;
 pub use ramp::{ConnectionIndices, connections_at};
 pub use requests::{

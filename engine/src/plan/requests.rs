@@ -3,6 +3,7 @@
 //! its own.
 
 use super::RequestSpec;
+use super::checks::Check;
 use crate::template::{Template, Vocabulary};
 
 /// The most names a mix may have: each costs its own statistics in every thread, every second
@@ -43,6 +44,9 @@ pub struct NamedRequest {
     /// `{{…}}` in its path, header values and body are templates, filled per request (a
     /// scenario file's steps); else everything is sent as written.
     pub templated: bool,
+    /// What each response to it is checked for (a scenario file's steps); counted under its
+    /// name.
+    pub checks: Vec<Check>,
 }
 
 /// Which request of a mix a connection sends next.
@@ -172,6 +176,44 @@ impl Mix {
         names
     }
 
+    /// For each name (in [`Mix::names`]' order), the names of its checks: those of the requests
+    /// of that name, each once, in the order they first appear. What per-name check counts are
+    /// indexed by.
+    pub fn check_names(&self) -> Vec<Vec<&str>> {
+        let indices = self.name_indices();
+        let mut names: Vec<Vec<&str>> = vec![Vec::new(); self.names().len()];
+        for (r, &name) in self.requests.iter().zip(&indices) {
+            let checks = &mut names[usize::from(name)];
+            for c in &r.checks {
+                if !checks.contains(&c.name.as_str()) {
+                    checks.push(&c.name);
+                }
+            }
+        }
+        names
+    }
+
+    /// For each request, for each of its checks, the check's index among its name's
+    /// ([`Mix::check_names`]).
+    pub(crate) fn check_indices(&self) -> Vec<Vec<u16>> {
+        let names = self.check_names();
+        let indices = self.name_indices();
+        self.requests
+            .iter()
+            .zip(&indices)
+            .map(|(r, &name)| {
+                let of_name = &names[usize::from(name)];
+                r.checks.iter().map(|c| of_name.iter().position(|n| *n == c.name).unwrap_or_default() as u16).collect()
+            })
+            .collect()
+    }
+
+    /// How many checks the mix has, counted as its reports list them (a check name once per
+    /// request name).
+    pub fn check_count(&self) -> usize {
+        self.check_names().iter().map(Vec::len).sum()
+    }
+
     /// For each request, the index of its name in [`Mix::names`].
     pub(crate) fn name_indices(&self) -> Vec<u16> {
         let mut index: std::collections::HashMap<&str, u16> = std::collections::HashMap::new();
@@ -195,7 +237,25 @@ mod tests {
             path_and_query: "/".into(),
             spec: RequestSpec::new("GET", vec![], vec![]),
             templated: false,
+            checks: vec![],
         }
+    }
+
+    fn checked(name: &str, checks: &[&str]) -> NamedRequest {
+        let rule = super::super::checks::Rule::Status(vec![200..=200]);
+        let checks = checks.iter().map(|c| Check { name: (*c).into(), rule: rule.clone() }).collect();
+        NamedRequest { checks, ..request(name) }
+    }
+
+    #[test]
+    fn a_names_checks_are_those_of_its_requests_each_once_and_requests_point_at_theirs() {
+        let mix = Mix {
+            requests: vec![checked("a", &["ok", "fast"]), checked("b", &[]), checked("a", &["fast", "small"])],
+            order: Order::InTurn,
+        };
+        assert_eq!(mix.check_names(), [vec!["ok", "fast", "small"], vec![]]);
+        assert_eq!(mix.check_indices(), [vec![0, 1], vec![], vec![1, 2]]);
+        assert_eq!(mix.check_count(), 3);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use hdrhistogram::Histogram;
 
 use super::{Counters, new_histogram};
+use crate::plan::CheckCounts;
 
 /// What one name measured. Of its counters, the outcomes (ok, errors by kind) and the status
 /// codes are kept; bytes, connections and the open model's counts are the run's only.
@@ -18,17 +19,31 @@ pub struct NameStats {
     pub latency: Histogram<u64>,
     /// To the response's first byte.
     pub ttfb: Histogram<u64>,
+    /// Its checks' counts, by the check's index among the name's (`Mix::check_names`); checks
+    /// past the end have counted nothing.
+    pub checks: Vec<CheckCounts>,
 }
 
 impl NameStats {
     pub fn new() -> Self {
-        NameStats { counters: Counters::default(), latency: new_histogram(), ttfb: new_histogram() }
+        NameStats { counters: Counters::default(), latency: new_histogram(), ttfb: new_histogram(), checks: Vec::new() }
     }
 
     pub fn merge(&mut self, other: &NameStats) {
         self.counters.merge(&other.counters);
         self.latency.add(&other.latency).expect("volley histograms share one range");
         self.ttfb.add(&other.ttfb).expect("volley histograms share one range");
+        for (k, counts) in other.checks.iter().enumerate() {
+            self.check(k).merge(counts);
+        }
+    }
+
+    /// The counts of check `k` (of the name's), made empty when it has none yet.
+    pub fn check(&mut self, k: usize) -> &mut CheckCounts {
+        if self.checks.len() <= k {
+            self.checks.resize(k + 1, CheckCounts::default());
+        }
+        &mut self.checks[k]
     }
 }
 
@@ -84,6 +99,20 @@ mod tests {
     use crate::stats::Stats;
 
     #[test]
+    fn check_counts_merge_by_the_checks_index() {
+        let mut a = NameStats::new();
+        a.check(0).passed += 2;
+        let mut b = NameStats::new();
+        b.check(2).failed += 1;
+        b.check(0).passed += 1;
+        a.merge(&b);
+        assert_eq!(
+            a.checks,
+            [CheckCounts { passed: 3, failed: 0 }, CheckCounts::default(), CheckCounts { passed: 0, failed: 1 }]
+        );
+    }
+
+    #[test]
     fn names_merge_by_index_and_absent_names_stay_absent() {
         let mut a = Names::default();
         let mut b = Names::default();
@@ -102,6 +131,7 @@ mod tests {
         assert_eq!((one.counters.ok, one.latency.len()), (3, 2));
         assert_eq!(a.get(3).expect("merged").counters.statuses().collect::<Vec<_>>(), [(404, 1)]);
         assert_eq!(a.len(), 4);
+        assert!(a.get(1).expect("merged").checks.is_empty());
         assert!(Names::default().is_empty());
     }
 }

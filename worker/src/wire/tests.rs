@@ -9,6 +9,7 @@ fn mix(order: Order) -> Requests {
         spec: RequestSpec::new(method, headers, body.to_vec()),
         // A template's path, blanks in its slots and all, crosses the wire as written.
         templated: path.contains("{{"),
+        checks: vec![],
     };
     Requests::Mix(Mix {
         requests: vec![
@@ -20,7 +21,19 @@ fn mix(order: Order) -> Requests {
                 vec![("accept".into(), "text/html".into())],
                 b"",
             ),
-            request("home", "POST", "/login", vec![("content-type".into(), "application/json".into())], b"{\"a\":1}"),
+            NamedRequest {
+                checks: vec![
+                    Check { name: "answered".into(), rule: CheckRule::Status(vec![200..=299, 404..=404]) },
+                    Check { name: "fast".into(), rule: CheckRule::LatencyBelow(Duration::from_micros(2500)) },
+                ],
+                ..request(
+                    "home",
+                    "POST",
+                    "/login",
+                    vec![("content-type".into(), "application/json".into())],
+                    b"{\"a\":1}",
+                )
+            },
         ],
         order,
     })
@@ -335,6 +348,32 @@ fn a_mixs_requests_are_checked_like_the_one_request_and_counted_before_they_are_
         ("beside the one request", Box::new(|s| s.headers.push(v1::Header { name: "a".into(), value: "b".into() }))),
         ("more than the 100000", Box::new(|s| s.mix = vec![s.mix[0].clone(); MAX_REQUESTS + 1])),
         ("an order for a mix without requests", Box::new(|s| s.mix.clear())),
+        ("a check without a rule", Box::new(|s| s.mix[2].checks[0].rule = None)),
+        (
+            "a status check without a status",
+            Box::new(|s| s.mix[2].checks[0].rule = Some(v1::check::Rule::Status(v1::StatusRule { ranges: vec![] }))),
+        ),
+        (
+            "not one of status codes, low to high",
+            Box::new(|s| {
+                let ranges = vec![v1::StatusRange { from: 300, to: 200 }];
+                s.mix[2].checks[0].rule = Some(v1::check::Rule::Status(v1::StatusRule { ranges }));
+            }),
+        ),
+        (
+            "not one of status codes, low to high",
+            Box::new(|s| {
+                let ranges = vec![v1::StatusRange { from: 200, to: 70_000 }];
+                s.mix[2].checks[0].rule = Some(v1::check::Rule::Status(v1::StatusRule { ranges }));
+            }),
+        ),
+        (
+            "more checks than a run may have",
+            Box::new(|s| {
+                let one = s.mix[2].checks[0].clone();
+                s.mix[2].checks = (0..=MAX_CHECKS).map(|i| v1::Check { name: i.to_string(), ..one.clone() }).collect();
+            }),
+        ),
     ];
     for (why, spoil) in cases {
         let mut shard = good.clone();
@@ -411,6 +450,8 @@ fn sample_stats_with_names() -> Stats {
         home.latency.record(v * v * 51 + 2_000).expect("in range");
         home.ttfb.record(v * 977 + 1_500).expect("in range");
     }
+    *home.check(0) = CheckCounts { passed: 880, failed: 20 };
+    *home.check(1) = CheckCounts { passed: 0, failed: 7 };
     s.names.entry(2).counters.add_errors(ErrorKind::Reset, 1);
     s
 }
@@ -430,6 +471,7 @@ fn assert_same_stats(a: &Stats, b: &Stats) {
     assert_eq!(a.names.iter().map(|(i, _)| i).collect::<Vec<_>>(), b.names.iter().map(|(i, _)| i).collect::<Vec<_>>());
     for ((_, x), (_, y)) in a.names.iter().zip(b.names.iter()) {
         assert_eq!(x.counters, y.counters);
+        assert_eq!(x.checks, y.checks);
         assert_same_histogram(&x.latency, &y.latency);
         assert_same_histogram(&x.ttfb, &y.ttfb);
     }
@@ -493,9 +535,14 @@ fn stats_for_a_name_the_mix_does_not_have_or_for_one_twice_are_refused() {
     let mut broken = wire.clone();
     broken.names[0].first_byte = b"garbage".to_vec();
     assert!(matches!(stats_from_proto(&broken, 3), Err(WireError::Histogram(_))));
-    let mut broken = wire;
+    let mut broken = wire.clone();
     broken.names[0].counters.as_mut().expect("counters").status.insert(1_000, 1);
     assert!(matches!(stats_from_proto(&broken, 3), Err(WireError::Stats(_))));
+    // Counts of more checks than a run may have are refused before they are kept.
+    let mut many = wire;
+    many.names[0].checks = vec![v1::CheckCounts { passed: 1, failed: 0 }; MAX_CHECKS + 1];
+    let err = stats_from_proto(&many, 3).expect_err("too many checks").to_string();
+    assert!(err.contains(&format!("counts of {} checks for name 0", MAX_CHECKS + 1)), "{err}");
 }
 
 #[test]

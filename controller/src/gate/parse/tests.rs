@@ -31,6 +31,8 @@ fn every_threshold_kind_parses_into_its_metric_and_a_limit_in_the_metrics_unit()
         ("status_404<=0", Metric::Status { statuses: Statuses::Code(404), rate: false }, Op::Le, 0.0),
         ("retry_after<1", Metric::RetryAfter { rate: false }, Op::Lt, 1.0),
         ("retry_after<=5%", Metric::RetryAfter { rate: true }, Op::Le, 0.05),
+        ("checks>99.9%", Metric::Checks, Op::Gt, 0.999),
+        ("checks>=100%", Metric::Checks, Op::Ge, 1.0),
     ];
     for (text, metric, op, limit) in cases {
         let (m, o, l) = parsed(text);
@@ -53,6 +55,8 @@ fn bad_thresholds_are_usage_errors_that_name_the_expression_and_say_what_is_wron
         ("status_6xx>1", "unknown metric"),
         ("error_rate<0.01", "needs a percent sign"),
         ("error_rate<101%", "more than 100%"),
+        ("checks>99", "needs a percent sign: checks>99.9%"),
+        ("checks>101%", "more than 100%"),
         ("rps>10%", "a percent needs a rate"),
         ("rps>-1", "not a number"),
         ("rps>fast", "not a number"),
@@ -76,6 +80,7 @@ fn a_threshold_of_a_name_takes_the_name_before_a_colon_bare_or_in_double_quotes(
         ("\"a: b<c\" : errors<1", "a: b<c", "errors"),
         ("\"say \\\"hi\\\" \\\\o/\":rps>1", "say \"hi\" \\o/", "rps"),
         ("Login:status_5xx<1%", "Login", "status_5xx"),
+        ("login:checks>99%", "login", "checks"),
     ];
     for (text, name, metric) in cases {
         let t = Threshold::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));

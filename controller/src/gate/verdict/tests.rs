@@ -52,3 +52,23 @@ fn a_name_that_finished_nothing_has_no_times_and_fails_a_time_threshold() {
     assert_eq!(judged("search:rps>0"), (None, false), "no requests: no rate, as for a run");
     assert_eq!(judged("nowhere:errors<1"), (None, false), "a name the report lacks measures nothing");
 }
+
+#[test]
+fn the_share_of_checks_passed_is_over_every_name_for_the_run_and_over_its_own_for_a_name() {
+    let mut report = mix_fixture::report();
+    report.checks = vec![vec!["ok".into(), "fast".into()], vec![], vec!["ok".into()]];
+    let home = report.stats.names.entry(0);
+    *home.check(0) = volley_engine::CheckCounts { passed: 9, failed: 1 };
+    *home.check(1) = volley_engine::CheckCounts { passed: 10, failed: 0 };
+    *report.stats.names.entry(2).check(0) = volley_engine::CheckCounts { passed: 3, failed: 0 };
+    let judge_one = |text: &str| {
+        let t = Threshold::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let v = judge(&[t], &report).pop().expect("one verdict");
+        (v.measured, v.passed)
+    };
+    assert_eq!(judge_one("checks>95%"), (Some(22.0 / 23.0), true));
+    assert_eq!(judge_one("checks>=96%"), (Some(22.0 / 23.0), false));
+    assert_eq!(judge_one("home:checks>=95%"), (Some(0.95), true));
+    assert_eq!(judge_one("login:checks>=100%"), (Some(1.0), true));
+    assert_eq!(judge_one("search:checks>0%"), (None, false), "no checks: nothing measured, which fails");
+}

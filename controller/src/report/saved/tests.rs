@@ -125,6 +125,34 @@ fn reports_of_different_mixes_merge_by_name_in_order_of_appearance() {
 }
 
 #[test]
+fn checks_merge_by_name_under_their_names_whatever_order_each_report_lists_them_in() {
+    let saved = |worker: usize, checks: &[(&str, u64, u64)]| {
+        let mut stats = mix_fixture::worker_stats(worker);
+        for (k, (_, passed, failed)) in checks.iter().enumerate() {
+            *stats.names.entry(0).check(k) = volley_engine::CheckCounts { passed: *passed, failed: *failed };
+        }
+        let line = WorkerLine::measured("local", stats);
+        let mut report = Report::from_workers("http://x/".into(), vec![line], false, false, Vec::new());
+        report.names = mix_fixture::NAMES.map(String::from).to_vec();
+        report.checks = vec![checks.iter().map(|(n, _, _)| n.to_string()).collect(), vec![], vec![]];
+        named(&format!("part{worker}.json"), &crate::output::report_json(&report, &[]))
+    };
+    let merged = from_texts(&[
+        saved(0, &[("ok", 5, 1), ("fast", 4, 2)]),
+        saved(1, &[("fast", 10, 0), ("small", 1, 1), ("ok", 7, 0)]),
+    ])
+    .unwrap();
+    assert_eq!(merged.checks, [vec!["ok", "fast", "small"], vec![], vec![]]);
+    let home = merged.name_lines().next().expect("home");
+    let lines: Vec<(&str, u64, u64)> = home.check_lines().map(|(n, c)| (n, c.passed, c.failed)).collect();
+    assert_eq!(lines, [("ok", 12, 1), ("fast", 14, 2), ("small", 1, 1)]);
+    // Written again, they read back the same.
+    let again = from_texts(&[named("merged.json", &crate::output::report_json(&merged, &[]))]).unwrap();
+    assert_eq!(again.checks, merged.checks);
+    assert_eq!(again.stats.names.get(0).expect("home").checks, merged.stats.names.get(0).expect("home").checks);
+}
+
+#[test]
 fn a_report_from_before_mixes_reads_back_without_names() {
     let mut old = real_report();
     old.as_object_mut().unwrap().remove("names");

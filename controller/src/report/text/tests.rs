@@ -1,4 +1,4 @@
-use super::to_text;
+use super::{checks, to_text};
 use crate::report::mix_fixture;
 
 #[test]
@@ -81,4 +81,27 @@ fn past_the_series_budget_workers_are_one_line_but_for_those_that_failed() {
          each 5.0 to 15.0 req/s, p50 10.002 to 30.015 ms, p99 10.002 to 30.015 ms; 1 failed (above)"
     );
     assert!(!text.contains("  s0  "), "{text}");
+}
+
+#[test]
+fn checks_are_listed_under_their_names_with_the_share_passed_and_a_mark() {
+    let mut report = mix_fixture::report();
+    report.checks = vec![vec!["status is 200".into(), "fast".into()], vec![], vec!["never ran".into()]];
+    let home = report.stats.names.entry(0);
+    *home.check(0) = volley_engine::CheckCounts { passed: 14, failed: 0 };
+    *home.check(1) = volley_engine::CheckCounts { passed: 7, failed: 1 };
+    let mut text = String::new();
+    checks(&mut text, &report, false);
+    assert_eq!(
+        text,
+        "Checks:\n  home\n    ok   status is 200  100.00%  (14 passed, 0 failed)\n    FAIL fast  87.50%  (7 passed, 1 failed)\n  login\n    -    never ran  -  (0 passed, 0 failed)\n"
+    );
+    let mut text = String::new();
+    checks(&mut text, &report, true);
+    assert!(text.contains("✓ status is 200") && text.contains("✗ fast"), "{text}");
+    // A run without checks has no section.
+    report.checks.clear();
+    let mut text = String::new();
+    checks(&mut text, &report, false);
+    assert_eq!(text, "");
 }

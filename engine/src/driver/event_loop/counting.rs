@@ -58,7 +58,18 @@ impl<I: Io> Loop<I> {
                         let name = self.stats.names.entry(usize::from(names[request as usize]));
                         name.counters.ok += 1;
                         name.counters.status(status);
-                        Stats::record(&mut name.counters, &mut name.latency, at.saturating_duration_since(due));
+                        let took = at.saturating_duration_since(due);
+                        Stats::record(&mut name.counters, &mut name.latency, took);
+                        if let Some(checks) = &self.shared.checks {
+                            for (rule, k) in &checks[request as usize] {
+                                let counts = name.check(usize::from(*k));
+                                if rule.passes(status, took) {
+                                    counts.passed += 1;
+                                } else {
+                                    counts.failed += 1;
+                                }
+                            }
+                        }
                     }
                 }
                 Event::RetryAfter { status, value } => self.stats.counters.retry_after.record(status, value),

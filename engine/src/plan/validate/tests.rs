@@ -63,6 +63,7 @@ fn mix(names: impl Iterator<Item = String>, body: usize) -> Requests {
             name,
             spec: RequestSpec::new("POST", vec![], vec![b'x'; body]),
             templated: false,
+            checks: vec![],
         })
         .collect();
     Requests::Mix(Mix { requests, order: Order::InTurn })
@@ -96,6 +97,7 @@ fn a_mix_path_that_does_not_start_with_a_slash_or_holds_a_blank_or_a_line_break_
                 name: "n".into(),
                 path_and_query: path.into(),
                 spec: RequestSpec::new("GET", vec![], vec![]),
+                checks: vec![],
                 templated: false,
             }],
             order: Order::InTurn,

@@ -1,0 +1,158 @@
+//! End to end: a scenario step's checks. Every response is judged by each check of its step and
+//! counted as passed or failed under the step's name; the counts equal what the server did
+//! (which routes it answered with which status), locally on HTTP/1.1, h2c and HTTP/3 and across
+//! three workers; `--threshold 'checks>X%'` gates on the share passed, of the run or of a name.
+
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::process::Output;
+
+use support::h3_server::{H3Options, H3TestServer};
+use support::{Behavior, TestServer, WorkerProcess, describe_output, number};
+
+/// Two scenarios whose steps carry checks. The server answers `/items/7` with 404 and the rest
+/// with 200, so each check's verdict follows from the route alone: "status is 200" of `item`
+/// fails exactly on `/items/7`, "not found" passes there, and no response takes under 1 µs.
+const SHOP: &str = r#"
+[[scenario]]
+name = "browse"
+weight = 3
+  [[scenario.step]]
+  name = "home"
+  path = "/"
+    [[scenario.step.check]]
+    status = 200
+  [[scenario.step]]
+  name = "item"
+  path = "/items/7"
+    [[scenario.step.check]]
+    status = 200
+    [[scenario.step.check]]
+    name = "not found"
+    status = "4xx"
+
+[[scenario]]
+name = "buy"
+  [[scenario.step]]
+  name = "item"
+  path = "/items/9"
+    [[scenario.step.check]]
+    status = 200
+  [[scenario.step]]
+  name = "cart"
+  method = "POST"
+  path = "/cart"
+  body = "{}"
+    [[scenario.step.check]]
+    latency_below = "60s"
+    [[scenario.step.check]]
+    name = "instant"
+    latency_below = "1us"
+"#;
+
+/// Each name's checks in the report, in order: (check, passed, failed).
+fn report_checks(r: &serde_json::Value) -> BTreeMap<String, Vec<(String, u64, u64)>> {
+    let names = r["names"].as_array().unwrap_or_else(|| panic!("no names in {r}"));
+    names
+        .iter()
+        .map(|n| {
+            let checks = n["checks"].as_array().unwrap_or_else(|| panic!("no checks in {n}"));
+            let checks = checks
+                .iter()
+                .map(|c| (c["name"].as_str().expect("a name").to_string(), number(c, "/passed"), number(c, "/failed")))
+                .collect();
+            (n["name"].as_str().expect("a name").to_string(), checks)
+        })
+        .collect()
+}
+
+/// What each check should have counted, from the routes the server answered.
+fn expected(routes: &BTreeMap<String, u64>) -> BTreeMap<String, Vec<(String, u64, u64)>> {
+    let served = |route: &str| routes.get(route).copied().unwrap_or(0);
+    let (home, seven, nine, cart) =
+        (served("GET /"), served("GET /items/7"), served("GET /items/9"), served("POST /cart"));
+    let check = |name: &str, passed, failed| (name.to_string(), passed, failed);
+    BTreeMap::from([
+        ("home".to_string(), vec![check("status is 200", home, 0)]),
+        ("item".to_string(), vec![check("status is 200", nine, seven), check("not found", seven, 0)]),
+        ("cart".to_string(), vec![check("latency < 60s", cart, 0), check("instant", 0, cart)]),
+    ])
+}
+
+/// The server's routes counted since `before`.
+fn since(before: &BTreeMap<String, u64>, now: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    let mut routes = now;
+    for (route, n) in before {
+        *routes.get_mut(route).expect("a route seen before") -= n;
+    }
+    routes
+}
+
+fn shop(origin: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shop.toml");
+    std::fs::write(&file, format!("origin = \"{origin}\"\n{SHOP}")).unwrap();
+    let file = file.to_str().expect("a UTF-8 path").to_string();
+    (dir, file)
+}
+
+fn run(file: &str, extra: &[&str]) -> Output {
+    let args = [&["-c", "4", "-t", "2", "-n", "300", "--seed", "3", "-j", "--scenario", file][..], extra].concat();
+    support::run_volley(&args)
+}
+
+#[test]
+fn each_checks_counts_are_what_the_server_answered_over_http1_h2c_and_across_three_workers() {
+    let server = TestServer::start(Behavior::ok(10).status_for("/items/7", 404));
+    let (_dir, file) = shop(server.url().trim_end_matches('/'));
+    let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[]), WorkerProcess::start(&[])];
+    let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
+    for extra in [&[][..], &["--http2"][..], &["--workers", &list][..]] {
+        let before = server.routes();
+        let out = run(&file, extra);
+        assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
+        let r = support::json_report(&out);
+        let routes = since(&before, server.routes());
+        assert_eq!(number(&r, "/requests/ok"), 600, "{extra:?}: 300 iterations of 2 steps\n{r}");
+        assert!(routes["GET /items/7"] > 0 && routes["POST /cart"] > 0, "{extra:?}: both scenarios drawn: {routes:?}");
+        assert_eq!(report_checks(&r), expected(&routes), "{extra:?}");
+    }
+}
+
+#[test]
+fn each_checks_counts_are_what_the_server_answered_over_http3() {
+    let server = H3TestServer::start(H3Options { status_for: vec![("/items/7".into(), 404)], ..Default::default() });
+    let (dir, file) = shop(server.url().trim_end_matches('/'));
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &server.cert().ca_pem).unwrap();
+    let out = run(&file, &["--http3", "--cacert", ca.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let r = support::json_report(&out);
+    assert_eq!(number(&r, "/requests/ok"), 600, "{r}");
+    assert_eq!(report_checks(&r), expected(&server.routes()));
+}
+
+#[test]
+fn a_checks_threshold_gates_on_the_share_passed_of_the_run_or_of_one_name() {
+    let server = TestServer::start(Behavior::ok(10).status_for("/items/7", 404));
+    let (_dir, file) = shop(server.url().trim_end_matches('/'));
+    // home's one check always passes; over the run, "instant" never does.
+    let out = run(&file, &["--threshold", "home:checks>=100%", "--threshold", "checks>99%"]);
+    assert_eq!(out.status.code(), Some(4), "{}", describe_output(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("checks>99%") && !stderr.contains("home:checks"), "{stderr}");
+    let r = support::json_report(&out);
+    let verdicts = r["thresholds"].as_array().unwrap_or_else(|| panic!("no thresholds in {r}"));
+    let passed: Vec<bool> = verdicts.iter().map(|v| v["passed"].as_bool().expect("a verdict")).collect();
+    assert_eq!(passed, [true, false], "{r}");
+    // The share the run measured is the checks' own: passed over judged, every name together.
+    let all: Vec<(String, u64, u64)> = report_checks(&r).into_values().flatten().collect();
+    let (p, judged) = all.iter().fold((0, 0), |(p, t), (_, passed, failed)| (p + passed, t + passed + failed));
+    let measured = verdicts[1]["measured"].as_f64().expect("a measured share");
+    assert!((measured - p as f64 / judged as f64).abs() < 1e-12, "{measured} vs {p}/{judged}");
+    // The text report marks each check; out of a terminal, in ASCII.
+    let out = support::run_volley(["-c", "2", "-n", "20", "--scenario", &file]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Checks:") && text.contains("FAIL instant") && text.contains("ok   status is 200"), "{text}");
+}
