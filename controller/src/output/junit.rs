@@ -2,8 +2,9 @@
 //! did not hold), one for the run itself (an error when it could not run, was interrupted or
 //! lost workers, so a broken measurement never shows as a green gate), and with a mix one per
 //! name (classname `volley.names`), failed when a threshold of that name failed, its counts and
-//! percentiles in its system-out and properties: a CI viewer then lists the requests of a mix
-//! as it lists tests, and a slow one stands out by name.
+//! percentiles (and its scenario checks' counts) in its system-out and properties: a CI viewer
+//! then lists the requests of a mix as it lists tests, and a slow one stands out by name. A
+//! failed check fails no testcase by itself: `--threshold 'checks>X%'` is the gate.
 
 use std::fmt::Write;
 
@@ -96,13 +97,18 @@ fn name_case(out: &mut String, line: &NameLine<'_>, verdicts: &[Verdict]) {
     ] {
         let _ = writeln!(out, "        <property name=\"{key}\" value=\"{value}\"/>");
     }
+    for (k, (check, counts)) in line.check_lines().enumerate() {
+        let _ = writeln!(out, "        <property name=\"check_{k}\" value=\"{}\"/>", escape(check));
+        let _ = writeln!(out, "        <property name=\"check_{k}_passed\" value=\"{}\"/>", counts.passed);
+        let _ = writeln!(out, "        <property name=\"check_{k}_failed\" value=\"{}\"/>", counts.failed);
+    }
     out.push_str("      </properties>\n");
     let failed: Vec<String> = failed_of(verdicts, line.name).map(Verdict::failure_text).collect();
     if !failed.is_empty() {
         let message = format!("thresholds failed: {}", failed.join(", "));
         let _ = writeln!(out, "      <failure message=\"{}\" type=\"threshold\"/>", escape(&message));
     }
-    let text = format!(
+    let mut text = format!(
         "requests {}, ok {}, errors {}, p50 {}, p99 {}, statuses {}",
         c.total(),
         c.ok,
@@ -111,6 +117,9 @@ fn name_case(out: &mut String, line: &NameLine<'_>, verdicts: &[Verdict]) {
         shown(p99),
         if statuses.is_empty() { "none".to_string() } else { statuses.join(", ") }
     );
+    for (check, counts) in line.check_lines() {
+        let _ = write!(text, "\ncheck {check}: {} passed, {} failed", counts.passed, counts.failed);
+    }
     let _ = writeln!(out, "      <system-out>{}</system-out>\n    </testcase>", escape(&text));
 }
 

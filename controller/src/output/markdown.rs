@@ -62,6 +62,7 @@ pub(crate) fn summary(report: &Report, verdicts: &[Verdict]) -> String {
         let _ = writeln!(out, "Status codes: {}\n", statuses.join(", "));
     }
     names(&mut out, report);
+    checks(&mut out, report);
     for w in report.warnings() {
         let _ = writeln!(out, "> **Warning:** {}\n", cell(&w));
     }
@@ -97,6 +98,26 @@ fn names(out: &mut String, report: &Report) {
     out.push('\n');
 }
 
+/// A scenario's checks, a row each under its name: passed, failed and the share passed.
+fn checks(out: &mut String, report: &Report) {
+    let lines: Vec<_> = report.name_lines().filter(|l| !l.checks.is_empty()).collect();
+    if lines.is_empty() {
+        return;
+    }
+    out.push_str("| Name | Check | Passed | Failed | Share passed |\n");
+    out.push_str("| --- | --- | --: | --: | --: |\n");
+    for line in &lines {
+        for (check, c) in line.check_lines() {
+            let share = match c.total() {
+                0 => "–".to_string(),
+                total => format!("{:.2}%", c.passed as f64 * 100.0 / total as f64),
+            };
+            let _ = writeln!(out, "| {} | {} | {} | {} | {share} |", cell(line.name), cell(check), c.passed, c.failed);
+        }
+    }
+    out.push('\n');
+}
+
 /// Text safe inside a table cell or a heading: no pipes, no line breaks.
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
@@ -118,8 +139,27 @@ mod tests {
         assert!(rows[0].ends_with("| 200: 13, 404: 1 |"), "{text}");
         assert!(rows[1].starts_with("| search | 0 | 0 | 0 | – | – |"), "{text}");
         assert!(rows[2].starts_with("| login | 3 | 3 | 0 | 0.500 |"), "{text}");
+        assert!(!text.contains("| Check |"), "no checks, no checks table: {text}");
         let mut plain = report;
         plain.names.clear();
         assert!(!summary(&plain, &[]).contains("| Name |"));
+    }
+
+    #[test]
+    fn checks_have_a_row_each_under_their_names_name() {
+        let mut report = mix_fixture::report();
+        report.checks = vec![vec!["status is 200".into(), "a|b".into()], vec![], vec!["never".into()]];
+        *report.stats.names.entry(0).check(0) = volley_engine::CheckCounts { passed: 13, failed: 1 };
+        let text = summary(&report, &[]);
+        let rows: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("| Name | Check |")).skip(2).take(3).collect();
+        assert_eq!(
+            rows,
+            [
+                "| home | status is 200 | 13 | 1 | 92.86% |",
+                "| home | a\\|b | 0 | 0 | – |",
+                "| login | never | 0 | 0 | – |"
+            ],
+            "{text}"
+        );
     }
 }

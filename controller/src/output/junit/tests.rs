@@ -59,3 +59,30 @@ fn a_run_without_a_mix_has_no_name_testcases() {
     assert!(!xml.contains("volley.names"), "{xml}");
     assert!(xml.contains("tests=\"1\""), "{xml}");
 }
+
+#[test]
+fn a_names_checks_are_properties_and_lines_of_its_testcase_and_fail_nothing_by_themselves() {
+    let mut report = mix_fixture::report();
+    report.checks = vec![vec!["status is 200".into(), "fast & <small>".into()], vec![], vec![]];
+    let home = report.stats.names.entry(0);
+    *home.check(0) = volley_engine::CheckCounts { passed: 13, failed: 1 };
+    *home.check(1) = volley_engine::CheckCounts { passed: 0, failed: 14 };
+    let xml = testsuites(&report, &[]);
+    let home = case(&xml, "home");
+    for property in [
+        r#"<property name="check_0" value="status is 200"/>"#,
+        r#"<property name="check_0_passed" value="13"/>"#,
+        r#"<property name="check_0_failed" value="1"/>"#,
+        r#"<property name="check_1" value="fast &amp; &lt;small&gt;"/>"#,
+        r#"<property name="check_1_failed" value="14"/>"#,
+    ] {
+        assert!(home.contains(property), "{property} missing:\n{home}");
+    }
+    assert!(
+        home.contains(
+            "\ncheck status is 200: 13 passed, 1 failed\ncheck fast &amp; &lt;small&gt;: 0 passed, 14 failed"
+        )
+    );
+    assert!(!home.contains("<failure"), "a failed check is not a failed gate:\n{home}");
+    assert!(xml.contains(r#"failures="0""#), "{xml}");
+}
