@@ -45,6 +45,17 @@ pub(super) struct SavedName {
     pub status_codes: BTreeMap<String, u64>,
     pub latency_seconds: Summary,
     pub histograms: NameHistograms,
+    /// A scenario's checks of this name (none in reports from before checks).
+    #[serde(default)]
+    pub checks: Vec<SavedCheck>,
+}
+
+/// One check of a name, as the report's `names[].checks` hold it.
+#[derive(Debug, Deserialize)]
+pub(super) struct SavedCheck {
+    pub name: String,
+    pub passed: u64,
+    pub failed: u64,
 }
 
 #[derive(Debug, Deserialize)]

@@ -135,6 +135,35 @@ pub(super) fn names(r: &Saved) -> String {
     out
 }
 
+/// A scenario's checks, a row each under its name: passed, failed and the share passed.
+pub(super) fn checks(r: &Saved) -> String {
+    if r.names.iter().all(|n| n.checks.is_empty()) {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h2>Checks</h2>\n<table class=\"checks\">\n<tr><th>name</th><th>check</th><th>passed</th><th>failed</th>\
+         <th>share passed</th></tr>\n",
+    );
+    for n in &r.names {
+        for c in &n.checks {
+            let total = c.passed + c.failed;
+            let share =
+                if total == 0 { "–".to_string() } else { format!("{:.2}%", c.passed as f64 * 100.0 / total as f64) };
+            let class = if c.failed > 0 { " class=\"fail\"" } else { "" };
+            let _ = writeln!(
+                out,
+                "<tr{class}><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{share}</td></tr>",
+                escape(&n.name),
+                escape(&c.name),
+                c.passed,
+                c.failed
+            );
+        }
+    }
+    out.push_str("</table>\n");
+    out
+}
+
 pub(super) fn thresholds(verdicts: &[SavedVerdict]) -> String {
     if verdicts.is_empty() {
         return String::new();
@@ -204,6 +233,25 @@ pub(super) fn warnings(r: &Saved) -> String {
 #[cfg(test)]
 mod tests {
     use super::escape;
+    use crate::report::mix_fixture;
+
+    #[test]
+    fn checks_have_a_table_of_a_row_each_failed_ones_marked_and_none_without_checks() {
+        let mut report = mix_fixture::report();
+        let page = super::super::page(&crate::output::report_json(&report, &[])).expect("a page");
+        assert!(!page.contains("<h2>Checks</h2>"), "no checks, no table");
+        report.checks = vec![vec!["status is 200".into(), "<fast>".into()], vec![], vec![]];
+        let home = report.stats.names.entry(0);
+        *home.check(0) = volley_engine::CheckCounts { passed: 14, failed: 0 };
+        *home.check(1) = volley_engine::CheckCounts { passed: 3, failed: 1 };
+        let page = super::super::page(&crate::output::report_json(&report, &[])).expect("a page");
+        assert!(page.contains(
+            "<tr><td><code>home</code></td><td>status is 200</td><td>14</td><td>0</td><td>100.00%</td></tr>"
+        ));
+        assert!(page.contains(
+            "<tr class=\"fail\"><td><code>home</code></td><td>&lt;fast&gt;</td><td>3</td><td>1</td><td>75.00%</td></tr>"
+        ));
+    }
 
     #[test]
     fn text_from_the_report_cannot_open_a_tag_or_leave_an_attribute() {
