@@ -106,7 +106,7 @@ pub(crate) fn start(
 /// `--prometheus`: the worker's own view of its runs.
 fn observe(metrics: &Exporter, plan: &Plan, event: &Event) {
     match event {
-        Event::Started { .. } => metrics.run_started(plan.requests.names()),
+        Event::Started { .. } => metrics.run_started(plan.requests.names(), plan.requests.check_names()),
         Event::Interval { delta, .. } => metrics.second(delta),
         Event::Finished(outcome) => match &outcome.warm_up {
             // The exporter counts every second, the warm-up's too.

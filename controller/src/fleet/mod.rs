@@ -91,8 +91,8 @@ pub(crate) fn run(
     };
     let stop = first.plan.stop;
     let connect_timeout = first.plan.connect_timeout;
-    // The mix's names by index, for the live metrics' `name` label.
-    let names: Vec<String> = first.plan.requests.names();
+    // The mix's names by index, for the live metrics' `name` and `check` labels.
+    let labels = MixLabels { names: first.plan.requests.names(), checks: first.plan.requests.check_names() };
     let shards: Vec<&Plan> = parts.iter().map(|p| &p.plan).collect();
     let profile = Profile::new(&shards);
     let results = std::sync::Arc::new(tokio::sync::Semaphore::new(remote::RESULTS_IN_FLIGHT));
@@ -155,7 +155,7 @@ pub(crate) fn run(
             fleet.on_tick(now());
             ticked = Some(Instant::now());
         }
-        carry_out(&mut fleet, &links, &mut progress, live.map(|l| (l, names.as_slice())), hlog.as_deref_mut());
+        carry_out(&mut fleet, &links, &mut progress, live.map(|l| (l, &labels)), hlog.as_deref_mut());
         if fleet.is_done() {
             break;
         }
@@ -164,7 +164,7 @@ pub(crate) fn run(
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => fleet.links_ended(),
         }
-        carry_out(&mut fleet, &links, &mut progress, live.map(|l| (l, names.as_slice())), hlog.as_deref_mut());
+        carry_out(&mut fleet, &links, &mut progress, live.map(|l| (l, &labels)), hlog.as_deref_mut());
     }
     progress.clear();
     fleet.finish()
@@ -175,20 +175,25 @@ fn now() -> Now {
     Now { at: Instant::now(), nanos: now_nanos() }
 }
 
+/// A mix's names, and each one's checks' names, by index: the live metrics' labels.
+struct MixLabels {
+    names: Vec<String>,
+    checks: Vec<Vec<String>>,
+}
 /// Does what the machine asked, in its order.
 fn carry_out(
     fleet: &mut Fleet<'_>,
     links: &[Link],
     progress: &mut ProgressLine,
-    live: Option<(&Exporter, &[String])>,
+    live: Option<(&Exporter, &MixLabels)>,
     mut hlog: Option<&mut IntervalLog>,
 ) {
     while let Some(action) = fleet.poll_action() {
         match action {
             Action::Send { worker, command } => links[worker].send(command),
             Action::Started { margin } => {
-                if let Some((live, names)) = live {
-                    live.run_started(names.to_vec());
+                if let Some((live, labels)) = live {
+                    live.run_started(labels.names.clone(), labels.checks.clone());
                 }
                 if let Some(hlog) = hlog.as_deref_mut() {
                     hlog.started(SystemTime::now() + margin);

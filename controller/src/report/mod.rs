@@ -68,11 +68,7 @@ impl PlanSummary {
             protocol: plan.protocol,
             congestion: plan.quic_congestion,
             names: plan.requests.names(),
-            checks: plan
-                .requests
-                .mix()
-                .map(|m| m.check_names().into_iter().map(|c| c.into_iter().map(String::from).collect()).collect())
-                .unwrap_or_default(),
+            checks: plan.requests.check_names(),
             scenarios: plan
                 .requests
                 .scenarios()

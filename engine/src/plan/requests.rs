@@ -131,6 +131,14 @@ impl Requests {
         self.mix().map(|m| m.names().into_iter().map(String::from).collect()).unwrap_or_default()
     }
 
+    /// For each of [`Requests::names`], its checks' names ([`Mix::check_names`]), owned. Empty for
+    /// the one request.
+    pub fn check_names(&self) -> Vec<Vec<String>> {
+        self.mix()
+            .map(|m| m.check_names().into_iter().map(|c| c.into_iter().map(String::from).collect()).collect())
+            .unwrap_or_default()
+    }
+
     /// A scenario mix's scenarios, if the requests are their steps.
     pub fn scenarios(&self) -> Option<&[Scenario]> {
         self.mix().and_then(|m| m.order.scenarios())

@@ -109,6 +109,16 @@ fn names(o: &mut String, names: &std::collections::BTreeMap<String, Tally>) {
             sample(o, "volley_name_errors_total", &format!("{{{},kind=\"{}\"}}", label(name), kind.name()), n);
         }
     }
+    if names.values().any(|t| !t.checks.is_empty()) {
+        counter(o, "volley_name_checks", None, "Responses a scenario's check judged, by name, check and result.");
+        for (name, t) in names {
+            for (check, [passed, failed]) in &t.checks {
+                let labels = format!("{},check=\"{}\"", label(name), escape(check));
+                sample(o, "volley_name_checks_total", &format!("{{{labels},result=\"passed\"}}"), *passed);
+                sample(o, "volley_name_checks_total", &format!("{{{labels},result=\"failed\"}}"), *failed);
+            }
+        }
+    }
     let family = "volley_name_request_duration_seconds";
     let _ = writeln!(o, "# TYPE {family} histogram");
     let _ = writeln!(o, "# UNIT {family} seconds");

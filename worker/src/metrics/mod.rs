@@ -76,11 +76,13 @@ impl Exporter {
     }
 
     /// A run's load has begun; `names` are its mix's names by index (empty without a mix),
-    /// each counted under a `name` label besides the run's series.
-    pub fn run_started(&self, names: Vec<String>) {
+    /// each counted under a `name` label besides the run's series, and `checks` each name's
+    /// checks' names (`Requests::check_names`), counted under a `check` label.
+    pub fn run_started(&self, names: Vec<String>, checks: Vec<Vec<String>>) {
         self.shared.update(|live| {
             live.gauges = Gauges { running: true, ..Gauges::default() };
             live.names = names;
+            live.checks = checks;
         });
     }
 
@@ -91,7 +93,7 @@ impl Exporter {
         let in_flight = if latency.is_empty() { 0.0 } else { latency.mean() * latency.len() as f64 / 1e9 };
         let rate = delta.counters.total();
         self.shared.update(|live| {
-            live.run = live.run.plus(&Tally::of(delta, &live.names));
+            live.run = live.run.plus(&Tally::of(delta, &live.names, &live.checks));
             live.gauges = Gauges { running: true, rate, in_flight };
         });
     }
@@ -100,7 +102,7 @@ impl Exporter {
     /// counters become them, never less than what its seconds already showed.
     pub fn run_finished(&self, totals: &Stats) {
         self.shared.update(|live| {
-            let tally = Tally::of(totals, &live.names);
+            let tally = Tally::of(totals, &live.names, &live.checks);
             live.base = live.base.plus(&live.run.at_least(&tally));
             live.end_run();
         });
@@ -167,12 +169,15 @@ struct Live {
     page: Arc<str>,
     /// The run in progress's names, by index.
     names: Vec<String>,
+    /// Each of `names`' checks' names, by index.
+    checks: Vec<Vec<String>>,
 }
 
 impl Live {
     fn end_run(&mut self) {
         self.run = Tally::default();
         self.names = Vec::new();
+        self.checks = Vec::new();
         self.gauges = Gauges::default();
         self.runs += 1;
     }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use volley_engine::{Counters, ErrorKind, MAX_NAMES, Stats};
+use volley_engine::{Counters, ErrorKind, MAX_CHECKS, MAX_NAMES, Stats};
 
 use super::buckets::{BOUNDS_NS, bucket_of};
 
@@ -28,6 +28,9 @@ pub(crate) struct Tally {
     /// fields stay 0 in a name's tally): kept by name, so that runs of a worker add up name by
     /// name; at most [`MAX_NAMES`] over the life of the process.
     pub names: BTreeMap<String, Tally>,
+    /// A name's tally: its checks' counts, `[passed, failed]`, by the check's name; at most
+    /// [`MAX_CHECKS`] over the life of the process.
+    pub checks: BTreeMap<String, [u64; 2]>,
 }
 
 impl Default for Tally {
@@ -43,20 +46,22 @@ impl Default for Tally {
             buckets: [0; BOUNDS_NS.len() + 1],
             latency_sum: 0.0,
             names: BTreeMap::new(),
+            checks: BTreeMap::new(),
         }
     }
 }
 
 impl Tally {
-    /// What `stats` counted; `names` are the mix's names by index (empty without a mix).
-    pub(crate) fn of(stats: &Stats, names: &[String]) -> Tally {
+    /// What `stats` counted; `names` are the mix's names by index (empty without a mix), and
+    /// `checks` each name's checks' names by index.
+    pub(crate) fn of(stats: &Stats, names: &[String], checks: &[Vec<String>]) -> Tally {
         let mut tally = Tally::default();
-        tally.add(stats, names);
+        tally.add(stats, names, checks);
         tally
     }
 
-    /// Adds what `stats` counted; `names` are the mix's names by index.
-    pub(crate) fn add(&mut self, stats: &Stats, names: &[String]) {
+    /// Adds what `stats` counted; `names` are the mix's names by index, `checks` their checks'.
+    pub(crate) fn add(&mut self, stats: &Stats, names: &[String], checks: &[Vec<String>]) {
         let c = &stats.counters;
         let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
         self.add_outcomes(c, &stats.histograms.latency);
@@ -73,7 +78,23 @@ impl Tally {
                 None => continue,
             };
             tally.add_outcomes(&stats.counters, &stats.latency);
+            let check_names = checks.get(index).map_or(&[][..], Vec::as_slice);
+            for (check, counts) in check_names.iter().zip(&stats.checks) {
+                tally.add_check(check, [counts.passed, counts.failed], &u64::saturating_add);
+            }
         }
+    }
+
+    /// Adds (or combines by `count`) one check's `[passed, failed]`, unless it is a check past
+    /// the most a name keeps.
+    fn add_check(&mut self, check: &str, counts: [u64; 2], count: &impl Fn(u64, u64) -> u64) {
+        let room = self.checks.len() < MAX_CHECKS;
+        let slot = match self.checks.get_mut(check) {
+            Some(slot) => slot,
+            None if room => self.checks.entry(check.to_string()).or_default(),
+            None => return,
+        };
+        *slot = [count(slot[0], counts[0]), count(slot[1], counts[1])];
     }
 
     /// Requests, statuses, errors and latencies.
@@ -134,7 +155,12 @@ impl Tally {
                 None => {}
             }
         }
+        let mut with_checks = Tally { checks: self.checks.clone(), ..Tally::default() };
+        for (check, counts) in &other.checks {
+            with_checks.add_check(check, *counts, count);
+        }
         Tally {
+            checks: with_checks.checks,
             requests: count(self.requests, other.requests),
             status,
             errors,

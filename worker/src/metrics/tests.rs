@@ -138,7 +138,7 @@ fn the_bounds_are_log_spaced_from_100_microseconds_to_10_seconds() {
 #[test]
 fn the_exposition_parses_back_with_each_response_in_its_bucket() {
     let m = exporter();
-    m.run_started(Vec::new());
+    m.run_started(Vec::new(), Vec::new());
     // 90 answers at 1.2 ms (bucket le=0.0015) and 10 at 40 ms (le=0.047), 5 resets.
     let mut s = second(90, Duration::from_micros(1200), 5);
     s.histograms.latency.record_n(40_000_000, 10).expect("in range");
@@ -185,7 +185,7 @@ fn a_mixs_names_have_series_of_their_own_under_a_name_label_that_add_up_across_r
         s
     };
     for _ in 0..2 {
-        m.run_started(names.clone());
+        m.run_started(names.clone(), Vec::new());
         m.second(&second_of(30, 5));
         m.run_finished(&second_of(30, 5));
     }
@@ -202,7 +202,7 @@ fn a_mixs_names_have_series_of_their_own_under_a_name_label_that_add_up_across_r
     assert_eq!(get(&format!("volley_name_request_duration_seconds_count{{{other}}}")), 10.0);
     // Without a mix there are no name series at all.
     let plain = exporter();
-    plain.run_started(Vec::new());
+    plain.run_started(Vec::new(), Vec::new());
     plain.second(&second(10, Duration::from_millis(1), 0));
     assert!(!plain.page().contains("volley_name_"));
 }
@@ -211,7 +211,7 @@ fn a_mixs_names_have_series_of_their_own_under_a_name_label_that_add_up_across_r
 fn counters_only_rise_across_seconds_and_runs_and_take_the_result_at_the_end() {
     let m = exporter();
     let mut pages = vec![m.page().to_string()];
-    m.run_started(Vec::new());
+    m.run_started(Vec::new(), Vec::new());
     m.second(&second(100, Duration::from_millis(2), 0));
     pages.push(m.page().to_string());
     m.second(&second(50, Duration::from_millis(20), 3));
@@ -230,7 +230,7 @@ fn counters_only_rise_across_seconds_and_runs_and_take_the_result_at_the_end() {
     assert_eq!(v["volley_runs_total"], 1.0);
     // A second run adds to the first, and a result below its seconds (a worker left out for
     // lying) does not take back what was shown.
-    m.run_started(Vec::new());
+    m.run_started(Vec::new(), Vec::new());
     m.second(&second(40, Duration::from_millis(2), 0));
     pages.push(m.page().to_string());
     m.run_finished(&second(10, Duration::from_millis(2), 0));
@@ -239,7 +239,7 @@ fn counters_only_rise_across_seconds_and_runs_and_take_the_result_at_the_end() {
     assert_eq!(v["volley_requests_total"], 223.0);
     assert_eq!(v["volley_runs_total"], 2.0);
     // A run that fails keeps what its seconds showed.
-    m.run_started(Vec::new());
+    m.run_started(Vec::new(), Vec::new());
     m.second(&second(7, Duration::from_millis(2), 0));
     m.run_failed();
     pages.push(m.page().to_string());
@@ -262,7 +262,7 @@ fn fetch(addr: SocketAddr, request: &str) -> String {
 #[test]
 fn a_scrape_gets_openmetrics_and_other_paths_are_refused() {
     let m = exporter();
-    m.run_started(Vec::new());
+    m.run_started(Vec::new(), Vec::new());
     m.second(&second(3, Duration::from_millis(1), 0));
     let response = fetch(m.addr(), "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n");
     let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
@@ -288,7 +288,7 @@ fn an_address_in_use_is_one_line_naming_it() {
 #[test]
 fn a_thousand_idle_sockets_do_not_lock_a_scraper_out() {
     let m = exporter();
-    m.run_started(Vec::new());
+    m.run_started(Vec::new(), Vec::new());
     m.second(&second(3, Duration::from_millis(1), 0));
     // A slowloris: connections that never send a request, many more than the server's slots.
     let idle: Vec<TcpStream> = (0..1_000).map(|_| TcpStream::connect(m.addr()).expect("connects")).collect();
@@ -304,4 +304,40 @@ fn a_thousand_idle_sockets_do_not_lock_a_scraper_out() {
     last.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
     let mut byte = [0u8; 1];
     assert_eq!(last.read(&mut byte).expect("closed, not timed out"), 0, "the idle socket is closed");
+}
+
+#[test]
+fn a_names_checks_are_counted_by_check_and_result_and_add_up_across_seconds_and_runs() {
+    let m = exporter();
+    let names = vec!["login".to_string(), "home".to_string()];
+    let checks = vec![vec!["status is 200".to_string(), "fast".to_string()], vec![]];
+    let second_of = |passed: u64, failed: u64| {
+        let mut s = Stats::new();
+        s.counters.ok = passed + failed;
+        s.histograms.latency.record_n(1_000_000, passed + failed).expect("in range");
+        let login = s.names.entry(0);
+        login.counters.ok = passed + failed;
+        login.latency.record_n(1_000_000, passed + failed).expect("in range");
+        *login.check(0) = volley_engine::CheckCounts { passed: passed + failed, failed: 0 };
+        *login.check(1) = volley_engine::CheckCounts { passed, failed };
+        s
+    };
+    for _ in 0..2 {
+        m.run_started(names.clone(), checks.clone());
+        m.second(&second_of(7, 3));
+        m.second(&second_of(1, 1));
+        let mut total = second_of(7, 3);
+        total.merge(&second_of(1, 1));
+        m.run_finished(&total);
+    }
+    let v = values(&m.page());
+    let get = |k: &str| *v.get(k).unwrap_or_else(|| panic!("no {k} in {v:?}"));
+    let series = |check: &str, result: &str| {
+        format!("volley_name_checks_total{{name=\"login\",check=\"{check}\",result=\"{result}\"}}")
+    };
+    assert_eq!(get(&series("status is 200", "passed")), 24.0);
+    assert_eq!(get(&series("status is 200", "failed")), 0.0);
+    assert_eq!(get(&series("fast", "passed")), 16.0);
+    assert_eq!(get(&series("fast", "failed")), 8.0);
+    assert!(!v.keys().any(|k| k.contains("volley_name_checks_total{name=\"home\"")), "home has no checks");
 }
