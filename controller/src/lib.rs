@@ -6,6 +6,7 @@
 
 mod cli;
 mod demo;
+mod duration;
 mod error;
 mod findmax;
 mod fleet;

@@ -4,8 +4,8 @@ use std::io::Read;
 use std::time::Duration;
 
 use volley_engine::{
-    EngineError, Load, MAX_BODY_BYTES, MAX_DURATION, Mix, Order, Plan, Protocol, QuicCongestion, RequestSpec, Requests,
-    Setting, Stage, Stop, Target, TlsOptions,
+    EngineError, Load, MAX_BODY_BYTES, Mix, Order, Plan, Protocol, QuicCongestion, RequestSpec, Requests, Setting,
+    Stage, Stop, Target, TlsOptions,
 };
 
 use crate::cli::{LoadArgs, QuicCongestionArg, TargetsFormatArg, TargetsOrderArg, WorkerArgs};
@@ -470,53 +470,9 @@ fn token(file: Option<&std::path::Path>) -> Result<Option<String>, CliError> {
     Ok(Some(token.to_string()))
 }
 
-/// `10s`, `1m30s`, `500ms`, `2h`, or a bare number of seconds. Zero is refused, and so is
-/// anything longer than the engine takes (a year).
+/// A duration flag's value (`crate::duration`), an error naming the flag.
 pub(crate) fn parse_duration(text: &str, flag: &str) -> Result<Duration, CliError> {
-    let bad = || CliError::Usage(format!("{flag}: invalid duration '{text}' (use e.g. 10s, 1m30s, 500ms, 250us)"));
-    let too_long = || CliError::Usage(format!("{flag}: '{text}' is longer than the longest allowed, 365 days (8760h)"));
-    let s = text.trim();
-    if s.is_empty() {
-        return Err(bad());
-    }
-    // Seconds as f64; whatever Duration cannot hold (1e30) is too long, not a panic.
-    let seconds = |secs: f64| Duration::try_from_secs_f64(secs).map_err(|_| too_long());
-    let total = if let Ok(secs) = s.parse::<f64>() {
-        if !secs.is_finite() || secs < 0.0 {
-            return Err(bad());
-        }
-        seconds(secs)?
-    } else {
-        let mut total = Duration::ZERO;
-        let mut rest = s;
-        while !rest.is_empty() {
-            let digits = rest.find(|c: char| !c.is_ascii_digit() && c != '.').ok_or_else(bad)?;
-            if digits == 0 {
-                return Err(bad());
-            }
-            let value: f64 = rest[..digits].parse().map_err(|_| bad())?;
-            rest = &rest[digits..];
-            let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
-            let unit = match &rest[..unit_len] {
-                "us" | "µs" => 0.000_001,
-                "ms" => 0.001,
-                "s" => 1.0,
-                "m" => 60.0,
-                "h" => 3600.0,
-                _ => return Err(bad()),
-            };
-            rest = &rest[unit_len..];
-            total = total.checked_add(seconds(value * unit)?).ok_or_else(too_long)?;
-        }
-        total
-    };
-    if total.is_zero() {
-        return Err(CliError::Usage(format!("{flag}: duration must be more than zero")));
-    }
-    if total > MAX_DURATION {
-        return Err(too_long());
-    }
-    Ok(total)
+    crate::duration::parse(text).map_err(|e| CliError::Usage(format!("{flag}: {e}")))
 }
 
 fn parse_header(h: &str) -> Result<(String, String), CliError> {
@@ -592,7 +548,7 @@ mod tests {
         for bad in ["", "s", "10x", "-1s", "0s", "1.2.3s", "ms", "inf"] {
             assert!(parse_duration(bad, "x").is_err(), "{bad}");
         }
-        assert_eq!(parse_duration("8760h", "x").unwrap(), MAX_DURATION);
+        assert_eq!(parse_duration("8760h", "x").unwrap(), volley_engine::MAX_DURATION);
         for too_long in
             ["1e30", "1e19", "8760h1s", "31536001", "99999999999999999999h", "9000000000000000000s9000000000000000000s"]
         {

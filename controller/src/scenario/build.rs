@@ -265,11 +265,8 @@ fn check(table: &Spanned<CheckTable>, at: &impl Fn(Range<usize>) -> At) -> Resul
             CheckRule::Status(status_ranges(status.get_ref()).map_err(|p| Located::new(at(status.span()), p))?)
         }
         (None, Some(latency)) => {
-            let bound = crate::options::parse_duration(latency.get_ref(), "latency_below").map_err(|e| {
-                let what = e.to_string();
-                let what = what.strip_prefix("latency_below: ").unwrap_or(&what).to_string();
-                Located::new(at(latency.span()), Problem::CheckLatency { what })
-            })?;
+            let bound = crate::duration::parse(latency.get_ref())
+                .map_err(|e| Located::new(at(latency.span()), Problem::CheckLatency { what: e.to_string() }))?;
             CheckRule::LatencyBelow(bound)
         }
     };

@@ -78,7 +78,7 @@ pub(crate) enum Problem {
     CheckWithTwoRules,
     #[error("status {what}: give a code (200), a class (\"2xx\"), a range (\"200-299\"), or an array of them")]
     CheckStatus { what: String },
-    #[error("latency_below {what}")]
+    #[error("latency_below: {what}")]
     CheckLatency { what: String },
     #[error("a second check named '{name}' on this step: a step's check names are distinct")]
     SecondCheck { name: String },

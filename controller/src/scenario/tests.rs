@@ -424,7 +424,7 @@ fn a_bad_check_is_pointed_at_with_what_a_check_may_be() {
         ),
         (
             "    latency_below = \"soon\"",
-            "s.toml:7:21: latency_below invalid duration 'soon' (use e.g. 10s, 1m30s, 500ms, 250us)",
+            "s.toml:7:21: latency_below: invalid duration 'soon' (use e.g. 10s, 1m30s, 500ms, 250us)",
         ),
         (
             "    status = 200\n    [[scenario.step.check]]\n    status = [200]",
