@@ -125,6 +125,9 @@ fn check_to_proto(c: &Check) -> v1::Check {
 
 fn check_from_proto(c: &v1::Check) -> Result<Check, WireError> {
     let invalid = |why: &str| WireError::Shard(format!("check '{}': {why}", c.name.escape_debug()));
+    if c.name.is_empty() || c.name.chars().any(char::is_control) {
+        return Err(invalid("a check's name is not empty and has no control characters"));
+    }
     let rule = match &c.rule {
         Some(v1::check::Rule::Status(status)) => {
             if status.ranges.is_empty() {
@@ -134,11 +137,14 @@ fn check_from_proto(c: &v1::Check) -> Result<Check, WireError> {
                 .ranges
                 .iter()
                 .map(|r| match (status_code(r.from), status_code(r.to)) {
-                    (Ok(from), Ok(to)) if from <= to => Ok(from..=to),
+                    (Ok(from), Ok(to)) if (100..=to).contains(&from) => Ok(from..=to),
                     _ => Err(invalid("a status check's range is not one of status codes, low to high")),
                 })
                 .collect::<Result<_, _>>()?;
             CheckRule::Status(ranges)
+        }
+        Some(v1::check::Rule::LatencyBelowNanos(0)) => {
+            return Err(invalid("a latency bound of 0, which no response passes"));
         }
         Some(v1::check::Rule::LatencyBelowNanos(n)) => CheckRule::LatencyBelow(Duration::from_nanos(*n)),
         None => return Err(invalid("a check without a rule")),
@@ -307,6 +313,9 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
             templated: r.templated,
             checks: r.checks.iter().map(check_from_proto).collect::<Result<_, _>>()?,
         };
+        if !request.checks_are_distinct() {
+            return Err(WireError::Shard(format!("{}: two checks of one name", r.name.escape_debug())));
+        }
         // Checked here too, so that the refusal names the path; the URL's own path is held to
         // the same rule by `Target::parse`.
         if !request.has_request_path(&vocabulary) {

@@ -30,6 +30,8 @@ pub(crate) enum Implausible {
     Connect { samples: u64, connects: u64 },
     #[error("its latency histogram of name {index} holds {samples} samples but it counts {ok} ok requests of it")]
     NameLatency { index: usize, samples: u64, ok: u64 },
+    #[error("it counts {counted} checks of name {index}, which has {has}")]
+    UnknownChecks { index: usize, counted: usize, has: usize },
     #[error("it counts {checked} responses checked by check {check} of name {index} but {ok} ok requests of it")]
     NameChecks { index: usize, check: usize, checked: u64, ok: u64 },
     #[error("its final counts ({done} requests) are below what its intervals said ({said})")]
@@ -63,9 +65,10 @@ pub(crate) fn second(second: u32, last: u32, elapsed: Option<Duration>) -> Resul
     Ok(())
 }
 
-/// `stats` agree with themselves, and with `budget` requests when the shard counts requests
-/// (`already` being what earlier reports of the same worker took of it).
-pub(crate) fn counts(stats: &Stats, already: u64, budget: Option<u64>) -> Result<(), Implausible> {
+/// `stats` agree with themselves, with `budget` requests when the shard counts requests
+/// (`already` being what earlier reports of the same worker took of it), and with the mix's
+/// `checks` (how many each name has).
+pub(crate) fn counts(stats: &Stats, already: u64, budget: Option<u64>, checks: &[usize]) -> Result<(), Implausible> {
     let (c, h) = (&stats.counters, &stats.histograms);
     if h.latency.len() != c.ok {
         return Err(Implausible::Latency { samples: h.latency.len(), ok: c.ok });
@@ -83,6 +86,10 @@ pub(crate) fn counts(stats: &Stats, already: u64, budget: Option<u64>) -> Result
     }
     // A check judges responses of its name: at most one verdict for each.
     for (index, name) in stats.names.iter() {
+        let has = checks.get(index).copied().unwrap_or(0);
+        if name.checks.len() > has {
+            return Err(Implausible::UnknownChecks { index, counted: name.checks.len(), has });
+        }
         if let Some((check, c)) = name.checks.iter().enumerate().find(|(_, c)| c.total() > name.counters.ok) {
             return Err(Implausible::NameChecks { index, check, checked: c.total(), ok: name.counters.ok });
         }
@@ -96,8 +103,14 @@ pub(crate) fn counts(stats: &Stats, already: u64, budget: Option<u64>) -> Result
 
 /// A worker's final statistics: consistent, within its budget, and covering what its intervals
 /// said (`said_done` requests, `said_ok` of them ok).
-pub(crate) fn finished(stats: &Stats, said_done: u64, said_ok: u64, budget: Option<u64>) -> Result<(), Implausible> {
-    counts(stats, 0, budget)?;
+pub(crate) fn finished(
+    stats: &Stats,
+    said_done: u64,
+    said_ok: u64,
+    budget: Option<u64>,
+    checks: &[usize],
+) -> Result<(), Implausible> {
+    counts(stats, 0, budget, checks)?;
     let done = done(&stats.counters);
     if done < said_done || stats.counters.ok < said_ok {
         return Err(Implausible::FinalBelowIntervals { done, said: said_done });
@@ -158,24 +171,24 @@ mod tests {
 
     #[test]
     fn counts_fit_the_shard_and_the_histograms() {
-        assert_eq!(counts(&stats(15, 5), 0, Some(20)), Ok(()));
-        assert_eq!(counts(&stats(15, 5), 1, Some(20)), Err(Implausible::OverBudget { done: 21, budget: 20 }));
-        assert_eq!(counts(&stats(15, 5), 0, None), Ok(()));
+        assert_eq!(counts(&stats(15, 5), 0, Some(20), &[]), Ok(()));
+        assert_eq!(counts(&stats(15, 5), 1, Some(20), &[]), Err(Implausible::OverBudget { done: 21, budget: 20 }));
+        assert_eq!(counts(&stats(15, 5), 0, None, &[]), Ok(()));
         let mut lie = stats(10, 0);
         lie.counters.ok = u64::MAX;
-        assert!(matches!(counts(&lie, 0, None), Err(Implausible::Latency { .. })));
+        assert!(matches!(counts(&lie, 0, None, &[]), Err(Implausible::Latency { .. })));
         let mut lie = stats(0, 0);
         lie.counters.add_errors(ErrorKind::Tls, u64::MAX);
         lie.counters.aborted = u64::MAX;
-        assert_eq!(counts(&lie, 0, Some(20)), Err(Implausible::OverBudget { done: u64::MAX, budget: 20 }));
+        assert_eq!(counts(&lie, 0, Some(20), &[]), Err(Implausible::OverBudget { done: u64::MAX, budget: 20 }));
         let mut lie = stats(1, 0);
         lie.counters.connects = 3;
-        assert!(matches!(counts(&lie, 0, None), Err(Implausible::Connect { samples: 0, connects: 3 })));
+        assert!(matches!(counts(&lie, 0, None, &[]), Err(Implausible::Connect { samples: 0, connects: 3 })));
         let mut open = stats(4, 0);
         open.histograms.service.record_n(500_000, 4).unwrap();
-        assert_eq!(counts(&open, 0, None), Ok(()), "service time for every ok request");
+        assert_eq!(counts(&open, 0, None, &[]), Ok(()), "service time for every ok request");
         open.histograms.service.record(1).unwrap();
-        assert_eq!(counts(&open, 0, None), Err(Implausible::Service { samples: 5, ok: 4 }));
+        assert_eq!(counts(&open, 0, None, &[]), Err(Implausible::Service { samples: 5, ok: 4 }));
     }
 
     #[test]
@@ -185,9 +198,9 @@ mod tests {
         name.counters.ok = 3;
         name.latency.record_n(1_000_000, 3).unwrap();
         mix.names.entry(0).counters.add_errors(ErrorKind::Reset, 1);
-        assert_eq!(counts(&mix, 0, None), Ok(()), "a name with errors only has no latency");
+        assert_eq!(counts(&mix, 0, None, &[]), Ok(()), "a name with errors only has no latency");
         mix.names.entry(2).counters.ok = 4;
-        assert_eq!(counts(&mix, 0, None), Err(Implausible::NameLatency { index: 2, samples: 3, ok: 4 }));
+        assert_eq!(counts(&mix, 0, None, &[]), Err(Implausible::NameLatency { index: 2, samples: 3, ok: 4 }));
     }
 
     #[test]
@@ -199,19 +212,31 @@ mod tests {
         name.check(0).passed = 3;
         name.check(1).passed = 1;
         name.check(1).failed = 2;
-        assert_eq!(counts(&mix, 0, None), Ok(()));
+        let shape = [0, 2];
+        assert_eq!(counts(&mix, 0, None, &shape), Ok(()));
+        assert_eq!(counts(&mix, 0, None, &[0, 1]), Err(Implausible::UnknownChecks { index: 1, counted: 2, has: 1 }));
+        assert_eq!(counts(&mix, 0, None, &[]), Err(Implausible::UnknownChecks { index: 1, counted: 2, has: 0 }));
         mix.names.entry(1).check(1).failed = 3;
-        assert_eq!(counts(&mix, 0, None), Err(Implausible::NameChecks { index: 1, check: 1, checked: 4, ok: 3 }));
+        assert_eq!(
+            counts(&mix, 0, None, &shape),
+            Err(Implausible::NameChecks { index: 1, check: 1, checked: 4, ok: 3 })
+        );
+        // A total past what 64 bits hold is no way around it.
+        *mix.names.entry(1).check(1) = volley_engine::CheckCounts { passed: u64::MAX, failed: 1 };
+        assert!(matches!(counts(&mix, 0, None, &shape), Err(Implausible::NameChecks { .. })));
     }
 
     #[test]
     fn final_counts_cover_the_intervals() {
-        assert_eq!(finished(&stats(20, 0), 12, 12, Some(20)), Ok(()));
+        assert_eq!(finished(&stats(20, 0), 12, 12, Some(20), &[]), Ok(()));
         assert_eq!(
-            finished(&stats(10, 0), 12, 12, Some(20)),
+            finished(&stats(10, 0), 12, 12, Some(20), &[]),
             Err(Implausible::FinalBelowIntervals { done: 10, said: 12 })
         );
-        assert_eq!(finished(&stats(10, 2), 12, 11, None), Err(Implausible::FinalBelowIntervals { done: 12, said: 12 }));
-        assert_eq!(finished(&stats(10, 0), 0, 0, None), Ok(()));
+        assert_eq!(
+            finished(&stats(10, 2), 12, 11, None, &[]),
+            Err(Implausible::FinalBelowIntervals { done: 12, said: 12 })
+        );
+        assert_eq!(finished(&stats(10, 0), 0, 0, None, &[]), Ok(()));
     }
 }

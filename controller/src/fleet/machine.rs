@@ -381,8 +381,8 @@ impl<'w> Fleet<'w> {
         let warm_up = second <= self.run.profile.warm_up_seconds;
         // A budget counts the requests after the warm-up only.
         let budget = if warm_up { None } else { w.budget };
-        let believable =
-            checks::second(second, w.last_second, elapsed).and_then(|()| checks::counts(&delta, w.said_done, budget));
+        let believable = checks::second(second, w.last_second, elapsed)
+            .and_then(|()| checks::counts(&delta, w.said_done, budget, &self.run.profile.checks));
         if let Err(lie) = believable {
             return self.distrust(i, lie);
         }
@@ -402,8 +402,9 @@ impl<'w> Fleet<'w> {
 
     fn finished(&mut self, i: usize, mut outcome: Outcome) {
         let w = &self.state.workers[i];
-        let checked = checks::finished(&outcome.stats, w.said_done, w.said_ok, w.budget)
-            .and_then(|()| outcome.warm_up.as_ref().map_or(Ok(()), |s| checks::counts(s, 0, None)));
+        let shape = &self.run.profile.checks;
+        let checked = checks::finished(&outcome.stats, w.said_done, w.said_ok, w.budget, shape)
+            .and_then(|()| outcome.warm_up.as_ref().map_or(Ok(()), |s| checks::counts(s, 0, None, shape)));
         if let Err(lie) = checked {
             return self.distrust(i, lie);
         }

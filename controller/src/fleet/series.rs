@@ -22,6 +22,9 @@ pub(crate) struct Profile {
     /// per shard which of the run's connections are its own, and how many.
     connection_stages: Vec<Stage>,
     ramps: Vec<(ConnectionIndices, usize)>,
+    /// For each name of the mix (every shard has the whole mix), how many checks it has: a
+    /// worker's counts of more are not believed.
+    pub checks: Vec<usize>,
 }
 
 /// One second's place in the run.
@@ -40,7 +43,8 @@ impl Profile {
     pub(crate) fn new(shards: &[&Plan]) -> Profile {
         let warm_up_seconds =
             shards.first().and_then(|s| s.warm_up).map_or(0, |d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX));
-        let mut profile = Profile { warm_up_seconds, ..Default::default() };
+        let checks = shards.first().map(|s| s.requests.check_names().iter().map(Vec::len).collect());
+        let mut profile = Profile { warm_up_seconds, checks: checks.unwrap_or_default(), ..Default::default() };
         for shard in shards {
             match &shard.load {
                 Load::Open { rate, stages, phase, .. } => {

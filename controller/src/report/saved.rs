@@ -339,7 +339,16 @@ fn name_stats(entry: &Value) -> Result<(NameStats, Vec<String>), String> {
         if names.contains(&name) {
             return Err(format!("checks/{k}: '{name}' is there twice"));
         }
-        stats.checks.push(CheckCounts { passed: count(check, "/passed")?, failed: count(check, "/failed")? });
+        let counts = CheckCounts { passed: count(check, "/passed")?, failed: count(check, "/failed")? };
+        // Each judges some of the name's responses, once: the counts of merged reports then add
+        // up no further than their ok counts, which are added up checked.
+        if counts.passed.checked_add(counts.failed).is_none_or(|judged| judged > stats.counters.ok) {
+            return Err(format!(
+                "checks/{k} ('{name}') judged {} and {} responses, more than its {} ok",
+                counts.passed, counts.failed, stats.counters.ok
+            ));
+        }
+        stats.checks.push(counts);
         names.push(name);
     }
     Ok((stats, names))

@@ -81,13 +81,16 @@ pub struct CheckCounts {
 }
 
 impl CheckCounts {
+    /// Adds `other`'s, saturating: a worker's counts are checked against its ok responses
+    /// before they are merged, so only a lie could reach the top.
     pub fn merge(&mut self, other: &CheckCounts) {
-        self.passed += other.passed;
-        self.failed += other.failed;
+        self.passed = self.passed.saturating_add(other.passed);
+        self.failed = self.failed.saturating_add(other.failed);
     }
 
+    /// Responses judged, saturating.
     pub fn total(&self) -> u64 {
-        self.passed + self.failed
+        self.passed.saturating_add(self.failed)
     }
 }
 

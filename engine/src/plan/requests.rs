@@ -96,6 +96,11 @@ impl NamedRequest {
 }
 
 impl NamedRequest {
+    /// Whether no two of its checks share a name (each name is one count of its name's).
+    pub fn checks_are_distinct(&self) -> bool {
+        self.checks.iter().enumerate().all(|(i, c)| self.checks[..i].iter().all(|d| d.name != c.name))
+    }
+
     /// The feeders its templates use (bit i: feeder i of `vocabulary`'s); 0 unless templated.
     pub(crate) fn feeders(&self, vocabulary: &Vocabulary) -> u32 {
         if !self.templated {

@@ -11,8 +11,8 @@ use crate::feeder::{Feeder, MAX_COLUMNS, MAX_FEEDERS, is_feeder_name};
 use crate::template::{Template, check_template};
 
 use super::{
-    Load, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS,
-    MAX_STAGES, MAX_STREAMS, MAX_THREADS, Plan, Protocol, Scenario, Stop,
+    Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE, MAX_REQUESTS,
+    MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, Plan, Protocol, Scenario, Stop,
 };
 
 /// Why a plan cannot run: the setting it concerns, and words that name the limit it broke.
@@ -159,6 +159,14 @@ impl Plan {
             let names = mix.names().len();
             if names > MAX_NAMES {
                 return bad(setting, format!("{names} names is more than the {MAX_NAMES} a run may have"));
+            }
+            if let Some(r) = mix.requests.iter().find(|r| !r.checks_are_distinct()) {
+                let name = r.name.escape_debug();
+                return bad(setting, format!("{name}: two checks of one name; a step's check names are distinct"));
+            }
+            let checks = mix.check_count();
+            if checks > MAX_CHECKS {
+                return bad(setting, format!("{checks} checks is more than the {MAX_CHECKS} a run may have"));
             }
             if let Some(r) = mix.requests.iter().find(|r| !r.has_request_path(&vocabulary)) {
                 return bad(

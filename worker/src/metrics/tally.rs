@@ -29,7 +29,7 @@ pub(crate) struct Tally {
     /// name; at most [`MAX_NAMES`] over the life of the process.
     pub names: BTreeMap<String, Tally>,
     /// A name's tally: its checks' counts, `[passed, failed]`, by the check's name; at most
-    /// [`MAX_CHECKS`] over the life of the process.
+    /// [`MAX_CHECKS`] over all names and the life of the process.
     pub checks: BTreeMap<String, [u64; 2]>,
 }
 
@@ -69,6 +69,7 @@ impl Tally {
         add(&mut self.connects, c.connects);
         add(&mut self.bytes_sent, c.bytes_sent);
         add(&mut self.bytes_received, c.bytes_received);
+        let mut check_room = Tally::check_room(&self.names);
         for (index, stats) in stats.names.iter() {
             let Some(name) = names.get(index) else { continue };
             let room = self.names.len() < MAX_NAMES;
@@ -80,18 +81,25 @@ impl Tally {
             tally.add_outcomes(&stats.counters, &stats.latency);
             let check_names = checks.get(index).map_or(&[][..], Vec::as_slice);
             for (check, counts) in check_names.iter().zip(&stats.checks) {
-                tally.add_check(check, [counts.passed, counts.failed], &u64::saturating_add);
+                tally.add_check(check, [counts.passed, counts.failed], &u64::saturating_add, &mut check_room);
             }
         }
     }
 
-    /// Adds (or combines by `count`) one check's `[passed, failed]`, unless it is a check past
-    /// the most a name keeps.
-    fn add_check(&mut self, check: &str, counts: [u64; 2], count: &impl Fn(u64, u64) -> u64) {
-        let room = self.checks.len() < MAX_CHECKS;
+    /// How many more check series the names may take: [`MAX_CHECKS`] over all of them.
+    fn check_room(names: &BTreeMap<String, Tally>) -> usize {
+        MAX_CHECKS.saturating_sub(names.values().map(|t| t.checks.len()).sum())
+    }
+
+    /// Adds (or combines by `count`) one check's `[passed, failed]`; a check not counted yet
+    /// takes one of `room`, and is left out when there is none.
+    fn add_check(&mut self, check: &str, counts: [u64; 2], count: &impl Fn(u64, u64) -> u64, room: &mut usize) {
         let slot = match self.checks.get_mut(check) {
             Some(slot) => slot,
-            None if room => self.checks.entry(check.to_string()).or_default(),
+            None if *room > 0 => {
+                *room -= 1;
+                self.checks.entry(check.to_string()).or_default()
+            }
             None => return,
         };
         *slot = [count(slot[0], counts[0]), count(slot[1], counts[1])];
@@ -155,12 +163,17 @@ impl Tally {
                 None => {}
             }
         }
-        let mut with_checks = Tally { checks: self.checks.clone(), ..Tally::default() };
-        for (check, counts) in &other.checks {
-            with_checks.add_check(check, *counts, count);
+        // A name's checks, the names' room shared: the run's tally takes them name by name.
+        let mut room = Tally::check_room(&names);
+        for (name, theirs) in &other.names {
+            if let Some(ours) = names.get_mut(name) {
+                for (check, counts) in &theirs.checks {
+                    ours.add_check(check, *counts, count, &mut room);
+                }
+            }
         }
         Tally {
-            checks: with_checks.checks,
+            checks: self.checks.clone(),
             requests: count(self.requests, other.requests),
             status,
             errors,

@@ -341,3 +341,29 @@ fn a_names_checks_are_counted_by_check_and_result_and_add_up_across_seconds_and_
     assert_eq!(get(&series("fast", "failed")), 8.0);
     assert!(!v.keys().any(|k| k.contains("volley_name_checks_total{name=\"home\"")), "home has no checks");
 }
+
+#[test]
+fn check_series_are_at_most_a_runs_checks_over_every_name_and_the_life_of_the_process() {
+    use volley_engine::MAX_CHECKS;
+    let names = vec!["a".to_string(), "b".to_string()];
+    let half = MAX_CHECKS / 2 + 100;
+    let checks: Vec<Vec<String>> = names.iter().map(|n| (0..half).map(|k| format!("{n}{k}")).collect()).collect();
+    let mut s = Stats::new();
+    for index in 0..2 {
+        let name = s.names.entry(index);
+        for k in 0..half {
+            name.check(k).passed = 1;
+        }
+    }
+    let series = |t: &super::tally::Tally| t.names.values().map(|n| n.checks.len()).sum::<usize>();
+    let tally = super::tally::Tally::of(&s, &names, &checks);
+    assert_eq!(series(&tally), MAX_CHECKS, "{half} checks each of two names");
+    // Another run's new checks find no room either, whichever way the tallies are combined.
+    let other: Vec<Vec<String>> = checks.iter().map(|c| c.iter().map(|n| format!("{n}'")).collect()).collect();
+    let later = super::tally::Tally::of(&s, &names, &other);
+    assert_eq!(series(&tally.plus(&later)), MAX_CHECKS);
+    assert_eq!(series(&tally.at_least(&later)), MAX_CHECKS);
+    // The checks kept go on counting.
+    let again = tally.plus(&tally);
+    assert_eq!(again.names["a"].checks["a0"], [2, 0]);
+}

@@ -368,6 +368,17 @@ fn a_mixs_requests_are_checked_like_the_one_request_and_counted_before_they_are_
             }),
         ),
         (
+            "not one of status codes, low to high",
+            Box::new(|s| {
+                let ranges = vec![v1::StatusRange { from: 0, to: 99 }];
+                s.mix[2].checks[0].rule = Some(v1::check::Rule::Status(v1::StatusRule { ranges }));
+            }),
+        ),
+        ("a latency bound of 0", Box::new(|s| s.mix[2].checks[1].rule = Some(v1::check::Rule::LatencyBelowNanos(0)))),
+        ("a check's name is not empty", Box::new(|s| s.mix[2].checks[0].name = String::new())),
+        ("a check's name is not empty", Box::new(|s| s.mix[2].checks[0].name = "a\nb".into())),
+        ("two checks of one name", Box::new(|s| s.mix[2].checks[1].name = s.mix[2].checks[0].name.clone())),
+        (
             "more checks than a run may have",
             Box::new(|s| {
                 let one = s.mix[2].checks[0].clone();

@@ -139,13 +139,13 @@ fn checks_merge_by_name_under_their_names_whatever_order_each_report_lists_them_
     };
     let merged = from_texts(&[
         saved(0, &[("ok", 5, 1), ("fast", 4, 2)]),
-        saved(1, &[("fast", 10, 0), ("small", 1, 1), ("ok", 7, 0)]),
+        saved(1, &[("fast", 3, 0), ("small", 1, 1), ("ok", 4, 0)]),
     ])
     .unwrap();
     assert_eq!(merged.checks, [vec!["ok", "fast", "small"], vec![], vec![]]);
     let home = merged.name_lines().next().expect("home");
     let lines: Vec<(&str, u64, u64)> = home.check_lines().map(|(n, c)| (n, c.passed, c.failed)).collect();
-    assert_eq!(lines, [("ok", 12, 1), ("fast", 14, 2), ("small", 1, 1)]);
+    assert_eq!(lines, [("ok", 9, 1), ("fast", 7, 2), ("small", 1, 1)]);
     // Written again, they read back the same.
     let again = from_texts(&[named("merged.json", &crate::output::report_json(&merged, &[]))]).unwrap();
     assert_eq!(again.checks, merged.checks);
@@ -190,6 +190,18 @@ fn names_twice_past_the_limit_or_with_a_latency_count_that_disagrees_are_refused
     huge["names"][0]["errors"]["reset"] = u64::MAX.into();
     let line = refusal(&[named("a.json", &real_report()), named("huge.json", &huge)]);
     assert!(line.starts_with("huge.json: ") && line.contains("'home'") && line.contains("64-bit"), "{line}");
+    // A check that judged more responses than its name answered, or counts past 64 bits.
+    for (passed, failed) in [(u64::MAX, 1), (u64::MAX, 0)] {
+        let mut checked = real_report();
+        checked["names"][0]["checks"] = serde_json::json!([{ "name": "ok", "passed": passed, "failed": failed }]);
+        let line = refusal(&[named("checked.json", &checked)]);
+        assert!(line.contains("checks/0 ('ok') judged") && line.contains("ok"), "{line}");
+    }
+    let mut twice = real_report();
+    twice["names"][0]["checks"] =
+        serde_json::json!([{ "name": "ok", "passed": 1, "failed": 0 }, { "name": "ok", "passed": 1, "failed": 0 }]);
+    let line = refusal(&[named("twice.json", &twice)]);
+    assert!(line.contains("checks/1: 'ok' is there twice"), "{line}");
 }
 
 #[test]
