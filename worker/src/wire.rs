@@ -313,9 +313,6 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
             templated: r.templated,
             checks: r.checks.iter().map(check_from_proto).collect::<Result<_, _>>()?,
         };
-        if !request.checks_are_distinct() {
-            return Err(WireError::Shard(format!("{}: two checks of one name", r.name.escape_debug())));
-        }
         // Checked here too, so that the refusal names the path; the URL's own path is held to
         // the same rule by `Target::parse`.
         if !request.has_request_path(&vocabulary) {
@@ -327,11 +324,8 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
         }
         requests.push(request);
     }
-    let mix = Mix { requests, order };
-    if mix.check_count() > MAX_CHECKS {
-        return Err(invalid("a mix with more checks than a run may have"));
-    }
-    Ok(Requests::Mix(mix))
+    // Distinct check names and the count of checks are `Plan::validate`'s to judge.
+    Ok(Requests::Mix(Mix { requests, order }))
 }
 
 /// A request's method, headers and body, checked before the engine writes them out.

@@ -123,10 +123,7 @@ fn read(metric: Metric, scope: &Scope<'_>, report: &Report) -> Option<f64> {
         Metric::RetryAfter { rate: true } => share(c.retry_after.total()),
         Metric::RetryAfter { rate: false } => Some(c.retry_after.total() as f64),
         // A run without checks has no share, rather than one that `checks>X%` passes.
-        Metric::Checks => {
-            let checks = scope.checks;
-            (checks.total() > 0).then(|| checks.passed as f64 / checks.total() as f64)
-        }
+        Metric::Checks => scope.checks.share_passed(),
     }
 }
 

@@ -108,10 +108,7 @@ fn checks(out: &mut String, report: &Report) {
     out.push_str("| --- | --- | --: | --: | --: |\n");
     for line in &lines {
         for (check, c) in line.check_lines() {
-            let share = match c.total() {
-                0 => "–".to_string(),
-                total => format!("{:.2}%", c.passed as f64 * 100.0 / total as f64),
-            };
+            let share = c.share_passed().map_or_else(|| "–".to_string(), |s| format!("{:.2}%", s * 100.0));
             let _ = writeln!(out, "| {} | {} | {} | {} | {share} |", cell(line.name), cell(check), c.passed, c.failed);
         }
     }

@@ -183,10 +183,7 @@ fn checks(out: &mut String, r: &Report, terminal: bool) {
                 (_, 0) => pass,
                 _ => fail,
             };
-            let share = match c.total() {
-                0 => "-".to_string(),
-                total => format!("{:.2}%", c.passed as f64 * 100.0 / total as f64),
-            };
+            let share = c.share_passed().map_or_else(|| "-".to_string(), |s| format!("{:.2}%", s * 100.0));
             let _ = writeln!(out, "    {mark} {}  {share}  ({} passed, {} failed)", one_line(name), c.passed, c.failed);
         }
     }

@@ -92,6 +92,15 @@ impl CheckCounts {
     pub fn total(&self) -> u64 {
         self.passed.saturating_add(self.failed)
     }
+
+    /// The share of judged responses that passed, from 0 to 1; none when nothing was judged,
+    /// rather than a share a `checks>X%` gate would pass.
+    pub fn share_passed(&self) -> Option<f64> {
+        match self.total() {
+            0 => None,
+            total => Some(self.passed as f64 / total as f64),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -134,5 +143,12 @@ mod tests {
         a.merge(&CheckCounts { passed: 2, failed: 5 });
         assert_eq!(a, CheckCounts { passed: 5, failed: 6 });
         assert_eq!(a.total(), 11);
+    }
+
+    #[test]
+    fn the_share_passed_is_none_until_something_is_judged() {
+        assert_eq!(CheckCounts::default().share_passed(), None);
+        assert_eq!(CheckCounts { passed: 3, failed: 1 }.share_passed(), Some(0.75));
+        assert_eq!(CheckCounts { passed: 0, failed: 2 }.share_passed(), Some(0.0));
     }
 }

@@ -4,6 +4,8 @@
 
 use std::fmt::Write;
 
+use volley_engine::CheckCounts;
+
 use super::input::{Saved, SavedVerdict, Summary};
 
 /// `text` safe inside HTML elements and quoted attributes.
@@ -146,9 +148,8 @@ pub(super) fn checks(r: &Saved) -> String {
     );
     for n in &r.names {
         for c in &n.checks {
-            let total = c.passed + c.failed;
-            let share =
-                if total == 0 { "–".to_string() } else { format!("{:.2}%", c.passed as f64 * 100.0 / total as f64) };
+            let counts = CheckCounts { passed: c.passed, failed: c.failed };
+            let share = counts.share_passed().map_or_else(|| "–".to_string(), |s| format!("{:.2}%", s * 100.0));
             let class = if c.failed > 0 { " class=\"fail\"" } else { "" };
             let _ = writeln!(
                 out,
