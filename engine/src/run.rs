@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::driver::{self, GRO_BUF_SIZE, MIN_BUF_SIZE, Shared, ThreadDone, ThreadMsg, ThreadPlan};
+use crate::driver::{
+    self, GRO_BUF_SIZE, Judge, MIN_BUF_SIZE, RequestChecks, Shared, ThreadDone, ThreadMsg, ThreadPlan,
+};
 use crate::engine::choose_engine;
 use crate::error::EngineError;
 use crate::fd_limit;
@@ -14,7 +16,7 @@ use crate::gate::StartGate;
 use crate::plan::{Plan, Protocol, Stop};
 use crate::quic;
 use crate::ring::RingSupport;
-use crate::session::SessionConfig;
+use crate::session::{BodyCheckTable, BodyChecks, SessionConfig};
 use crate::stats::{ErrorKind, Snapshot, Stats};
 use crate::template::Templating;
 use crate::tls;
@@ -127,6 +129,25 @@ pub struct RunResult {
     pub stream_limit: Option<u32>,
 }
 
+/// How the loop judges each of a request's checks (`indices`: each one's index among its
+/// name's): rules on the body by the bit the session sets, in their order among those.
+fn judges(checks: &[crate::plan::Check], indices: Vec<u16>) -> RequestChecks {
+    let mut on_body = 0u8;
+    checks
+        .iter()
+        .zip(indices)
+        .map(|(c, k)| {
+            let judge = if c.rule.is_on_body() {
+                on_body = on_body.saturating_add(1);
+                Judge::Body(on_body - 1)
+            } else {
+                Judge::Now(c.rule.clone())
+            };
+            (judge, k)
+        })
+        .collect()
+}
+
 /// Runs `plan` to its end, telling `on_progress` when the connections are up, when the load
 /// started, and once per second that second's delta.
 pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progress)) -> Result<RunResult, EngineError> {
@@ -144,8 +165,15 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     let templating = Templating { templated, vocabulary };
     let addr = plan.target.resolve()?[0];
     driver::check_sources_against(&plan.source_addrs, addr.ip())?;
+    let body_checks: BodyCheckTable = match plan.requests.mix() {
+        Some(mix) if mix.requests.iter().any(|r| r.checks.iter().any(|c| c.rule.is_on_body())) => {
+            mix.requests.iter().map(|r| BodyChecks::of(r.checks.iter().map(|c| &c.rule))).collect()
+        }
+        _ => Arc::from([]),
+    };
     let session = match plan.protocol {
         Protocol::Http1 => SessionConfig::H1(h1::Config {
+            body_checks: body_checks.clone(),
             keepalive: plan.keepalive,
             request_timeout: plan.request_timeout,
             templates: requests
@@ -167,6 +195,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             streams,
             connect_timeout: plan.connect_timeout,
             request_timeout: plan.request_timeout,
+            body_checks: body_checks.clone(),
         })),
         Protocol::Http3 { streams: 0 } => return Err(EngineError::Plan("HTTP/3 streams must be at least 1")),
         Protocol::Http3 { .. } if !plan.keepalive => {
@@ -190,6 +219,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
                 quic: quic::Config::for_plan(plan)?,
                 server: addr,
                 server_name: plan.target.host.clone(),
+                body_checks,
             }))
         }
     };
@@ -213,11 +243,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             .collect(),
         names,
         checks: plan.requests.mix().filter(|mix| mix.requests.iter().any(|r| !r.checks.is_empty())).map(|mix| {
-            mix.requests
-                .iter()
-                .zip(mix.check_indices())
-                .map(|(r, indices)| r.checks.iter().map(|c| c.rule.clone()).zip(indices).collect())
-                .collect()
+            mix.requests.iter().zip(mix.check_indices()).map(|(r, indices)| judges(&r.checks, indices)).collect()
         }),
         heads: requests.iter().map(|(_, spec)| spec.is_head()).collect(),
         scenarios: plan.requests.scenarios().map(|s| s.into()),

@@ -1,7 +1,8 @@
 //! End to end: a scenario step's checks. Every response is judged by each check of its step and
 //! counted as passed or failed under the step's name; the counts equal what the server did
-//! (which routes it answered with which status), locally on HTTP/1.1, h2c and HTTP/3 and across
-//! three workers; `--threshold 'checks>X%'` gates on the share passed, of the run or of a name.
+//! (which routes it answered with which status and body), locally on HTTP/1.1 (with
+//! Content-Length and chunked bodies), h2c and HTTP/3 and across three workers;
+//! `--threshold 'checks>X%'` gates on the share passed, of the run or of a name.
 
 use crate::support;
 
@@ -11,9 +12,11 @@ use std::process::Output;
 use support::h3_server::{H3Options, H3TestServer};
 use support::{Behavior, TestServer, WorkerProcess, describe_output, number};
 
-/// Two scenarios whose steps carry checks. The server answers `/items/7` with 404 and the rest
-/// with 200, so each check's verdict follows from the route alone: "status is 200" of `item`
-/// fails exactly on `/items/7`, "not found" passes there, and no response takes under 1 µs.
+/// Two scenarios whose steps carry checks. The server answers `/items/7` with 404 and an error,
+/// `/items/9` and `/cart` with JSON, and `/` with its 10 bytes `abcdefghij`, so each check's
+/// verdict follows from the route alone: "status is 200" of `item` fails exactly on
+/// `/items/7`, "not found" and "says error" pass there, the item's id only on `/items/9`, and
+/// no response takes under 1 µs.
 const SHOP: &str = r#"
 [[scenario]]
 name = "browse"
@@ -23,6 +26,10 @@ weight = 3
   path = "/"
     [[scenario.step.check]]
     status = 200
+    [[scenario.step.check]]
+    body_size = 10
+    [[scenario.step.check]]
+    body_matches = '^abc.{7}$'
   [[scenario.step]]
   name = "item"
   path = "/items/7"
@@ -31,6 +38,11 @@ weight = 3
     [[scenario.step.check]]
     name = "not found"
     status = "4xx"
+    [[scenario.step.check]]
+    json = "item.id"
+    [[scenario.step.check]]
+    name = "says error"
+    body_contains = "error"
 
 [[scenario]]
 name = "buy"
@@ -39,6 +51,11 @@ name = "buy"
   path = "/items/9"
     [[scenario.step.check]]
     status = 200
+    [[scenario.step.check]]
+    name = "says error"
+    body_contains = "error"
+    [[scenario.step.check]]
+    json = "item.id"
   [[scenario.step]]
   name = "cart"
   method = "POST"
@@ -49,7 +66,22 @@ name = "buy"
     [[scenario.step.check]]
     name = "instant"
     latency_below = "1us"
+    [[scenario.step.check]]
+    json = "/ok"
+    equals = true
 "#;
+
+/// What the server answers on each route, besides `/`'s 10 bytes.
+const BODIES: [(&str, &[u8]); 3] = [
+    ("/items/7", br#"{"error":"no such item"}"#),
+    ("/items/9", br#"{"item":{"id":9,"tags":["a","b"]}}"#),
+    ("/cart", br#"{"ok":true}"#),
+];
+
+fn shop_server(behavior: Behavior) -> TestServer {
+    let behavior = BODIES.iter().fold(behavior.status_for("/items/7", 404), |b, (path, body)| b.body_for(path, body));
+    TestServer::start(behavior)
+}
 
 /// Each name's checks in the report, in order: (check, passed, failed).
 fn report_checks(r: &serde_json::Value) -> BTreeMap<String, Vec<(String, u64, u64)>> {
@@ -74,9 +106,27 @@ fn expected(routes: &BTreeMap<String, u64>) -> BTreeMap<String, Vec<(String, u64
         (served("GET /"), served("GET /items/7"), served("GET /items/9"), served("POST /cart"));
     let check = |name: &str, passed, failed| (name.to_string(), passed, failed);
     BTreeMap::from([
-        ("home".to_string(), vec![check("status is 200", home, 0)]),
-        ("item".to_string(), vec![check("status is 200", nine, seven), check("not found", seven, 0)]),
-        ("cart".to_string(), vec![check("latency < 60s", cart, 0), check("instant", 0, cart)]),
+        (
+            "home".to_string(),
+            vec![
+                check("status is 200", home, 0),
+                check("body size is 10", home, 0),
+                check("body matches /^abc.{7}$/", home, 0),
+            ],
+        ),
+        (
+            "item".to_string(),
+            vec![
+                check("status is 200", nine, seven),
+                check("not found", seven, 0),
+                check("json /item/id exists", nine, seven),
+                check("says error", seven, nine),
+            ],
+        ),
+        (
+            "cart".to_string(),
+            vec![check("latency < 60s", cart, 0), check("instant", 0, cart), check("json /ok == true", cart, 0)],
+        ),
     ])
 }
 
@@ -104,11 +154,11 @@ fn run(file: &str, extra: &[&str]) -> Output {
 
 #[test]
 fn each_checks_counts_are_what_the_server_answered_over_http1_h2c_and_across_three_workers() {
-    let server = TestServer::start(Behavior::ok(10).status_for("/items/7", 404));
+    let server = shop_server(Behavior::ok(10));
     let (_dir, file) = shop(server.url().trim_end_matches('/'));
     let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[]), WorkerProcess::start(&[])];
     let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
-    for extra in [&[][..], &["--http2"][..], &["--workers", &list][..]] {
+    for extra in [&[][..], &["--http2"][..], &["--workers", &list][..], &["--http2", "--workers", &list][..]] {
         let before = server.routes();
         let out = run(&file, extra);
         assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
@@ -121,8 +171,24 @@ fn each_checks_counts_are_what_the_server_answered_over_http1_h2c_and_across_thr
 }
 
 #[test]
+fn checks_on_the_body_see_a_chunked_body_whole() {
+    // Chunks of 3 bytes: every body of the shop arrives in several chunks.
+    let server = shop_server(Behavior::ok(10).chunked(3));
+    let (_dir, file) = shop(server.url().trim_end_matches('/'));
+    let out = run(&file, &[]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let r = support::json_report(&out);
+    assert_eq!(report_checks(&r), expected(&server.routes()));
+}
+
+#[test]
 fn each_checks_counts_are_what_the_server_answered_over_http3() {
-    let server = H3TestServer::start(H3Options { status_for: vec![("/items/7".into(), 404)], ..Default::default() });
+    let server = H3TestServer::start(H3Options {
+        status_for: vec![("/items/7".into(), 404)],
+        body: b"abcdefghij".to_vec(),
+        body_for: BODIES.iter().map(|(path, body)| (path.to_string(), body.to_vec())).collect(),
+        ..Default::default()
+    });
     let (dir, file) = shop(server.url().trim_end_matches('/'));
     let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, &server.cert().ca_pem).unwrap();
@@ -135,9 +201,9 @@ fn each_checks_counts_are_what_the_server_answered_over_http3() {
 
 #[test]
 fn a_checks_threshold_gates_on_the_share_passed_of_the_run_or_of_one_name() {
-    let server = TestServer::start(Behavior::ok(10).status_for("/items/7", 404));
+    let server = shop_server(Behavior::ok(10));
     let (_dir, file) = shop(server.url().trim_end_matches('/'));
-    // home's one check always passes; over the run, "instant" never does.
+    // home's checks always pass; over the run, "instant" never does.
     let out = run(&file, &["--threshold", "home:checks>=100%", "--threshold", "checks>99%"]);
     assert_eq!(out.status.code(), Some(4), "{}", describe_output(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -41,6 +41,8 @@ pub struct H3Options {
     /// Requests to this path (without the query) get this status instead of 200 (unless a
     /// `retry_after_every` rule takes them).
     pub status_for: Vec<(String, u16)>,
+    /// Requests to this path (without the query) get this body instead.
+    pub body_for: Vec<(String, Vec<u8>)>,
 }
 
 impl Default for H3Options {
@@ -53,6 +55,7 @@ impl Default for H3Options {
             delay: Duration::ZERO,
             retry_after_every: Vec::new(),
             status_for: Vec::new(),
+            body_for: Vec::new(),
         }
     }
 }
@@ -260,8 +263,9 @@ async fn respond(
         }
         let nth = counts.taken.fetch_add(1, Ordering::SeqCst) + 1;
         let busy = options.retry_after_every.iter().find(|(every, _, _)| nth.is_multiple_of(*every));
+        let body = options.body_for.iter().find(|(path, _)| request_path == *path).map_or(&options.body, |(_, b)| b);
         let mut response =
-            http::Response::builder().header("content-type", "text/plain").header("content-length", options.body.len());
+            http::Response::builder().header("content-type", "text/plain").header("content-length", body.len());
         if let Some((_, status, value)) = busy {
             response = response.status(*status).header("retry-after", value.as_str());
         } else if let Some((_, status)) = options.status_for.iter().find(|(path, _)| request_path == *path) {
@@ -279,8 +283,8 @@ async fn respond(
         if let Some((_, status, value)) = busy {
             *counts.retry_afters.lock().unwrap().entry((*status, value.clone())).or_default() += 1;
         }
-        if !options.body.is_empty() {
-            stream.send_data(Bytes::from(options.body.clone())).await.ok()?;
+        if !body.is_empty() {
+            stream.send_data(Bytes::from(body.clone())).await.ok()?;
         }
         Some(())
     }

@@ -49,6 +49,8 @@ pub struct Behavior {
     /// `(path, status)` rules: a request for exactly this path (without the query) is answered
     /// with `status`. Default none.
     pub status_for: Vec<(String, u16)>,
+    /// Requests to this path (without the query) get this body instead.
+    pub body_for: Vec<(String, Vec<u8>)>,
     /// `Some((k, delay))`: the k-th, 2k-th, ... request the server receives waits `delay` instead
     /// of [`delay`](Self::delay). Default `None`.
     pub slow_every: Option<(u64, Duration)>,
@@ -98,6 +100,7 @@ impl Behavior {
             headers: Vec::new(),
             status_every: None,
             status_for: Vec::new(),
+            body_for: Vec::new(),
             slow_every: None,
             delay_for: Vec::new(),
             fail_after: None,
@@ -149,6 +152,11 @@ impl Behavior {
     }
     pub fn status_for(mut self, path: &str, status: u16) -> Self {
         self.status_for.push((path.to_string(), status));
+        self
+    }
+
+    pub fn body_for(mut self, path: &str, body: &[u8]) -> Self {
+        self.body_for.push((path.to_string(), body.to_vec()));
         self
     }
 
@@ -676,6 +684,10 @@ async fn handle(
         stats.delayed_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::SeqCst);
     }
     let nth = served.fetch_add(1, Ordering::SeqCst) + 1;
+    let body = match behavior.body_for.iter().find(|(path, _)| parts.uri.path() == path) {
+        Some((_, own)) => Bytes::from(own.clone()),
+        None => body,
+    };
     let chunks = match behavior.chunk_size {
         Some(size) => (0..body.len()).step_by(size).map(|at| body.slice(at..(at + size).min(body.len()))).collect(),
         None if body.is_empty() => Vec::new(),

@@ -9,10 +9,11 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use volley_engine::{
-    Check, CheckCounts, CheckRule, ConnectionIndices, Counters, Engine, EngineChoice, ErrorKind, HistogramError, Load,
-    MAX_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, Mix, NameStats, NamedRequest, Order, Plan,
-    Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario, Stage, Stats, Stop, Table, Target,
-    TargetError, TlsOptions, Vocabulary, decode_histogram, encode_histogram, new_histogram,
+    Check, CheckCounts, CheckPattern, CheckRule, ConnectionIndices, Counters, Engine, EngineChoice, ErrorKind,
+    HistogramError, JsonValue, Load, MAX_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, Mix,
+    NameStats, NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario,
+    Stage, Stats, Stop, Table, Target, TargetError, TlsOptions, Vocabulary, decode_histogram, encode_histogram,
+    new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -119,6 +120,15 @@ fn check_to_proto(c: &Check) -> v1::Check {
                 .collect(),
         }),
         CheckRule::LatencyBelow(bound) => v1::check::Rule::LatencyBelowNanos(nanos(*bound)),
+        CheckRule::BodyContains(needle) => v1::check::Rule::BodyContains(needle.clone()),
+        CheckRule::BodyMatches(pattern) => v1::check::Rule::BodyMatches(pattern.as_str().to_string()),
+        CheckRule::BodySize(range) => {
+            v1::check::Rule::BodySize(v1::SizeRange { from: *range.start(), to: *range.end() })
+        }
+        CheckRule::Json { pointer, equals } => v1::check::Rule::Json(v1::JsonRule {
+            pointer: pointer.clone(),
+            equals: equals.as_ref().map(|v| v.0.to_string()),
+        }),
     };
     v1::Check { name: c.name.clone(), rule: Some(rule) }
 }
@@ -147,6 +157,29 @@ fn check_from_proto(c: &v1::Check) -> Result<Check, WireError> {
             return Err(invalid("a latency bound of 0, which no response passes"));
         }
         Some(v1::check::Rule::LatencyBelowNanos(n)) => CheckRule::LatencyBelow(Duration::from_nanos(*n)),
+        Some(v1::check::Rule::BodyContains(needle)) if needle.is_empty() => {
+            return Err(invalid("a body check for nothing, which every body passes"));
+        }
+        Some(v1::check::Rule::BodyContains(needle)) => CheckRule::BodyContains(needle.clone()),
+        Some(v1::check::Rule::BodyMatches(text)) => {
+            CheckRule::BodyMatches(CheckPattern::new(text).map_err(|e| invalid(&format!("a bad pattern: {e}")))?)
+        }
+        Some(v1::check::Rule::BodySize(r)) if r.from > r.to => {
+            return Err(invalid("a body size range from high to low"));
+        }
+        Some(v1::check::Rule::BodySize(r)) => CheckRule::BodySize(r.from..=r.to),
+        Some(v1::check::Rule::Json(json)) => {
+            if !(json.pointer.is_empty() || json.pointer.starts_with('/')) {
+                return Err(invalid("a JSON pointer that is neither empty nor starts with /"));
+            }
+            let equals = match &json.equals {
+                None => None,
+                Some(text) => Some(JsonValue(
+                    serde_json::from_str(text).map_err(|e| invalid(&format!("a JSON value that is not JSON: {e}")))?,
+                )),
+            };
+            CheckRule::Json { pointer: json.pointer.clone(), equals }
+        }
         None => return Err(invalid("a check without a rule")),
     };
     Ok(Check { name: c.name.clone(), rule })

@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use toml::Spanned;
 use volley_engine::{
-    Check, CheckRule, Feeder, FeederMode, MAX_CHECKS, MAX_FEEDERS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS,
-    NamedRequest, RequestSpec, Scenario, Target, Vocabulary, check_template, is_feeder_name, template_skeleton,
+    Check, CheckPattern, CheckRule, Feeder, FeederMode, JsonValue, MAX_CHECKS, MAX_FEEDERS, MAX_NAMES, MAX_REQUESTS,
+    MAX_SCENARIOS, NamedRequest, RequestSpec, Scenario, Target, Vocabulary, check_template, is_feeder_name,
+    json_pointer, template_skeleton,
 };
 
 use super::ScenarioFile;
@@ -258,23 +259,99 @@ fn request(
 /// One `[[scenario.step.check]]`: its rule, and its name (the rule's own unless it gives one).
 fn check(table: &Spanned<CheckTable>, at: &impl Fn(Range<usize>) -> At) -> Result<Check, Located> {
     let t = table.get_ref();
-    let rule = match (&t.status, &t.latency_below) {
-        (None, None) => return Err(Located::new(at(table.span()), Problem::CheckWithoutRule)),
-        (Some(_), Some(latency)) => return Err(Located::new(at(latency.span()), Problem::CheckWithTwoRules)),
-        (Some(status), None) => {
-            CheckRule::Status(status_ranges(status.get_ref()).map_err(|p| Located::new(at(status.span()), p))?)
+    let spans = |v: Option<Range<usize>>, key: &'static str| v.map(|span| (key, span));
+    let mut given: Vec<(&'static str, Range<usize>)> = [
+        spans(t.status.as_ref().map(Spanned::span), "status"),
+        spans(t.latency_below.as_ref().map(Spanned::span), "latency_below"),
+        spans(t.body_contains.as_ref().map(Spanned::span), "body_contains"),
+        spans(t.body_matches.as_ref().map(Spanned::span), "body_matches"),
+        spans(t.body_size.as_ref().map(Spanned::span), "body_size"),
+        spans(t.json.as_ref().map(Spanned::span), "json"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    // In the order written, so that the one pointed at is the second.
+    given.sort_by_key(|(_, span)| span.start);
+    match given.as_slice() {
+        [] => return Err(Located::new(at(table.span()), Problem::CheckWithoutRule)),
+        [_] => {}
+        [(first, _), (second, span), ..] => {
+            return Err(Located::new(at(span.clone()), Problem::CheckWithTwoRules { first, second }));
         }
-        (None, Some(latency)) => {
-            let bound = crate::duration::parse(latency.get_ref())
-                .map_err(|e| Located::new(at(latency.span()), Problem::CheckLatency { what: e.to_string() }))?;
-            CheckRule::LatencyBelow(bound)
+    }
+    if let (Some(equals), None) = (&t.equals, &t.json) {
+        return Err(Located::new(at(equals.span()), Problem::CheckEqualsWithoutJson));
+    }
+    let rule = if let Some(status) = &t.status {
+        CheckRule::Status(status_ranges(status.get_ref()).map_err(|p| Located::new(at(status.span()), p))?)
+    } else if let Some(latency) = &t.latency_below {
+        let bound = crate::duration::parse(latency.get_ref())
+            .map_err(|e| Located::new(at(latency.span()), Problem::CheckLatency { what: e.to_string() }))?;
+        CheckRule::LatencyBelow(bound)
+    } else if let Some(text) = &t.body_contains {
+        if text.get_ref().is_empty() {
+            return Err(Located::new(at(text.span()), Problem::CheckEmptyText));
         }
+        CheckRule::BodyContains(text.get_ref().as_bytes().to_vec())
+    } else if let Some(pattern) = &t.body_matches {
+        let compiled = CheckPattern::new(pattern.get_ref())
+            .map_err(|what| Located::new(at(pattern.span()), Problem::CheckPattern { what }))?;
+        CheckRule::BodyMatches(compiled)
+    } else if let Some(size) = &t.body_size {
+        CheckRule::BodySize(size_range(size.get_ref()).map_err(|p| Located::new(at(size.span()), p))?)
+    } else if let Some(path) = &t.json {
+        let equals = match &t.equals {
+            Some(value) => Some(JsonValue(
+                json_of(value.get_ref())
+                    .map_err(|what| Located::new(at(value.span()), Problem::CheckEquals { what }))?,
+            )),
+            None => None,
+        };
+        CheckRule::Json { pointer: json_pointer(path.get_ref()), equals }
+    } else {
+        return Err(Located::new(at(table.span()), Problem::CheckWithoutRule));
     };
     let name = match &t.name {
         Some(name) => checked_name(name.get_ref().clone()).map_err(|p| Located::new(at(name.span()), p))?,
         None => rule.default_name(),
     };
     Ok(Check { name, rule })
+}
+
+/// A body size rule's lengths: a number of bytes, or a range `"A-B"`.
+fn size_range(value: &toml::Value) -> Result<RangeInclusive<u64>, Problem> {
+    let bad = |what: String| Problem::CheckSize { what };
+    match value {
+        toml::Value::Integer(n) => {
+            u64::try_from(*n).map(|n| n..=n).map_err(|_| bad(format!("{n} is not a number of bytes")))
+        }
+        toml::Value::String(s) => {
+            let parsed = s.split_once('-').and_then(|(a, b)| a.trim().parse::<u64>().ok().zip(b.trim().parse().ok()));
+            match parsed {
+                Some((from, to)) if from <= to => Ok(from..=to),
+                _ => Err(bad(format!("'{}' is not a range of bytes, low to high", s.escape_debug()))),
+            }
+        }
+        other => Err(bad(format!("{} is not a number or a range", other.type_str()))),
+    }
+}
+
+/// A TOML value as the JSON value it stands for; a date has no JSON form, so it is refused.
+fn json_of(value: &toml::Value) -> Result<serde_json::Value, String> {
+    Ok(match value {
+        toml::Value::String(s) => serde_json::Value::String(s.clone()),
+        toml::Value::Integer(n) => serde_json::Value::from(*n),
+        toml::Value::Float(f) => {
+            serde_json::Number::from_f64(*f).map(serde_json::Value::Number).ok_or("not a JSON number")?
+        }
+        toml::Value::Boolean(b) => serde_json::Value::Bool(*b),
+        toml::Value::Array(items) => serde_json::Value::Array(items.iter().map(json_of).collect::<Result<_, _>>()?),
+        toml::Value::Table(table) => serde_json::Value::Object(
+            table.iter().map(|(k, v)| Ok((k.clone(), json_of(v)?))).collect::<Result<_, String>>()?,
+        ),
+        toml::Value::Datetime(_) => return Err("a date has no JSON form: write it as a string".into()),
+    })
 }
 
 /// A status rule's codes: a code, a class (`2xx`), a range (`200-299`), or an array of them.

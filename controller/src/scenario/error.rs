@@ -72,10 +72,20 @@ pub(crate) enum Problem {
     TooManySteps,
     #[error("more than the {MAX_NAMES} names a run may have: steps may share a name")]
     TooManyNames,
-    #[error("a check has one rule: give status or latency_below")]
+    #[error("a check has one rule: give status, latency_below, body_contains, body_matches, body_size or json")]
     CheckWithoutRule,
-    #[error("a check has one rule, and this one gives both status and latency_below: make them two checks")]
-    CheckWithTwoRules,
+    #[error("a check has one rule, and this one gives both {first} and {second}: make them two checks")]
+    CheckWithTwoRules { first: &'static str, second: &'static str },
+    #[error("body_contains: give the text the body must hold")]
+    CheckEmptyText,
+    #[error("body_matches: {what}")]
+    CheckPattern { what: String },
+    #[error("body_size {what}: give a number of bytes (1024) or a range (\"1-4096\")")]
+    CheckSize { what: String },
+    #[error("equals goes with json, the value it compares")]
+    CheckEqualsWithoutJson,
+    #[error("equals: {what}")]
+    CheckEquals { what: String },
     #[error("status {what}: give a code (200), a class (\"2xx\"), a range (\"200-299\"), or an array of them")]
     CheckStatus { what: String },
     #[error("latency_below: {what}")]

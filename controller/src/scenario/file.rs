@@ -100,6 +100,21 @@ pub(super) struct CheckTable {
     /// A duration ("200ms").
     #[serde(default)]
     pub latency_below: Option<Spanned<String>>,
+    /// Text the body holds.
+    #[serde(default)]
+    pub body_contains: Option<Spanned<String>>,
+    /// A pattern (Rust's regex syntax) the body matches.
+    #[serde(default)]
+    pub body_matches: Option<Spanned<String>>,
+    /// The body's length in bytes: a number, or a range ("1-4096").
+    #[serde(default)]
+    pub body_size: Option<Spanned<toml::Value>>,
+    /// A JSON value the body has: an RFC 6901 pointer ("/data/0/id") or a dot path ("data.0.id").
+    #[serde(default)]
+    pub json: Option<Spanned<String>>,
+    /// With `json`: what the value must equal.
+    #[serde(default)]
+    pub equals: Option<Spanned<toml::Value>>,
 }
 
 /// A scenario's weight: its share of iterations. Checked as it is read, so that 0, -1 or 1.5 is

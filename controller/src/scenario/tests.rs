@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use volley_engine::{CheckRule, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
+use volley_engine::{CheckPattern, CheckRule, JsonValue, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
 
 use super::*;
 
@@ -374,6 +374,18 @@ name = "s"
     status = ["2xx", "301-302", 404]
     [[scenario.step.check]]
     latency_below = "250ms"
+    [[scenario.step.check]]
+    body_contains = "token"
+    [[scenario.step.check]]
+    body_matches = 't-\d+'
+    [[scenario.step.check]]
+    body_size = "1-4096"
+    [[scenario.step.check]]
+    name = "one item"
+    json = "data.items.0"
+    equals = { id = 7, tags = ["a"], price = 1.5, new = true }
+    [[scenario.step.check]]
+    json = "/token"
   [[scenario.step]]
   path = "/plain"
 "#,
@@ -388,6 +400,17 @@ name = "s"
             ("status is 200", &CheckRule::Status(vec![200..=200])),
             ("answered", &CheckRule::Status(vec![200..=299, 301..=302, 404..=404])),
             ("latency < 250ms", &CheckRule::LatencyBelow(std::time::Duration::from_millis(250))),
+            (r#"body contains "token""#, &CheckRule::BodyContains(b"token".to_vec())),
+            (r"body matches /t-\d+/", &CheckRule::BodyMatches(CheckPattern::new(r"t-\d+").expect("pattern"))),
+            ("body size in 1-4096", &CheckRule::BodySize(1..=4096)),
+            (
+                "one item",
+                &CheckRule::Json {
+                    pointer: "/data/items/0".into(),
+                    equals: Some(JsonValue(serde_json::json!({"id": 7, "tags": ["a"], "price": 1.5, "new": true}))),
+                }
+            ),
+            ("json /token exists", &CheckRule::Json { pointer: "/token".into(), equals: None }),
         ]
     );
     assert!(file.requests[1].checks.is_empty());
@@ -401,7 +424,29 @@ fn a_bad_check_is_pointed_at_with_what_a_check_may_be() {
         ))
     };
     for (check, says) in [
-        ("    name = \"x\"", "s.toml:6:5: a check has one rule: give status or latency_below"),
+        (
+            "    name = \"x\"",
+            "s.toml:6:5: a check has one rule: give status, latency_below, body_contains, body_matches, body_size or json",
+        ),
+        (
+            "    json = \"a\"\n    body_size = 3",
+            "s.toml:8:17: a check has one rule, and this one gives both json and body_size: make them two checks",
+        ),
+        ("    body_contains = \"\"", "s.toml:7:21: body_contains: give the text the body must hold"),
+        ("    body_matches = \"(\"", "s.toml:7:20: body_matches: error: unclosed group"),
+        (
+            "    body_size = \"9-1\"",
+            "s.toml:7:17: body_size '9-1' is not a range of bytes, low to high: give a number of bytes (1024) or a range (\"1-4096\")",
+        ),
+        (
+            "    body_size = -1",
+            "s.toml:7:17: body_size -1 is not a number of bytes: give a number of bytes (1024) or a range (\"1-4096\")",
+        ),
+        ("    status = 200\n    equals = 3", "s.toml:8:14: equals goes with json, the value it compares"),
+        (
+            "    json = \"at\"\n    equals = 1979-05-27",
+            "s.toml:8:14: equals: a date has no JSON form: write it as a string",
+        ),
         (
             "    status = 200\n    latency_below = \"1s\"",
             "s.toml:8:21: a check has one rule, and this one gives both status and latency_below: make them two checks",
@@ -432,7 +477,7 @@ fn a_bad_check_is_pointed_at_with_what_a_check_may_be() {
         ),
         (
             "    status = 200\n    colour = \"red\"",
-            "s.toml:8:5: unknown field `colour`, expected one of `name`, `status`, `latency_below`",
+            "s.toml:8:5: unknown field `colour`, expected one of `name`, `status`, `latency_below`, `body_contains`, `body_matches`, `body_size`, `json`, `equals`",
         ),
     ] {
         assert_eq!(read_text(&step(check), None).err().as_deref(), Some(says), "{check}");

@@ -30,8 +30,17 @@ use crate::gate::StartGate;
 use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Stats};
 
-/// One request's checks: each rule, with the check's index among its name's.
-pub(crate) type RequestChecks = Box<[(crate::plan::Rule, u16)]>;
+/// One request's checks: how each is judged, with the check's index among its name's.
+pub(crate) type RequestChecks = Box<[(Judge, u16)]>;
+
+/// How the loop judges a check when the response is counted.
+#[derive(Debug)]
+pub(crate) enum Judge {
+    /// On the response's status and latency, here.
+    Now(crate::plan::Rule),
+    /// On its body, by the session: the verdict is bit `j` of the `Event::Judged` before it.
+    Body(u8),
+}
 
 /// What every thread of a run shares, read-only.
 pub(crate) struct Shared {

@@ -9,6 +9,7 @@
 
 use memchr::memchr;
 
+use crate::session::Kept;
 use crate::stats::RetryAfter;
 
 /// The largest response head (status line, header lines and the blank line) accepted.
@@ -213,6 +214,9 @@ pub(crate) struct Scanner {
     head_bytes: usize,
     buf: [u8; LINE_CAP],
     buf_len: usize,
+    /// The final response's body, kept when a check needs it (see `keep`).
+    kept: Option<Box<Kept>>,
+    keeping: bool,
 }
 
 impl std::fmt::Debug for Scanner {
@@ -237,7 +241,22 @@ impl Scanner {
             head_bytes: 0,
             buf: [0; LINE_CAP],
             buf_len: 0,
+            kept: None,
+            keeping: false,
         }
+    }
+
+    /// Keeps the body of the response to the request just started (after `start`), for its
+    /// checks: read with `kept` once the response is complete.
+    pub(crate) fn keep(&mut self) {
+        let kept = self.kept.get_or_insert_default();
+        kept.clear();
+        self.keeping = true;
+    }
+
+    /// The body kept of the last response, if `keep` was asked for it.
+    pub(crate) fn kept(&self) -> Option<&Kept> {
+        self.kept.as_deref().filter(|_| self.keeping)
     }
 
     /// Prepares for the response to the next request. `head` is true when that request was a
@@ -245,6 +264,7 @@ impl Scanner {
     pub(crate) fn start(&mut self, head: bool) {
         self.state = State::Start;
         self.head_request = head;
+        self.keeping = false;
     }
 
     /// Feeds received bytes. Returns how many bytes were consumed and, when a final response
@@ -303,7 +323,15 @@ impl Scanner {
                 self.head_bytes = self.head_bytes.saturating_add(n);
                 n
             } else {
-                self.body_step(rest)?
+                let in_body = matches!(self.state, State::Body(_) | State::ChunkData(_) | State::UntilClose);
+                let n = self.body_step(rest)?;
+                if in_body
+                    && self.keeping
+                    && let Some(kept) = self.kept.as_deref_mut()
+                {
+                    kept.push(rest.get(..n).unwrap_or_default());
+                }
+                n
             };
             pos = pos.saturating_add(n);
             if self.state == State::Done {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::Template;
 use super::scanner::{Response, Scanner};
-use crate::session::{Event, Transmit, Units, Why};
+use crate::session::{BodyCheckTable, Event, Transmit, Units, Why, body_checks};
 use crate::stats::ErrorKind;
 
 /// What every HTTP/1.1 session of a run shares.
@@ -25,6 +25,8 @@ pub(crate) struct Config {
     /// Per request, its template if it has slots (a request without is sent from the bytes
     /// encoded once); empty when none has.
     pub templates: Arc<[Option<Template>]>,
+    /// Per request, its checks on the body (whose responses' bodies are kept); empty when none has.
+    pub body_checks: BodyCheckTable,
 }
 
 pub(crate) struct Session {
@@ -81,6 +83,9 @@ impl Session {
         self.due = start.due;
         self.request = start.request;
         self.scanner.start(units.is_head(start.request));
+        if body_checks(&self.config.body_checks, start.request).is_some() {
+            self.scanner.keep();
+        }
         self.filled = false;
         if let Some(template) = self.config.templates.get(start.request as usize).and_then(Option::as_ref)
             && let Some(mut fill) = units.fill()
@@ -168,6 +173,11 @@ impl Session {
     fn respond(&self, response: Response, now: Instant, events: &mut Vec<Event>) {
         if let Some(value) = response.retry_after {
             events.push(Event::RetryAfter { status: response.status, value });
+        }
+        if let Some(checks) = body_checks(&self.config.body_checks, self.request)
+            && let Some(kept) = self.scanner.kept()
+        {
+            events.push(Event::Judged { failed: checks.judge(kept) });
         }
         let (request, status, due, sent_at) = (self.request, response.status, self.due, self.sent_at);
         events.push(Event::Response { request, status, due, sent_at, at: now });

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::frame::{self, Frame, FrameError, code, setting};
 use super::hpack::{self, HpackError};
-use crate::session::OpenStreams;
+use crate::session::{BodyCheckTable, Kept, OpenStreams, SpareKept, body_checks};
 use crate::stats::RetryAfter;
 use crate::template::{self, Fill};
 
@@ -56,6 +56,9 @@ pub(crate) enum Event {
         first_byte_at: Instant,
         body_bytes: u64,
     },
+    /// The response that follows, on `stream`, was judged by its checks on the body (see
+    /// `session::Event::Judged`).
+    Judged { stream: u32, failed: u64 },
     /// The response that follows, on `stream`, carried `retry-after` in its final HEADERS.
     RetryAfter { stream: u32, status: u16, value: RetryAfter },
     /// The peer reset one stream (RST_STREAM): a stream error; the connection goes on.
@@ -123,6 +126,8 @@ struct Stream {
     status: u16,
     /// Its final HEADERS carried `retry-after`: the value waits in `Connection::retry_after`.
     retry_after: bool,
+    /// Its body is kept for its checks, in `Connection::kept`.
+    kept: bool,
 }
 
 const _: () = assert!(std::mem::size_of::<Stream>() == 64);
@@ -227,6 +232,11 @@ pub(crate) struct Connection {
     streams: OpenStreams<Stream>,
     /// The `retry-after` values of open streams whose final HEADERS carried one, by stream id.
     retry_after: Vec<(u32, RetryAfter)>,
+    /// Per request, its checks on the body; empty when none has.
+    body_checks: BodyCheckTable,
+    /// The bodies kept of open streams whose requests have checks on the body, by stream id.
+    kept: Vec<(u32, Kept)>,
+    spare_kept: SpareKept,
     next_stream_id: u32,
     /// Streams whose body has not all gone out.
     bodies_pending: usize,
@@ -276,6 +286,9 @@ impl Connection {
             want_streams: want_streams.max(1),
             streams: OpenStreams::new(want_streams, 1),
             retry_after: Vec::new(),
+            body_checks: Arc::from([]),
+            kept: Vec::new(),
+            spare_kept: SpareKept::default(),
             next_stream_id: 1,
             bodies_pending: 0,
             out,
@@ -314,6 +327,12 @@ impl Connection {
     /// Starts `request` (an index into the run's requests, which the caller keeps in range),
     /// due at `due`: a new stream id, HEADERS (+CONTINUATION) and as much of the body as the
     /// windows allow queued; the rest follows WINDOW_UPDATEs. Returns the stream id.
+    /// Keeps the bodies of the responses to requests with checks on the body, and judges them.
+    pub(crate) fn with_body_checks(mut self, table: BodyCheckTable) -> Self {
+        self.body_checks = table;
+        self
+    }
+
     pub(crate) fn start_request(&mut self, now: Instant, due: Instant, request: u32) -> Option<u32> {
         self.start(now, due, request, None)
     }
@@ -381,7 +400,11 @@ impl Connection {
             recv_unreleased: 0,
             status: 0,
             retry_after: false,
+            kept: body_checks(&self.body_checks, request).is_some(),
         };
+        if stream.kept {
+            self.kept.push((id, self.spare_kept.take()));
+        }
         let at = self.streams.insert(u64::from(id), stream);
         debug_assert_eq!(at, place);
         if has_body {
@@ -604,7 +627,7 @@ impl Connection {
         }
         let end_stream = head.flags & flag::END_STREAM != 0;
         match head.kind {
-            kind::DATA => self.on_data(head.stream, payload.len(), end_stream, head.len, events)?,
+            kind::DATA => self.on_data(head.stream, payload, end_stream, head.len, events)?,
             kind::HEADERS if head.flags & flag::END_HEADERS != 0 => {
                 self.on_headers(head.stream, payload, end_stream, true, now, events)?
             }
@@ -626,7 +649,7 @@ impl Connection {
         }
         match f {
             Frame::Data { stream, data, end_stream, flow_len } => {
-                self.on_data(stream, data.len(), end_stream, flow_len, events)
+                self.on_data(stream, data, end_stream, flow_len, events)
             }
             Frame::Headers { stream, block, end_stream, end_headers, .. } => {
                 self.on_headers(stream, block, end_stream, end_headers, now, events)
@@ -717,7 +740,7 @@ impl Connection {
     fn on_data(
         &mut self,
         stream: u32,
-        len: usize,
+        data: &[u8],
         end_stream: bool,
         flow_len: u32,
         events: &mut Vec<Event>,
@@ -743,7 +766,12 @@ impl Connection {
             Some(w) if w >= 0 => w,
             _ => return Err(ConnError::FlowControl("the server overran a stream window")),
         };
-        s.body_bytes += len as u64;
+        s.body_bytes += data.len() as u64;
+        if s.kept
+            && let Some((_, kept)) = self.kept.iter_mut().find(|(id, _)| *id == stream)
+        {
+            kept.push(data);
+        }
         if end_stream {
             self.complete(i, events);
         } else {
@@ -796,6 +824,14 @@ impl Connection {
 
     /// The response on `streams[i]` is complete.
     fn complete(&mut self, i: usize, events: &mut Vec<Event>) {
+        if self.streams.get(i).kept {
+            let (id, request) = (self.streams.id(i) as u32, self.streams.get(i).request);
+            if let Some((_, kept)) = self.kept.iter().find(|(k, _)| *k == id)
+                && let Some(checks) = body_checks(&self.body_checks, request)
+            {
+                events.push(Event::Judged { stream: id, failed: checks.judge(kept) });
+            }
+        }
         let (id, s, retry_after) = self.remove(i);
         if (s.body_sent as usize) < body_of(&self.requests, &self.filled_bodies, i, s.request).len() {
             // The server answered before reading the whole body; stop sending it (RFC 9113 §8.1).
@@ -833,6 +869,12 @@ impl Connection {
         } else {
             None
         };
+        if s.kept
+            && let Some(at) = self.kept.iter().position(|&(stream, _)| stream == id)
+        {
+            let (_, kept) = self.kept.swap_remove(at);
+            self.spare_kept.give(kept);
+        }
         (id, s, retry_after)
     }
 

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use super::conn::{Connection, Event as H2Event, Request};
 use super::frame::code;
-use crate::session::{Event, Negotiated, Transmit, Units, Why};
+use crate::session::{BodyCheckTable, Event, Negotiated, Transmit, Units, Why};
 use crate::stats::ErrorKind;
 
 /// What every HTTP/2 session of a run shares: encoded once, shared by reference.
@@ -35,6 +35,8 @@ pub(crate) struct Config {
     pub streams: u32,
     pub connect_timeout: Duration,
     pub request_timeout: Option<Duration>,
+    /// Per request, its checks on the body (whose responses' bodies are kept); empty when none has.
+    pub body_checks: BodyCheckTable,
 }
 
 pub(crate) struct Session {
@@ -68,7 +70,8 @@ impl Session {
             };
             return Err(format!("the server does not offer HTTP/2 over TLS (ALPN: we offered h2, {chose})").into());
         }
-        let conn = Connection::new(config.requests.clone(), config.streams);
+        let conn =
+            Connection::new(config.requests.clone(), config.streams).with_body_checks(config.body_checks.clone());
         Ok(Session {
             setup_by: Some(connect_started.checked_add(config.connect_timeout).unwrap_or(connect_started)),
             config,
@@ -237,6 +240,7 @@ impl Session {
                 events.push(Event::Response { request, status, due, sent_at, at: now });
             }
             H2Event::RetryAfter { status, value, .. } => events.push(Event::RetryAfter { status, value }),
+            H2Event::Judged { failed, .. } => events.push(Event::Judged { failed }),
             H2Event::StreamReset { code: code::REFUSED_STREAM, request, .. } => events.push(Event::Refused { request }),
             H2Event::StreamReset { code, request, .. } => {
                 let why = format!("the server reset a stream (RST_STREAM {})", code::name(code));

@@ -11,6 +11,7 @@
 use super::H3Error;
 use super::frame::{Frame, FrameDecoder};
 use super::qpack;
+use crate::session::Kept;
 use crate::stats::RetryAfter;
 
 /// A response read to its end.
@@ -41,6 +42,8 @@ pub(crate) struct ResponseStream {
     status: Option<u16>,
     body_bytes: u64,
     retry_after: Option<RetryAfter>,
+    /// The body, kept when its step has checks on it.
+    kept: Option<Kept>,
 }
 
 impl Default for ResponseStream {
@@ -51,6 +54,7 @@ impl Default for ResponseStream {
             status: None,
             body_bytes: 0,
             retry_after: None,
+            kept: None,
         }
     }
 }
@@ -60,7 +64,7 @@ impl ResponseStream {
     /// stream is done: a connection error (see [`H3Error::is_connection_error`]) ends the
     /// connection, another this stream only. `heads` is the connection's: its responses share it.
     pub(crate) fn receive(&mut self, mut input: &[u8], heads: &mut qpack::HeadCache) -> Result<(), H3Error> {
-        let ResponseStream { frames, phase, status, body_bytes, retry_after } = self;
+        let ResponseStream { frames, phase, status, body_bytes, retry_after, kept } = self;
         while let Some(frame) = frames.next(&mut input)? {
             match (frame, *phase) {
                 (Frame::Headers(section), Phase::Head) => {
@@ -83,13 +87,28 @@ impl ResponseStream {
                     }
                     *phase = Phase::Trailers;
                 }
-                (Frame::Data(piece), Phase::Body) => *body_bytes += piece.len() as u64,
+                (Frame::Data(piece), Phase::Body) => {
+                    *body_bytes += piece.len() as u64;
+                    if let Some(kept) = kept {
+                        kept.push(piece);
+                    }
+                }
                 (Frame::Unknown(_), _) => {}
                 (Frame::PushPromise, _) => return Err(H3Error::Push { frame: "PUSH_PROMISE" }),
                 (frame, _) => return Err(H3Error::FrameUnexpected { frame: frame.name(), stream: "request" }),
             }
         }
         Ok(())
+    }
+
+    /// Keeps the body in `kept` (empty) for its checks.
+    pub(crate) fn keep(&mut self, kept: Kept) {
+        self.kept = Some(kept);
+    }
+
+    /// The body kept, if `keep` asked for it.
+    pub(crate) fn take_kept(&mut self) -> Option<Kept> {
+        self.kept.take()
     }
 
     /// The final status, once its HEADERS are in.

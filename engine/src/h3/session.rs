@@ -47,7 +47,7 @@ use super::request::{Config as RequestConfig, Filled};
 use super::response::ResponseStream;
 use super::uni::{ControlEvent, SeenStreams, UniStream};
 use crate::quic::{self, Event as QuicEvent, ReadEnd, StreamId, Transport};
-use crate::session::{Event, OpenStreams, Units, Why};
+use crate::session::{BodyCheckTable, Event, OpenStreams, SpareKept, Units, Why, body_checks};
 use crate::stats::ErrorKind;
 
 /// How long the requests a GOAWAY names as unprocessed are left to the server (a response, or
@@ -62,6 +62,8 @@ pub(crate) struct Setup {
     pub server: SocketAddr,
     /// The name TLS checks the certificate against.
     pub server_name: String,
+    /// Per request, its checks on the body (whose responses' bodies are kept); empty when none has.
+    pub body_checks: BodyCheckTable,
 }
 
 /// One request in flight on its stream.
@@ -105,6 +107,8 @@ pub(crate) struct Session {
     heads: qpack::HeadCache,
     /// Where templated requests are filled.
     filled_requests: Filled,
+    /// Kept bodies between responses, so that their memory is reused.
+    spare_kept: SpareKept,
     /// The server's GOAWAY: no stream starts any more; those from this id on were not processed.
     goaway: Option<u64>,
     /// When requests from the GOAWAY's id on are given up on, if any are still open.
@@ -154,6 +158,7 @@ impl Session {
             control_events: Vec::new(),
             heads: qpack::HeadCache::default(),
             filled_requests: Filled::default(),
+            spare_kept: SpareKept::default(),
             goaway: None,
             goaway_by: None,
             spare: None,
@@ -228,6 +233,9 @@ impl Session {
                 response: ResponseStream::default(),
                 filled: None,
             };
+            if body_checks(&self.setup.body_checks, start.request).is_some() {
+                request.response.keep(self.spare_kept.take());
+            }
             if let Some(template) = self.setup.request.template(start.request)
                 && let Some(mut fill) = units.fill()
             {
@@ -499,6 +507,12 @@ impl Session {
         };
         match finished {
             Ok(response) => {
+                if let Some(kept) = self.requests.get_mut(i).response.take_kept() {
+                    if let Some(checks) = body_checks(&self.setup.body_checks, which) {
+                        events.push(Event::Judged { failed: checks.judge(&kept) });
+                    }
+                    self.spare_kept.give(kept);
+                }
                 self.requests.remove(i);
                 if let Some(value) = response.retry_after {
                     events.push(Event::RetryAfter { status: response.status, value });

@@ -56,6 +56,34 @@ fn a_response_gives_its_status_and_body_length_at_every_split() {
     assert_eq!(response_at_every_split(&bytes), Ok(Response { status: 200, body_bytes: 14, retry_after: None }));
 }
 
+/// The body kept of `bytes` fed in two pieces split at `at`.
+fn kept_at(bytes: &[u8], at: usize) -> Vec<u8> {
+    let mut stream = ResponseStream::default();
+    stream.keep(crate::session::Kept::default());
+    let mut heads = HeadCache::default();
+    stream.receive(&bytes[..at], &mut heads).expect("a good response");
+    stream.receive(&bytes[at..], &mut heads).expect("a good response");
+    stream.finish().expect("whole");
+    stream.take_kept().expect("kept").bytes().to_vec()
+}
+
+#[test]
+fn a_kept_body_is_the_data_frames_payloads_only_at_every_split() {
+    let bytes = concat(&[
+        headers("0000 d8"),
+        headers(OK),
+        data(b"hello, "),
+        frame(0x21, b"not the body"),
+        data(b""),
+        data(b"world!"),
+        headers("0000 2361626303646566"),
+    ]);
+    for at in 0..=bytes.len() {
+        assert_eq!(kept_at(&bytes, at), b"hello, world!", "split at {at}");
+    }
+    assert_eq!(read_response(&[&bytes]).map(|r| r.body_bytes), Ok(13));
+}
+
 #[test]
 fn informational_responses_unknown_frames_several_data_frames_and_trailers_are_read() {
     let bytes = concat(&[

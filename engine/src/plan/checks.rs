@@ -2,14 +2,25 @@
 //! or failed under its step's name. A failed check is not an error: the response came, and
 //! counts as one; the check says whether it was the right one.
 //!
-//! These rules need only what the engine knows of every response (its status and latency), so
-//! they cost nothing beyond the comparison.
+//! Status and latency rules need only what the engine knows of every response, so they cost
+//! nothing beyond the comparison. Rules on the body need the body: a session keeps the first
+//! [`KEPT_BODY_BYTES`] of the responses of a step that has one, and only of those.
 
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
 /// The most checks a mix may have in all: each name's are counted on every thread and worker.
 pub const MAX_CHECKS: usize = 1000;
+
+/// The most checks on the body one step may have: a response's verdicts travel as one word.
+pub const MAX_BODY_CHECKS: usize = 64;
+
+/// How much of a body is kept for its step's checks; what is beyond is counted, not kept, so a
+/// rule on the text sees only this much (a size rule sees the whole length).
+pub const KEPT_BODY_BYTES: usize = 64 * 1024;
+
+/// The largest compiled pattern accepted: patterns come from files and from the wire.
+const PATTERN_SIZE_LIMIT: usize = 1 << 20;
 
 /// One check of a step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,14 +38,101 @@ pub enum Rule {
     Status(Vec<RangeInclusive<u16>>),
     /// Its latency (from due to the last byte, as the report's) is below this.
     LatencyBelow(Duration),
+    /// Its body (as kept) holds these bytes.
+    BodyContains(Vec<u8>),
+    /// Its body (as kept) matches this pattern somewhere.
+    BodyMatches(Pattern),
+    /// Its body's whole length, in bytes, is in this range.
+    BodySize(RangeInclusive<u64>),
+    /// Its body (as kept) is JSON with a value at `pointer` (RFC 6901), equal to `equals` when
+    /// that is given.
+    Json { pointer: String, equals: Option<JsonValue> },
+}
+
+/// A compiled `body_matches` pattern, compared by its text.
+#[derive(Debug, Clone)]
+pub struct Pattern(regex::bytes::Regex);
+
+impl Pattern {
+    /// Compiles `text`, with a bound on the size of what it compiles to.
+    pub fn new(text: &str) -> Result<Pattern, String> {
+        regex::bytes::RegexBuilder::new(text)
+            .size_limit(PATTERN_SIZE_LIMIT)
+            .build()
+            .map(Pattern)
+            .map_err(|e| e.to_string().lines().last().unwrap_or("bad pattern").trim().to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    pub(crate) fn is_match(&self, haystack: &[u8]) -> bool {
+        self.0.is_match(haystack)
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Pattern {}
+
+/// A JSON value a check compares with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonValue(pub serde_json::Value);
+
+// JSON has no NaN, so its equality is an equivalence.
+impl Eq for JsonValue {}
+
+/// A JSON path as written, as an RFC 6901 pointer: one starting with `/` (or empty, the whole
+/// document) is one already; otherwise it is a dot path as loadgen-rs writes it,
+/// `data.items.0.id`, each segment a key or an array index.
+pub fn json_pointer(path: &str) -> String {
+    if path.is_empty() || path.starts_with('/') {
+        return path.to_string();
+    }
+    path.split('.').fold(String::with_capacity(path.len() + 1), |mut out, segment| {
+        out.push('/');
+        out.push_str(&segment.replace('~', "~0").replace('/', "~1"));
+        out
+    })
 }
 
 impl Rule {
-    /// Whether a response of `status` that took `latency` passes.
+    /// Whether the rule needs the response's body (else its status and latency do).
+    pub fn is_on_body(&self) -> bool {
+        matches!(self, Rule::BodyContains(_) | Rule::BodyMatches(_) | Rule::BodySize(_) | Rule::Json { .. })
+    }
+
+    /// Whether a response of `status` that took `latency` passes. A rule on the body is judged
+    /// where the body is, by [`Rule::passes_body`]; here it fails.
     pub fn passes(&self, status: u16, latency: Duration) -> bool {
         match self {
             Rule::Status(ranges) => ranges.iter().any(|r| r.contains(&status)),
             Rule::LatencyBelow(bound) => latency < *bound,
+            Rule::BodyContains(_) | Rule::BodyMatches(_) | Rule::BodySize(_) | Rule::Json { .. } => false,
+        }
+    }
+
+    /// Whether a body passes: `kept` is what was kept of it, `len` its whole length, and `json`
+    /// the kept bytes parsed as JSON, parsed at most once per response by whoever asks first.
+    pub(crate) fn passes_body(&self, kept: &[u8], len: u64, json: &mut ParsedJson) -> bool {
+        match self {
+            Rule::BodyContains(needle) => memchr::memmem::find(kept, needle).is_some(),
+            Rule::BodyMatches(pattern) => pattern.is_match(kept),
+            Rule::BodySize(range) => range.contains(&len),
+            Rule::Json { pointer, equals } => {
+                let found = json.get(kept).and_then(|doc| doc.pointer(pointer));
+                match (found, equals) {
+                    (None, _) => false,
+                    (Some(_), None) => true,
+                    (Some(value), Some(JsonValue(want))) => value == want,
+                }
+            }
+            Rule::Status(_) | Rule::LatencyBelow(_) => false,
         }
     }
 
@@ -55,6 +153,36 @@ impl Rule {
                 }
             }
             Rule::LatencyBelow(bound) => format!("latency < {}", shown_duration(*bound)),
+            Rule::BodyContains(needle) => format!("body contains {:?}", String::from_utf8_lossy(needle)),
+            Rule::BodyMatches(pattern) => format!("body matches /{}/", pattern.as_str()),
+            Rule::BodySize(range) if range.start() == range.end() => format!("body size is {}", range.start()),
+            Rule::BodySize(range) => format!("body size in {}-{}", range.start(), range.end()),
+            Rule::Json { pointer, equals: None } => format!("json {pointer} exists"),
+            Rule::Json { pointer, equals: Some(JsonValue(value)) } => format!("json {pointer} == {value}"),
+        }
+    }
+}
+
+/// A body parsed as JSON once, when a rule first asks: not parsed, parsed, or not JSON.
+#[derive(Debug, Default)]
+pub(crate) enum ParsedJson {
+    #[default]
+    NotYet,
+    Document(serde_json::Value),
+    NotJson,
+}
+
+impl ParsedJson {
+    fn get(&mut self, kept: &[u8]) -> Option<&serde_json::Value> {
+        if matches!(self, ParsedJson::NotYet) {
+            *self = match serde_json::from_slice(kept) {
+                Ok(doc) => ParsedJson::Document(doc),
+                Err(_) => ParsedJson::NotJson,
+            };
+        }
+        match self {
+            ParsedJson::Document(doc) => Some(doc),
+            ParsedJson::NotYet | ParsedJson::NotJson => None,
         }
     }
 }
@@ -135,6 +263,68 @@ mod tests {
         assert_eq!(Rule::LatencyBelow(Duration::from_millis(200)).default_name(), "latency < 200ms");
         assert_eq!(Rule::LatencyBelow(Duration::from_micros(1500)).default_name(), "latency < 1500us");
         assert_eq!(Rule::LatencyBelow(Duration::from_secs(2)).default_name(), "latency < 2s");
+    }
+
+    fn body(rule: &Rule, kept: &[u8], len: u64) -> bool {
+        rule.passes_body(kept, len, &mut ParsedJson::default())
+    }
+
+    #[test]
+    fn body_rules_look_at_what_was_kept_and_the_size_rule_at_the_whole_length() {
+        let doc = br#"{"data":{"items":[{"id":7,"tag":"a/b"}]},"token":"t-1"}"#;
+        assert!(body(&Rule::BodyContains(b"t-1".to_vec()), doc, 60));
+        assert!(!body(&Rule::BodyContains(b"t-2".to_vec()), doc, 60));
+        let pattern = Pattern::new(r#""token":"t-\d+""#).expect("pattern");
+        assert!(body(&Rule::BodyMatches(pattern.clone()), doc, 60));
+        assert!(!body(&Rule::BodyMatches(pattern), b"{}", 2));
+        assert!(body(&Rule::BodySize(1..=100), b"", 100), "the length, not what was kept");
+        assert!(!body(&Rule::BodySize(1..=100), doc, 101));
+        let json = |path: &str, equals: Option<serde_json::Value>| Rule::Json {
+            pointer: json_pointer(path),
+            equals: equals.map(JsonValue),
+        };
+        assert!(body(&json("data.items.0.id", None), doc, 60));
+        assert!(body(&json("/data/items/0/id", Some(serde_json::json!(7))), doc, 60));
+        assert!(!body(&json("data.items.0.id", Some(serde_json::json!("7"))), doc, 60), "7 is not \"7\"");
+        assert!(body(&json("data.items.0.tag", Some(serde_json::json!("a/b"))), doc, 60));
+        assert!(!body(&json("data.items.1", None), doc, 60));
+        assert!(!body(&json("token", None), &doc[..30], 60), "a body cut short is not JSON");
+        assert!(!body(&json("", None), b"\x00\xff binary", 9));
+    }
+
+    #[test]
+    fn the_json_of_a_body_is_parsed_once_for_all_its_rules() {
+        let mut parsed = ParsedJson::default();
+        let rule = Rule::Json { pointer: "/a".into(), equals: None };
+        assert!(rule.passes_body(br#"{"a":1}"#, 7, &mut parsed));
+        // The same response's next rule reads the parsed document, not the bytes.
+        assert!(rule.passes_body(b"", 7, &mut parsed));
+    }
+
+    #[test]
+    fn dot_paths_become_pointers_and_pointers_stay() {
+        assert_eq!(json_pointer("data.items.0.id"), "/data/items/0/id");
+        assert_eq!(json_pointer("a/b.c~d"), "/a~1b/c~0d");
+        assert_eq!(json_pointer("/data/0"), "/data/0");
+        assert_eq!(json_pointer(""), "");
+    }
+
+    #[test]
+    fn a_pattern_too_large_to_compile_is_refused_with_a_reason() {
+        assert!(Pattern::new("(").is_err());
+        let err = Pattern::new(r"\w{1000}\w{1000}\w{1000}").expect_err("too large");
+        assert!(err.contains("exceed"), "{err}");
+    }
+
+    #[test]
+    fn body_rules_have_default_names() {
+        assert_eq!(Rule::BodyContains(b"ok".to_vec()).default_name(), r#"body contains "ok""#);
+        assert_eq!(Rule::BodyMatches(Pattern::new("a+").expect("pattern")).default_name(), "body matches /a+/");
+        assert_eq!(Rule::BodySize(1..=4096).default_name(), "body size in 1-4096");
+        assert_eq!(Rule::BodySize(0..=0).default_name(), "body size is 0");
+        let id = Rule::Json { pointer: "/id".into(), equals: Some(JsonValue(serde_json::json!("x"))) };
+        assert_eq!(id.default_name(), r#"json /id == "x""#);
+        assert_eq!(Rule::Json { pointer: "/id".into(), equals: None }.default_name(), "json /id exists");
     }
 
     #[test]

@@ -9,7 +9,10 @@ mod split;
 mod stages;
 mod validate;
 
-pub use checks::{Check, CheckCounts, MAX_CHECKS, Rule};
+pub(crate) use checks::ParsedJson;
+pub use checks::{
+    Check, CheckCounts, JsonValue, KEPT_BODY_BYTES, MAX_BODY_CHECKS, MAX_CHECKS, Pattern, Rule, json_pointer,
+};
 pub(crate) use ramp::ConnectionRamp;
 pub use ramp::{ConnectionIndices, connections_at};
 pub use requests::{

@@ -11,8 +11,8 @@ use crate::feeder::{Feeder, MAX_COLUMNS, MAX_FEEDERS, is_feeder_name};
 use crate::template::{Template, check_template};
 
 use super::{
-    Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE, MAX_REQUESTS,
-    MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, Plan, Protocol, Scenario, Stop,
+    Load, MAX_BODY_BYTES, MAX_BODY_CHECKS, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE,
+    MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, Plan, Protocol, Scenario, Stop,
 };
 
 /// Why a plan cannot run: the setting it concerns, and words that name the limit it broke.
@@ -163,6 +163,15 @@ impl Plan {
             if let Some(r) = mix.requests.iter().find(|r| !r.checks_are_distinct()) {
                 let name = r.name.escape_debug();
                 return bad(setting, format!("{name}: two checks of one name; a step's check names are distinct"));
+            }
+            if let Some(r) =
+                mix.requests.iter().find(|r| r.checks.iter().filter(|c| c.rule.is_on_body()).count() > MAX_BODY_CHECKS)
+            {
+                let name = r.name.escape_debug();
+                return bad(
+                    setting,
+                    format!("{name}: more than the {MAX_BODY_CHECKS} checks on the body a step may have"),
+                );
             }
             let checks = mix.check_count();
             if checks > MAX_CHECKS {

@@ -9,6 +9,7 @@
 //! instants.
 
 mod event;
+mod kept;
 mod open_streams;
 mod schedule;
 mod units;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub(crate) use event::{Event, Why};
+pub(crate) use kept::{BodyCheckTable, BodyChecks, Kept, SpareKept, body_checks};
 pub(crate) use open_streams::OpenStreams;
 pub(crate) use schedule::Schedule;
 pub(crate) use units::{Cursor, Numbering, Picker, Units};

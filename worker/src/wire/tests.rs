@@ -25,6 +25,20 @@ fn mix(order: Order) -> Requests {
                 checks: vec![
                     Check { name: "answered".into(), rule: CheckRule::Status(vec![200..=299, 404..=404]) },
                     Check { name: "fast".into(), rule: CheckRule::LatencyBelow(Duration::from_micros(2500)) },
+                    Check { name: "says ok".into(), rule: CheckRule::BodyContains(b"ok".to_vec()) },
+                    Check {
+                        name: "a token".into(),
+                        rule: CheckRule::BodyMatches(volley_engine::CheckPattern::new("t-[0-9]+").expect("pattern")),
+                    },
+                    Check { name: "small".into(), rule: CheckRule::BodySize(1..=4096) },
+                    Check {
+                        name: "id 7".into(),
+                        rule: CheckRule::Json {
+                            pointer: "/data/0/id".into(),
+                            equals: Some(volley_engine::JsonValue(serde_json::json!({"id": [7, "x", null]}))),
+                        },
+                    },
+                    Check { name: "has id".into(), rule: CheckRule::Json { pointer: "/id".into(), equals: None } },
                 ],
                 ..request(
                     "home",
@@ -377,6 +391,29 @@ fn a_mixs_requests_are_checked_like_the_one_request_and_counted_before_they_are_
         ("a latency bound of 0", Box::new(|s| s.mix[2].checks[1].rule = Some(v1::check::Rule::LatencyBelowNanos(0)))),
         ("a check's name is not empty", Box::new(|s| s.mix[2].checks[0].name = String::new())),
         ("a check's name is not empty", Box::new(|s| s.mix[2].checks[0].name = "a\nb".into())),
+        (
+            "a body check for nothing",
+            Box::new(|s| s.mix[2].checks[2].rule = Some(v1::check::Rule::BodyContains(vec![]))),
+        ),
+        ("a bad pattern", Box::new(|s| s.mix[2].checks[3].rule = Some(v1::check::Rule::BodyMatches("(".into())))),
+        (
+            "a body size range from high to low",
+            Box::new(|s| s.mix[2].checks[4].rule = Some(v1::check::Rule::BodySize(v1::SizeRange { from: 9, to: 8 }))),
+        ),
+        (
+            "neither empty nor starts with /",
+            Box::new(|s| {
+                s.mix[2].checks[5].rule =
+                    Some(v1::check::Rule::Json(v1::JsonRule { pointer: "id".into(), equals: None }))
+            }),
+        ),
+        (
+            "a JSON value that is not JSON",
+            Box::new(|s| {
+                let json = v1::JsonRule { pointer: "/id".into(), equals: Some("{".into()) };
+                s.mix[2].checks[5].rule = Some(v1::check::Rule::Json(json));
+            }),
+        ),
         ("two checks of one name", Box::new(|s| s.mix[2].checks[1].name = s.mix[2].checks[0].name.clone())),
         (
             "checks is more than the 1000 a run may have",

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use super::Loop;
+use crate::driver::Judge;
 use crate::driver::conn::Phase;
 use crate::driver::ops::Io;
 use crate::session::{Event, Why};
@@ -33,6 +34,8 @@ impl<I: Io> Loop<I> {
         let mut events = std::mem::take(&mut self.events);
         // Recorded a run of equal spans at a time (a receive's responses share an arrival).
         let (mut ttfb, mut latency, mut service) = (Spans::default(), Spans::default(), Spans::default());
+        // The verdicts on the body of the response that follows (`Event::Judged`).
+        let mut body_verdicts: Option<u64> = None;
         for event in events.drain(..) {
             match event {
                 Event::FirstByte { request, sent_at, at } => {
@@ -61,9 +64,16 @@ impl<I: Io> Loop<I> {
                         let took = at.saturating_duration_since(due);
                         Stats::record(&mut name.counters, &mut name.latency, took);
                         if let Some(checks) = &self.shared.checks {
-                            for (rule, k) in &checks[request as usize] {
+                            // A response whose step has checks on the body and no verdicts
+                            // fails them: a check passes only on evidence.
+                            let on_body_failed = body_verdicts.take().unwrap_or(u64::MAX);
+                            for (judge, k) in &checks[request as usize] {
                                 let counts = name.check(usize::from(*k));
-                                if rule.passes(status, took) {
+                                let passed = match judge {
+                                    Judge::Now(rule) => rule.passes(status, took),
+                                    Judge::Body(j) => on_body_failed & (1 << j) == 0,
+                                };
+                                if passed {
                                     counts.passed += 1;
                                 } else {
                                     counts.failed += 1;
@@ -72,6 +82,7 @@ impl<I: Io> Loop<I> {
                         }
                     }
                 }
+                Event::Judged { failed } => body_verdicts = Some(failed),
                 Event::RetryAfter { status, value } => self.stats.counters.retry_after.record(status, value),
                 Event::Refused { request } => {
                     self.in_flight = self.in_flight.saturating_sub(1);

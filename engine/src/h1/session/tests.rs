@@ -12,7 +12,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
 
 fn config() -> Config {
-    Config { keepalive: true, request_timeout: Some(TIMEOUT), templates: Arc::from([]) }
+    Config { keepalive: true, request_timeout: Some(TIMEOUT), templates: Arc::from([]), body_checks: Arc::from([]) }
 }
 
 /// A session on a connection opened with one request claimed, and `budget` more to come.
@@ -285,4 +285,60 @@ fn a_response_carrying_retry_after_is_announced_before_it_is_counted() {
     let mut h = Harness::new(config(), 0);
     h.start(0);
     assert!(!h.receive(OK, 1).iter().any(|e| matches!(e, Event::RetryAfter { .. })));
+}
+
+/// A config whose one request has checks on the body: contains `needle`, and is `size` long.
+fn checking(needle: &[u8], size: u64) -> Config {
+    use crate::plan::Rule;
+    let rules = [Rule::BodyContains(needle.to_vec()), Rule::BodySize(size..=size)];
+    Config { body_checks: Arc::from([crate::session::BodyChecks::of(rules.iter())]), ..config() }
+}
+
+/// The verdicts pushed with the response that ends in `pieces`, fed one after another.
+fn verdicts_of(h: &mut Harness, pieces: &[&[u8]]) -> Vec<u64> {
+    h.start(0);
+    let mut events = Vec::new();
+    for piece in pieces {
+        events.extend(h.receive(piece, 1));
+    }
+    h.session.peer_closed(h.at(2), &mut events);
+    assert!(matches!(events.last(), Some(Event::Response { .. })), "{events:?}");
+    events.iter().filter_map(|e| if let Event::Judged { failed } = e { Some(*failed) } else { None }).collect()
+}
+
+#[test]
+fn checks_on_the_body_see_the_body_however_it_is_framed_and_split() {
+    let responses: [&[u8]; 3] = [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world",
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\nT: 1\r\n\r\n",
+        b"HTTP/1.0 200 OK\r\n\r\nhello world",
+    ];
+    for response in responses {
+        for cut in 0..=response.len() {
+            let (a, b) = response.split_at(cut);
+            let mut h = Harness::new(checking(b"lo wo", 11), 0);
+            assert_eq!(verdicts_of(&mut h, &[a, b]), vec![0], "{} cut at {cut}", String::from_utf8_lossy(response));
+            let mut h = Harness::new(checking(b"low", 12), 0);
+            assert_eq!(verdicts_of(&mut h, &[a, b]), vec![0b11], "cut at {cut}");
+        }
+    }
+}
+
+#[test]
+fn a_body_beyond_the_kept_bound_is_counted_whole_and_checked_on_its_start() {
+    let size = crate::plan::KEPT_BODY_BYTES as u64 + 10;
+    let mut response = format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\nstart").into_bytes();
+    response.resize(response.len() + size as usize - 10, b'.');
+    response.extend_from_slice(b"the end");
+    response.extend_from_slice(b"...");
+    let mut h = Harness::new(checking(b"start", size), 0);
+    assert_eq!(verdicts_of(&mut h, &[&response]), vec![0]);
+    let mut h = Harness::new(checking(b"the end", size), 0);
+    assert_eq!(verdicts_of(&mut h, &[&response]), vec![0b01], "past the bound: not kept, not found");
+}
+
+#[test]
+fn a_request_without_checks_on_the_body_gets_no_verdicts() {
+    let mut h = Harness::new(config(), 0);
+    assert_eq!(verdicts_of(&mut h, &[OK]), Vec::<u64>::new());
 }

@@ -13,6 +13,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 fn config(streams: u32) -> Arc<Config> {
+    checked_config(streams, Arc::from([]))
+}
+
+fn checked_config(streams: u32, body_checks: crate::session::BodyCheckTable) -> Arc<Config> {
     Arc::new(Config {
         requests: Arc::from([Request {
             blocks: RequestBlocks::plain(b"\x82\x86\x84\x41\x01a".to_vec()),
@@ -22,6 +26,7 @@ fn config(streams: u32) -> Arc<Config> {
         streams,
         connect_timeout: CONNECT_TIMEOUT,
         request_timeout: Some(TIMEOUT),
+        body_checks,
     })
 }
 
@@ -38,6 +43,17 @@ impl Server {
     /// A complete 200 response on `stream`.
     fn ok(mut self, stream: u32) -> Self {
         frame::encode_headers(&mut self.0, stream, b"\x08\x03200", true, frame::DEFAULT_MAX_FRAME_SIZE);
+        self
+    }
+
+    /// The start of a 200 response on `stream`: HEADERS without END_STREAM.
+    fn head(mut self, stream: u32) -> Self {
+        frame::encode_headers(&mut self.0, stream, b"\x08\x03200", false, frame::DEFAULT_MAX_FRAME_SIZE);
+        self
+    }
+
+    fn data(mut self, stream: u32, data: &[u8], end_stream: bool) -> Self {
+        frame::encode_data(&mut self.0, stream, data, end_stream, frame::DEFAULT_MAX_FRAME_SIZE);
         self
     }
 
@@ -64,8 +80,12 @@ struct Harness {
 
 impl Harness {
     fn new(streams: u32, budget: u64) -> Self {
+        Harness::with_config(config(streams), budget)
+    }
+
+    fn with_config(config: Arc<Config>, budget: u64) -> Self {
         let t0 = Instant::now();
-        let session = Session::new(config(streams), Negotiated::Tcp, t0).expect("h2c needs no ALPN");
+        let session = Session::new(config, Negotiated::Tcp, t0).expect("h2c needs no ALPN");
         Harness {
             session,
             claimed: true,
@@ -288,4 +308,30 @@ fn under_a_rate_a_claimed_request_waits_for_its_slot_instead_of_failing() {
     assert!(!h.claimed);
     let events = h.receive(Server::default().ok(1), 31);
     assert_eq!(events[1], Event::Response { request: 0, status: 200, due: h.at(5), sent_at: h.at(30), at: h.at(31) });
+}
+
+#[test]
+fn checks_on_the_body_judge_each_stream_on_its_own_data_frames() {
+    use crate::plan::Rule;
+    let rules = [Rule::BodyContains(b"hello".to_vec()), Rule::BodySize(5..=5)];
+    let body_checks = Arc::from([crate::session::BodyChecks::of(rules.iter())]);
+    let mut h = Harness::with_config(checked_config(2, body_checks), 2);
+    h.receive(Server::default().settings(&[]), 1);
+    assert_eq!(h.start(2), 2);
+    // Interleaved: stream 3 says "hello", stream 1 "world!"; the next request, on stream 5,
+    // starts with an empty body, not with what an earlier stream kept.
+    let server = Server::default()
+        .head(1)
+        .head(3)
+        .data(3, b"hel", false)
+        .data(1, b"wor", false)
+        .data(3, b"lo", true)
+        .data(1, b"ld!", true);
+    let events = h.receive(server, 3);
+    let verdicts: Vec<u64> =
+        events.iter().filter_map(|e| if let Event::Judged { failed } = e { Some(*failed) } else { None }).collect();
+    assert_eq!(verdicts, vec![0b00, 0b11], "{events:?}");
+    assert_eq!(h.start(4), 1);
+    let events = h.receive(Server::default().head(5).data(5, b"hello", true), 5);
+    assert!(events.contains(&Event::Judged { failed: 0 }), "{events:?}");
 }

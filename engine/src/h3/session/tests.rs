@@ -277,6 +277,8 @@ struct Counts {
     limited: Option<u32>,
     why: Vec<String>,
     dropped: u64,
+    /// The verdicts of every `Judged` event.
+    verdicts: Vec<u64>,
 }
 
 /// The session, the server, the clock and the budget, driven as the loop drives them.
@@ -359,6 +361,19 @@ impl Net {
         request_timeout: Option<Duration>,
         body: Vec<u8>,
     ) -> Self {
+        Net::build(cert, options, streams, requests, request_timeout, body, Arc::from([]))
+    }
+
+    /// [`Net::with_body`] with checks on the responses' bodies.
+    fn build(
+        cert: &Cert,
+        options: ServerOptions,
+        streams: u32,
+        requests: u64,
+        request_timeout: Option<Duration>,
+        body: Vec<u8>,
+        body_checks: crate::session::BodyCheckTable,
+    ) -> Self {
         let now = Instant::now();
         let target = Target::parse(&format!("https://{SERVER_NAME}:4433/")).unwrap();
         let method = if body.is_empty() { "GET" } else { "POST" };
@@ -375,6 +390,7 @@ impl Net {
             quic: QuicConfig::new(&trusting(cert), Congestion::Loopback, CONNECT_TIMEOUT).unwrap(),
             server: server_addr(),
             server_name: SERVER_NAME.to_string(),
+            body_checks,
         };
         let mut budget = Schedule::closed(Some(requests));
         // The connection is opened for a request, as the loop's are.
@@ -418,6 +434,7 @@ impl Net {
                 Event::SetupFailed { kind, why } => self.counts.setup_failed = Some((kind, why.into_owned())),
                 Event::Limited(limit) => self.counts.limited = Some(limit),
                 Event::DroppedPackets(n) => self.counts.dropped += n,
+                Event::Judged { failed } => self.counts.verdicts.push(failed),
                 // Only :status is decoded from HTTP/3 responses.
                 Event::RetryAfter { .. } => panic!("no Retry-After is read from HTTP/3"),
             }
@@ -546,6 +563,23 @@ fn every_request_of_a_budget_over_several_streams_is_answered_and_counted_once()
     assert_eq!(net.server.peak_open, 8, "-p 8 requests in flight");
     assert_eq!(net.counts.limited, None);
     assert!(net.session.is_idle() && !net.session.must_close());
+}
+
+#[test]
+fn a_step_with_checks_on_the_body_gets_one_verdict_per_response_on_the_whole_body() {
+    use crate::plan::Rule;
+    let cert = self_signed();
+    let rules = [
+        Rule::BodyContains(b"world".to_vec()),
+        Rule::BodySize(BODY.len() as u64..=BODY.len() as u64),
+        Rule::BodyContains(b"nowhere".to_vec()),
+    ];
+    let checks = Arc::from([crate::session::BodyChecks::of(rules.iter())]);
+    let mut net = Net::build(&cert, ServerOptions::default(), 4, 20, None, Vec::new(), checks);
+    net.run_all();
+    assert_eq!(net.counts.ok, 20, "{:?}", net.counts);
+    // Contains and size pass; the third fails, on every response.
+    assert_eq!(net.counts.verdicts, vec![0b100; 20]);
 }
 
 #[test]
