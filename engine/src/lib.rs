@@ -39,11 +39,11 @@ pub use feeder::{
 };
 pub use plan::{
     Check, CheckCounts, ConnectionIndices, DEFAULT_MAX_HOLD, JsonValue, KEPT_BODY_BYTES, Load, MAX_BODY_BYTES,
-    MAX_BODY_CHECKS, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE, MAX_REQUESTS,
+    MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_KEPT_CHECKS, MAX_NAMES, MAX_RATE, MAX_REQUESTS,
     MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, Mix, NamedRequest, Order,
     Pattern as CheckPattern, Plan, PlanError, Protocol, QuicCongestion, Rate, RequestSpec, Requests, Rule as CheckRule,
-    Scenario, Setting, Stage, Stop, ThreadLimit, TlsOptions, connections_at, is_request_path, json_pointer,
-    requested_between, stage_at,
+    Scenario, Setting, Stage, Stop, TextTest as CheckText, ThreadLimit, TlsOptions, connections_at, is_request_path,
+    json_pointer, requested_between, stage_at,
 };
 pub use ring::{RingSupport, kernel_release, probe_io_uring};
 pub use run::{Progress, RunControl, RunResult, UDP_BUFFER_VAR, run};

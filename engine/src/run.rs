@@ -16,7 +16,7 @@ use crate::gate::StartGate;
 use crate::plan::{Plan, Protocol, Stop};
 use crate::quic;
 use crate::ring::RingSupport;
-use crate::session::{BodyCheckTable, BodyChecks, SessionConfig};
+use crate::session::{KeptCheckTable, KeptChecks, SessionConfig};
 use crate::stats::{ErrorKind, Snapshot, Stats};
 use crate::template::Templating;
 use crate::tls;
@@ -137,9 +137,9 @@ fn judges(checks: &[crate::plan::Check], indices: Vec<u16>) -> RequestChecks {
         .iter()
         .zip(indices)
         .map(|(c, k)| {
-            let judge = if c.rule.is_on_body() {
+            let judge = if c.rule.needs_kept() {
                 on_body = on_body.saturating_add(1);
-                Judge::Body(on_body - 1)
+                Judge::Kept(on_body - 1)
             } else {
                 Judge::Now(c.rule.clone())
             };
@@ -165,15 +165,15 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     let templating = Templating { templated, vocabulary };
     let addr = plan.target.resolve()?[0];
     driver::check_sources_against(&plan.source_addrs, addr.ip())?;
-    let body_checks: BodyCheckTable = match plan.requests.mix() {
-        Some(mix) if mix.requests.iter().any(|r| r.checks.iter().any(|c| c.rule.is_on_body())) => {
-            mix.requests.iter().map(|r| BodyChecks::of(r.checks.iter().map(|c| &c.rule))).collect()
+    let kept_checks: KeptCheckTable = match plan.requests.mix() {
+        Some(mix) if mix.requests.iter().any(|r| r.checks.iter().any(|c| c.rule.needs_kept())) => {
+            mix.requests.iter().map(|r| KeptChecks::of(r.checks.iter().map(|c| &c.rule))).collect()
         }
         _ => Arc::from([]),
     };
     let session = match plan.protocol {
         Protocol::Http1 => SessionConfig::H1(h1::Config {
-            body_checks: body_checks.clone(),
+            kept_checks: kept_checks.clone(),
             keepalive: plan.keepalive,
             request_timeout: plan.request_timeout,
             templates: requests
@@ -195,7 +195,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             streams,
             connect_timeout: plan.connect_timeout,
             request_timeout: plan.request_timeout,
-            body_checks: body_checks.clone(),
+            kept_checks: kept_checks.clone(),
         })),
         Protocol::Http3 { streams: 0 } => return Err(EngineError::Plan("HTTP/3 streams must be at least 1")),
         Protocol::Http3 { .. } if !plan.keepalive => {
@@ -219,7 +219,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
                 quic: quic::Config::for_plan(plan)?,
                 server: addr,
                 server_name: plan.target.host.clone(),
-                body_checks,
+                kept_checks,
             }))
         }
     };

@@ -13,10 +13,10 @@ use support::h3_server::{H3Options, H3TestServer};
 use support::{Behavior, TestServer, WorkerProcess, describe_output, number};
 
 /// Two scenarios whose steps carry checks. The server answers `/items/7` with 404 and an error,
-/// `/items/9` and `/cart` with JSON, and `/` with its 10 bytes `abcdefghij`, so each check's
-/// verdict follows from the route alone: "status is 200" of `item` fails exactly on
-/// `/items/7`, "not found" and "says error" pass there, the item's id only on `/items/9`, and
-/// no response takes under 1 µs.
+/// `/items/9` and `/cart` with JSON, and `/` with its 10 bytes `abcdefghij`, every one as
+/// text/plain and none with cache-control, so each check's verdict follows from the route alone:
+/// "status is 200" of `item` fails exactly on `/items/7`, "not found" and "says error" pass
+/// there, the item's id only on `/items/9`, "cached" never, and no response takes under 1 µs.
 const SHOP: &str = r#"
 [[scenario]]
 name = "browse"
@@ -30,6 +30,9 @@ weight = 3
     body_size = 10
     [[scenario.step.check]]
     body_matches = '^abc.{7}$'
+    [[scenario.step.check]]
+    header = "Content-Type"
+    equals = "text/plain"
   [[scenario.step]]
   name = "item"
   path = "/items/7"
@@ -43,6 +46,9 @@ weight = 3
     [[scenario.step.check]]
     name = "says error"
     body_contains = "error"
+    [[scenario.step.check]]
+    name = "cached"
+    header = "cache-control"
 
 [[scenario]]
 name = "buy"
@@ -56,6 +62,9 @@ name = "buy"
     body_contains = "error"
     [[scenario.step.check]]
     json = "item.id"
+    [[scenario.step.check]]
+    name = "cached"
+    header = "cache-control"
   [[scenario.step]]
   name = "cart"
   method = "POST"
@@ -112,6 +121,7 @@ fn expected(routes: &BTreeMap<String, u64>) -> BTreeMap<String, Vec<(String, u64
                 check("status is 200", home, 0),
                 check("body size is 10", home, 0),
                 check("body matches /^abc.{7}$/", home, 0),
+                check(r#"header content-type == "text/plain""#, home, 0),
             ],
         ),
         (
@@ -121,6 +131,7 @@ fn expected(routes: &BTreeMap<String, u64>) -> BTreeMap<String, Vec<(String, u64
                 check("not found", seven, 0),
                 check("json /item/id exists", nine, seven),
                 check("says error", seven, nine),
+                check("cached", 0, seven + nine),
             ],
         ),
         (

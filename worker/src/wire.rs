@@ -9,11 +9,11 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use volley_engine::{
-    Check, CheckCounts, CheckPattern, CheckRule, ConnectionIndices, Counters, Engine, EngineChoice, ErrorKind,
-    HistogramError, JsonValue, Load, MAX_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, Mix,
-    NameStats, NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario,
-    Stage, Stats, Stop, Table, Target, TargetError, TlsOptions, Vocabulary, decode_histogram, encode_histogram,
-    new_histogram,
+    Check, CheckCounts, CheckPattern, CheckRule, CheckText, ConnectionIndices, Counters, Engine, EngineChoice,
+    ErrorKind, HistogramError, JsonValue, Load, MAX_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS,
+    Mix, NameStats, NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport,
+    Scenario, Stage, Stats, Stop, Table, Target, TargetError, TlsOptions, Vocabulary, decode_histogram,
+    encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -129,6 +129,15 @@ fn check_to_proto(c: &Check) -> v1::Check {
             pointer: pointer.clone(),
             equals: equals.as_ref().map(|v| v.0.to_string()),
         }),
+        CheckRule::Header { name, test } => v1::check::Rule::Header(v1::HeaderRule {
+            name: name.clone(),
+            test: match test {
+                CheckText::Exists => None,
+                CheckText::Equals(v) => Some(v1::header_rule::Test::Equals(v.clone())),
+                CheckText::Contains(v) => Some(v1::header_rule::Test::Contains(v.clone())),
+                CheckText::Matches(p) => Some(v1::header_rule::Test::Matches(p.as_str().to_string())),
+            },
+        }),
     };
     v1::Check { name: c.name.clone(), rule: Some(rule) }
 }
@@ -179,6 +188,23 @@ fn check_from_proto(c: &v1::Check) -> Result<Check, WireError> {
                 )),
             };
             CheckRule::Json { pointer: json.pointer.clone(), equals }
+        }
+        Some(v1::check::Rule::Header(header)) => {
+            if !is_token(&header.name) || header.name.bytes().any(|b| b.is_ascii_uppercase()) {
+                return Err(invalid("a header check's name is not a lowercase field name"));
+            }
+            let test = match &header.test {
+                None => CheckText::Exists,
+                Some(v1::header_rule::Test::Equals(v)) => CheckText::Equals(v.clone()),
+                Some(v1::header_rule::Test::Contains(v)) if v.is_empty() => {
+                    return Err(invalid("a header check for nothing, which every value passes"));
+                }
+                Some(v1::header_rule::Test::Contains(v)) => CheckText::Contains(v.clone()),
+                Some(v1::header_rule::Test::Matches(text)) => {
+                    CheckText::Matches(CheckPattern::new(text).map_err(|e| invalid(&format!("a bad pattern: {e}")))?)
+                }
+            };
+            CheckRule::Header { name: header.name.clone(), test }
         }
         None => return Err(invalid("a check without a rule")),
     };

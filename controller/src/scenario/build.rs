@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use toml::Spanned;
 use volley_engine::{
-    Check, CheckPattern, CheckRule, Feeder, FeederMode, JsonValue, MAX_CHECKS, MAX_FEEDERS, MAX_NAMES, MAX_REQUESTS,
-    MAX_SCENARIOS, NamedRequest, RequestSpec, Scenario, Target, Vocabulary, check_template, is_feeder_name,
-    json_pointer, template_skeleton,
+    Check, CheckPattern, CheckRule, CheckText, Feeder, FeederMode, JsonValue, MAX_CHECKS, MAX_FEEDERS, MAX_NAMES,
+    MAX_REQUESTS, MAX_SCENARIOS, NamedRequest, RequestSpec, Scenario, Target, Vocabulary, check_template,
+    is_feeder_name, json_pointer, template_skeleton,
 };
 
 use super::ScenarioFile;
@@ -267,6 +267,7 @@ fn check(table: &Spanned<CheckTable>, at: &impl Fn(Range<usize>) -> At) -> Resul
         spans(t.body_matches.as_ref().map(Spanned::span), "body_matches"),
         spans(t.body_size.as_ref().map(Spanned::span), "body_size"),
         spans(t.json.as_ref().map(Spanned::span), "json"),
+        spans(t.header.as_ref().map(Spanned::span), "header"),
     ]
     .into_iter()
     .flatten()
@@ -280,8 +281,15 @@ fn check(table: &Spanned<CheckTable>, at: &impl Fn(Range<usize>) -> At) -> Resul
             return Err(Located::new(at(span.clone()), Problem::CheckWithTwoRules { first, second }));
         }
     }
-    if let (Some(equals), None) = (&t.equals, &t.json) {
+    if let (Some(equals), None, None) = (&t.equals, &t.json, &t.header) {
         return Err(Located::new(at(equals.span()), Problem::CheckEqualsWithoutJson));
+    }
+    if t.header.is_none() {
+        for (key, given) in [("contains", &t.contains), ("matches", &t.matches)] {
+            if let Some(given) = given {
+                return Err(Located::new(at(given.span()), Problem::CheckTestWithoutHeader { key }));
+            }
+        }
     }
     let rule = if let Some(status) = &t.status {
         CheckRule::Status(status_ranges(status.get_ref()).map_err(|p| Located::new(at(status.span()), p))?)
@@ -309,6 +317,8 @@ fn check(table: &Spanned<CheckTable>, at: &impl Fn(Range<usize>) -> At) -> Resul
             None => None,
         };
         CheckRule::Json { pointer: json_pointer(path.get_ref()), equals }
+    } else if let Some(name) = &t.header {
+        header_rule(name, t, at)?
     } else {
         return Err(Located::new(at(table.span()), Problem::CheckWithoutRule));
     };
@@ -317,6 +327,41 @@ fn check(table: &Spanned<CheckTable>, at: &impl Fn(Range<usize>) -> At) -> Resul
         None => rule.default_name(),
     };
     Ok(Check { name, rule })
+}
+
+/// A header rule: the field's name (lowercased), and at most one test of its value.
+fn header_rule(name: &Spanned<String>, t: &CheckTable, at: &impl Fn(Range<usize>) -> At) -> Result<CheckRule, Located> {
+    if check_header(name.get_ref(), "").is_err() {
+        return Err(Located::new(at(name.span()), Problem::CheckHeaderName { name: shown(name.get_ref()) }));
+    }
+    let mut tests = [t.equals.as_ref().map(Spanned::span), t.contains.as_ref().map(Spanned::span)]
+        .into_iter()
+        .chain([t.matches.as_ref().map(Spanned::span)])
+        .flatten()
+        .collect::<Vec<_>>();
+    tests.sort_by_key(|span| span.start);
+    if let [_, second, ..] = tests.as_slice() {
+        return Err(Located::new(at(second.clone()), Problem::CheckTwoTests));
+    }
+    let test = if let Some(equals) = &t.equals {
+        match equals.get_ref() {
+            toml::Value::String(text) => CheckText::Equals(text.as_bytes().to_vec()),
+            _ => return Err(Located::new(at(equals.span()), Problem::CheckHeaderEquals)),
+        }
+    } else if let Some(text) = &t.contains {
+        if text.get_ref().is_empty() {
+            return Err(Located::new(at(text.span()), Problem::CheckEmptyContains));
+        }
+        CheckText::Contains(text.get_ref().as_bytes().to_vec())
+    } else if let Some(pattern) = &t.matches {
+        CheckText::Matches(
+            CheckPattern::new(pattern.get_ref())
+                .map_err(|what| Located::new(at(pattern.span()), Problem::CheckValuePattern { what }))?,
+        )
+    } else {
+        CheckText::Exists
+    };
+    Ok(CheckRule::Header { name: name.get_ref().to_ascii_lowercase(), test })
 }
 
 /// A body size rule's lengths: a number of bytes, or a range `"A-B"`.

@@ -72,7 +72,7 @@ pub(crate) enum Problem {
     TooManySteps,
     #[error("more than the {MAX_NAMES} names a run may have: steps may share a name")]
     TooManyNames,
-    #[error("a check has one rule: give status, latency_below, body_contains, body_matches, body_size or json")]
+    #[error("a check has one rule: give status, latency_below, body_contains, body_matches, body_size, json or header")]
     CheckWithoutRule,
     #[error("a check has one rule, and this one gives both {first} and {second}: make them two checks")]
     CheckWithTwoRules { first: &'static str, second: &'static str },
@@ -82,8 +82,20 @@ pub(crate) enum Problem {
     CheckPattern { what: String },
     #[error("body_size {what}: give a number of bytes (1024) or a range (\"1-4096\")")]
     CheckSize { what: String },
-    #[error("equals goes with json, the value it compares")]
+    #[error("equals goes with json or header, the value it compares")]
     CheckEqualsWithoutJson,
+    #[error("{key} goes with header, the field whose value it tests")]
+    CheckTestWithoutHeader { key: &'static str },
+    #[error("a header check tests its value one way: give one of equals, contains and matches")]
+    CheckTwoTests,
+    #[error("header: '{name}' is not a field name")]
+    CheckHeaderName { name: String },
+    #[error("equals: a header's value is text: write it as a string")]
+    CheckHeaderEquals,
+    #[error("contains: give the text the value must hold")]
+    CheckEmptyContains,
+    #[error("matches: {what}")]
+    CheckValuePattern { what: String },
     #[error("equals: {what}")]
     CheckEquals { what: String },
     #[error("status {what}: give a code (200), a class (\"2xx\"), a range (\"200-299\"), or an array of them")]

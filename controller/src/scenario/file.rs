@@ -112,9 +112,19 @@ pub(super) struct CheckTable {
     /// A JSON value the body has: an RFC 6901 pointer ("/data/0/id") or a dot path ("data.0.id").
     #[serde(default)]
     pub json: Option<Spanned<String>>,
-    /// With `json`: what the value must equal.
+    /// A header field the response has (any case): with `equals`, `contains` or `matches` its
+    /// value must pass that too.
+    #[serde(default)]
+    pub header: Option<Spanned<String>>,
+    /// With `json`: what the value must equal; with `header`, the text the value must be.
     #[serde(default)]
     pub equals: Option<Spanned<toml::Value>>,
+    /// With `header`: text the value holds.
+    #[serde(default)]
+    pub contains: Option<Spanned<String>>,
+    /// With `header`: a pattern the value matches.
+    #[serde(default)]
+    pub matches: Option<Spanned<String>>,
 }
 
 /// A scenario's weight: its share of iterations. Checked as it is read, so that 0, -1 or 1.5 is

@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use volley_engine::{CheckPattern, CheckRule, JsonValue, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
+use volley_engine::{CheckPattern, CheckRule, CheckText, JsonValue, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
 
 use super::*;
 
@@ -386,6 +386,17 @@ name = "s"
     equals = { id = 7, tags = ["a"], price = 1.5, new = true }
     [[scenario.step.check]]
     json = "/token"
+    [[scenario.step.check]]
+    header = "Content-Type"
+    contains = "json"
+    [[scenario.step.check]]
+    header = "set-cookie"
+    [[scenario.step.check]]
+    header = "x-id"
+    equals = "7"
+    [[scenario.step.check]]
+    header = "location"
+    matches = '^/home$'
   [[scenario.step]]
   path = "/plain"
 "#,
@@ -411,6 +422,22 @@ name = "s"
                 }
             ),
             ("json /token exists", &CheckRule::Json { pointer: "/token".into(), equals: None }),
+            (
+                r#"header content-type contains "json""#,
+                &CheckRule::Header { name: "content-type".into(), test: CheckText::Contains(b"json".to_vec()) }
+            ),
+            ("header set-cookie exists", &CheckRule::Header { name: "set-cookie".into(), test: CheckText::Exists }),
+            (
+                r#"header x-id == "7""#,
+                &CheckRule::Header { name: "x-id".into(), test: CheckText::Equals(b"7".to_vec()) }
+            ),
+            (
+                "header location matches /^/home$/",
+                &CheckRule::Header {
+                    name: "location".into(),
+                    test: CheckText::Matches(CheckPattern::new("^/home$").expect("pattern"))
+                }
+            ),
         ]
     );
     assert!(file.requests[1].checks.is_empty());
@@ -426,8 +453,20 @@ fn a_bad_check_is_pointed_at_with_what_a_check_may_be() {
     for (check, says) in [
         (
             "    name = \"x\"",
-            "s.toml:6:5: a check has one rule: give status, latency_below, body_contains, body_matches, body_size or json",
+            "s.toml:6:5: a check has one rule: give status, latency_below, body_contains, body_matches, body_size, json or header",
         ),
+        (
+            "    header = \"x\"\n    contains = \"a\"\n    matches = \"b\"",
+            "s.toml:9:15: a header check tests its value one way: give one of equals, contains and matches",
+        ),
+        (
+            "    status = 200\n    contains = \"a\"",
+            "s.toml:8:16: contains goes with header, the field whose value it tests",
+        ),
+        ("    header = \"a b\"", "s.toml:7:14: header: 'a b' is not a field name"),
+        ("    header = \"a\"\n    equals = 1", "s.toml:8:14: equals: a header's value is text: write it as a string"),
+        ("    header = \"a\"\n    contains = \"\"", "s.toml:8:16: contains: give the text the value must hold"),
+        ("    header = \"a\"\n    matches = \"(\"", "s.toml:8:15: matches: error: unclosed group"),
         (
             "    json = \"a\"\n    body_size = 3",
             "s.toml:8:17: a check has one rule, and this one gives both json and body_size: make them two checks",
@@ -442,7 +481,7 @@ fn a_bad_check_is_pointed_at_with_what_a_check_may_be() {
             "    body_size = -1",
             "s.toml:7:17: body_size -1 is not a number of bytes: give a number of bytes (1024) or a range (\"1-4096\")",
         ),
-        ("    status = 200\n    equals = 3", "s.toml:8:14: equals goes with json, the value it compares"),
+        ("    status = 200\n    equals = 3", "s.toml:8:14: equals goes with json or header, the value it compares"),
         (
             "    json = \"at\"\n    equals = 1979-05-27",
             "s.toml:8:14: equals: a date has no JSON form: write it as a string",
@@ -477,7 +516,7 @@ fn a_bad_check_is_pointed_at_with_what_a_check_may_be() {
         ),
         (
             "    status = 200\n    colour = \"red\"",
-            "s.toml:8:5: unknown field `colour`, expected one of `name`, `status`, `latency_below`, `body_contains`, `body_matches`, `body_size`, `json`, `equals`",
+            "s.toml:8:5: unknown field `colour`, expected one of `name`, `status`, `latency_below`, `body_contains`, `body_matches`, `body_size`, `json`, `header`, `equals`, `contains`, `matches`",
         ),
     ] {
         assert_eq!(read_text(&step(check), None).err().as_deref(), Some(says), "{check}");

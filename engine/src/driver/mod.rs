@@ -39,7 +39,7 @@ pub(crate) enum Judge {
     /// On the response's status and latency, here.
     Now(crate::plan::Rule),
     /// On its body, by the session: the verdict is bit `j` of the `Event::Judged` before it.
-    Body(u8),
+    Kept(u8),
 }
 
 /// What every thread of a run shares, read-only.

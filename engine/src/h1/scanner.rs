@@ -9,7 +9,7 @@
 
 use memchr::memchr;
 
-use crate::session::Kept;
+use crate::session::{Kept, KeptChecks};
 use crate::stats::RetryAfter;
 
 /// The largest response head (status line, header lines and the blank line) accepted.
@@ -214,9 +214,12 @@ pub(crate) struct Scanner {
     head_bytes: usize,
     buf: [u8; LINE_CAP],
     buf_len: usize,
-    /// The final response's body, kept when a check needs it (see `keep`).
+    /// What is kept of the response for its checks (see `keep`).
     kept: Option<Box<Kept>>,
     keeping: bool,
+    /// The current head's bytes, when its fields are kept: read into `kept` once it is whole.
+    raw_head: Vec<u8>,
+    keeping_head: bool,
 }
 
 impl std::fmt::Debug for Scanner {
@@ -243,20 +246,39 @@ impl Scanner {
             buf_len: 0,
             kept: None,
             keeping: false,
+            raw_head: Vec::new(),
+            keeping_head: false,
         }
     }
 
-    /// Keeps the body of the response to the request just started (after `start`), for its
-    /// checks: read with `kept` once the response is complete.
-    pub(crate) fn keep(&mut self) {
-        let kept = self.kept.get_or_insert_default();
-        kept.clear();
+    /// Keeps what `checks` read of the response to the request just started (after `start`):
+    /// read with `kept` once the response is complete.
+    pub(crate) fn keep(&mut self, checks: &KeptChecks) {
+        checks.prepare(self.kept.get_or_insert_default());
         self.keeping = true;
+        self.keeping_head = checks.wants_headers();
+        self.raw_head.clear();
     }
 
-    /// The body kept of the last response, if `keep` was asked for it.
-    pub(crate) fn kept(&self) -> Option<&Kept> {
-        self.kept.as_deref().filter(|_| self.keeping)
+    /// What was kept of the last response, if `keep` was asked for it: its final head's fields
+    /// are read here, once.
+    pub(crate) fn kept(&mut self) -> Option<&Kept> {
+        if !self.keeping {
+            return None;
+        }
+        let kept = self.kept.get_or_insert_default();
+        if self.keeping_head {
+            self.keeping_head = false;
+            for line in self.raw_head.split(|&b| b == b'\n').skip(1) {
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                if let Some(colon) = memchr(b':', line)
+                    && let (Some(name), Some(value)) = (line.get(..colon), line.get(colon + 1..))
+                {
+                    kept.push_field(name, trim(value));
+                }
+            }
+        }
+        Some(kept)
     }
 
     /// Prepares for the response to the next request. `head` is true when that request was a
@@ -265,6 +287,7 @@ impl Scanner {
         self.state = State::Start;
         self.head_request = head;
         self.keeping = false;
+        self.keeping_head = false;
     }
 
     /// Feeds received bytes. Returns how many bytes were consumed and, when a final response
@@ -321,6 +344,9 @@ impl Scanner {
                 }
                 let n = self.head_step(rest.get(..budget).unwrap_or(rest))?;
                 self.head_bytes = self.head_bytes.saturating_add(n);
+                if self.keeping_head {
+                    self.raw_head.extend_from_slice(rest.get(..n).unwrap_or_default());
+                }
                 n
             } else {
                 let in_body = matches!(self.state, State::Body(_) | State::ChunkData(_) | State::UntilClose);
@@ -346,6 +372,8 @@ impl Scanner {
         self.facts = Facts::default();
         self.head_bytes = 0;
         self.buf_len = 0;
+        // An informational head's fields are not the response's.
+        self.raw_head.clear();
     }
 
     /// Copies as much of `bytes` as fits into `buf`; false when some did not fit.

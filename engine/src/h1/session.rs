@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::Template;
 use super::scanner::{Response, Scanner};
-use crate::session::{BodyCheckTable, Event, Transmit, Units, Why, body_checks};
+use crate::session::{Event, KeptCheckTable, Transmit, Units, Why, kept_checks};
 use crate::stats::ErrorKind;
 
 /// What every HTTP/1.1 session of a run shares.
@@ -26,7 +26,7 @@ pub(crate) struct Config {
     /// encoded once); empty when none has.
     pub templates: Arc<[Option<Template>]>,
     /// Per request, its checks on the body (whose responses' bodies are kept); empty when none has.
-    pub body_checks: BodyCheckTable,
+    pub kept_checks: KeptCheckTable,
 }
 
 pub(crate) struct Session {
@@ -83,8 +83,8 @@ impl Session {
         self.due = start.due;
         self.request = start.request;
         self.scanner.start(units.is_head(start.request));
-        if body_checks(&self.config.body_checks, start.request).is_some() {
-            self.scanner.keep();
+        if let Some(checks) = kept_checks(&self.config.kept_checks, start.request) {
+            self.scanner.keep(checks);
         }
         self.filled = false;
         if let Some(template) = self.config.templates.get(start.request as usize).and_then(Option::as_ref)
@@ -170,11 +170,11 @@ impl Session {
         }
     }
 
-    fn respond(&self, response: Response, now: Instant, events: &mut Vec<Event>) {
+    fn respond(&mut self, response: Response, now: Instant, events: &mut Vec<Event>) {
         if let Some(value) = response.retry_after {
             events.push(Event::RetryAfter { status: response.status, value });
         }
-        if let Some(checks) = body_checks(&self.config.body_checks, self.request)
+        if let Some(checks) = kept_checks(&self.config.kept_checks, self.request)
             && let Some(kept) = self.scanner.kept()
         {
             events.push(Event::Judged { failed: checks.judge(kept) });

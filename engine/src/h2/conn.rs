@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::frame::{self, Frame, FrameError, code, setting};
 use super::hpack::{self, HpackError};
-use crate::session::{BodyCheckTable, Kept, OpenStreams, SpareKept, body_checks};
+use crate::session::{Kept, KeptCheckTable, OpenStreams, SpareKept, kept_checks};
 use crate::stats::RetryAfter;
 use crate::template::{self, Fill};
 
@@ -233,7 +233,7 @@ pub(crate) struct Connection {
     /// The `retry-after` values of open streams whose final HEADERS carried one, by stream id.
     retry_after: Vec<(u32, RetryAfter)>,
     /// Per request, its checks on the body; empty when none has.
-    body_checks: BodyCheckTable,
+    kept_checks: KeptCheckTable,
     /// The bodies kept of open streams whose requests have checks on the body, by stream id.
     kept: Vec<(u32, Kept)>,
     spare_kept: SpareKept,
@@ -286,7 +286,7 @@ impl Connection {
             want_streams: want_streams.max(1),
             streams: OpenStreams::new(want_streams, 1),
             retry_after: Vec::new(),
-            body_checks: Arc::from([]),
+            kept_checks: Arc::from([]),
             kept: Vec::new(),
             spare_kept: SpareKept::default(),
             next_stream_id: 1,
@@ -327,9 +327,14 @@ impl Connection {
     /// Starts `request` (an index into the run's requests, which the caller keeps in range),
     /// due at `due`: a new stream id, HEADERS (+CONTINUATION) and as much of the body as the
     /// windows allow queued; the rest follows WINDOW_UPDATEs. Returns the stream id.
-    /// Keeps the bodies of the responses to requests with checks on the body, and judges them.
-    pub(crate) fn with_body_checks(mut self, table: BodyCheckTable) -> Self {
-        self.body_checks = table;
+    /// Whether the checks of `request` read a response's header fields.
+    fn wants_fields(&self, request: u32) -> bool {
+        kept_checks(&self.kept_checks, request).is_some_and(|c| c.wants_headers())
+    }
+
+    /// Keeps what the checks of requests with checks on the response read, and judges them.
+    pub(crate) fn with_kept_checks(mut self, table: KeptCheckTable) -> Self {
+        self.kept_checks = table;
         self
     }
 
@@ -400,10 +405,12 @@ impl Connection {
             recv_unreleased: 0,
             status: 0,
             retry_after: false,
-            kept: body_checks(&self.body_checks, request).is_some(),
+            kept: kept_checks(&self.kept_checks, request).is_some(),
         };
-        if stream.kept {
-            self.kept.push((id, self.spare_kept.take()));
+        if let Some(checks) = kept_checks(&self.kept_checks, request) {
+            let mut kept = self.spare_kept.take();
+            checks.prepare(&mut kept);
+            self.kept.push((id, kept));
         }
         let at = self.streams.insert(u64::from(id), stream);
         debug_assert_eq!(at, place);
@@ -796,7 +803,20 @@ impl Connection {
         end_stream: bool,
         events: &mut Vec<Event>,
     ) -> Result<(), ConnError> {
-        let decoded = self.hpack.decode(block)?;
+        let decoded = match i.map(|i| *self.streams.get(i)) {
+            // The head of a response whose fields a check reads: every field decoded into what
+            // is kept of it (an informational head's are forgotten when the next one comes).
+            Some(s) if s.kept && s.status == 0 && self.wants_fields(s.request) => {
+                match self.kept.iter_mut().find(|(id, _)| *id == stream) {
+                    Some((_, kept)) => {
+                        kept.clear_fields();
+                        self.hpack.decode_collecting(block, &mut |name, value| kept.push_field(name, value))?
+                    }
+                    None => self.hpack.decode(block)?,
+                }
+            }
+            _ => self.hpack.decode(block)?,
+        };
         let Some(i) = i else { return Ok(()) };
         let s = self.streams.get_mut(i);
         if s.status == 0 {
@@ -827,7 +847,7 @@ impl Connection {
         if self.streams.get(i).kept {
             let (id, request) = (self.streams.id(i) as u32, self.streams.get(i).request);
             if let Some((_, kept)) = self.kept.iter().find(|(k, _)| *k == id)
-                && let Some(checks) = body_checks(&self.body_checks, request)
+                && let Some(checks) = kept_checks(&self.kept_checks, request)
             {
                 events.push(Event::Judged { stream: id, failed: checks.judge(kept) });
             }

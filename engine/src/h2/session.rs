@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use super::conn::{Connection, Event as H2Event, Request};
 use super::frame::code;
-use crate::session::{BodyCheckTable, Event, Negotiated, Transmit, Units, Why};
+use crate::session::{Event, KeptCheckTable, Negotiated, Transmit, Units, Why};
 use crate::stats::ErrorKind;
 
 /// What every HTTP/2 session of a run shares: encoded once, shared by reference.
@@ -36,7 +36,7 @@ pub(crate) struct Config {
     pub connect_timeout: Duration,
     pub request_timeout: Option<Duration>,
     /// Per request, its checks on the body (whose responses' bodies are kept); empty when none has.
-    pub body_checks: BodyCheckTable,
+    pub kept_checks: KeptCheckTable,
 }
 
 pub(crate) struct Session {
@@ -71,7 +71,7 @@ impl Session {
             return Err(format!("the server does not offer HTTP/2 over TLS (ALPN: we offered h2, {chose})").into());
         }
         let conn =
-            Connection::new(config.requests.clone(), config.streams).with_body_checks(config.body_checks.clone());
+            Connection::new(config.requests.clone(), config.streams).with_kept_checks(config.kept_checks.clone());
         Ok(Session {
             setup_by: Some(connect_started.checked_add(config.connect_timeout).unwrap_or(connect_started)),
             config,

@@ -11,7 +11,7 @@
 use super::H3Error;
 use super::frame::{Frame, FrameDecoder};
 use super::qpack;
-use crate::session::Kept;
+use crate::session::{Kept, KeptChecks};
 use crate::stats::RetryAfter;
 
 /// A response read to its end.
@@ -42,8 +42,10 @@ pub(crate) struct ResponseStream {
     status: Option<u16>,
     body_bytes: u64,
     retry_after: Option<RetryAfter>,
-    /// The body, kept when its step has checks on it.
+    /// What is kept for its step's checks.
     kept: Option<Kept>,
+    /// The final head's fields are kept too.
+    keep_fields: bool,
 }
 
 impl Default for ResponseStream {
@@ -55,6 +57,7 @@ impl Default for ResponseStream {
             body_bytes: 0,
             retry_after: None,
             kept: None,
+            keep_fields: false,
         }
     }
 }
@@ -64,7 +67,7 @@ impl ResponseStream {
     /// stream is done: a connection error (see [`H3Error::is_connection_error`]) ends the
     /// connection, another this stream only. `heads` is the connection's: its responses share it.
     pub(crate) fn receive(&mut self, mut input: &[u8], heads: &mut qpack::HeadCache) -> Result<(), H3Error> {
-        let ResponseStream { frames, phase, status, body_bytes, retry_after, kept } = self;
+        let ResponseStream { frames, phase, status, body_bytes, retry_after, kept, keep_fields } = self;
         while let Some(frame) = frames.next(&mut input)? {
             match (frame, *phase) {
                 (Frame::Headers(section), Phase::Head) => {
@@ -78,6 +81,9 @@ impl ResponseStream {
                             *status = Some(code);
                             *retry_after = head.retry_after;
                             *phase = Phase::Body;
+                            if *keep_fields && let Some(kept) = kept {
+                                keep_fields_of(section, kept)?;
+                            }
                         }
                     }
                 }
@@ -101,8 +107,10 @@ impl ResponseStream {
         Ok(())
     }
 
-    /// Keeps the body in `kept` (empty) for its checks.
-    pub(crate) fn keep(&mut self, kept: Kept) {
+    /// Keeps what `checks` read in `kept`.
+    pub(crate) fn keep(&mut self, mut kept: Kept, checks: &KeptChecks) {
+        checks.prepare(&mut kept);
+        self.keep_fields = checks.wants_headers();
         self.kept = Some(kept);
     }
 
@@ -131,4 +139,19 @@ impl ResponseStream {
             None => Err(H3Error::IncompleteResponse),
         }
     }
+}
+
+/// Every field of a final head, decoded, into `kept` (the head was read once already, so a
+/// section that decodes wrong here was refused there).
+fn keep_fields_of(section: &[u8], kept: &mut Kept) -> Result<(), H3Error> {
+    let (mut name, mut value) = (Vec::new(), Vec::new());
+    for line in qpack::field_lines(section)? {
+        let line = line?;
+        name.clear();
+        value.clear();
+        line.name.decode_to(&mut name)?;
+        line.value.decode_to(&mut value)?;
+        kept.push_field(&name, &value);
+    }
+    Ok(())
 }

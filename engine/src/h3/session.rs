@@ -47,7 +47,7 @@ use super::request::{Config as RequestConfig, Filled};
 use super::response::ResponseStream;
 use super::uni::{ControlEvent, SeenStreams, UniStream};
 use crate::quic::{self, Event as QuicEvent, ReadEnd, StreamId, Transport};
-use crate::session::{BodyCheckTable, Event, OpenStreams, SpareKept, Units, Why, body_checks};
+use crate::session::{Event, KeptCheckTable, OpenStreams, SpareKept, Units, Why, kept_checks};
 use crate::stats::ErrorKind;
 
 /// How long the requests a GOAWAY names as unprocessed are left to the server (a response, or
@@ -63,7 +63,7 @@ pub(crate) struct Setup {
     /// The name TLS checks the certificate against.
     pub server_name: String,
     /// Per request, its checks on the body (whose responses' bodies are kept); empty when none has.
-    pub body_checks: BodyCheckTable,
+    pub kept_checks: KeptCheckTable,
 }
 
 /// One request in flight on its stream.
@@ -233,8 +233,8 @@ impl Session {
                 response: ResponseStream::default(),
                 filled: None,
             };
-            if body_checks(&self.setup.body_checks, start.request).is_some() {
-                request.response.keep(self.spare_kept.take());
+            if let Some(checks) = kept_checks(&self.setup.kept_checks, start.request) {
+                request.response.keep(self.spare_kept.take(), checks);
             }
             if let Some(template) = self.setup.request.template(start.request)
                 && let Some(mut fill) = units.fill()
@@ -508,7 +508,7 @@ impl Session {
         match finished {
             Ok(response) => {
                 if let Some(kept) = self.requests.get_mut(i).response.take_kept() {
-                    if let Some(checks) = body_checks(&self.setup.body_checks, which) {
+                    if let Some(checks) = kept_checks(&self.setup.kept_checks, which) {
                         events.push(Event::Judged { failed: checks.judge(&kept) });
                     }
                     self.spare_kept.give(kept);

@@ -13,7 +13,7 @@ use std::time::Duration;
 pub const MAX_CHECKS: usize = 1000;
 
 /// The most checks on the body one step may have: a response's verdicts travel as one word.
-pub const MAX_BODY_CHECKS: usize = 64;
+pub const MAX_KEPT_CHECKS: usize = 64;
 
 /// How much of a body is kept for its step's checks; what is beyond is counted, not kept, so a
 /// rule on the text sees only this much (a size rule sees the whole length).
@@ -47,6 +47,39 @@ pub enum Rule {
     /// Its body (as kept) is JSON with a value at `pointer` (RFC 6901), equal to `equals` when
     /// that is given.
     Json { pointer: String, equals: Option<JsonValue> },
+    /// It has a header field `name` (lowercase) with a value that passes `test`, if any does.
+    Header { name: String, test: TextTest },
+}
+
+/// What a header value must be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextTest {
+    /// Anything: the field is there.
+    Exists,
+    Equals(Vec<u8>),
+    Contains(Vec<u8>),
+    Matches(Pattern),
+}
+
+impl TextTest {
+    fn passes(&self, value: &[u8]) -> bool {
+        match self {
+            TextTest::Exists => true,
+            TextTest::Equals(want) => value == want.as_slice(),
+            TextTest::Contains(needle) => memchr::memmem::find(value, needle).is_some(),
+            TextTest::Matches(pattern) => pattern.is_match(value),
+        }
+    }
+}
+
+/// What a session kept of a response, as the rules on it read it.
+pub(crate) trait KeptResponse {
+    /// The kept part of the body.
+    fn body(&self) -> &[u8];
+    /// The body's whole length.
+    fn body_len(&self) -> u64;
+    /// Whether a header field named `name` (lowercase) has a value that `pass` accepts.
+    fn any_header(&self, name: &[u8], pass: &mut dyn FnMut(&[u8]) -> bool) -> bool;
 }
 
 /// A compiled `body_matches` pattern, compared by its text.
@@ -102,36 +135,48 @@ pub fn json_pointer(path: &str) -> String {
 }
 
 impl Rule {
-    /// Whether the rule needs the response's body (else its status and latency do).
-    pub fn is_on_body(&self) -> bool {
+    /// Whether the rule needs what a session keeps of a response (its header fields or its
+    /// body); else its status and latency do.
+    pub fn needs_kept(&self) -> bool {
+        self.needs_headers() || self.needs_body()
+    }
+
+    /// Whether the rule reads the header fields.
+    pub fn needs_headers(&self) -> bool {
+        matches!(self, Rule::Header { .. })
+    }
+
+    /// Whether the rule reads the body.
+    pub fn needs_body(&self) -> bool {
         matches!(self, Rule::BodyContains(_) | Rule::BodyMatches(_) | Rule::BodySize(_) | Rule::Json { .. })
     }
 
-    /// Whether a response of `status` that took `latency` passes. A rule on the body is judged
-    /// where the body is, by [`Rule::passes_body`]; here it fails.
+    /// Whether a response of `status` that took `latency` passes. A rule on what a session
+    /// keeps is judged there, by [`Rule::passes_kept`]; here it fails.
     pub fn passes(&self, status: u16, latency: Duration) -> bool {
         match self {
             Rule::Status(ranges) => ranges.iter().any(|r| r.contains(&status)),
             Rule::LatencyBelow(bound) => latency < *bound,
-            Rule::BodyContains(_) | Rule::BodyMatches(_) | Rule::BodySize(_) | Rule::Json { .. } => false,
+            _ => false,
         }
     }
 
-    /// Whether a body passes: `kept` is what was kept of it, `len` its whole length, and `json`
-    /// the kept bytes parsed as JSON, parsed at most once per response by whoever asks first.
-    pub(crate) fn passes_body(&self, kept: &[u8], len: u64, json: &mut ParsedJson) -> bool {
+    /// Whether what was kept of a response passes; `json` is the kept body parsed as JSON,
+    /// parsed at most once per response by whichever rule asks first.
+    pub(crate) fn passes_kept(&self, kept: &impl KeptResponse, json: &mut ParsedJson) -> bool {
         match self {
-            Rule::BodyContains(needle) => memchr::memmem::find(kept, needle).is_some(),
-            Rule::BodyMatches(pattern) => pattern.is_match(kept),
-            Rule::BodySize(range) => range.contains(&len),
+            Rule::BodyContains(needle) => memchr::memmem::find(kept.body(), needle).is_some(),
+            Rule::BodyMatches(pattern) => pattern.is_match(kept.body()),
+            Rule::BodySize(range) => range.contains(&kept.body_len()),
             Rule::Json { pointer, equals } => {
-                let found = json.get(kept).and_then(|doc| doc.pointer(pointer));
+                let found = json.get(kept.body()).and_then(|doc| doc.pointer(pointer));
                 match (found, equals) {
                     (None, _) => false,
                     (Some(_), None) => true,
                     (Some(value), Some(JsonValue(want))) => value == want,
                 }
             }
+            Rule::Header { name, test } => kept.any_header(name.as_bytes(), &mut |value| test.passes(value)),
             Rule::Status(_) | Rule::LatencyBelow(_) => false,
         }
     }
@@ -159,6 +204,14 @@ impl Rule {
             Rule::BodySize(range) => format!("body size in {}-{}", range.start(), range.end()),
             Rule::Json { pointer, equals: None } => format!("json {pointer} exists"),
             Rule::Json { pointer, equals: Some(JsonValue(value)) } => format!("json {pointer} == {value}"),
+            Rule::Header { name, test: TextTest::Exists } => format!("header {name} exists"),
+            Rule::Header { name, test: TextTest::Equals(v) } => {
+                format!("header {name} == {:?}", String::from_utf8_lossy(v))
+            }
+            Rule::Header { name, test: TextTest::Contains(v) } => {
+                format!("header {name} contains {:?}", String::from_utf8_lossy(v))
+            }
+            Rule::Header { name, test: TextTest::Matches(p) } => format!("header {name} matches /{}/", p.as_str()),
         }
     }
 }
@@ -265,8 +318,43 @@ mod tests {
         assert_eq!(Rule::LatencyBelow(Duration::from_secs(2)).default_name(), "latency < 2s");
     }
 
+    /// A response as a test writes it: the kept body, its length, and header fields.
+    struct Seen<'a>(&'a [u8], u64, &'a [(&'a str, &'a str)]);
+
+    impl KeptResponse for Seen<'_> {
+        fn body(&self) -> &[u8] {
+            self.0
+        }
+        fn body_len(&self) -> u64 {
+            self.1
+        }
+        fn any_header(&self, name: &[u8], pass: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+            self.2.iter().any(|(n, v)| n.as_bytes() == name && pass(v.as_bytes()))
+        }
+    }
+
     fn body(rule: &Rule, kept: &[u8], len: u64) -> bool {
-        rule.passes_body(kept, len, &mut ParsedJson::default())
+        rule.passes_kept(&Seen(kept, len, &[]), &mut ParsedJson::default())
+    }
+
+    #[test]
+    fn header_rules_pass_when_any_field_of_the_name_does() {
+        let fields = [("content-type", "application/json"), ("set-cookie", "a=1"), ("set-cookie", "sid=x9")];
+        let header = |name: &str, test: TextTest| {
+            Rule::Header { name: name.into(), test }.passes_kept(&Seen(b"", 0, &fields), &mut ParsedJson::default())
+        };
+        assert!(header("content-type", TextTest::Exists));
+        assert!(!header("location", TextTest::Exists));
+        assert!(header("content-type", TextTest::Equals(b"application/json".to_vec())));
+        assert!(!header("content-type", TextTest::Equals(b"application/JSON".to_vec())));
+        assert!(header("content-type", TextTest::Contains(b"json".to_vec())));
+        assert!(header("set-cookie", TextTest::Matches(Pattern::new("^sid=[a-z0-9]+$").expect("pattern"))));
+        assert!(!header("set-cookie", TextTest::Matches(Pattern::new("^b=").expect("pattern"))));
+        let named = |test| Rule::Header { name: "content-type".into(), test }.default_name();
+        assert_eq!(named(TextTest::Exists), "header content-type exists");
+        assert_eq!(named(TextTest::Equals(b"a".to_vec())), r#"header content-type == "a""#);
+        assert_eq!(named(TextTest::Contains(b"json".to_vec())), r#"header content-type contains "json""#);
+        assert_eq!(named(TextTest::Matches(Pattern::new("j.*").expect("p"))), "header content-type matches /j.*/");
     }
 
     #[test]
@@ -296,9 +384,9 @@ mod tests {
     fn the_json_of_a_body_is_parsed_once_for_all_its_rules() {
         let mut parsed = ParsedJson::default();
         let rule = Rule::Json { pointer: "/a".into(), equals: None };
-        assert!(rule.passes_body(br#"{"a":1}"#, 7, &mut parsed));
+        assert!(rule.passes_kept(&Seen(br#"{"a":1}"#, 7, &[]), &mut parsed));
         // The same response's next rule reads the parsed document, not the bytes.
-        assert!(rule.passes_body(b"", 7, &mut parsed));
+        assert!(rule.passes_kept(&Seen(b"", 7, &[]), &mut parsed));
     }
 
     #[test]

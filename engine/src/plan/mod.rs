@@ -9,10 +9,10 @@ mod split;
 mod stages;
 mod validate;
 
-pub(crate) use checks::ParsedJson;
 pub use checks::{
-    Check, CheckCounts, JsonValue, KEPT_BODY_BYTES, MAX_BODY_CHECKS, MAX_CHECKS, Pattern, Rule, json_pointer,
+    Check, CheckCounts, JsonValue, KEPT_BODY_BYTES, MAX_CHECKS, MAX_KEPT_CHECKS, Pattern, Rule, TextTest, json_pointer,
 };
+pub(crate) use checks::{KeptResponse, ParsedJson};
 pub(crate) use ramp::ConnectionRamp;
 pub use ramp::{ConnectionIndices, connections_at};
 pub use requests::{

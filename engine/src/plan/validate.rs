@@ -11,7 +11,7 @@ use crate::feeder::{Feeder, MAX_COLUMNS, MAX_FEEDERS, is_feeder_name};
 use crate::template::{Template, check_template};
 
 use super::{
-    Load, MAX_BODY_BYTES, MAX_BODY_CHECKS, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_NAMES, MAX_RATE,
+    Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_KEPT_CHECKS, MAX_NAMES, MAX_RATE,
     MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, Plan, Protocol, Scenario, Stop,
 };
 
@@ -165,12 +165,12 @@ impl Plan {
                 return bad(setting, format!("{name}: two checks of one name; a step's check names are distinct"));
             }
             if let Some(r) =
-                mix.requests.iter().find(|r| r.checks.iter().filter(|c| c.rule.is_on_body()).count() > MAX_BODY_CHECKS)
+                mix.requests.iter().find(|r| r.checks.iter().filter(|c| c.rule.needs_kept()).count() > MAX_KEPT_CHECKS)
             {
                 let name = r.name.escape_debug();
                 return bad(
                     setting,
-                    format!("{name}: more than the {MAX_BODY_CHECKS} checks on the body a step may have"),
+                    format!("{name}: more than the {MAX_KEPT_CHECKS} checks on the body a step may have"),
                 );
             }
             let checks = mix.check_count();

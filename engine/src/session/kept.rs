@@ -1,51 +1,88 @@
-//! What a session keeps of a response whose step has checks on its body, and their verdicts.
+//! What a session keeps of a response whose step has checks on its header fields or body, and
+//! those checks' verdicts.
 //!
-//! Only such a step's responses are kept: the first [`KEPT_BODY_BYTES`] of the body and its
-//! whole length. When the response is complete the session judges it ([`BodyChecks::judge`])
-//! and tells the loop the verdicts in one word ([`Event::Judged`](super::Event::Judged)), so no
-//! body ever leaves the session and every other response streams through as before.
+//! Only such a step's responses are kept, and only what its checks read: the final head's
+//! fields (names lowercased), and the first [`KEPT_BODY_BYTES`] of the body with its whole
+//! length. When the response is complete the session judges it ([`KeptChecks::judge`]) and
+//! tells the loop the verdicts in one word ([`Event::Judged`](super::Event::Judged)), so nothing
+//! kept ever leaves the session and every other response streams through as before.
 
 use std::sync::Arc;
 
-use crate::plan::{KEPT_BODY_BYTES, ParsedJson, Rule};
+use crate::plan::{KEPT_BODY_BYTES, KeptResponse, ParsedJson, Rule};
 
-/// One request's checks on the body, in the order of its checks (bit `j` of a verdict is the
-/// `j`th of them).
+/// The most bytes of header fields kept of one response; fields beyond are not kept (a head is
+/// 64 KiB at most on HTTP/1.1).
+const KEPT_FIELD_BYTES: usize = 64 * 1024;
+
+/// One request's checks on what is kept, in the order of its checks (bit `j` of a verdict is
+/// the `j`th of them).
 #[derive(Debug)]
-pub(crate) struct BodyChecks {
+pub(crate) struct KeptChecks {
     rules: Box<[Rule]>,
+    headers: bool,
+    body: bool,
 }
 
-/// Per request, its checks on the body if it has any; empty when no request has one.
-pub(crate) type BodyCheckTable = Arc<[Option<BodyChecks>]>;
+/// Per request, its checks on what is kept if it has any; empty when no request has one.
+pub(crate) type KeptCheckTable = Arc<[Option<KeptChecks>]>;
 
 /// The checks on the body of `request`, if it has any.
 #[inline]
-pub(crate) fn body_checks(table: &BodyCheckTable, request: u32) -> Option<&BodyChecks> {
+pub(crate) fn kept_checks(table: &KeptCheckTable, request: u32) -> Option<&KeptChecks> {
     table.get(request as usize).and_then(Option::as_ref)
 }
 
-impl BodyChecks {
+impl KeptChecks {
     /// A request's checks on the body, from all its rules; none when it has none.
-    pub(crate) fn of<'a>(rules: impl Iterator<Item = &'a Rule>) -> Option<BodyChecks> {
-        let rules: Box<[Rule]> = rules.filter(|r| r.is_on_body()).cloned().collect();
-        (!rules.is_empty()).then_some(BodyChecks { rules })
+    pub(crate) fn of<'a>(rules: impl Iterator<Item = &'a Rule>) -> Option<KeptChecks> {
+        let rules: Box<[Rule]> = rules.filter(|r| r.needs_kept()).cloned().collect();
+        let headers = rules.iter().any(Rule::needs_headers);
+        let body = rules.iter().any(Rule::needs_body);
+        (!rules.is_empty()).then_some(KeptChecks { rules, headers, body })
     }
 
-    /// The verdicts on a complete response's body: bit `j` set when check `j` failed.
+    /// Whether its rules read the header fields: a session keeps them only then.
+    pub(crate) fn wants_headers(&self) -> bool {
+        self.headers
+    }
+
+    /// `kept`, empty, ready for a response to the request: it keeps the body only if a rule
+    /// reads it.
+    pub(crate) fn prepare(&self, kept: &mut Kept) {
+        kept.clear();
+        kept.keep_body = self.body;
+    }
+
+    /// The verdicts on a complete response: bit `j` set when check `j` failed.
     pub(crate) fn judge(&self, kept: &Kept) -> u64 {
         let mut json = ParsedJson::default();
-        self.rules.iter().enumerate().fold(0, |failed, (j, rule)| {
-            if rule.passes_body(kept.bytes(), kept.len, &mut json) { failed } else { failed | 1 << j }
-        })
+        self.rules.iter().enumerate().fold(
+            0,
+            |failed, (j, rule)| {
+                if rule.passes_kept(kept, &mut json) { failed } else { failed | 1 << j }
+            },
+        )
     }
 }
 
-/// The kept part of a response body, and its whole length.
-#[derive(Debug, Default)]
+/// What is kept of a response: its header fields, the kept part of its body and the body's
+/// whole length.
+#[derive(Debug)]
 pub(crate) struct Kept {
     body: Vec<u8>,
     len: u64,
+    keep_body: bool,
+    /// Names (lowercased) and values of the fields, one after another.
+    fields: Vec<u8>,
+    /// Per field: where its name starts, where its value starts and where it ends, in `fields`.
+    lines: Vec<(u32, u32, u32)>,
+}
+
+impl Default for Kept {
+    fn default() -> Self {
+        Kept { body: Vec::new(), len: 0, keep_body: true, fields: Vec::new(), lines: Vec::new() }
+    }
 }
 
 impl Kept {
@@ -53,16 +90,38 @@ impl Kept {
     #[inline]
     pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.len = self.len.saturating_add(bytes.len() as u64);
-        let room = KEPT_BODY_BYTES.saturating_sub(self.body.len());
-        self.body.extend_from_slice(bytes.get(..room).unwrap_or(bytes));
+        if self.keep_body {
+            let room = KEPT_BODY_BYTES.saturating_sub(self.body.len());
+            self.body.extend_from_slice(bytes.get(..room).unwrap_or(bytes));
+        }
+    }
+
+    /// A header field of the final head, kept while there is room.
+    pub(crate) fn push_field(&mut self, name: &[u8], value: &[u8]) {
+        if self.fields.len() + name.len() + value.len() > KEPT_FIELD_BYTES {
+            return;
+        }
+        let start = self.fields.len() as u32;
+        self.fields.extend(name.iter().map(u8::to_ascii_lowercase));
+        let value_start = self.fields.len() as u32;
+        self.fields.extend_from_slice(value);
+        self.lines.push((start, value_start, self.fields.len() as u32));
+    }
+
+    /// Forgets the fields kept: an informational head's, before the final one.
+    pub(crate) fn clear_fields(&mut self) {
+        self.fields.clear();
+        self.lines.clear();
     }
 
     /// Empty again, keeping the memory for the next response.
     pub(crate) fn clear(&mut self) {
         self.body.clear();
         self.len = 0;
+        self.clear_fields();
     }
 
+    #[cfg(test)]
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.body
     }
@@ -70,6 +129,23 @@ impl Kept {
     #[cfg(test)]
     pub(crate) fn len(&self) -> u64 {
         self.len
+    }
+}
+
+impl KeptResponse for Kept {
+    fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    fn body_len(&self) -> u64 {
+        self.len
+    }
+
+    fn any_header(&self, name: &[u8], pass: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+        let field = |&(at, value, end): &(u32, u32, u32)| {
+            (self.fields.get(at as usize..value as usize), self.fields.get(value as usize..end as usize))
+        };
+        self.lines.iter().map(field).any(|f| matches!(f, (Some(n), Some(v)) if n == name && pass(v)))
     }
 }
 
@@ -118,13 +194,13 @@ mod tests {
             Rule::Json { pointer: "/token".into(), equals: None },
             Rule::BodyMatches(Pattern::new("^\\{").expect("pattern")),
         ];
-        let checks = BodyChecks::of(rules.iter()).expect("rules on the body");
+        let checks = KeptChecks::of(rules.iter()).expect("rules on the body");
         let mut kept = Kept::default();
         kept.push(br#"{"token":"#);
         kept.push(br#""t"}"#);
         // The size (bit 1) fails; contains, the JSON value and the pattern pass.
         assert_eq!(checks.judge(&kept), 0b0010);
-        assert!(BodyChecks::of(rules[..1].iter()).is_none());
+        assert!(KeptChecks::of(rules[..1].iter()).is_none());
     }
 
     #[test]
@@ -135,7 +211,7 @@ mod tests {
             Rule::Json { pointer: "/data/items/0/id".into(), equals: Some(crate::plan::JsonValue(7.into())) },
             Rule::BodySize(46..=46),
         ];
-        let checks = BodyChecks::of(rules.iter()).expect("rules");
+        let checks = KeptChecks::of(rules.iter()).expect("rules");
         for a in 0..=body.len() {
             for b in a..=body.len() {
                 let mut kept = Kept::default();

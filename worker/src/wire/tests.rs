@@ -39,6 +39,28 @@ fn mix(order: Order) -> Requests {
                         },
                     },
                     Check { name: "has id".into(), rule: CheckRule::Json { pointer: "/id".into(), equals: None } },
+                    Check {
+                        name: "typed".into(),
+                        rule: CheckRule::Header { name: "content-type".into(), test: CheckText::Exists },
+                    },
+                    Check {
+                        name: "json".into(),
+                        rule: CheckRule::Header {
+                            name: "content-type".into(),
+                            test: CheckText::Contains(b"json".to_vec()),
+                        },
+                    },
+                    Check {
+                        name: "exactly".into(),
+                        rule: CheckRule::Header { name: "x-a".into(), test: CheckText::Equals(b"".to_vec()) },
+                    },
+                    Check {
+                        name: "session".into(),
+                        rule: CheckRule::Header {
+                            name: "set-cookie".into(),
+                            test: CheckText::Matches(volley_engine::CheckPattern::new("^sid=").expect("pattern")),
+                        },
+                    },
                 ],
                 ..request(
                     "home",
@@ -412,6 +434,34 @@ fn a_mixs_requests_are_checked_like_the_one_request_and_counted_before_they_are_
             Box::new(|s| {
                 let json = v1::JsonRule { pointer: "/id".into(), equals: Some("{".into()) };
                 s.mix[2].checks[5].rule = Some(v1::check::Rule::Json(json));
+            }),
+        ),
+        (
+            "not a lowercase field name",
+            Box::new(|s| {
+                s.mix[2].checks[7].rule =
+                    Some(v1::check::Rule::Header(v1::HeaderRule { name: "Content-Type".into(), test: None }))
+            }),
+        ),
+        (
+            "not a lowercase field name",
+            Box::new(|s| {
+                s.mix[2].checks[7].rule =
+                    Some(v1::check::Rule::Header(v1::HeaderRule { name: "a b".into(), test: None }))
+            }),
+        ),
+        (
+            "a header check for nothing",
+            Box::new(|s| {
+                let test = Some(v1::header_rule::Test::Contains(vec![]));
+                s.mix[2].checks[7].rule = Some(v1::check::Rule::Header(v1::HeaderRule { name: "a".into(), test }))
+            }),
+        ),
+        (
+            "a bad pattern",
+            Box::new(|s| {
+                let test = Some(v1::header_rule::Test::Matches("[".into()));
+                s.mix[2].checks[7].rule = Some(v1::check::Rule::Header(v1::HeaderRule { name: "a".into(), test }))
             }),
         ),
         ("two checks of one name", Box::new(|s| s.mix[2].checks[1].name = s.mix[2].checks[0].name.clone())),

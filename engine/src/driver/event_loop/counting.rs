@@ -71,7 +71,7 @@ impl<I: Io> Loop<I> {
                                 let counts = name.check(usize::from(*k));
                                 let passed = match judge {
                                     Judge::Now(rule) => rule.passes(status, took),
-                                    Judge::Body(j) => on_body_failed & (1 << j) == 0,
+                                    Judge::Kept(j) => on_body_failed & (1 << j) == 0,
                                 };
                                 if passed {
                                     counts.passed += 1;

@@ -12,7 +12,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
 
 fn config() -> Config {
-    Config { keepalive: true, request_timeout: Some(TIMEOUT), templates: Arc::from([]), body_checks: Arc::from([]) }
+    Config { keepalive: true, request_timeout: Some(TIMEOUT), templates: Arc::from([]), kept_checks: Arc::from([]) }
 }
 
 /// A session on a connection opened with one request claimed, and `budget` more to come.
@@ -291,7 +291,7 @@ fn a_response_carrying_retry_after_is_announced_before_it_is_counted() {
 fn checking(needle: &[u8], size: u64) -> Config {
     use crate::plan::Rule;
     let rules = [Rule::BodyContains(needle.to_vec()), Rule::BodySize(size..=size)];
-    Config { body_checks: Arc::from([crate::session::BodyChecks::of(rules.iter())]), ..config() }
+    Config { kept_checks: Arc::from([crate::session::KeptChecks::of(rules.iter())]), ..config() }
 }
 
 /// The verdicts pushed with the response that ends in `pieces`, fed one after another.
@@ -341,4 +341,27 @@ fn a_body_beyond_the_kept_bound_is_counted_whole_and_checked_on_its_start() {
 fn a_request_without_checks_on_the_body_gets_no_verdicts() {
     let mut h = Harness::new(config(), 0);
     assert_eq!(verdicts_of(&mut h, &[OK]), Vec::<u64>::new());
+}
+
+#[test]
+fn checks_on_header_fields_see_the_final_heads_fields_however_they_are_split() {
+    use crate::plan::{Pattern, Rule, TextTest};
+    let header = |name: &str, test| Rule::Header { name: name.into(), test };
+    let rules = [
+        header("content-type", TextTest::Contains(b"json".to_vec())),
+        header("x-early", TextTest::Exists),
+        header("set-cookie", TextTest::Matches(Pattern::new("^sid=[0-9]+$").expect("pattern"))),
+        header("x-empty", TextTest::Equals(Vec::new())),
+        header("content-length", TextTest::Equals(b"2".to_vec())),
+    ];
+    let config = Config { kept_checks: Arc::from([crate::session::KeptChecks::of(rules.iter())]), ..config() };
+    let response: &[u8] = b"HTTP/1.1 103 Early Hints\r\nX-Early: 1\r\n\r\n\
+        HTTP/1.1 200 OK\r\nContent-Type:  application/json \r\nSet-Cookie: a=1\r\nset-cookie: sid=42\r\n\
+        X-Empty:\r\nContent-Length: 2\r\n\r\n{}";
+    for cut in 0..=response.len() {
+        let (a, b) = response.split_at(cut);
+        let mut h = Harness::new(config.clone(), 0);
+        // Only x-early fails: it came with the informational head, not the response's.
+        assert_eq!(verdicts_of(&mut h, &[a, b]), vec![0b00010], "cut at {cut}");
+    }
 }

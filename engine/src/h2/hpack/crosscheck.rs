@@ -64,13 +64,16 @@ fn flags(rng: &mut Rng) -> u8 {
     f
 }
 
+/// A header field: its name and value.
+type Field = (Vec<u8>, Vec<u8>);
+
 /// One response header block from their encoder, with the header_bytes and the Retry-After it
-/// should decode to.
+/// should decode to, and its fields in order.
 pub(crate) fn response_block(
     rng: &mut Rng,
     enc: &mut TheirEncoder<'_>,
     status: u16,
-) -> (Vec<u8>, usize, Option<RetryAfter>) {
+) -> (Vec<u8>, usize, Option<RetryAfter>, Vec<Field>) {
     let mut dst = Vec::new();
     let mut bytes = 0;
     if rng.chance(10) {
@@ -90,15 +93,40 @@ pub(crate) fn response_block(
         fields.swap(0, i);
     }
     let mut retry_after = None;
-    for (n, v) in fields {
+    for (n, v) in &fields {
         bytes += n.len() + v.len();
         if n == b"retry-after" {
             // The last one counts; one too long to keep is counted as a date.
-            retry_after = Some(if v.len() > 32 { RetryAfter::Date } else { RetryAfter::parse(&v) });
+            retry_after = Some(if v.len() > 32 { RetryAfter::Date } else { RetryAfter::parse(v) });
         }
-        enc.encode((n, v, flags(rng)), &mut dst).unwrap();
+        enc.encode((n.clone(), v.clone(), flags(rng)), &mut dst).unwrap();
     }
-    (dst, bytes, retry_after)
+    (dst, bytes, retry_after, fields)
+}
+
+#[test]
+fn collecting_hands_over_every_field_of_their_responses_and_keeps_the_table_in_step() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for connection in 0..10 {
+        let mut enc = TheirEncoder::with_dynamic_size(4096);
+        let mut dec = Decoder::new(4096);
+        for block_no in 0..300 {
+            let (block, bytes, retry_after, fields) = response_block(&mut rng, &mut enc, 200);
+            // Every other block collected, so that both ways share one table.
+            if block_no % 2 == 0 {
+                assert_eq!(dec.decode(&block).map(|d| d.header_bytes), Ok(bytes));
+                continue;
+            }
+            let mut got = Vec::new();
+            let decoded = dec.decode_collecting(&block, &mut |n, v| got.push((n.to_vec(), v.to_vec())));
+            assert_eq!(
+                decoded,
+                Ok(Decoded { status: Some(200), header_bytes: bytes, retry_after }),
+                "connection {connection} block {block_no}"
+            );
+            assert_eq!(got, fields, "connection {connection} block {block_no}");
+        }
+    }
 }
 
 #[test]
@@ -115,7 +143,7 @@ fn decodes_their_responses() {
         let mut last_len = 0;
         for block_no in 0..500 {
             let status = 100 + rng.below(500) as u16;
-            let (block, bytes, retry_after) = response_block(&mut rng, &mut enc, status);
+            let (block, bytes, retry_after, _) = response_block(&mut rng, &mut enc, status);
             seconds += usize::from(matches!(retry_after, Some(RetryAfter::Seconds(_))));
             dates += usize::from(retry_after == Some(RetryAfter::Date));
             let got = dec.decode(&block);

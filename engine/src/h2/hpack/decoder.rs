@@ -23,6 +23,9 @@ pub(crate) struct Decoded {
     pub retry_after: Option<RetryAfter>,
 }
 
+/// Where a block's fields go when all of them are wanted: each name and value, decoded.
+pub(crate) type Collect<'a> = &'a mut dyn FnMut(&[u8], &[u8]);
+
 /// The HPACK decoder of one connection: its dynamic table and the limit we advertised.
 #[derive(Debug)]
 pub(crate) struct Decoder {
@@ -219,6 +222,12 @@ impl Decoder {
         self.max_table_size = size;
     }
 
+    /// `decode`, handing every field's name and value to `collect` as well: for a response
+    /// whose header fields a check reads.
+    pub(crate) fn decode_collecting(&mut self, block: &[u8], mut collect: Collect<'_>) -> Result<Decoded, HpackError> {
+        self.decode_fields(block, Some(&mut collect))
+    }
+
     /// Decodes one complete header block (HEADERS + CONTINUATION payloads concatenated).
     /// Returns the :status (None if the block has no :status, e.g. trailers) and the block's
     /// decoded size (sum of name+value lengths). Any error leaves the table out of step with
@@ -228,12 +237,12 @@ impl Decoder {
         // update, leaves the table as it was: its result depends on its bytes alone.
         let pure = self.table.holds_nothing() && block.first().is_some_and(|&b| b & 0xe0 != 0x20);
         if !pure {
-            return self.decode_fields(block);
+            return self.decode_fields(block, None);
         }
         if let Some(decoded) = self.last.decoded.filter(|_| self.last.raw == block) {
             return Ok(decoded);
         }
-        let decoded = self.decode_fields(block)?;
+        let decoded = self.decode_fields(block, None)?;
         if block.len() <= LAST_BLOCK_MAX_LEN {
             self.last.raw.clear();
             self.last.raw.extend_from_slice(block);
@@ -243,7 +252,7 @@ impl Decoder {
     }
 
     /// Walks a block's fields, as `decode` describes.
-    fn decode_fields(&mut self, block: &[u8]) -> Result<Decoded, HpackError> {
+    fn decode_fields(&mut self, block: &[u8], mut collect: Option<Collect<'_>>) -> Result<Decoded, HpackError> {
         let mut r = Reader { buf: block, pos: 0 };
         let mut out = Decoded { status: None, header_bytes: 0, retry_after: None };
         let mut field_seen = false;
@@ -254,6 +263,9 @@ impl Decoder {
                 let index = r.integer(7)?;
                 let (name, value) = self.lookup(index)?;
                 out.header_bytes += name.len() + value.len();
+                if let Some(collect) = collect.as_mut() {
+                    collect(name, value);
+                }
                 match Read::field(Some(name)) {
                     Read::Status => set_status(&mut out, Some(value))?,
                     Read::RetryAfter => set_retry_after(&mut out, Some(value)),
@@ -263,9 +275,9 @@ impl Decoder {
                 // §6.2.1 literal with incremental indexing. Into a table that can hold nothing
                 // it reads as one without: nothing to build, nothing to insert.
                 if self.table.holds_nothing() {
-                    self.literal_plain(&mut r, &mut out, 6, field)?;
+                    self.literal_plain(&mut r, &mut out, 6, field, collect.as_mut())?;
                 } else {
-                    self.literal_indexed(&mut r, &mut out)?;
+                    self.literal_indexed(&mut r, &mut out, collect.as_mut())?;
                 }
             } else if first & 0x20 != 0 {
                 // §6.3 dynamic table size update: only before the first field (§4.2).
@@ -281,7 +293,7 @@ impl Decoder {
             } else {
                 // §6.2.2 without indexing (0000) and §6.2.3 never indexed (0001): both leave
                 // the table alone.
-                self.literal_plain(&mut r, &mut out, 4, field)?;
+                self.literal_plain(&mut r, &mut out, 4, field, collect.as_mut())?;
             }
             field_seen = true;
             field += 1;
@@ -302,7 +314,12 @@ impl Decoder {
             .ok_or(HpackError::IndexOutOfRange { index, len: STATIC_TABLE.len() + self.table.len() })
     }
 
-    fn literal_indexed(&mut self, r: &mut Reader<'_>, out: &mut Decoded) -> Result<(), HpackError> {
+    fn literal_indexed(
+        &mut self,
+        r: &mut Reader<'_>,
+        out: &mut Decoded,
+        collect: Option<&mut Collect<'_>>,
+    ) -> Result<(), HpackError> {
         let index = r.integer(6)?;
         // The new entry is built in full before insertion, because inserting may evict the
         // very entry its name came from (§4.4).
@@ -322,6 +339,9 @@ impl Decoder {
             Read::RetryAfter => set_retry_after(out, buf.get(name_len..)),
             Read::Neither => {}
         }
+        if let (Some(collect), Some(name), Some(value)) = (collect, buf.get(..name_len), buf.get(name_len..)) {
+            collect(name, value);
+        }
         self.table.insert(buf, name_len);
         Ok(())
     }
@@ -336,7 +356,11 @@ impl Decoder {
         out: &mut Decoded,
         prefix_bits: u32,
         field: usize,
+        collect: Option<&mut Collect<'_>>,
     ) -> Result<(), HpackError> {
+        if let Some(collect) = collect {
+            return self.literal_plain_collected(r, out, prefix_bits, collect);
+        }
         let index = r.integer(prefix_bits)?;
         let (name_len, read) = if index == 0 {
             let (huffman, raw) = r.string()?;
@@ -362,6 +386,37 @@ impl Decoder {
             Read::Neither => raw.len(),
         };
         out.header_bytes += name_len + value_len;
+        Ok(())
+    }
+
+    /// `literal_plain` for a block whose every field is wanted: the name and value decoded
+    /// in full and handed to `collect`.
+    fn literal_plain_collected(
+        &mut self,
+        r: &mut Reader<'_>,
+        out: &mut Decoded,
+        prefix_bits: u32,
+        collect: &mut Collect<'_>,
+    ) -> Result<(), HpackError> {
+        let index = r.integer(prefix_bits)?;
+        let mut buf = Vec::new();
+        if index == 0 {
+            let (huffman, raw) = r.string()?;
+            push_string(&mut buf, huffman, raw)?;
+        } else {
+            buf.extend_from_slice(self.lookup(index)?.0);
+        }
+        let name_len = buf.len();
+        let (huffman, raw) = r.string()?;
+        push_string(&mut buf, huffman, raw)?;
+        out.header_bytes += buf.len();
+        let (name, value) = buf.split_at(name_len);
+        match Read::field(Some(name)) {
+            Read::Status => set_status(out, Some(value))?,
+            Read::RetryAfter => set_retry_after(out, Some(value)),
+            Read::Neither => {}
+        }
+        collect(name, value);
         Ok(())
     }
 

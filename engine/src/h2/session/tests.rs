@@ -16,7 +16,7 @@ fn config(streams: u32) -> Arc<Config> {
     checked_config(streams, Arc::from([]))
 }
 
-fn checked_config(streams: u32, body_checks: crate::session::BodyCheckTable) -> Arc<Config> {
+fn checked_config(streams: u32, kept_checks: crate::session::KeptCheckTable) -> Arc<Config> {
     Arc::new(Config {
         requests: Arc::from([Request {
             blocks: RequestBlocks::plain(b"\x82\x86\x84\x41\x01a".to_vec()),
@@ -26,7 +26,7 @@ fn checked_config(streams: u32, body_checks: crate::session::BodyCheckTable) -> 
         streams,
         connect_timeout: CONNECT_TIMEOUT,
         request_timeout: Some(TIMEOUT),
-        body_checks,
+        kept_checks,
     })
 }
 
@@ -314,8 +314,8 @@ fn under_a_rate_a_claimed_request_waits_for_its_slot_instead_of_failing() {
 fn checks_on_the_body_judge_each_stream_on_its_own_data_frames() {
     use crate::plan::Rule;
     let rules = [Rule::BodyContains(b"hello".to_vec()), Rule::BodySize(5..=5)];
-    let body_checks = Arc::from([crate::session::BodyChecks::of(rules.iter())]);
-    let mut h = Harness::with_config(checked_config(2, body_checks), 2);
+    let kept_checks = Arc::from([crate::session::KeptChecks::of(rules.iter())]);
+    let mut h = Harness::with_config(checked_config(2, kept_checks), 2);
     h.receive(Server::default().settings(&[]), 1);
     assert_eq!(h.start(2), 2);
     // Interleaved: stream 3 says "hello", stream 1 "world!"; the next request, on stream 5,
@@ -334,4 +334,37 @@ fn checks_on_the_body_judge_each_stream_on_its_own_data_frames() {
     assert_eq!(h.start(4), 1);
     let events = h.receive(Server::default().head(5).data(5, b"hello", true), 5);
     assert!(events.contains(&Event::Judged { failed: 0 }), "{events:?}");
+}
+
+#[test]
+fn checks_on_header_fields_read_every_field_of_the_final_head_indexed_or_literal() {
+    use crate::plan::{Rule, TextTest};
+    let json = TextTest::Equals(b"application/json".to_vec());
+    let rules = [
+        Rule::Header { name: "content-type".into(), test: json },
+        Rule::Header { name: "x-trace".into(), test: TextTest::Exists },
+    ];
+    let kept_checks = Arc::from([crate::session::KeptChecks::of(rules.iter())]);
+    let mut h = Harness::with_config(checked_config(2, kept_checks), 1);
+    h.receive(Server::default().settings(&[]), 1);
+    assert_eq!(h.start(2), 2);
+    // Stream 1: an informational head with x-trace, then content-type as a literal the table
+    // keeps (index 62 from then on). Stream 3: content-type by that index, and x-trace as a
+    // literal with a new name.
+    let first = b"\x08\x03200\x40\x0ccontent-type\x10application/json";
+    let mut server = Server::default();
+    frame::encode_headers(&mut server.0, 1, b"\x08\x03103\x00\x07x-trace\x011", false, frame::DEFAULT_MAX_FRAME_SIZE);
+    frame::encode_headers(&mut server.0, 1, first, true, frame::DEFAULT_MAX_FRAME_SIZE);
+    frame::encode_headers(
+        &mut server.0,
+        3,
+        b"\x08\x03200\xbe\x00\x07x-trace\x011",
+        true,
+        frame::DEFAULT_MAX_FRAME_SIZE,
+    );
+    let events = h.receive(server, 3);
+    let verdicts: Vec<u64> =
+        events.iter().filter_map(|e| if let Event::Judged { failed } = e { Some(*failed) } else { None }).collect();
+    // Stream 1 has no x-trace of its own (the 103's is not the response's); stream 3 has both.
+    assert_eq!(verdicts, vec![0b10, 0b00], "{events:?}");
 }

@@ -46,15 +46,19 @@ impl Str<'_> {
     /// The decoded bytes, for tests that read every field.
     #[cfg(test)]
     pub(crate) fn to_vec(self) -> Result<Vec<u8>, QpackError> {
+        let mut out = Vec::new();
+        self.decode_to(&mut out)?;
+        Ok(out)
+    }
+
+    /// Appends the decoded bytes to `out`.
+    pub(crate) fn decode_to(self, out: &mut Vec<u8>) -> Result<(), QpackError> {
         match self {
-            Str::Static(s) => Ok(s.as_bytes().to_vec()),
-            Str::Literal { huffman: false, raw } => Ok(raw.to_vec()),
-            Str::Literal { huffman: true, raw } => {
-                let mut out = Vec::new();
-                huffman::decode(raw, |b| out.push(b)).map_err(from_huffman)?;
-                Ok(out)
-            }
+            Str::Static(s) => out.extend_from_slice(s.as_bytes()),
+            Str::Literal { huffman: false, raw } => out.extend_from_slice(raw),
+            Str::Literal { huffman: true, raw } => huffman::decode(raw, |b| out.push(b)).map_err(from_huffman)?,
         }
+        Ok(())
     }
 }
 

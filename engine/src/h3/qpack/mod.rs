@@ -17,8 +17,8 @@ mod encoder;
 mod static_table;
 
 #[cfg(test)]
-pub(crate) use decoder::{FieldLine, Head, Str, field_lines};
-pub(crate) use decoder::{HeadCache, decode_status};
+pub(crate) use decoder::{FieldLine, Head, Str};
+pub(crate) use decoder::{HeadCache, decode_status, field_lines};
 pub(crate) use encoder::{encode_field_section, encode_section_template};
 #[cfg(test)]
 pub(crate) use static_table::STATIC_TABLE;

@@ -372,7 +372,7 @@ impl Net {
         requests: u64,
         request_timeout: Option<Duration>,
         body: Vec<u8>,
-        body_checks: crate::session::BodyCheckTable,
+        kept_checks: crate::session::KeptCheckTable,
     ) -> Self {
         let now = Instant::now();
         let target = Target::parse(&format!("https://{SERVER_NAME}:4433/")).unwrap();
@@ -390,7 +390,7 @@ impl Net {
             quic: QuicConfig::new(&trusting(cert), Congestion::Loopback, CONNECT_TIMEOUT).unwrap(),
             server: server_addr(),
             server_name: SERVER_NAME.to_string(),
-            body_checks,
+            kept_checks,
         };
         let mut budget = Schedule::closed(Some(requests));
         // The connection is opened for a request, as the loop's are.
@@ -574,7 +574,7 @@ fn a_step_with_checks_on_the_body_gets_one_verdict_per_response_on_the_whole_bod
         Rule::BodySize(BODY.len() as u64..=BODY.len() as u64),
         Rule::BodyContains(b"nowhere".to_vec()),
     ];
-    let checks = Arc::from([crate::session::BodyChecks::of(rules.iter())]);
+    let checks = Arc::from([crate::session::KeptChecks::of(rules.iter())]);
     let mut net = Net::build(&cert, ServerOptions::default(), 4, 20, None, Vec::new(), checks);
     net.run_all();
     assert_eq!(net.counts.ok, 20, "{:?}", net.counts);
