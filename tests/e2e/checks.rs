@@ -233,3 +233,43 @@ fn a_checks_threshold_gates_on_the_share_passed_of_the_run_or_of_one_name() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Checks:") && text.contains("FAIL instant") && text.contains("ok   status is 200"), "{text}");
 }
+
+#[test]
+fn find_max_holds_each_step_to_a_checks_slo_of_the_run_or_of_one_name() {
+    let server = shop_server(Behavior::ok(10));
+    let (_dir, file) = shop(server.url().trim_end_matches('/'));
+    let args = [
+        "find-max",
+        "--scenario",
+        &file,
+        "--slo",
+        "home:checks>=100%",
+        "--slo",
+        "cart:checks>70%",
+        "--start",
+        "200",
+        "--max-steps",
+        "1",
+        "--step-duration",
+        "1s",
+        "-c",
+        "4",
+        "--seed",
+        "3",
+        "-j",
+    ];
+    let out = support::run_volley(args);
+    let r: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", describe_output(&out)));
+    let slos = r["steps"][0]["slos"].as_array().unwrap_or_else(|| panic!("no SLOs in {r}"));
+    let verdicts: Vec<(&str, bool)> = slos
+        .iter()
+        .map(|v| (v["threshold"].as_str().expect("a text"), v["passed"].as_bool().expect("a verdict")))
+        .collect();
+    // home's checks all pass; of cart's three, "instant" fails on every response: 2/3 pass.
+    assert_eq!(verdicts, [("home:checks>=100%", true), ("cart:checks>70%", false)], "{r}");
+    let measured = slos[1]["measured"].as_f64().expect("a share");
+    assert!((measured - 2.0 / 3.0).abs() < 1e-9, "{measured}");
+    assert_eq!(r["steps"][0]["verdict"], "fail", "{r}");
+    assert!(r["capacityPerSec"].is_null(), "no step held: {r}");
+}
