@@ -273,3 +273,58 @@ fn find_max_holds_each_step_to_a_checks_slo_of_the_run_or_of_one_name() {
     assert_eq!(r["steps"][0]["verdict"], "fail", "{r}");
     assert!(r["capacityPerSec"].is_null(), "no step held: {r}");
 }
+
+#[test]
+fn the_csv_series_counts_each_seconds_verdicts_per_name_and_over_the_names() {
+    let server = shop_server(Behavior::ok(10));
+    let (dir, file) = shop(server.url().trim_end_matches('/'));
+    let csv = dir.path().join("series.csv");
+    let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[])];
+    let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
+    for extra in [&[][..], &["--workers", &list][..]] {
+        // Long enough for whole seconds: a series has a row for each whole second of the run.
+        let series = format!("csv:{}", csv.display());
+        let args = [
+            &["-c", "4", "-z", "2500ms", "--rate", "300", "--seed", "3", "-j", "--scenario", &file, "-o", &series][..],
+            extra,
+        ];
+        let out = support::run_volley(args.concat());
+        assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
+        let r = support::json_report(&out);
+        let text = std::fs::read_to_string(&csv).expect("the series");
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some("second,requests,ok,errors,p50_seconds,p99_seconds,name,checks_passed,checks_failed")
+        );
+        // Per second: (ok, passed, failed) of the run and of each name. The shop's names hold no
+        // comma, so no field is quoted.
+        let mut seconds: BTreeMap<u64, BTreeMap<String, (u64, u64, u64)>> = BTreeMap::new();
+        for line in lines {
+            let row: Vec<&str> = line.split(',').collect();
+            let count = |i: usize| row[i].parse::<u64>().unwrap_or_else(|_| panic!("{row:?}"));
+            seconds.entry(count(0)).or_default().insert(row[6].to_string(), (count(2), count(7), count(8)));
+        }
+        assert!(seconds.len() >= 2, "{extra:?}: {text}");
+        let mut summed: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        for (second, rows) in &seconds {
+            let (home, cart) = (rows["home"], rows["cart"]);
+            // Every response of home passes its 4 checks; of cart's 3, "instant" always fails.
+            assert_eq!((home.1, home.2), (4 * home.0, 0), "{extra:?} second {second}: {text}");
+            assert_eq!((cart.1, cart.2), (2 * cart.0, cart.0), "{extra:?} second {second}: {text}");
+            let names = rows.iter().filter(|(name, _)| !name.is_empty());
+            let (p, f) = names.fold((0, 0), |(p, f), (name, row)| {
+                let entry = summed.entry(name.clone()).or_default();
+                *entry = (entry.0 + row.1, entry.1 + row.2);
+                (p + row.1, f + row.2)
+            });
+            assert_eq!((rows[""].1, rows[""].2), (p, f), "{extra:?} second {second}: the run's row is the names' sum");
+        }
+        // The whole seconds hold most of the run's verdicts, and none beyond them.
+        for (name, checks) in report_checks(&r) {
+            let (p, f) = checks.iter().fold((0, 0), |(p, f), (_, passed, failed)| (p + passed, f + failed));
+            let (sp, sf) = summed[&name];
+            assert!(sp <= p && sf <= f && 2 * (sp + sf) > p + f, "{extra:?} {name}: {sp}/{sf} of {p}/{f}");
+        }
+    }
+}

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use volley_engine::{ErrorKind, RingSupport, Stats};
+use volley_engine::{CheckCounts, ErrorKind, RingSupport, Stats};
 use volley_worker::shard::Outcome;
 
 use super::clock_sync::Offset;
@@ -171,6 +171,8 @@ pub(crate) struct NameSecond {
     /// Latency percentiles of its responses in that second (ns); None when it had none.
     pub p50: Option<u64>,
     pub p99: Option<u64>,
+    /// Its checks' verdicts in that second, over all its checks.
+    pub checks: CheckCounts,
 }
 
 impl Second {
@@ -200,7 +202,12 @@ impl Second {
                 .filter(|(_, n)| n.counters.total() > 0)
                 .map(|(index, n)| {
                     let at = |q| (!n.latency.is_empty()).then(|| n.latency.value_at_quantile(q));
-                    NameSecond { index, ok: n.counters.ok, errors: n.counters.errors(), p50: at(0.5), p99: at(0.99) }
+                    let checks = n.checks.iter().fold(CheckCounts::default(), |mut all, c| {
+                        all.merge(c);
+                        all
+                    });
+                    let (ok, errors) = (n.counters.ok, n.counters.errors());
+                    NameSecond { index, ok, errors, p50: at(0.5), p99: at(0.99), checks }
                 })
                 .collect(),
         }

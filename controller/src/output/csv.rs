@@ -3,9 +3,13 @@
 //! second's row for the whole run leaves it empty and is followed by a row for each name that
 //! finished requests in that second (in the mix's order), as k6's CSV tags each sample with its
 //! request's name; filtering on `name` gives one name's series, and the empty name the run's.
-//! Without a mix the columns are what they always were, so existing readers keep working.
+//! Without a mix the columns are what they always were, so existing readers keep working. A mix
+//! with checks adds two more after `name`, `checks_passed` and `checks_failed`: the verdicts of
+//! that second's responses over all the name's checks (or every name's, on the run's row).
 
 use std::fmt::Write;
+
+use volley_engine::CheckCounts;
 
 use crate::report::Report;
 
@@ -13,27 +17,39 @@ const HEADER: &str = "second,requests,ok,errors,p50_seconds,p99_seconds";
 
 pub(crate) fn series(report: &Report) -> String {
     let mix = !report.names.is_empty();
+    let checked = report.checks.iter().any(|c| !c.is_empty());
     let mut out = String::from(HEADER);
-    out.push_str(if mix { ",name\n" } else { "\n" });
+    out.push_str(match (mix, checked) {
+        (false, _) => "\n",
+        (true, false) => ",name\n",
+        (true, true) => ",name,checks_passed,checks_failed\n",
+    });
     let secs = |ns: Option<u64>| ns.map(|n| format!("{:.9}", n as f64 / 1e9)).unwrap_or_default();
+    let verdicts = |c: CheckCounts| if checked { format!(",{},{}", c.passed, c.failed) } else { String::new() };
     for s in &report.intervals {
         let _ = write!(out, "{},{},{},{},{},{}", s.second, s.ok + s.errors, s.ok, s.errors, secs(s.p50), secs(s.p99));
-        out.push_str(if mix { ",\n" } else { "\n" });
         if !mix {
+            out.push('\n');
             continue;
         }
+        let all = s.names.iter().fold(CheckCounts::default(), |mut all, n| {
+            all.merge(&n.checks);
+            all
+        });
+        let _ = writeln!(out, ",{}", verdicts(all));
         for n in &s.names {
             let Some(name) = report.names.get(n.index) else { continue };
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{}{}",
                 s.second,
                 n.ok + n.errors,
                 n.ok,
                 n.errors,
                 secs(n.p50),
                 secs(n.p99),
-                field(name)
+                field(name),
+                verdicts(n.checks)
             );
         }
     }

@@ -47,3 +47,30 @@ fn without_a_mix_the_columns_are_what_they_always_were() {
     assert_eq!(rows.len(), 3, "{csv}");
     assert!(rows.iter().all(|r| r.split(',').count() == 6), "{csv}");
 }
+
+#[test]
+fn a_mix_with_checks_adds_each_seconds_verdicts_per_name_and_over_the_names() {
+    let mut r = mix_fixture::report();
+    r.checks = vec![vec!["ok".into(), "fast".into()], vec![], vec!["created".into()]];
+    r.intervals = (0..2)
+        .map(|w| {
+            let mut stats = mix_fixture::worker_stats(w);
+            *stats.names.entry(0).check(0) = volley_engine::CheckCounts { passed: 8 + w as u64, failed: 1 };
+            *stats.names.entry(0).check(1) = volley_engine::CheckCounts { passed: 2, failed: 7 };
+            if w == 0 {
+                *stats.names.entry(2).check(0) = volley_engine::CheckCounts { passed: 3, failed: 0 };
+            }
+            Second::of(w as u32 + 1, &stats, Label::default())
+        })
+        .collect();
+    let csv = series(&r);
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows[0], "second,requests,ok,errors,p50_seconds,p99_seconds,name,checks_passed,checks_failed");
+    // Second 1: home's two checks (8+2 passed, 1+7 failed) and login's one (3, 0); the run's row
+    // adds them up.
+    assert!(rows[1].starts_with("1,13,12,1,") && rows[1].ends_with(",,13,8"), "{csv}");
+    assert!(rows[2].ends_with(",home,10,8"), "{csv}");
+    assert!(rows[3].ends_with(",login,3,0"), "{csv}");
+    assert!(rows[4].ends_with(",,11,8") && rows[5].ends_with(",home,11,8"), "{csv}");
+    assert!(rows.iter().all(|row| row.split(',').count() == 9), "{csv}");
+}
