@@ -365,6 +365,11 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
     let mut requests = Vec::with_capacity(shard.mix.len());
     let vocabulary = Vocabulary::new(shard.feeders.iter().map(|f| (f.name.clone(), f.columns.clone())));
     for r in &shard.mix {
+        // Counted before any is compiled: a step's checks have distinct names, so no more than
+        // a run's may be on one step.
+        if r.checks.len() > MAX_CHECKS {
+            return Err(WireError::Shard(format!("{}: more checks than a run may have", r.name.escape_debug())));
+        }
         let request = NamedRequest {
             name: r.name.clone(),
             path_and_query: r.path_and_query.clone(),

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use toml::Spanned;
 use volley_engine::{
-    Check, CheckPattern, CheckRule, CheckText, Feeder, FeederMode, JsonValue, MAX_CHECKS, MAX_FEEDERS, MAX_NAMES,
-    MAX_REQUESTS, MAX_SCENARIOS, NamedRequest, RequestSpec, Scenario, Target, Vocabulary, check_template,
+    Check, CheckPattern, CheckRule, CheckText, Feeder, FeederMode, JsonValue, MAX_CHECKS, MAX_FEEDERS, MAX_KEPT_CHECKS,
+    MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, NamedRequest, RequestSpec, Scenario, Target, Vocabulary, check_template,
     is_feeder_name, json_pointer, template_skeleton,
 };
 
@@ -252,6 +252,9 @@ fn request(
             return Err(Located::new(at(span), Problem::SecondCheck { name: shown(&c.name) }));
         }
         checks.push(c);
+        if checks.iter().filter(|c| c.rule.needs_kept()).count() > MAX_KEPT_CHECKS {
+            return Err(Located::new(at(table.span()), Problem::TooManyKeptChecks));
+        }
     }
     Ok(NamedRequest { name, path_and_query, spec: RequestSpec::new(&method, headers, body), templated, checks })
 }

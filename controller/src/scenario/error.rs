@@ -1,7 +1,7 @@
 //! What can be wrong with a scenario file: the file as a whole, or something in it, said as
 //! `FILE:LINE:COLUMN: what`, as a targets file's problems are.
 
-use volley_engine::{MAX_CHECKS, MAX_FEEDERS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
+use volley_engine::{MAX_CHECKS, MAX_FEEDERS, MAX_KEPT_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
 
 use crate::targets::{self, At, MAX_FILE_BYTES, MAX_HEADERS};
 
@@ -106,6 +106,8 @@ pub(crate) enum Problem {
     SecondCheck { name: String },
     #[error("more than the {MAX_CHECKS} checks a run may have, counted once per step name")]
     TooManyChecks,
+    #[error("more than the {MAX_KEPT_CHECKS} checks on header fields and the body a step may have")]
+    TooManyKeptChecks,
     #[error("{what}")]
     Template { what: String },
     #[error("{file}, byte {offset}: {what} (to send the file as written, set template = false on the step)")]

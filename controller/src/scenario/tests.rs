@@ -1,6 +1,8 @@
 use std::path::PathBuf;
 
-use volley_engine::{CheckPattern, CheckRule, CheckText, JsonValue, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
+use volley_engine::{
+    CheckPattern, CheckRule, CheckText, JsonValue, MAX_KEPT_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS,
+};
 
 use super::*;
 
@@ -521,4 +523,20 @@ fn a_bad_check_is_pointed_at_with_what_a_check_may_be() {
     ] {
         assert_eq!(read_text(&step(check), None).err().as_deref(), Some(says), "{check}");
     }
+}
+
+#[test]
+fn more_checks_on_fields_and_body_than_a_step_may_have_are_refused_at_the_first_too_many() {
+    let checks: String =
+        (0..=MAX_KEPT_CHECKS).map(|i| format!("    [[scenario.step.check]]\n    body_contains = \"{i}\"\n")).collect();
+    let text = with_origin(&format!("[[scenario]]\nname = \"s\"\n  [[scenario.step]]\n  path = \"/\"\n{checks}"));
+    let err = read_text(&text, None).expect_err("too many");
+    // The origin's line, four of the scenario and its step, then two lines a check: the 65th
+    // check's table is on line 6 + 2 * 64.
+    let line = 6 + 2 * MAX_KEPT_CHECKS;
+    assert_eq!(
+        err,
+        format!("s.toml:{line}:5: more than the 64 checks on header fields and the body a step may have"),
+        "{err}"
+    );
 }

@@ -269,13 +269,27 @@ impl Scanner {
         let kept = self.kept.get_or_insert_default();
         if self.keeping_head {
             self.keeping_head = false;
+            // A field's value with its obs-fold continuations (RFC 9112 §5.2), each joined by a
+            // space, before it is kept.
+            let mut field: Option<(&[u8], Vec<u8>)> = None;
             for line in self.raw_head.split(|&b| b == b'\n').skip(1) {
                 let line = line.strip_suffix(b"\r").unwrap_or(line);
+                if let (Some(b' ' | b'\t'), Some((_, value))) = (line.first(), field.as_mut()) {
+                    value.push(b' ');
+                    value.extend_from_slice(trim(line));
+                    continue;
+                }
+                if let Some((name, value)) = field.take() {
+                    kept.push_field(name, &value);
+                }
                 if let Some(colon) = memchr(b':', line)
                     && let (Some(name), Some(value)) = (line.get(..colon), line.get(colon + 1..))
                 {
-                    kept.push_field(name, trim(value));
+                    field = Some((name, trim(value).to_vec()));
                 }
+            }
+            if let Some((name, value)) = field {
+                kept.push_field(name, &value);
             }
         }
         Some(kept)

@@ -803,7 +803,8 @@ impl Connection {
         end_stream: bool,
         events: &mut Vec<Event>,
     ) -> Result<(), ConnError> {
-        let decoded = match i.map(|i| *self.streams.get(i)) {
+        let kept = if self.kept.is_empty() { None } else { i.map(|i| *self.streams.get(i)) };
+        let decoded = match kept {
             // The head of a response whose fields a check reads: every field decoded into what
             // is kept of it (an informational head's are forgotten when the next one comes).
             Some(s) if s.kept && s.status == 0 && self.wants_fields(s.request) => {

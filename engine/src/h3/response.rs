@@ -82,7 +82,7 @@ impl ResponseStream {
                             *retry_after = head.retry_after;
                             *phase = Phase::Body;
                             if *keep_fields && let Some(kept) = kept {
-                                keep_fields_of(section, kept)?;
+                                keep_fields_of(section, kept);
                             }
                         }
                     }
@@ -141,17 +141,18 @@ impl ResponseStream {
     }
 }
 
-/// Every field of a final head, decoded, into `kept` (the head was read once already, so a
-/// section that decodes wrong here was refused there).
-fn keep_fields_of(section: &[u8], kept: &mut Kept) -> Result<(), H3Error> {
+/// Every field of a final head, decoded, into `kept`. The head's framing was read once already;
+/// a field whose Huffman string does not decode is left out, as the plain reading steps over
+/// fields it does not need without decoding them, so that checks never fail a response the run
+/// would otherwise count.
+fn keep_fields_of(section: &[u8], kept: &mut Kept) {
+    let Ok(lines) = qpack::field_lines(section) else { return };
     let (mut name, mut value) = (Vec::new(), Vec::new());
-    for line in qpack::field_lines(section)? {
-        let line = line?;
+    for line in lines.map_while(Result::ok) {
         name.clear();
         value.clear();
-        line.name.decode_to(&mut name)?;
-        line.value.decode_to(&mut value)?;
-        kept.push_field(&name, &value);
+        if line.name.decode_to(&mut name).is_ok() && line.value.decode_to(&mut value).is_ok() {
+            kept.push_field(&name, &value);
+        }
     }
-    Ok(())
 }

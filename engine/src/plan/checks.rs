@@ -199,11 +199,13 @@ impl Rule {
             }
             Rule::LatencyBelow(bound) => format!("latency < {}", shown_duration(*bound)),
             Rule::BodyContains(needle) => format!("body contains {:?}", String::from_utf8_lossy(needle)),
-            Rule::BodyMatches(pattern) => format!("body matches /{}/", pattern.as_str()),
+            Rule::BodyMatches(pattern) => format!("body matches /{}/", one_line(pattern.as_str())),
             Rule::BodySize(range) if range.start() == range.end() => format!("body size is {}", range.start()),
             Rule::BodySize(range) => format!("body size in {}-{}", range.start(), range.end()),
-            Rule::Json { pointer, equals: None } => format!("json {pointer} exists"),
-            Rule::Json { pointer, equals: Some(JsonValue(value)) } => format!("json {pointer} == {value}"),
+            Rule::Json { pointer, equals: None } => format!("json {} exists", one_line(pointer)),
+            Rule::Json { pointer, equals: Some(JsonValue(value)) } => {
+                format!("json {} == {value}", one_line(pointer))
+            }
             Rule::Header { name, test: TextTest::Exists } => format!("header {name} exists"),
             Rule::Header { name, test: TextTest::Equals(v) } => {
                 format!("header {name} == {:?}", String::from_utf8_lossy(v))
@@ -211,9 +213,17 @@ impl Rule {
             Rule::Header { name, test: TextTest::Contains(v) } => {
                 format!("header {name} contains {:?}", String::from_utf8_lossy(v))
             }
-            Rule::Header { name, test: TextTest::Matches(p) } => format!("header {name} matches /{}/", p.as_str()),
+            Rule::Header { name, test: TextTest::Matches(p) } => {
+                format!("header {name} matches /{}/", one_line(p.as_str()))
+            }
         }
     }
+}
+
+/// Text as one line of a name: control characters (a pattern's newline in `(?x)` mode, say)
+/// written as escapes, everything else as it is.
+fn one_line(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 /// A body parsed as JSON once, when a rule first asks: not parsed, parsed, or not JSON.
@@ -355,6 +365,11 @@ mod tests {
         assert_eq!(named(TextTest::Equals(b"a".to_vec())), r#"header content-type == "a""#);
         assert_eq!(named(TextTest::Contains(b"json".to_vec())), r#"header content-type contains "json""#);
         assert_eq!(named(TextTest::Matches(Pattern::new("j.*").expect("p"))), "header content-type matches /j.*/");
+        // A name is one line of plain text, whatever the rule holds: workers refuse others.
+        let spread = Rule::BodyMatches(Pattern::new("(?x) a\n\tb").expect("pattern")).default_name();
+        assert!(!spread.chars().any(char::is_control), "{spread}");
+        let pointer = Rule::Json { pointer: "/a\u{7}".into(), equals: None }.default_name();
+        assert!(!pointer.chars().any(char::is_control), "{pointer}");
     }
 
     #[test]

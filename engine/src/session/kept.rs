@@ -149,6 +149,12 @@ impl KeptResponse for Kept {
     }
 }
 
+/// Spare kept responses per connection.
+const SPARES: usize = 4;
+
+/// The most memory a spare keeps for its body and for its fields.
+const SPARE_CAPACITY: usize = 16 * 1024;
+
 /// Kept bodies no response is using, so that a connection's responses reuse their memory.
 #[derive(Debug, Default)]
 pub(crate) struct SpareKept(Vec<Kept>);
@@ -159,10 +165,14 @@ impl SpareKept {
         self.0.pop().unwrap_or_default()
     }
 
-    /// Back for another response; a connection keeps at most a few.
+    /// Back for another response. A connection keeps at most a few, each at most
+    /// [`SPARE_CAPACITY`] of body and of fields, so that idle spares of large responses do not
+    /// hold their memory (a response being kept holds what it needs).
     pub(crate) fn give(&mut self, mut kept: Kept) {
-        if self.0.len() < 8 {
+        if self.0.len() < SPARES {
             kept.clear();
+            kept.body.shrink_to(SPARE_CAPACITY);
+            kept.fields.shrink_to(SPARE_CAPACITY);
             self.0.push(kept);
         }
     }

@@ -466,7 +466,7 @@ fn a_mixs_requests_are_checked_like_the_one_request_and_counted_before_they_are_
         ),
         ("two checks of one name", Box::new(|s| s.mix[2].checks[1].name = s.mix[2].checks[0].name.clone())),
         (
-            "checks is more than the 1000 a run may have",
+            "more checks than a run may have",
             Box::new(|s| {
                 let one = s.mix[2].checks[0].clone();
                 s.mix[2].checks = (0..=MAX_CHECKS).map(|i| v1::Check { name: i.to_string(), ..one.clone() }).collect();

@@ -365,3 +365,17 @@ fn checks_on_header_fields_see_the_final_heads_fields_however_they_are_split() {
         assert_eq!(verdicts_of(&mut h, &[a, b]), vec![0b00010], "cut at {cut}");
     }
 }
+
+#[test]
+fn a_folded_header_line_is_one_value_joined_by_a_space() {
+    use crate::plan::{Rule, TextTest};
+    let rules = [
+        Rule::Header { name: "x-note".into(), test: TextTest::Equals(b"one two three".to_vec()) },
+        Rule::Header { name: "x-after".into(), test: TextTest::Equals(b"1".to_vec()) },
+    ];
+    let config = Config { kept_checks: Arc::from([crate::session::KeptChecks::of(rules.iter())]), ..config() };
+    let response: &[u8] =
+        b"HTTP/1.1 200 OK\r\nX-Note: one\r\n two\r\n\tthree \r\nX-After: 1\r\nContent-Length: 0\r\n\r\n";
+    let mut h = Harness::new(config, 0);
+    assert_eq!(verdicts_of(&mut h, &[response]), vec![0]);
+}

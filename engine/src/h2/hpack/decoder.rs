@@ -413,7 +413,8 @@ impl Decoder {
         let (name, value) = buf.split_at(name_len);
         match Read::field(Some(name)) {
             Read::Status => set_status(out, Some(value))?,
-            Read::RetryAfter => set_retry_after(out, Some(value)),
+            // As the plain walk counts it: a value too long to keep is a date.
+            Read::RetryAfter => set_retry_after(out, Some(value).filter(|v| v.len() <= RETRY_AFTER_MAX_LEN)),
             Read::Neither => {}
         }
         collect(name, value);
