@@ -324,15 +324,7 @@ impl Decoder {
         // The new entry is built in full before insertion, because inserting may evict the
         // very entry its name came from (§4.4).
         let mut buf = self.table.take_buf();
-        if index == 0 {
-            let (huffman, raw) = r.string()?;
-            push_string(&mut buf, huffman, raw)?;
-        } else {
-            buf.extend_from_slice(self.lookup(index)?.0);
-        }
-        let name_len = buf.len();
-        let (huffman, raw) = r.string()?;
-        push_string(&mut buf, huffman, raw)?;
+        let name_len = self.read_literal(r, index, &mut buf)?;
         out.header_bytes += buf.len();
         match Read::field(buf.get(..name_len)) {
             Read::Status => set_status(out, buf.get(name_len..))?,
@@ -389,6 +381,21 @@ impl Decoder {
         Ok(())
     }
 
+    /// A literal's name (the table's entry at `index`, or the block's own when 0) and value,
+    /// decoded one after the other into `buf`: returns the name's length.
+    fn read_literal(&self, r: &mut Reader<'_>, index: usize, buf: &mut Vec<u8>) -> Result<usize, HpackError> {
+        if index == 0 {
+            let (huffman, raw) = r.string()?;
+            push_string(buf, huffman, raw)?;
+        } else {
+            buf.extend_from_slice(self.lookup(index)?.0);
+        }
+        let name_len = buf.len();
+        let (huffman, raw) = r.string()?;
+        push_string(buf, huffman, raw)?;
+        Ok(name_len)
+    }
+
     /// `literal_plain` for a block whose every field is wanted: the name and value decoded
     /// in full and handed to `collect`.
     fn literal_plain_collected(
@@ -400,15 +407,7 @@ impl Decoder {
     ) -> Result<(), HpackError> {
         let index = r.integer(prefix_bits)?;
         let mut buf = Vec::new();
-        if index == 0 {
-            let (huffman, raw) = r.string()?;
-            push_string(&mut buf, huffman, raw)?;
-        } else {
-            buf.extend_from_slice(self.lookup(index)?.0);
-        }
-        let name_len = buf.len();
-        let (huffman, raw) = r.string()?;
-        push_string(&mut buf, huffman, raw)?;
+        let name_len = self.read_literal(r, index, &mut buf)?;
         out.header_bytes += buf.len();
         let (name, value) = buf.split_at(name_len);
         match Read::field(Some(name)) {
