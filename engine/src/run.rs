@@ -130,16 +130,16 @@ pub struct RunResult {
 }
 
 /// How the loop judges each of a request's checks (`indices`: each one's index among its
-/// name's): rules on the body by the bit the session sets, in their order among those.
+/// name's): rules on what a session keeps by the bit it sets, in their order among those.
 fn judges(checks: &[crate::plan::Check], indices: Vec<u16>) -> RequestChecks {
-    let mut on_body = 0u8;
+    let mut kept = 0u8;
     checks
         .iter()
         .zip(indices)
         .map(|(c, k)| {
             let judge = if c.rule.needs_kept() {
-                on_body = on_body.saturating_add(1);
-                Judge::Kept(on_body - 1)
+                kept = kept.saturating_add(1);
+                Judge::Kept(kept - 1)
             } else {
                 Judge::Now(c.rule.clone())
             };

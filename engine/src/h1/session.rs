@@ -25,7 +25,7 @@ pub(crate) struct Config {
     /// Per request, its template if it has slots (a request without is sent from the bytes
     /// encoded once); empty when none has.
     pub templates: Arc<[Option<Template>]>,
-    /// Per request, its checks on the body (whose responses' bodies are kept); empty when none has.
+    /// Per request, its checks on header fields and body (whose responses are kept); empty when none has.
     pub kept_checks: KeptCheckTable,
 }
 

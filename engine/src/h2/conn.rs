@@ -56,7 +56,7 @@ pub(crate) enum Event {
         first_byte_at: Instant,
         body_bytes: u64,
     },
-    /// The response that follows, on `stream`, was judged by its checks on the body (see
+    /// The response that follows, on `stream`, was judged by its checks on what is kept (see
     /// `session::Event::Judged`).
     Judged { stream: u32, failed: u64 },
     /// The response that follows, on `stream`, carried `retry-after` in its final HEADERS.
@@ -126,7 +126,7 @@ struct Stream {
     status: u16,
     /// Its final HEADERS carried `retry-after`: the value waits in `Connection::retry_after`.
     retry_after: bool,
-    /// Its body is kept for its checks, in `Connection::kept`.
+    /// What it receives is kept for its checks, in `Connection::kept`.
     kept: bool,
 }
 
@@ -232,9 +232,9 @@ pub(crate) struct Connection {
     streams: OpenStreams<Stream>,
     /// The `retry-after` values of open streams whose final HEADERS carried one, by stream id.
     retry_after: Vec<(u32, RetryAfter)>,
-    /// Per request, its checks on the body; empty when none has.
+    /// Per request, its checks on header fields and body; empty when none has.
     kept_checks: KeptCheckTable,
-    /// The bodies kept of open streams whose requests have checks on the body, by stream id.
+    /// What is kept of open streams whose requests have such checks, by stream id.
     kept: Vec<(u32, Kept)>,
     spare_kept: SpareKept,
     next_stream_id: u32,

@@ -35,7 +35,7 @@ pub(crate) struct Config {
     pub streams: u32,
     pub connect_timeout: Duration,
     pub request_timeout: Option<Duration>,
-    /// Per request, its checks on the body (whose responses' bodies are kept); empty when none has.
+    /// Per request, its checks on header fields and body (whose responses are kept); empty when none has.
     pub kept_checks: KeptCheckTable,
 }
 

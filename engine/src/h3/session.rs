@@ -62,7 +62,7 @@ pub(crate) struct Setup {
     pub server: SocketAddr,
     /// The name TLS checks the certificate against.
     pub server_name: String,
-    /// Per request, its checks on the body (whose responses' bodies are kept); empty when none has.
+    /// Per request, its checks on header fields and body (whose responses are kept); empty when none has.
     pub kept_checks: KeptCheckTable,
 }
 

@@ -66,7 +66,7 @@ fn kept_at(bytes: &[u8], at: usize) -> Vec<u8> {
     stream.receive(&bytes[..at], &mut heads).expect("a good response");
     stream.receive(&bytes[at..], &mut heads).expect("a good response");
     stream.finish().expect("whole");
-    stream.take_kept().expect("kept").bytes().to_vec()
+    crate::plan::KeptResponse::body(&stream.take_kept().expect("kept")).to_vec()
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::time::Duration;
 /// The most checks a mix may have in all: each name's are counted on every thread and worker.
 pub const MAX_CHECKS: usize = 1000;
 
-/// The most checks on the body one step may have: a response's verdicts travel as one word.
+/// The most checks on header fields and the body one step may have: a response's verdicts travel as one word.
 pub const MAX_KEPT_CHECKS: usize = 64;
 
 /// How much of a body is kept for its step's checks; what is beyond is counted, not kept, so a

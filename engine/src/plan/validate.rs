@@ -170,7 +170,7 @@ impl Plan {
                 let name = r.name.escape_debug();
                 return bad(
                     setting,
-                    format!("{name}: more than the {MAX_KEPT_CHECKS} checks on the body a step may have"),
+                    format!("{name}: more than the {MAX_KEPT_CHECKS} checks on header fields and the body a step may have"),
                 );
             }
             let checks = mix.check_count();

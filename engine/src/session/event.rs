@@ -21,7 +21,7 @@ pub(crate) enum Event {
     /// The response that follows carried `Retry-After`. An event of its own, pushed only when
     /// the header came, so that responses without it cost nothing more.
     RetryAfter { status: u16, value: RetryAfter },
-    /// The response that follows was judged by its step's checks on the body: bit `j` is set
+    /// The response that follows was judged by its step's checks on header fields and body: bit `j` is set
     /// when the `j`th of them failed. Pushed only for steps with such checks.
     Judged { failed: u64 },
     /// A request (`request`) the server declined without processing it: it goes back into the

@@ -27,14 +27,14 @@ pub(crate) struct KeptChecks {
 /// Per request, its checks on what is kept if it has any; empty when no request has one.
 pub(crate) type KeptCheckTable = Arc<[Option<KeptChecks>]>;
 
-/// The checks on the body of `request`, if it has any.
+/// The checks of `request` on what is kept, if it has any.
 #[inline]
 pub(crate) fn kept_checks(table: &KeptCheckTable, request: u32) -> Option<&KeptChecks> {
     table.get(request as usize).and_then(Option::as_ref)
 }
 
 impl KeptChecks {
-    /// A request's checks on the body, from all its rules; none when it has none.
+    /// A request's checks on what is kept, from all its rules; none when it has none.
     pub(crate) fn of<'a>(rules: impl Iterator<Item = &'a Rule>) -> Option<KeptChecks> {
         let rules: Box<[Rule]> = rules.filter(|r| r.needs_kept()).cloned().collect();
         let headers = rules.iter().any(Rule::needs_headers);
@@ -121,15 +121,6 @@ impl Kept {
         self.clear_fields();
     }
 
-    #[cfg(test)]
-    pub(crate) fn bytes(&self) -> &[u8] {
-        &self.body
-    }
-
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> u64 {
-        self.len
-    }
 }
 
 impl KeptResponse for Kept {
@@ -181,7 +172,7 @@ impl SpareKept {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Pattern;
+    use crate::plan::{KeptResponse, Pattern};
 
     #[test]
     fn a_body_is_kept_up_to_the_bound_and_counted_whole() {
@@ -189,10 +180,10 @@ mod tests {
         let chunk = vec![b'x'; 40_000];
         kept.push(&chunk);
         kept.push(&chunk);
-        assert_eq!(kept.bytes().len(), KEPT_BODY_BYTES);
-        assert_eq!(kept.len(), 80_000);
+        assert_eq!(kept.body().len(), KEPT_BODY_BYTES);
+        assert_eq!(kept.body_len(), 80_000);
         kept.clear();
-        assert_eq!((kept.bytes().len(), kept.len()), (0, 0));
+        assert_eq!((kept.body().len(), kept.body_len()), (0, 0));
     }
 
     #[test]
@@ -240,6 +231,6 @@ mod tests {
         kept.push(b"abc");
         spare.give(kept);
         let again = spare.take();
-        assert_eq!((again.bytes(), again.len()), (&b""[..], 0));
+        assert_eq!((again.body(), again.body_len()), (&b""[..], 0));
     }
 }

@@ -34,8 +34,8 @@ impl<I: Io> Loop<I> {
         let mut events = std::mem::take(&mut self.events);
         // Recorded a run of equal spans at a time (a receive's responses share an arrival).
         let (mut ttfb, mut latency, mut service) = (Spans::default(), Spans::default(), Spans::default());
-        // The verdicts on the body of the response that follows (`Event::Judged`).
-        let mut body_verdicts: Option<u64> = None;
+        // The verdicts on what was kept of the response that follows (`Event::Judged`).
+        let mut kept_verdicts: Option<u64> = None;
         for event in events.drain(..) {
             match event {
                 Event::FirstByte { request, sent_at, at } => {
@@ -64,14 +64,14 @@ impl<I: Io> Loop<I> {
                         let took = at.saturating_duration_since(due);
                         Stats::record(&mut name.counters, &mut name.latency, took);
                         if let Some(checks) = &self.shared.checks {
-                            // A response whose step has checks on the body and no verdicts
+                            // A response whose step has checks on what is kept and no verdicts
                             // fails them: a check passes only on evidence.
-                            let on_body_failed = body_verdicts.take().unwrap_or(u64::MAX);
+                            let kept_failed = kept_verdicts.take().unwrap_or(u64::MAX);
                             for (judge, k) in &checks[request as usize] {
                                 let counts = name.check(usize::from(*k));
                                 let passed = match judge {
                                     Judge::Now(rule) => rule.passes(status, took),
-                                    Judge::Kept(j) => on_body_failed & (1 << j) == 0,
+                                    Judge::Kept(j) => kept_failed & (1 << j) == 0,
                                 };
                                 if passed {
                                     counts.passed += 1;
@@ -82,7 +82,7 @@ impl<I: Io> Loop<I> {
                         }
                     }
                 }
-                Event::Judged { failed } => body_verdicts = Some(failed),
+                Event::Judged { failed } => kept_verdicts = Some(failed),
                 Event::RetryAfter { status, value } => self.stats.counters.retry_after.record(status, value),
                 Event::Refused { request } => {
                     self.in_flight = self.in_flight.saturating_sub(1);
