@@ -729,6 +729,7 @@ mod tests {
             ),
             templated: false,
             checks: vec![],
+            extract: vec![],
         };
         assert_eq!(
             mix.requests,
@@ -817,6 +818,7 @@ path = "/cart"
                 vec![],
             ),
             checks: vec![],
+            extract: vec![],
             templated: true,
         };
         assert_eq!(

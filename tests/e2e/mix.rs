@@ -24,6 +24,7 @@ fn mix(order: Order) -> Requests {
         spec: RequestSpec::new(method, vec![("x-mix".into(), name.into())], body.to_vec()),
         templated: false,
         checks: vec![],
+        extract: vec![],
     };
     Requests::Mix(Mix {
         requests: vec![

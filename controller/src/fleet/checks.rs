@@ -158,6 +158,7 @@ mod tests {
             spec: RequestSpec::new("GET", vec![], vec![]),
             templated: false,
             checks: vec![],
+            extract: vec![],
         };
         let scenario = |name: &str, steps| Scenario { name: name.into(), weight: 1, steps };
         plan.requests = Requests::Mix(Mix {

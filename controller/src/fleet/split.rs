@@ -131,6 +131,7 @@ mod tests {
             spec: RequestSpec::new("GET", vec![], vec![]),
             templated: false,
             checks: vec![],
+            extract: vec![],
         };
         // A share of the requests, but every worker sends every kind: its names are the run's.
         whole.requests = Requests::Mix(Mix {

@@ -53,6 +53,7 @@ fn request(headers: &[(&str, &str)]) -> NamedRequest {
         spec: RequestSpec::new("GET", headers, Vec::new()),
         templated: false,
         checks: vec![],
+        extract: vec![],
     }
 }
 

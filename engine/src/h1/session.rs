@@ -79,7 +79,7 @@ impl Session {
         if self.in_flight || self.must_close {
             return;
         }
-        let Some(start) = units.take(now) else { return };
+        let Some(start) = units.take(now, false) else { return };
         self.due = start.due;
         self.request = start.request;
         self.scanner.start(units.is_head(start.request));

@@ -286,6 +286,7 @@ mod tests {
             rng: &mut rng,
             unique: &mut 1,
             rows: None,
+            vars: &[],
         };
         let (mut out, mut scratch) = (Vec::new(), Vec::new());
         let mut filled = |block: &crate::template::Encoded| {

@@ -118,7 +118,7 @@ impl Session {
         // can_start is asked before every take, so no request is taken for a stream that cannot
         // start (start_request succeeds whenever it is above 0).
         while self.conn.can_start() > 0
-            && let Some(start) = units.take(now)
+            && let Some(start) = units.take(now, self.conn.open_streams() > 0)
         {
             if self.conn.is_templated(start.request)
                 && let Some(mut fill) = units.fill()

@@ -228,7 +228,7 @@ mod tests {
         let rendered: Vec<Bytes> = (0..1000u64)
             .map(|iteration| {
                 let mut fill =
-                    Fill { vu: 7, iteration, worker: 0, thread: 0, rng: &mut rng, unique: &mut unique, rows: None };
+                    Fill { vu: 7, iteration, worker: 0, thread: 0, rng: &mut rng, unique: &mut unique, rows: None, vars: &[] };
                 template.render(&mut fill, &mut into)
             })
             .collect();

@@ -218,7 +218,7 @@ impl Session {
                 limited = true;
                 break;
             };
-            let Some(start) = units.take(now) else {
+            let Some(start) = units.take(now, !self.requests.is_empty()) else {
                 self.spare = Some(stream);
                 break;
             };

@@ -103,6 +103,17 @@ impl Pattern {
     pub(crate) fn is_match(&self, haystack: &[u8]) -> bool {
         self.0.is_match(haystack)
     }
+
+    /// Capture group `group` of the first match in `haystack`, if it matched and the group took
+    /// part.
+    pub(crate) fn captures<'h>(&self, haystack: &'h [u8], group: usize) -> Option<&'h [u8]> {
+        self.0.captures(haystack)?.get(group).map(|m| m.as_bytes())
+    }
+
+    /// How many capture groups it has, the whole match (group 0) included.
+    pub fn groups(&self) -> usize {
+        self.0.captures_len()
+    }
 }
 
 impl PartialEq for Pattern {
@@ -236,7 +247,7 @@ pub(crate) enum ParsedJson {
 }
 
 impl ParsedJson {
-    fn get(&mut self, kept: &[u8]) -> Option<&serde_json::Value> {
+    pub(super) fn get(&mut self, kept: &[u8]) -> Option<&serde_json::Value> {
         if matches!(self, ParsedJson::NotYet) {
             *self = match serde_json::from_slice(kept) {
                 Ok(doc) => ParsedJson::Document(doc),

@@ -2,6 +2,7 @@
 //! and threads (`split`).
 
 mod checks;
+mod extract;
 mod ramp;
 mod requests;
 mod source_addrs;
@@ -13,6 +14,7 @@ pub use checks::{
     Check, CheckCounts, JsonValue, KEPT_BODY_BYTES, MAX_CHECKS, MAX_KEPT_CHECKS, Pattern, Rule, TextTest, json_pointer,
 };
 pub(crate) use checks::{KeptResponse, ParsedJson};
+pub use extract::{Extractor, MAX_EXTRACTORS, MAX_VALUE_BYTES, MAX_VARIABLES, Source, is_variable_name};
 pub(crate) use ramp::ConnectionRamp;
 pub use ramp::{ConnectionIndices, connections_at};
 pub use requests::{
@@ -377,9 +379,10 @@ impl Plan {
         ThreadLimit { most: self.connections.min(peak) }
     }
 
-    /// What its templates' feeder slots may name.
+    /// What its templates' slots may name: its feeders' columns, and the variables its
+    /// extractors set.
     pub fn vocabulary(&self) -> Vocabulary {
-        Vocabulary::of(&self.feeders)
+        Vocabulary::of(&self.feeders).with_variables(self.requests.variables())
     }
 
     /// The whole seconds of warm-up (0 without).

@@ -4,6 +4,7 @@
 
 use super::RequestSpec;
 use super::checks::Check;
+use super::extract::Extractor;
 use crate::template::{Template, Vocabulary};
 
 /// The most names a mix may have: each costs its own statistics in every thread, every second
@@ -47,6 +48,9 @@ pub struct NamedRequest {
     /// What each response to it is checked for (a scenario file's steps); counted under its
     /// name.
     pub checks: Vec<Check>,
+    /// Values taken from each response to it into its virtual user's variables, for later
+    /// steps of its scenario (a scenario file's steps).
+    pub extract: Vec<Extractor>,
 }
 
 /// Which request of a mix a connection sends next.
@@ -114,6 +118,17 @@ impl NamedRequest {
 }
 
 impl Requests {
+    /// The variables its extractors set, each once, in order of first appearance.
+    pub fn variables(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for e in self.mix().into_iter().flat_map(|m| &m.requests).flat_map(|r| &r.extract) {
+            if !names.contains(&e.var) {
+                names.push(e.var.clone());
+            }
+        }
+        names
+    }
+
     /// Every request, with the path it goes to (`default_path` for the one request).
     pub(crate) fn each<'a>(&'a self, default_path: &'a str) -> Vec<(&'a str, &'a RequestSpec)> {
         match self {
@@ -251,6 +266,7 @@ mod tests {
             spec: RequestSpec::new("GET", vec![], vec![]),
             templated: false,
             checks: vec![],
+            extract: vec![],
         }
     }
 

@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use super::validate_source_addrs;
 use crate::feeder::{Feeder, MAX_COLUMNS, MAX_FEEDERS, is_feeder_name};
-use crate::template::{Template, check_template};
+use crate::template::{Template, Vocabulary, check_template};
 
 use super::{
-    Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_HOLD, MAX_KEPT_CHECKS, MAX_NAMES, MAX_RATE,
-    MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, Plan, Protocol, Scenario, Stop,
+    Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_EXTRACTORS, MAX_HOLD, MAX_KEPT_CHECKS, MAX_NAMES,
+    MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, MAX_VARIABLES, Mix, Plan, Protocol,
+    Scenario, Source, Stop, is_variable_name,
 };
 
 /// Why a plan cannot run: the setting it concerns, and words that name the limit it broke.
@@ -139,6 +140,77 @@ fn validate_cells(feeders: &[Feeder], path: &Template, values: &[Template]) -> R
     Ok(())
 }
 
+/// Extractors are a scenario's, few per step, into variables of plain names, each of which a
+/// step uses only after an earlier step of its scenario set it (so no request goes out with a
+/// value its iteration has not taken).
+fn validate_extractors(mix: &Mix, vocabulary: &Vocabulary) -> Result<(), PlanError> {
+    let bad = |why: String| Err(PlanError { setting: Setting::Scenario, why });
+    let variables = mix.requests.iter().flat_map(|r| &r.extract).fold(Vec::new(), |mut names, e| {
+        if !names.contains(&&e.var) {
+            names.push(&e.var);
+        }
+        names
+    });
+    if variables.is_empty() {
+        return Ok(());
+    }
+    let Some(scenarios) = mix.order.scenarios() else {
+        return bad("extractors belong to a scenario's steps, and this mix has no scenarios".into());
+    };
+    if variables.len() > MAX_VARIABLES {
+        return bad(format!("{} variables is more than the {MAX_VARIABLES} a run may have", variables.len()));
+    }
+    for r in &mix.requests {
+        let name = r.name.escape_debug();
+        if r.extract.len() > MAX_EXTRACTORS {
+            return bad(format!("{name}: more than the {MAX_EXTRACTORS} extractors a step may have"));
+        }
+        for e in &r.extract {
+            if !is_variable_name(&e.var) {
+                return bad(format!(
+                    "{name}: variable `{}`: a name is a letter or `_`, then letters, digits and `_`, and not a built-in",
+                    e.var.escape_debug()
+                ));
+            }
+            match &e.from {
+                Source::Header { name: field } | Source::Cookie { name: field }
+                    if field.is_empty() || !field.bytes().all(|b| b.is_ascii_graphic() && !b.is_ascii_uppercase()) =>
+                {
+                    return bad(format!("{name}: `{}` is not a header field or cookie name", field.escape_debug()));
+                }
+                Source::Regex { pattern, group } if *group >= pattern.groups() => {
+                    return bad(format!(
+                        "{name}: the pattern /{}/ has no group {group}",
+                        pattern.as_str().escape_debug()
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut first = 0;
+    for scenario in scenarios {
+        let steps = mix.requests.get(first..first + scenario.steps as usize).unwrap_or(&[]);
+        for (k, step) in steps.iter().enumerate().filter(|(_, r)| r.templated) {
+            let texts = [step.path_and_query.as_bytes(), &step.spec.body]
+                .into_iter()
+                .chain(step.spec.headers.iter().map(|(_, v)| v.as_bytes()));
+            for used in texts.filter_map(|t| Template::parse(t, vocabulary).ok()).flat_map(|t| t.variables().collect::<Vec<_>>()) {
+                let var = variables.get(used).map_or("", |v| v.as_str());
+                if !steps[..k].iter().any(|earlier| earlier.extract.iter().any(|e| e.var == var)) {
+                    return bad(format!(
+                        "scenario {}, step {}: `{{{{{var}}}}}` is used before an earlier step of the scenario extracts it",
+                        scenario.name,
+                        step.name.escape_debug()
+                    ));
+                }
+            }
+        }
+        first += scenario.steps as usize;
+    }
+    Ok(())
+}
+
 impl Plan {
     /// A mix's size, names and paths, and the size of the bodies.
     fn validate_requests(&self) -> Result<(), PlanError> {
@@ -186,6 +258,7 @@ impl Plan {
             if let Some(scenarios) = mix.order.scenarios() {
                 validate_scenarios(scenarios, mix.requests.len())?;
             }
+            validate_extractors(mix, &vocabulary)?;
             for r in mix.requests.iter().filter(|r| r.templated) {
                 let texts = [r.path_and_query.as_bytes(), &r.spec.body]
                     .into_iter()

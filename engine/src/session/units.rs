@@ -43,9 +43,16 @@ impl<'a> Units<'a> {
     /// One request to start at `now`, with the instant it was due (`now` in the closed model)
     /// and which request it is; None when there is none, or none due yet. A step of an
     /// iteration already started is due at once and takes nothing from the schedule: the
-    /// budget and the rate count iterations.
+    /// budget and the rate count iterations. `busy`: the session has requests in flight, so a
+    /// flow's step (which may need what they answer) waits for them.
     #[inline]
-    pub(crate) fn take(&mut self, now: Instant) -> Option<Start> {
+    pub(crate) fn take(&mut self, now: Instant, busy: bool) -> Option<Start> {
+        if busy
+            && let Some((cursor, picker)) = &self.picks
+            && picker.waits(cursor)
+        {
+            return None;
+        }
         if let Some((cursor, picker)) = &mut self.picks
             && picker.owes(cursor)
         {
@@ -111,6 +118,7 @@ impl<'a> Units<'a> {
             rng: &mut picker.numbering.rng,
             unique: &mut picker.numbering.unique,
             rows: picker.feeds.as_ref().map(|f| (&f.feeds, &*cursor.rows)),
+            vars: &cursor.vars,
         })
     }
 
@@ -170,12 +178,25 @@ pub(crate) struct Cursor {
     iterations: u64,
     /// With feeders: per feeder, the row the iteration under way took ([`NO_ROW`] for none).
     rows: Box<[u32]>,
+    /// With extractors: the slot's variables, by index in the plan's, as its steps' extractors
+    /// set them.
+    vars: Vec<Vec<u8>>,
 }
 
 impl Cursor {
     /// Slot `vu` of the whole run, starting at request `next`.
     pub(crate) fn at(next: u32, vu: u64) -> Self {
-        Cursor { next, again: Vec::new(), vu, iterations: 0, rows: Box::default() }
+        Cursor { next, again: Vec::new(), vu, iterations: 0, rows: Box::default(), vars: Vec::new() }
+    }
+
+    /// Variable `var` is now `value` (its memory reused).
+    pub(crate) fn set_var(&mut self, var: usize, value: &[u8]) {
+        if self.vars.len() <= var {
+            self.vars.resize_with(var + 1, Vec::new);
+        }
+        let slot = &mut self.vars[var];
+        slot.clear();
+        slot.extend_from_slice(value);
     }
 }
 
@@ -207,6 +228,10 @@ pub(crate) struct Picker {
     random: Option<u64>,
     /// Weighted scenarios; None: each request is an iteration of its own.
     scenarios: Option<Scenarios>,
+    /// Per request: it is a step of a flow (a scenario with extractors), so it is sent only
+    /// when its connection has nothing else in flight: its user is one request at a time.
+    /// Empty when no scenario is a flow.
+    flows: Box<[bool]>,
     numbering: Numbering,
     /// The thread's feeders; None without.
     feeds: Option<FeedPicks>,
@@ -261,7 +286,39 @@ impl Picker {
                 .collect();
             Scenarios { cumulative, first: first.into(), last: last.into() }
         });
-        Picker { heads, random, scenarios, numbering: Numbering::default(), feeds: None }
+        Picker { heads, random, scenarios, flows: Box::default(), numbering: Numbering::default(), feeds: None }
+    }
+
+    /// `flows[r]`: request r is a step of a flow, sent only when its connection is otherwise
+    /// idle.
+    pub(crate) fn with_flows(mut self, flows: Box<[bool]>) -> Self {
+        if flows.iter().any(|&f| f) {
+            self.flows = flows;
+        }
+        self
+    }
+
+    /// Whether what `cursor` sends next is a flow's step, which waits for the connection's
+    /// requests in flight.
+    #[inline]
+    fn waits(&self, cursor: &Cursor) -> bool {
+        !self.flows.is_empty() && {
+            let next = cursor.again.last().copied().unwrap_or(cursor.next);
+            self.flows.get(next as usize).copied().unwrap_or(false)
+        }
+    }
+
+    /// The iteration under way on `cursor` ends here: its remaining steps are not sent, and
+    /// the next request starts a new iteration. True if steps were left.
+    pub(crate) fn end_iteration(&mut self, cursor: &mut Cursor) -> bool {
+        if !self.owes(cursor) {
+            return false;
+        }
+        cursor.again.clear();
+        if let (Some(state), Some(scenarios)) = (&mut self.random, &self.scenarios) {
+            cursor.next = scenarios.draw(state);
+        }
+        true
     }
 
     /// Iterations take rows of `feeds`: `uses[r]` says which feeders request r's templates use

@@ -74,6 +74,11 @@ pub struct Counters {
     /// Threads that stopped starting iterations because their share of a shard feeder's rows
     /// was used up ("the data ran out").
     pub ran_out: u64,
+    /// Responses one of whose step's extractors found nothing (each ends its iteration).
+    pub extract_failed: u64,
+    /// With flows: iterations ended before their last step, because a step's extraction or
+    /// request failed (counted under the step's name where it ended).
+    pub abandoned: u64,
     /// Responses that carried `Retry-After`.
     pub retry_after: RetryAfterCounts,
     /// UDP (HTTP/3): datagrams larger than a receive buffer, cut short by the kernel
@@ -101,6 +106,8 @@ impl Default for Counters {
             iterations: 0,
             feeder_rows: 0,
             ran_out: 0,
+            extract_failed: 0,
+            abandoned: 0,
             retry_after: RetryAfterCounts::default(),
             truncated: 0,
             dropped_packets: 0,
@@ -195,6 +202,8 @@ impl Counters {
         add(&mut self.iterations, other.iterations);
         add(&mut self.feeder_rows, other.feeder_rows);
         add(&mut self.ran_out, other.ran_out);
+        add(&mut self.extract_failed, other.extract_failed);
+        add(&mut self.abandoned, other.abandoned);
         add(&mut self.truncated, other.truncated);
         add(&mut self.dropped_packets, other.dropped_packets);
         self.retry_after.merge(&other.retry_after);

@@ -1,6 +1,7 @@
 //! Templates: `{{name}}` in a scenario step's path, header values and body, filled per request
 //! from built-ins (`vu`, `iteration`, `worker`, `thread`, `random_int A B`, `uuid`,
-//! `unix_ms`) and from feeders' columns (`{{users.email}}`, of the row the iteration took).
+//! `unix_ms`), from feeders' columns (`{{users.email}}`, of the row the iteration took) and from
+//! variables earlier steps' extractors filled (`{{token}}`).
 //!
 //! A template is compiled once, at start-up, into literal pieces and slots; each protocol then
 //! pre-encodes everything around the slots ([`Encoded`]), so that a request costs only the
@@ -47,6 +48,8 @@ pub struct TemplateError {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Vocabulary {
     feeders: Arc<[(String, Vec<String>)]>,
+    /// Variables extractors fill (`{{token}}`), in the plan's order.
+    variables: Arc<[String]>,
 }
 
 impl Vocabulary {
@@ -57,7 +60,19 @@ impl Vocabulary {
 
     /// Feeders by name, each with its columns, in the plan's order.
     pub fn new(feeders: impl IntoIterator<Item = (String, Vec<String>)>) -> Vocabulary {
-        Vocabulary { feeders: feeders.into_iter().collect() }
+        Vocabulary { feeders: feeders.into_iter().collect(), variables: Arc::from([]) }
+    }
+
+    /// The same, with `variables` (extractors' names, in the plan's order) for `{{NAME}}` too.
+    pub fn with_variables(mut self, variables: impl IntoIterator<Item = String>) -> Vocabulary {
+        self.variables = variables.into_iter().collect();
+        self
+    }
+
+    /// Variable `name`'s slot, if the plan has it.
+    fn variable(&self, name: &str) -> Option<Slot> {
+        let i = self.variables.iter().position(|v| v == name)?;
+        u16::try_from(i).ok().map(Slot::Var)
     }
 
     /// `FEEDER.COLUMN`'s slot.
@@ -169,6 +184,14 @@ impl Template {
         self.pieces.iter().fold(0, |mask, p| match p {
             Piece::Slot(Slot::Column { feeder, .. }) => mask | 1u32.checked_shl(u32::from(*feeder)).unwrap_or(0),
             _ => mask,
+        })
+    }
+
+    /// The variables its slots use, by index in the plan's.
+    pub(crate) fn variables(&self) -> impl Iterator<Item = usize> + '_ {
+        self.pieces.iter().filter_map(|p| match p {
+            Piece::Slot(Slot::Var(v)) => Some(usize::from(*v)),
+            _ => None,
         })
     }
 

@@ -26,6 +26,9 @@ pub(super) enum Slot {
     /// A column of a feeder (`{{users.email}}`), of the row the iteration took: indices into
     /// the plan's feeders and that feeder's columns.
     Column { feeder: u8, column: u16 },
+    /// A variable of the virtual user, as an earlier step's extractor set it: its index in the
+    /// plan's.
+    Var(u16),
 }
 
 impl Slot {
@@ -54,12 +57,15 @@ impl Slot {
                 }
             }
             "" => return Err("`{{}}` names nothing".into()),
-            other => {
-                return Err(format!(
-                    "`{{{{{other}}}}}` names nothing volley knows (it knows {TEMPLATE_BUILT_INS}, and a feeder's \
-                     columns as FEEDER.COLUMN)"
-                ));
-            }
+            other => match vocabulary.variable(other) {
+                Some(slot) => slot,
+                None => {
+                    return Err(format!(
+                        "`{{{{{other}}}}}` names nothing volley knows (it knows {TEMPLATE_BUILT_INS}, a feeder's \
+                         columns as FEEDER.COLUMN, and variables an extractor sets)"
+                    ));
+                }
+            },
         };
         match words.next() {
             Some(_) => Err(format!("`{{{{{inside}}}}}`: {name} takes no arguments")),
@@ -79,6 +85,7 @@ impl fmt::Display for Slot {
             Slot::Uuid => f.write_str("uuid"),
             Slot::UnixMs => f.write_str("unix_ms"),
             Slot::Column { feeder, column } => write!(f, "feeder{feeder}.column{column}"),
+            Slot::Var(v) => write!(f, "var{v}"),
         }
     }
 }
@@ -97,6 +104,8 @@ pub(crate) struct Fill<'a> {
     pub unique: &'a mut u64,
     /// The thread's feeders, and the row of each that the iteration took.
     pub rows: Option<(&'a Feeds, &'a [u32])>,
+    /// The virtual user's variables, by index (empty before an extractor set one).
+    pub vars: &'a [Vec<u8>],
 }
 
 impl Fill<'_> {
@@ -139,6 +148,11 @@ impl Fill<'_> {
                     let feeder = usize::from(feeder);
                     let row = rows.get(feeder).copied().unwrap_or(NO_ROW);
                     out.extend_from_slice(feeds.cell(feeder, row, usize::from(column)));
+                }
+            }
+            Slot::Var(v) => {
+                if let Some(value) = self.vars.get(usize::from(v)) {
+                    out.extend_from_slice(value);
                 }
             }
         }

@@ -3,7 +3,7 @@ use super::*;
 /// Values of a request; `states` are the generators of `random_int` and of UUIDs.
 fn fill(states: &mut [u64; 2]) -> Fill<'_> {
     let [rng, unique] = states;
-    Fill { vu: 7, iteration: 41, worker: 2, thread: 1, rng, unique, rows: None }
+    Fill { vu: 7, iteration: 41, worker: 2, thread: 1, rng, unique, rows: None, vars: &[] }
 }
 
 fn rendered(text: &str, rng: &mut [u64; 2]) -> String {
@@ -108,4 +108,19 @@ fn an_encoded_hole_is_framed_as_the_protocol_frames_a_string() {
     let mut plain = Encoded::default();
     plain.value("{{ not a template", Framing::Raw, |out| out.extend_from_slice(b"as is"));
     assert!(!plain.has_holes());
+}
+
+#[test]
+fn a_variable_is_filled_with_the_users_value_and_an_unknown_name_is_refused() {
+    let vocabulary = Vocabulary::default().with_variables(["token".to_string(), "id".to_string()]);
+    let template = Template::parse(b"Bearer {{token}} for {{ id }}", &vocabulary).expect("a template");
+    assert_eq!(template.variables().collect::<Vec<_>>(), [0, 1]);
+    let vars = [b"t-9".to_vec(), b"42".to_vec()];
+    let mut states = [1, 1];
+    let mut values = Fill { vars: &vars, ..fill(&mut states) };
+    let mut out = Vec::new();
+    template.render(&mut values, &mut out);
+    assert_eq!(out, b"Bearer t-9 for 42");
+    let unknown = Template::parse(b"{{tokn}}", &vocabulary).expect_err("not a variable");
+    assert!(unknown.what.contains("variables an extractor sets"), "{}", unknown.what);
 }

@@ -10,6 +10,7 @@ fn mix(order: Order) -> Requests {
         // A template's path, blanks in its slots and all, crosses the wire as written.
         templated: path.contains("{{"),
         checks: vec![],
+        extract: vec![],
     };
     Requests::Mix(Mix {
         requests: vec![

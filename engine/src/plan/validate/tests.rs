@@ -64,6 +64,7 @@ fn mix(names: impl Iterator<Item = String>, body: usize) -> Requests {
             spec: RequestSpec::new("POST", vec![], vec![b'x'; body]),
             templated: false,
             checks: vec![],
+            extract: vec![],
         })
         .collect();
     Requests::Mix(Mix { requests, order: Order::InTurn })
@@ -98,6 +99,7 @@ fn a_mix_path_that_does_not_start_with_a_slash_or_holds_a_blank_or_a_line_break_
                 path_and_query: path.into(),
                 spec: RequestSpec::new("GET", vec![], vec![]),
                 checks: vec![],
+                extract: vec![],
                 templated: false,
             }],
             order: Order::InTurn,
