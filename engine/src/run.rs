@@ -13,12 +13,12 @@ use crate::engine::choose_engine;
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
-use crate::plan::{Plan, Protocol, Stop};
+use crate::plan::{Mix, Plan, Protocol, Stop};
 use crate::quic;
 use crate::ring::RingSupport;
 use crate::session::{KeptCheckTable, KeptChecks, SessionConfig};
 use crate::stats::{ErrorKind, Snapshot, Stats};
-use crate::template::Templating;
+use crate::template::{Template, Templating};
 use crate::tls;
 use crate::{h1, h2, h3};
 
@@ -148,6 +148,22 @@ fn judges(checks: &[crate::plan::Check], indices: Vec<u16>) -> RequestChecks {
         .collect()
 }
 
+/// Per variable (of `variables` in all): some templated request writes it into its path, where
+/// a value may hold no blank.
+fn variables_in_paths(mix: &Mix, templating: &Templating, variables: usize) -> Vec<bool> {
+    let mut in_path = vec![false; variables];
+    for (_, r) in mix.requests.iter().enumerate().filter(|(i, _)| templating.is_templated(*i)) {
+        if let Ok(path) = Template::parse(r.path_and_query.as_bytes(), &templating.vocabulary) {
+            for v in path.variables() {
+                if let Some(used) = in_path.get_mut(v) {
+                    *used = true;
+                }
+            }
+        }
+    }
+    in_path
+}
+
 /// Runs `plan` to its end, telling `on_progress` when the connections are up, when the load
 /// started, and once per second that second's delta.
 pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progress)) -> Result<RunResult, EngineError> {
@@ -165,9 +181,16 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
     let templating = Templating { templated, vocabulary };
     let addr = plan.target.resolve()?[0];
     driver::check_sources_against(&plan.source_addrs, addr.ip())?;
+    let variables = plan.requests.variables();
     let kept_checks: KeptCheckTable = match plan.requests.mix() {
-        Some(mix) if mix.requests.iter().any(|r| r.checks.iter().any(|c| c.rule.needs_kept())) => {
-            mix.requests.iter().map(|r| KeptChecks::of(r.checks.iter().map(|c| &c.rule))).collect()
+        Some(mix)
+            if mix.requests.iter().any(|r| !r.extract.is_empty() || r.checks.iter().any(|c| c.rule.needs_kept())) =>
+        {
+            let in_path = variables_in_paths(mix, &templating, variables.len());
+            mix.requests
+                .iter()
+                .map(|r| KeptChecks::of(r.checks.iter().map(|c| &c.rule), &r.extract, &variables, &in_path))
+                .collect()
         }
         _ => Arc::from([]),
     };
@@ -246,6 +269,12 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             mix.requests.iter().zip(mix.check_indices()).map(|(r, indices)| judges(&r.checks, indices)).collect()
         }),
         heads: requests.iter().map(|(_, spec)| spec.is_head()).collect(),
+        flows: plan.requests.mix().map(|mix| mix.flow_steps().into()).unwrap_or_default(),
+        extracts: plan
+            .requests
+            .mix()
+            .map(|mix| mix.requests.iter().map(|r| r.extract.len() as u8).collect())
+            .unwrap_or_default(),
         scenarios: plan.requests.scenarios().map(|s| s.into()),
         feeder_uses: feeder_uses.into(),
         tls,

@@ -15,6 +15,7 @@ mod checks;
 mod distributed;
 mod engines;
 mod feeders;
+mod flows;
 mod gates;
 mod h1_awkward_peers;
 mod h1_load;

@@ -43,6 +43,8 @@ pub struct H3Options {
     pub status_for: Vec<(String, u16)>,
     /// Requests to this path (without the query) get this body instead.
     pub body_for: Vec<(String, Vec<u8>)>,
+    /// The login service of flow tests answers its routes.
+    pub app: Option<std::sync::Arc<super::FlowApp>>,
 }
 
 impl Default for H3Options {
@@ -56,6 +58,7 @@ impl Default for H3Options {
             retry_after_every: Vec::new(),
             status_for: Vec::new(),
             body_for: Vec::new(),
+            app: None,
         }
     }
 }
@@ -262,6 +265,23 @@ async fn respond(
             tokio::time::sleep(options.delay).await;
         }
         let nth = counts.taken.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(answer) = options.app.as_ref().and_then(|app| {
+            let path = request_path.as_str();
+            app.answer(&seen.method, path, &seen.headers, &seen.body)
+        }) {
+            let mut response = http::Response::builder()
+                .status(answer.status)
+                .header("content-type", "application/json")
+                .header("content-length", answer.body.len());
+            for (name, value) in &answer.headers {
+                response = response.header(name.as_str(), value.as_str());
+            }
+            stream.send_response(response.body(()).expect("a valid response head")).await.ok()?;
+            if !answer.body.is_empty() {
+                stream.send_data(Bytes::from(answer.body)).await.ok()?;
+            }
+            return Some(());
+        }
         let busy = options.retry_after_every.iter().find(|(every, _, _)| nth.is_multiple_of(*every));
         let body = options.body_for.iter().find(|(path, _)| request_path == *path).map_or(&options.body, |(_, b)| b);
         let mut response =

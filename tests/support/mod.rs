@@ -54,6 +54,7 @@ mod certs;
 mod client;
 pub mod dns;
 pub mod fake_worker;
+mod flow_app;
 pub mod h2_servers;
 mod h3_client;
 pub mod h3_server;
@@ -71,6 +72,6 @@ mod volley;
 // Each test binary uses only some of these.
 #[allow(unused_imports)]
 pub use {
-    certs::*, client::*, h3_client::*, listener::*, netns::*, nginx::*, processes::*, prometheus::*, seccomp::*,
-    test_server::*, volley::*,
+    certs::*, client::*, flow_app::*, h3_client::*, listener::*, netns::*, nginx::*, processes::*, prometheus::*,
+    seccomp::*, test_server::*, volley::*,
 };

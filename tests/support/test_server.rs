@@ -21,6 +21,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket};
+
+use super::FlowApp;
 use tokio::sync::oneshot;
 
 use super::certs::TestCert;
@@ -80,6 +82,9 @@ pub struct Behavior {
     /// `slope` for every 100% that rate is above `x` (10% above waits a tenth of `slope`).
     /// Default `None`.
     pub knee: Option<(u64, Duration)>,
+    /// `Some(app)`: the login service of flow tests answers its routes (every other rule is
+    /// skipped for them); other routes as the rest says. Default `None`.
+    pub app: Option<Arc<FlowApp>>,
 }
 
 impl Default for Behavior {
@@ -108,7 +113,14 @@ impl Behavior {
             retry_after: Vec::new(),
             rate_limit: None,
             knee: None,
+            app: None,
         }
+    }
+
+    /// The login service of flow tests answers its routes.
+    pub fn app(mut self, app: Arc<FlowApp>) -> Self {
+        self.app = Some(app);
+        self
     }
     pub fn rate_limit(mut self, per_second: u64) -> Self {
         self.rate_limit = Some(per_second.max(1));
@@ -651,7 +663,7 @@ async fn handle(
     let route = format!("{} {}", parts.method, parts.uri.path());
     *stats.routes.lock().unwrap().entry(route).or_default() += 1;
     let path_status = behavior.status_for.iter().find(|(path, _)| parts.uri.path() == path).map(|(_, s)| *s);
-    stats.complete(SeenRequest {
+    let seen = SeenRequest {
         method: parts.method.to_string(),
         path: parts.uri.path_and_query().map_or("/".to_string(), |p| p.to_string()),
         version: format!("{:?}", parts.version),
@@ -661,7 +673,22 @@ async fn handle(
             .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
             .collect(),
         body: request_body.to_vec(),
-    });
+    };
+    let app_answer =
+        behavior.app.as_ref().and_then(|app| app.answer(&seen.method, parts.uri.path(), &seen.headers, &seen.body));
+    stats.complete(seen);
+    if let Some(answer) = app_answer {
+        let chunks = if answer.body.is_empty() { Vec::new() } else { vec![Bytes::from(answer.body)] };
+        let mut response = Response::new(TestBody::new(chunks, true, head, stats.clone()));
+        *response.status_mut() = StatusCode::from_u16(answer.status).unwrap();
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (name, value) in &answer.headers {
+            headers
+                .append(HeaderName::try_from(name.as_str()).unwrap(), HeaderValue::try_from(value.as_str()).unwrap());
+        }
+        return Ok(response);
+    }
     let mut delay = match behavior.slow_every {
         Some((k, slow)) if arrived.is_multiple_of(k) => slow,
         _ => behavior.delay_for.iter().find(|(path, _)| parts.uri.path() == path).map_or(behavior.delay, |(_, d)| *d),

@@ -376,6 +376,7 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
             spec: request_from_proto(&r.method, &r.headers, &r.body)?,
             templated: r.templated,
             checks: r.checks.iter().map(check_from_proto).collect::<Result<_, _>>()?,
+            extract: vec![],
         };
         // Checked here too, so that the refusal names the path; the URL's own path is held to
         // the same rule by `Target::parse`.

@@ -256,7 +256,7 @@ fn request(
             return Err(Located::new(at(table.span()), Problem::TooManyKeptChecks));
         }
     }
-    Ok(NamedRequest { name, path_and_query, spec: RequestSpec::new(&method, headers, body), templated, checks })
+    Ok(NamedRequest { name, path_and_query, spec: RequestSpec::new(&method, headers, body), templated, checks, extract: vec![] })
 }
 
 /// One `[[scenario.step.check]]`: its rule, and its name (the rule's own unless it gives one).

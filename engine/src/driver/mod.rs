@@ -58,6 +58,11 @@ pub(crate) struct Shared {
     pub checks: Option<Box<[RequestChecks]>>,
     /// Per request: it is a HEAD.
     pub heads: Box<[bool]>,
+    /// Per request: it is a step of a flow (see `Mix::flow_steps`); empty without flows.
+    pub flows: Box<[bool]>,
+    /// Per request: how many extractors it has (the values its `Event::Judged` must bring);
+    /// empty without extractors.
+    pub extracts: Box<[u8]>,
     /// The requests are the steps of these scenarios, taken as iterations.
     pub scenarios: Option<Box<[crate::plan::Scenario]>>,
     /// Per request: the feeders its templates use (bit i: feeder i).

@@ -146,7 +146,8 @@ mod tests {
 
     fn filled(template: &Template) -> String {
         let mut rng = 1;
-        let mut fill = Fill { vu: 12, iteration: 3, worker: 0, thread: 0, rng: &mut rng, unique: &mut 1, rows: None, vars: &[] };
+        let mut fill =
+            Fill { vu: 12, iteration: 3, worker: 0, thread: 0, rng: &mut rng, unique: &mut 1, rows: None, vars: &[] };
         let (mut out, mut body) = (Vec::new(), Vec::new());
         template.render(&mut fill, &mut out, &mut body);
         String::from_utf8(out).unwrap()

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::frame::{self, Frame, FrameError, code, setting};
 use super::hpack::{self, HpackError};
-use crate::session::{Kept, KeptCheckTable, OpenStreams, SpareKept, kept_checks};
+use crate::session::{Extracted, Kept, KeptCheckTable, OpenStreams, SpareKept, kept_checks};
 use crate::stats::RetryAfter;
 use crate::template::{self, Fill};
 
@@ -58,7 +58,7 @@ pub(crate) enum Event {
     },
     /// The response that follows, on `stream`, was judged by its checks on what is kept (see
     /// `session::Event::Judged`).
-    Judged { stream: u32, failed: u64 },
+    Judged { stream: u32, failed: u64, extracted: Extracted },
     /// The response that follows, on `stream`, carried `retry-after` in its final HEADERS.
     RetryAfter { stream: u32, status: u16, value: RetryAfter },
     /// The peer reset one stream (RST_STREAM): a stream error; the connection goes on.
@@ -850,7 +850,8 @@ impl Connection {
             if let Some((_, kept)) = self.kept.iter().find(|(k, _)| *k == id)
                 && let Some(checks) = kept_checks(&self.kept_checks, request)
             {
-                events.push(Event::Judged { stream: id, failed: checks.judge(kept) });
+                let (failed, extracted) = checks.judge(kept);
+                events.push(Event::Judged { stream: id, failed, extracted });
             }
         }
         let (id, s, retry_after) = self.remove(i);

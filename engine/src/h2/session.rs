@@ -240,7 +240,7 @@ impl Session {
                 events.push(Event::Response { request, status, due, sent_at, at: now });
             }
             H2Event::RetryAfter { status, value, .. } => events.push(Event::RetryAfter { status, value }),
-            H2Event::Judged { failed, .. } => events.push(Event::Judged { failed }),
+            H2Event::Judged { failed, extracted, .. } => events.push(Event::Judged { failed, extracted }),
             H2Event::StreamReset { code: code::REFUSED_STREAM, request, .. } => events.push(Event::Refused { request }),
             H2Event::StreamReset { code, request, .. } => {
                 let why = format!("the server reset a stream (RST_STREAM {})", code::name(code));

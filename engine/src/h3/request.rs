@@ -227,8 +227,16 @@ mod tests {
         // Kept alive all at once: 1,000 requests of ~60 bytes are several arenas' worth.
         let rendered: Vec<Bytes> = (0..1000u64)
             .map(|iteration| {
-                let mut fill =
-                    Fill { vu: 7, iteration, worker: 0, thread: 0, rng: &mut rng, unique: &mut unique, rows: None, vars: &[] };
+                let mut fill = Fill {
+                    vu: 7,
+                    iteration,
+                    worker: 0,
+                    thread: 0,
+                    rng: &mut rng,
+                    unique: &mut unique,
+                    rows: None,
+                    vars: &[],
+                };
                 template.render(&mut fill, &mut into)
             })
             .collect();

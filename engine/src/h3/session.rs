@@ -509,7 +509,8 @@ impl Session {
             Ok(response) => {
                 if let Some(kept) = self.requests.get_mut(i).response.take_kept() {
                     if let Some(checks) = kept_checks(&self.setup.kept_checks, which) {
-                        events.push(Event::Judged { failed: checks.judge(&kept) });
+                        let (failed, extracted) = checks.judge(&kept);
+                        events.push(Event::Judged { failed, extracted });
                     }
                     self.spare_kept.give(kept);
                 }

@@ -117,6 +117,24 @@ impl NamedRequest {
     }
 }
 
+impl Mix {
+    /// Per request: it is a step of a flow, a scenario one of whose steps has extractors (its
+    /// user sends one request at a time, and a failed step ends its iteration). All false
+    /// without such a scenario.
+    pub(crate) fn flow_steps(&self) -> Vec<bool> {
+        let mut flows = vec![false; self.requests.len()];
+        let mut first = 0;
+        for scenario in self.order.scenarios().unwrap_or(&[]) {
+            let end = (first + scenario.steps as usize).min(self.requests.len());
+            if self.requests[first..end].iter().any(|r| !r.extract.is_empty()) {
+                flows[first..end].fill(true);
+            }
+            first = end;
+        }
+        flows
+    }
+}
+
 impl Requests {
     /// The variables its extractors set, each once, in order of first appearance.
     pub fn variables(&self) -> Vec<String> {

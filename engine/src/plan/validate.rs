@@ -11,9 +11,9 @@ use crate::feeder::{Feeder, MAX_COLUMNS, MAX_FEEDERS, is_feeder_name};
 use crate::template::{Template, Vocabulary, check_template};
 
 use super::{
-    Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_EXTRACTORS, MAX_HOLD, MAX_KEPT_CHECKS, MAX_NAMES,
-    MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, MAX_VARIABLES, Mix, Plan, Protocol,
-    Scenario, Source, Stop, is_variable_name,
+    Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_EXTRACTORS, MAX_HOLD, MAX_KEPT_CHECKS,
+    MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, MAX_VARIABLES, Mix, Plan,
+    Protocol, Scenario, Source, Stop, is_variable_name,
 };
 
 /// Why a plan cannot run: the setting it concerns, and words that name the limit it broke.
@@ -195,7 +195,10 @@ fn validate_extractors(mix: &Mix, vocabulary: &Vocabulary) -> Result<(), PlanErr
             let texts = [step.path_and_query.as_bytes(), &step.spec.body]
                 .into_iter()
                 .chain(step.spec.headers.iter().map(|(_, v)| v.as_bytes()));
-            for used in texts.filter_map(|t| Template::parse(t, vocabulary).ok()).flat_map(|t| t.variables().collect::<Vec<_>>()) {
+            for used in texts
+                .filter_map(|t| Template::parse(t, vocabulary).ok())
+                .flat_map(|t| t.variables().collect::<Vec<_>>())
+            {
                 let var = variables.get(used).map_or("", |v| v.as_str());
                 if !steps[..k].iter().any(|earlier| earlier.extract.iter().any(|e| e.var == var)) {
                     return bad(format!(
@@ -242,7 +245,9 @@ impl Plan {
                 let name = r.name.escape_debug();
                 return bad(
                     setting,
-                    format!("{name}: more than the {MAX_KEPT_CHECKS} checks on header fields and the body a step may have"),
+                    format!(
+                        "{name}: more than the {MAX_KEPT_CHECKS} checks on header fields and the body a step may have"
+                    ),
                 );
             }
             let checks = mix.check_count();

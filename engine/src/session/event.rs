@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
+use super::kept::Extracted;
 use crate::stats::{ErrorKind, RetryAfter};
 
 /// Why requests failed, as the report shows it: most reasons are fixed text, so only those
@@ -21,9 +22,10 @@ pub(crate) enum Event {
     /// The response that follows carried `Retry-After`. An event of its own, pushed only when
     /// the header came, so that responses without it cost nothing more.
     RetryAfter { status: u16, value: RetryAfter },
-    /// The response that follows was judged by its step's checks on header fields and body: bit `j` is set
-    /// when the `j`th of them failed. Pushed only for steps with such checks.
-    Judged { failed: u64 },
+    /// The response that follows was judged by its step's checks on header fields and body (bit
+    /// `j` is set when the `j`th of them failed) and its extractors took `extracted`. Pushed
+    /// only for steps with such checks or extractors.
+    Judged { failed: u64, extracted: Extracted },
     /// A request (`request`) the server declined without processing it: it goes back into the
     /// budget to be sent again.
     Refused { request: u32 },

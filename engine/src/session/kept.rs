@@ -1,28 +1,43 @@
-//! What a session keeps of a response whose step has checks on its header fields or body, and
-//! those checks' verdicts.
+//! What a session keeps of a response whose step has checks on its header fields or body, or
+//! extractors, and those checks' verdicts and extractors' values.
 //!
-//! Only such a step's responses are kept, and only what its checks read: the final head's
-//! fields (names lowercased), and the first [`KEPT_BODY_BYTES`] of the body with its whole
-//! length. When the response is complete the session judges it ([`KeptChecks::judge`]) and
-//! tells the loop the verdicts in one word ([`Event::Judged`](super::Event::Judged)), so nothing
-//! kept ever leaves the session and every other response streams through as before.
+//! Only such a step's responses are kept, and only what its checks and extractors read: the
+//! final head's fields (names lowercased), and the first [`KEPT_BODY_BYTES`] of the body with
+//! its whole length. When the response is complete the session judges it
+//! ([`KeptChecks::judge`]) and tells the loop the verdicts in one word and the values taken
+//! ([`Event::Judged`](super::Event::Judged)), so nothing else kept ever leaves the session and
+//! every other response streams through as before.
 
 use std::sync::Arc;
 
-use crate::plan::{KEPT_BODY_BYTES, KeptResponse, ParsedJson, Rule};
+use crate::plan::{Extractor, KEPT_BODY_BYTES, KeptResponse, ParsedJson, Rule, Source};
 
 /// The most bytes of header fields kept of one response; fields beyond are not kept (a head is
 /// 64 KiB at most on HTTP/1.1).
 const KEPT_FIELD_BYTES: usize = 64 * 1024;
 
 /// One request's checks on what is kept, in the order of its checks (bit `j` of a verdict is
-/// the `j`th of them).
+/// the `j`th of them), and its extractors.
 #[derive(Debug)]
 pub(crate) struct KeptChecks {
     rules: Box<[Rule]>,
+    extractors: Box<[Extraction]>,
     headers: bool,
     body: bool,
 }
+
+/// An extractor as a session runs it: into which variable, from where, and whether the value
+/// goes into a path (so it may hold no blank).
+#[derive(Debug)]
+struct Extraction {
+    var: u16,
+    from: Source,
+    in_path: bool,
+}
+
+/// What a response's extractors took, in their order: each one's variable, and its value or
+/// None when it found none. Empty (no allocation) for a step without extractors.
+pub(crate) type Extracted = Vec<(u16, Option<Vec<u8>>)>;
 
 /// Per request, its checks on what is kept if it has any; empty when no request has one.
 pub(crate) type KeptCheckTable = Arc<[Option<KeptChecks>]>;
@@ -34,12 +49,27 @@ pub(crate) fn kept_checks(table: &KeptCheckTable, request: u32) -> Option<&KeptC
 }
 
 impl KeptChecks {
-    /// A request's checks on what is kept, from all its rules; none when it has none.
-    pub(crate) fn of<'a>(rules: impl Iterator<Item = &'a Rule>) -> Option<KeptChecks> {
+    /// A request's checks on what is kept, from all its rules, and its extractors (`variables`:
+    /// the plan's, in order; `in_path`: per variable, some step's path uses it); none when it
+    /// has neither.
+    pub(crate) fn of<'a>(
+        rules: impl Iterator<Item = &'a Rule>,
+        extractors: &[Extractor],
+        variables: &[String],
+        in_path: &[bool],
+    ) -> Option<KeptChecks> {
         let rules: Box<[Rule]> = rules.filter(|r| r.needs_kept()).cloned().collect();
-        let headers = rules.iter().any(Rule::needs_headers);
-        let body = rules.iter().any(Rule::needs_body);
-        (!rules.is_empty()).then_some(KeptChecks { rules, headers, body })
+        let extractors: Box<[Extraction]> = extractors
+            .iter()
+            .filter_map(|e| {
+                let var = variables.iter().position(|v| *v == e.var)?;
+                let in_path = in_path.get(var).copied().unwrap_or(false);
+                Some(Extraction { var: u16::try_from(var).ok()?, from: e.from.clone(), in_path })
+            })
+            .collect();
+        let headers = rules.iter().any(Rule::needs_headers) || extractors.iter().any(|e| e.from.needs_headers());
+        let body = rules.iter().any(Rule::needs_body) || extractors.iter().any(|e| e.from.needs_body());
+        (!rules.is_empty() || !extractors.is_empty()).then_some(KeptChecks { rules, extractors, headers, body })
     }
 
     /// Whether its rules read the header fields: a session keeps them only then.
@@ -54,15 +84,17 @@ impl KeptChecks {
         kept.keep_body = self.body;
     }
 
-    /// The verdicts on a complete response: bit `j` set when check `j` failed.
-    pub(crate) fn judge(&self, kept: &Kept) -> u64 {
+    /// The verdicts on a complete response (bit `j` set when check `j` failed) and what its
+    /// extractors took. The body is parsed as JSON at most once for both.
+    pub(crate) fn judge(&self, kept: &Kept) -> (u64, Extracted) {
         let mut json = ParsedJson::default();
-        self.rules.iter().enumerate().fold(
-            0,
-            |failed, (j, rule)| {
-                if rule.passes_kept(kept, &mut json) { failed } else { failed | 1 << j }
-            },
-        )
+        let failed = self
+            .rules
+            .iter()
+            .enumerate()
+            .fold(0, |failed, (j, rule)| if rule.passes_kept(kept, &mut json) { failed } else { failed | 1 << j });
+        let extracted = self.extractors.iter().map(|e| (e.var, e.from.extract(kept, &mut json, e.in_path))).collect();
+        (failed, extracted)
     }
 }
 
@@ -120,7 +152,6 @@ impl Kept {
         self.len = 0;
         self.clear_fields();
     }
-
 }
 
 impl KeptResponse for Kept {
@@ -195,13 +226,13 @@ mod tests {
             Rule::Json { pointer: "/token".into(), equals: None },
             Rule::BodyMatches(Pattern::new("^\\{").expect("pattern")),
         ];
-        let checks = KeptChecks::of(rules.iter()).expect("rules on the body");
+        let checks = KeptChecks::of(rules.iter(), &[], &[], &[]).expect("rules on the body");
         let mut kept = Kept::default();
         kept.push(br#"{"token":"#);
         kept.push(br#""t"}"#);
         // The size (bit 1) fails; contains, the JSON value and the pattern pass.
-        assert_eq!(checks.judge(&kept), 0b0010);
-        assert!(KeptChecks::of(rules[..1].iter()).is_none());
+        assert_eq!(checks.judge(&kept), (0b0010, vec![]));
+        assert!(KeptChecks::of(rules[..1].iter(), &[], &[], &[]).is_none());
     }
 
     #[test]
@@ -212,16 +243,65 @@ mod tests {
             Rule::Json { pointer: "/data/items/0/id".into(), equals: Some(crate::plan::JsonValue(7.into())) },
             Rule::BodySize(46..=46),
         ];
-        let checks = KeptChecks::of(rules.iter()).expect("rules");
+        let checks = KeptChecks::of(rules.iter(), &[], &[], &[]).expect("rules");
         for a in 0..=body.len() {
             for b in a..=body.len() {
                 let mut kept = Kept::default();
                 kept.push(&body[..a]);
                 kept.push(&body[a..b]);
                 kept.push(&body[b..]);
-                assert_eq!(checks.judge(&kept), 0, "split at {a} and {b}");
+                assert_eq!(checks.judge(&kept).0, 0, "split at {a} and {b}");
             }
         }
+    }
+
+    #[test]
+    fn extractors_take_the_same_values_however_the_body_was_split_and_fail_beyond_the_bound() {
+        let body = br#"{"data":{"token":"abc.def"},"pad":"xxxxxxxx"}"#;
+        let extractors = [
+            Extractor { var: "token".into(), from: Source::Json { pointer: "/data/token".into() } },
+            Extractor {
+                var: "pad".into(),
+                from: Source::Regex { pattern: Pattern::new(r#""pad":"(x+)""#).expect("pattern"), group: 1 },
+            },
+        ];
+        let variables = ["pad".to_string(), "token".to_string()];
+        let checks = KeptChecks::of([].iter(), &extractors, &variables, &[false, false]).expect("extractors");
+        for a in 0..=body.len() {
+            let mut kept = Kept::default();
+            checks.prepare(&mut kept);
+            kept.push(&body[..a]);
+            kept.push(&body[a..]);
+            let (failed, extracted) = checks.judge(&kept);
+            assert_eq!(failed, 0);
+            assert_eq!(
+                extracted,
+                vec![(1, Some(b"abc.def".to_vec())), (0, Some(b"xxxxxxxx".to_vec()))],
+                "split at {a}"
+            );
+        }
+        // A value past the kept bound is not there to take: the extraction fails.
+        let mut kept = Kept::default();
+        checks.prepare(&mut kept);
+        kept.push(&vec![b' '; KEPT_BODY_BYTES]);
+        kept.push(br#"{"data":{"token":"late"}}"#);
+        assert_eq!(checks.judge(&kept).1, vec![(1, None), (0, None)]);
+    }
+
+    #[test]
+    fn a_step_with_only_extractors_on_headers_keeps_its_fields_and_no_body() {
+        let extractors = [Extractor { var: "sid".into(), from: Source::Cookie { name: "sid".into() } }];
+        let checks = KeptChecks::of([].iter(), &extractors, &["sid".to_string()], &[true]).expect("extractor");
+        assert!(checks.wants_headers());
+        let mut kept = Kept::default();
+        checks.prepare(&mut kept);
+        kept.push(b"body");
+        kept.push_field(b"Set-Cookie", b"sid=s 1; Path=/");
+        assert_eq!(kept.body(), b"");
+        assert_eq!(checks.judge(&kept).1, vec![(0, None)], "a blank may not go into a path");
+        kept.clear_fields();
+        kept.push_field(b"Set-Cookie", b"sid=s1; Path=/");
+        assert_eq!(checks.judge(&kept).1, vec![(0, Some(b"s1".to_vec()))]);
     }
 
     #[test]

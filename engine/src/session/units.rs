@@ -549,4 +549,48 @@ mod tests {
         assert!(!plain.send_again(&mut Cursor::at(0, 0), 1));
         assert!(!plain.owes(&Cursor::at(1, 0)));
     }
+
+    #[test]
+    fn ending_an_iteration_skips_its_remaining_steps_and_the_next_starts_a_scenario() {
+        let mut picker = two_scenarios(3);
+        let mut cursor = Cursor::at(0, 0);
+        assert_eq!(picker.advance(&mut cursor), 0);
+        assert!(picker.owes(&cursor), "steps 1 and 2 are left");
+        assert!(picker.end_iteration(&mut cursor));
+        assert!(!picker.owes(&cursor), "the next request starts an iteration");
+        assert!([0, 3].contains(&picker.advance(&mut cursor)));
+        // At the end of an iteration there is nothing left to skip.
+        let mut last = Cursor::at(3, 0);
+        assert_eq!(picker.advance(&mut last), 3);
+        assert_eq!(picker.advance(&mut last), 4);
+        assert!(!picker.end_iteration(&mut last));
+    }
+
+    #[test]
+    fn a_flows_step_waits_while_its_connection_is_busy_and_other_requests_do_not() {
+        // "browse" (steps 0-2) is a flow, "buy" (3-4) is not.
+        let picker = two_scenarios(9).with_flows(vec![true, true, true, false, false].into());
+        let (mut claimed, mut schedule, mut stats) = (false, Schedule::closed(Some(10)), Stats::default());
+        let mut cursor = Cursor::at(1, 0);
+        let mut picker = picker;
+        let mut units = Units::new(&mut claimed, &mut schedule, &mut stats).picking(&mut cursor, &mut picker);
+        assert_eq!(units.take(Instant::now(), true), None, "step 1 waits for what is in flight");
+        assert_eq!(units.take(Instant::now(), false).map(|s| s.request), Some(1));
+        let mut buy = Cursor::at(4, 0);
+        let mut units = Units::new(&mut claimed, &mut schedule, &mut stats).picking(&mut buy, &mut picker);
+        assert_eq!(units.take(Instant::now(), true).map(|s| s.request), Some(4), "not a flow: it goes at once");
+        // Without flows nothing waits.
+        let mut plain = two_scenarios(9).with_flows(vec![false; 5].into());
+        let mut again = Cursor::at(1, 0);
+        let mut units = Units::new(&mut claimed, &mut schedule, &mut stats).picking(&mut again, &mut plain);
+        assert_eq!(units.take(Instant::now(), true).map(|s| s.request), Some(1));
+    }
+
+    #[test]
+    fn a_variable_keeps_its_latest_value() {
+        let mut cursor = Cursor::at(0, 0);
+        cursor.set_var(2, b"first");
+        cursor.set_var(2, b"2nd");
+        assert_eq!(cursor.vars, vec![Vec::<u8>::new(), Vec::new(), b"2nd".to_vec()]);
+    }
 }

@@ -34,8 +34,10 @@ impl<I: Io> Loop<I> {
         let mut events = std::mem::take(&mut self.events);
         // Recorded a run of equal spans at a time (a receive's responses share an arrival).
         let (mut ttfb, mut latency, mut service) = (Spans::default(), Spans::default(), Spans::default());
-        // The verdicts on what was kept of the response that follows (`Event::Judged`).
+        // The verdicts on what was kept of the response that follows, and the values its
+        // extractors took (`Event::Judged`).
         let mut kept_verdicts: Option<u64> = None;
+        let mut extracted = None;
         for event in events.drain(..) {
             match event {
                 Event::FirstByte { request, sent_at, at } => {
@@ -46,6 +48,12 @@ impl<I: Io> Loop<I> {
                     }
                 }
                 Event::Response { request, status, due, sent_at, at } => {
+                    let kept_verdicts = kept_verdicts.take();
+                    if let Some(&expected) = self.shared.extracts.get(request as usize)
+                        && expected > 0
+                    {
+                        self.take_values(i, request, expected, extracted.take());
+                    }
                     self.refused_in_a_row = 0;
                     self.batch_responses += 1;
                     self.in_flight = self.in_flight.saturating_sub(1);
@@ -66,7 +74,7 @@ impl<I: Io> Loop<I> {
                         if let Some(checks) = &self.shared.checks {
                             // A response whose step has checks on what is kept and no verdicts
                             // fails them: a check passes only on evidence.
-                            let kept_failed = kept_verdicts.take().unwrap_or(u64::MAX);
+                            let kept_failed = kept_verdicts.unwrap_or(u64::MAX);
                             for (judge, k) in &checks[request as usize] {
                                 let counts = name.check(usize::from(*k));
                                 let passed = match judge {
@@ -82,7 +90,10 @@ impl<I: Io> Loop<I> {
                         }
                     }
                 }
-                Event::Judged { failed } => kept_verdicts = Some(failed),
+                Event::Judged { failed, extracted: values } => {
+                    kept_verdicts = Some(failed);
+                    extracted = Some(values);
+                }
                 Event::RetryAfter { status, value } => self.stats.counters.retry_after.record(status, value),
                 Event::Refused { request } => {
                     self.in_flight = self.in_flight.saturating_sub(1);
@@ -92,6 +103,7 @@ impl<I: Io> Loop<I> {
                     self.in_flight = self.in_flight.saturating_sub(1);
                     self.count_errors(kind, 1, why);
                     self.count_name_error(request, kind);
+                    self.end_flow(i, request);
                 }
                 Event::SetupFailed { kind, why } => self.setup_failed(i, kind, why),
                 Event::Limited(limit) => {
@@ -105,6 +117,40 @@ impl<I: Io> Loop<I> {
         latency.flush(counters, &mut h.latency);
         service.flush(counters, &mut h.service);
         self.events = events;
+    }
+
+    /// The response to `request` (with `expected` extractors) brought `values`: into its user's
+    /// variables if every extractor took one; else the extraction failed, and so does the rest
+    /// of the iteration, which would need the value.
+    fn take_values(&mut self, i: usize, request: u32, expected: u8, values: Option<crate::session::Extracted>) {
+        let values = values.unwrap_or_default();
+        if values.len() == usize::from(expected) && values.iter().all(|(_, v)| v.is_some()) {
+            let cursor = &mut self.conns[i].cursor;
+            for (var, value) in &values {
+                cursor.set_var(usize::from(*var), value.as_deref().unwrap_or_default());
+            }
+            return;
+        }
+        self.stats.counters.extract_failed += 1;
+        if let Some(names) = &self.shared.names {
+            self.stats.names.entry(usize::from(names[request as usize])).counters.extract_failed += 1;
+        }
+        self.end_flow(i, request);
+    }
+
+    /// `request` ended without what a flow's later steps need (its extraction or the request
+    /// failed): if it is a flow's step, its iteration ends here, counted as abandoned under its
+    /// name when steps were left.
+    fn end_flow(&mut self, i: usize, request: u32) {
+        if !self.shared.flows.get(request as usize).copied().unwrap_or(false)
+            || !self.picker.end_iteration(&mut self.conns[i].cursor)
+        {
+            return;
+        }
+        self.stats.counters.abandoned += 1;
+        if let Some(names) = &self.shared.names {
+            self.stats.names.entry(usize::from(names[request as usize])).counters.abandoned += 1;
+        }
     }
 
     /// Requests the server declined unprocessed: they go back into the budget to be sent again,
@@ -159,6 +205,7 @@ impl<I: Io> Loop<I> {
         self.count_errors(kind, 1, why);
         let request = self.picker.advance(&mut self.conns[i].cursor);
         self.count_name_error(request, kind);
+        self.end_flow(i, request);
     }
 
     /// The transport of `i` failed, and with it every request in flight on it (or its set-up).

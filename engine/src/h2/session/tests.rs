@@ -314,7 +314,7 @@ fn under_a_rate_a_claimed_request_waits_for_its_slot_instead_of_failing() {
 fn checks_on_the_body_judge_each_stream_on_its_own_data_frames() {
     use crate::plan::Rule;
     let rules = [Rule::BodyContains(b"hello".to_vec()), Rule::BodySize(5..=5)];
-    let kept_checks = Arc::from([crate::session::KeptChecks::of(rules.iter())]);
+    let kept_checks = Arc::from([crate::session::KeptChecks::of(rules.iter(), &[], &[], &[])]);
     let mut h = Harness::with_config(checked_config(2, kept_checks), 2);
     h.receive(Server::default().settings(&[]), 1);
     assert_eq!(h.start(2), 2);
@@ -329,11 +329,11 @@ fn checks_on_the_body_judge_each_stream_on_its_own_data_frames() {
         .data(1, b"ld!", true);
     let events = h.receive(server, 3);
     let verdicts: Vec<u64> =
-        events.iter().filter_map(|e| if let Event::Judged { failed } = e { Some(*failed) } else { None }).collect();
+        events.iter().filter_map(|e| if let Event::Judged { failed, .. } = e { Some(*failed) } else { None }).collect();
     assert_eq!(verdicts, vec![0b00, 0b11], "{events:?}");
     assert_eq!(h.start(4), 1);
     let events = h.receive(Server::default().head(5).data(5, b"hello", true), 5);
-    assert!(events.contains(&Event::Judged { failed: 0 }), "{events:?}");
+    assert!(events.contains(&Event::Judged { failed: 0, extracted: vec![] }), "{events:?}");
 }
 
 #[test]
@@ -344,7 +344,7 @@ fn checks_on_header_fields_read_every_field_of_the_final_head_indexed_or_literal
         Rule::Header { name: "content-type".into(), test: json },
         Rule::Header { name: "x-trace".into(), test: TextTest::Exists },
     ];
-    let kept_checks = Arc::from([crate::session::KeptChecks::of(rules.iter())]);
+    let kept_checks = Arc::from([crate::session::KeptChecks::of(rules.iter(), &[], &[], &[])]);
     let mut h = Harness::with_config(checked_config(2, kept_checks), 1);
     h.receive(Server::default().settings(&[]), 1);
     assert_eq!(h.start(2), 2);
@@ -364,7 +364,7 @@ fn checks_on_header_fields_read_every_field_of_the_final_head_indexed_or_literal
     );
     let events = h.receive(server, 3);
     let verdicts: Vec<u64> =
-        events.iter().filter_map(|e| if let Event::Judged { failed } = e { Some(*failed) } else { None }).collect();
+        events.iter().filter_map(|e| if let Event::Judged { failed, .. } = e { Some(*failed) } else { None }).collect();
     // Stream 1 has no x-trace of its own (the 103's is not the response's); stream 3 has both.
     assert_eq!(verdicts, vec![0b10, 0b00], "{events:?}");
 }

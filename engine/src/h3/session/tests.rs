@@ -434,7 +434,7 @@ impl Net {
                 Event::SetupFailed { kind, why } => self.counts.setup_failed = Some((kind, why.into_owned())),
                 Event::Limited(limit) => self.counts.limited = Some(limit),
                 Event::DroppedPackets(n) => self.counts.dropped += n,
-                Event::Judged { failed } => self.counts.verdicts.push(failed),
+                Event::Judged { failed, .. } => self.counts.verdicts.push(failed),
                 // Only :status is decoded from HTTP/3 responses.
                 Event::RetryAfter { .. } => panic!("no Retry-After is read from HTTP/3"),
             }
@@ -574,7 +574,7 @@ fn a_step_with_checks_on_the_body_gets_one_verdict_per_response_on_the_whole_bod
         Rule::BodySize(BODY.len() as u64..=BODY.len() as u64),
         Rule::BodyContains(b"nowhere".to_vec()),
     ];
-    let checks = Arc::from([crate::session::KeptChecks::of(rules.iter())]);
+    let checks = Arc::from([crate::session::KeptChecks::of(rules.iter(), &[], &[], &[])]);
     let mut net = Net::build(&cert, ServerOptions::default(), 4, 20, None, Vec::new(), checks);
     net.run_all();
     assert_eq!(net.counts.ok, 20, "{:?}", net.counts);

@@ -1,0 +1,138 @@
+//! End to end: flows. A scenario logs each virtual user in, extracts the token the server issued
+//! it (from the JSON body) and its session cookie (from `set-cookie`), and sends them on in later
+//! steps' headers and path. The server (tests/support/flow_app.rs) issues a different token per
+//! login and answers 401 to any token not issued to the user the request names, so every check's
+//! counts, the extraction failures and the iterations abandoned in the report must equal what
+//! the server did, locally on HTTP/1.1, h2c and HTTP/3, and across three workers.
+
+use crate::support;
+
+use std::process::Output;
+use std::sync::Arc;
+
+use support::h3_server::{H3Options, H3TestServer};
+use support::{Behavior, FlowApp, TestServer, WorkerProcess, describe_output, number};
+
+/// Log in, see the profile with the token, list the items with the token in the path and the
+/// session cookie. The server answers every 7th login without a token or cookie.
+const LOGIN: &str = r#"
+[[scenario]]
+name = "user"
+  [[scenario.step]]
+  name = "login"
+  method = "POST"
+  path = "/login"
+  body = '{"user":"{{vu}}"}'
+    [[scenario.step.extract]]
+    var = "token"
+    json = "token"
+    [[scenario.step.extract]]
+    var = "sid"
+    cookie = "sid"
+  [[scenario.step]]
+  name = "profile"
+  path = "/profile"
+  headers = { authorization = "Bearer {{token}}", x-user = "{{vu}}" }
+    [[scenario.step.check]]
+    status = 200
+    [[scenario.step.check]]
+    json = "user"
+  [[scenario.step]]
+  name = "items"
+  path = "/items/{{token}}"
+  headers = { cookie = "sid={{sid}}", x-user = "{{vu}}" }
+    [[scenario.step.check]]
+    status = 200
+"#;
+
+const ITERATIONS: u64 = 300;
+
+fn login_file(origin: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("login.toml");
+    std::fs::write(&file, format!("origin = \"{origin}\"\n{LOGIN}")).unwrap();
+    let file = file.to_str().expect("a UTF-8 path").to_string();
+    (dir, file)
+}
+
+fn run(file: &str, extra: &[&str]) -> Output {
+    let n = ITERATIONS.to_string();
+    let args = [&["-c", "6", "-t", "2", "-n", &n, "--seed", "5", "-j", "--scenario", file][..], extra].concat();
+    support::run_volley(&args)
+}
+
+/// One name's entry in the report.
+fn name<'a>(r: &'a serde_json::Value, wanted: &str) -> &'a serde_json::Value {
+    let names = r["names"].as_array().unwrap_or_else(|| panic!("no names in {r}"));
+    names.iter().find(|n| n["name"] == wanted).unwrap_or_else(|| panic!("no {wanted} in {r}"))
+}
+
+/// Each check of a name, as (passed, failed).
+fn checks(r: &serde_json::Value, of: &str) -> Vec<(u64, u64)> {
+    let n = name(r, of);
+    let list = n["checks"].as_array().unwrap_or_else(|| panic!("no checks in {n}"));
+    list.iter().map(|c| (number(c, "/passed"), number(c, "/failed"))).collect()
+}
+
+/// The report agrees with what `app` did over `ITERATIONS` iterations of which `tokenless`
+/// logins gave no token: those iterations end after their login, counted as an extraction
+/// failure and an abandoned iteration under "login"; every other one sends its profile and
+/// items requests with the token and cookie issued to its own user, which the server accepts.
+fn assert_agrees(r: &serde_json::Value, app: &FlowApp, how: &str) {
+    let counts = app.counts();
+    let tokenless = app.count("login without token");
+    let issued = app.count("login");
+    assert_eq!(issued + tokenless, ITERATIONS, "{how}: {counts:?}");
+    assert_eq!(tokenless, ITERATIONS / 7, "{how}: every 7th login of {ITERATIONS}: {counts:?}");
+    assert_eq!(app.count("profile refused") + app.count("items refused"), 0, "{how}: {counts:?}");
+    assert_eq!((app.count("profile ok"), app.count("items ok")), (issued, issued), "{how}: {counts:?}");
+    assert_eq!(number(r, "/iterations"), ITERATIONS, "{how}: {r}");
+    let login = name(r, "login");
+    assert_eq!(number(login, "/requests/ok"), ITERATIONS, "{how}: {login}");
+    assert_eq!(number(login, "/extractFailed"), tokenless, "{how}: {login}");
+    assert_eq!(number(login, "/abandoned"), tokenless, "{how}: {login}");
+    assert_eq!(number(r, "/extractFailed"), tokenless, "{how}: {r}");
+    assert_eq!(number(r, "/abandoned"), tokenless, "{how}: {r}");
+    assert_eq!(checks(r, "profile"), [(issued, 0), (issued, 0)], "{how}");
+    assert_eq!(checks(r, "items"), [(issued, 0)], "{how}");
+    assert_eq!(number(r, "/requests/ok"), ITERATIONS + 2 * issued, "{how}: {r}");
+}
+
+#[test]
+fn each_user_carries_its_own_token_and_cookie_and_a_missing_token_ends_the_iteration_over_http1_h2c_and_workers() {
+    let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[]), WorkerProcess::start(&[])];
+    let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
+    for extra in [&[][..], &["--http2", "-p", "4"][..], &["--workers", &list][..]] {
+        let app = Arc::new(FlowApp::new().without_token_every(7));
+        let server = TestServer::start(Behavior::ok(10).app(app.clone()));
+        let (_dir, file) = login_file(server.url().trim_end_matches('/'));
+        let out = run(&file, extra);
+        assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
+        assert_agrees(&support::json_report(&out), &app, &format!("{extra:?}"));
+    }
+}
+
+#[test]
+fn each_user_carries_its_own_token_and_cookie_over_http3() {
+    let app = Arc::new(FlowApp::new().without_token_every(7));
+    let server = H3TestServer::start(H3Options { app: Some(app.clone()), ..Default::default() });
+    let (dir, file) = login_file(server.url().trim_end_matches('/'));
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &server.cert().ca_pem).unwrap();
+    let out = run(&file, &["--http3", "-p", "4", "--cacert", ca.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    assert_agrees(&support::json_report(&out), &app, "h3");
+}
+
+#[test]
+fn a_step_using_a_variable_no_earlier_step_extracts_is_refused_with_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("early.toml");
+    let early = LOGIN.replacen("path = \"/login\"", "path = \"/login/{{sid}}\"", 1);
+    std::fs::write(&file, format!("origin = \"http://127.0.0.1:9\"\n{early}")).unwrap();
+    let out = support::run_volley(["-n", "1", "--scenario", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe_output(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("early.toml:") && stderr.contains("sid"), "{stderr}");
+}
