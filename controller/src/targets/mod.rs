@@ -189,7 +189,14 @@ impl MixBuilder {
             None => default_name(&draft.method, &path_and_query),
         };
         let spec = RequestSpec::new(&draft.method, draft.headers, body);
-        self.requests.push(NamedRequest { name, path_and_query, spec, templated: false, checks: vec![], extract: vec![] });
+        self.requests.push(NamedRequest {
+            name,
+            path_and_query,
+            spec,
+            templated: false,
+            checks: vec![],
+            extract: vec![],
+        });
         Ok(())
     }
 
