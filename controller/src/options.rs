@@ -866,6 +866,35 @@ path = "/cart"
     }
 
     #[test]
+    fn a_scenario_files_extractors_make_a_plan_the_engine_takes_with_their_variables() {
+        let (_dir, file) = scenario_file(
+            r#"origin = "http://127.0.0.1:8080"
+[[scenario]]
+name = "login"
+[[scenario.step]]
+path = "/login"
+[[scenario.step.extract]]
+var = "token"
+json = "data.token"
+[[scenario.step.extract]]
+var = "id"
+regex = 'id=(\d+)'
+[[scenario.step.extract]]
+var = "rid"
+header = "X-Request-Id"
+[[scenario.step.extract]]
+var = "session"
+cookie = "session"
+[[scenario.step]]
+path = "/users/{{id}}"
+headers = { authorization = "Bearer {{token}}", cookie = "session={{session}}", x-request-id = "{{rid}}" }
+"#,
+        );
+        let plan = plan_of(&["--scenario", &file]).expect("a plan");
+        assert_eq!(plan.requests.variables(), ["token", "id", "rid", "session"]);
+    }
+
+    #[test]
     fn headers_need_a_name_and_a_colon() {
         assert_eq!(parse_header("X-A:  b c ").unwrap(), ("X-A".into(), "b c".into()));
         assert!(parse_header("nocolon").is_err());

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use volley_engine::{
     Check, CheckCounts, CheckPattern, CheckRule, CheckText, ConnectionIndices, Counters, Engine, EngineChoice,
-    ErrorKind, HistogramError, JsonValue, Load, MAX_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS,
-    Mix, NameStats, NamedRequest, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport,
-    Scenario, Stage, Stats, Stop, Table, Target, TargetError, TlsOptions, Vocabulary, decode_histogram,
-    encode_histogram, new_histogram,
+    ErrorKind, ExtractSource, Extractor, HistogramError, JsonValue, Load, MAX_CHECKS, MAX_EXTRACTORS, MAX_NAMES,
+    MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_VARIABLES, Mix, NameStats, NamedRequest, Order, Plan, Protocol,
+    QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario, Stage, Stats, Stop, Table, Target, TargetError,
+    TlsOptions, Vocabulary, decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -108,7 +108,38 @@ fn mix_request_to_proto(r: &NamedRequest) -> v1::MixRequest {
         body: r.spec.body.clone(),
         templated: r.templated,
         checks: r.checks.iter().map(check_to_proto).collect(),
+        extract: r.extract.iter().map(extractor_to_proto).collect(),
     }
+}
+
+fn extractor_to_proto(e: &Extractor) -> v1::Extractor {
+    let source = match &e.from {
+        ExtractSource::Json { pointer } => v1::extractor::Source::JsonPointer(pointer.clone()),
+        ExtractSource::Header { name } => v1::extractor::Source::Header(name.clone()),
+        ExtractSource::Regex { pattern, group } => v1::extractor::Source::Regex(v1::RegexSource {
+            pattern: pattern.as_str().to_string(),
+            group: saturate(*group),
+        }),
+        ExtractSource::Cookie { name } => v1::extractor::Source::Cookie(name.clone()),
+    };
+    v1::Extractor { var: e.var.clone(), source: Some(source) }
+}
+
+/// An extractor as it came: its pattern compiled; its names and group are `Plan::validate`'s
+/// to judge, with the variables' uses.
+fn extractor_from_proto(e: &v1::Extractor) -> Result<Extractor, WireError> {
+    let invalid = |why: &str| WireError::Shard(format!("extractor of '{}': {why}", e.var.escape_debug()));
+    let from = match &e.source {
+        Some(v1::extractor::Source::JsonPointer(pointer)) => ExtractSource::Json { pointer: pointer.clone() },
+        Some(v1::extractor::Source::Header(name)) => ExtractSource::Header { name: name.clone() },
+        Some(v1::extractor::Source::Regex(regex)) => ExtractSource::Regex {
+            pattern: CheckPattern::new(&regex.pattern).map_err(|e| invalid(&format!("a bad pattern: {e}")))?,
+            group: regex.group as usize,
+        },
+        Some(v1::extractor::Source::Cookie(name)) => ExtractSource::Cookie { name: name.clone() },
+        None => return Err(invalid("an extractor without a source")),
+    };
+    Ok(Extractor { var: e.var.clone(), from })
 }
 
 fn check_to_proto(c: &Check) -> v1::Check {
@@ -363,7 +394,27 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
         None => return Err(invalid("a mix without an order")),
     };
     let mut requests = Vec::with_capacity(shard.mix.len());
-    let vocabulary = Vocabulary::new(shard.feeders.iter().map(|f| (f.name.clone(), f.columns.clone())));
+    // Counted before any pattern is compiled, as checks are.
+    if let Some(r) = shard.mix.iter().find(|r| r.extract.len() > MAX_EXTRACTORS) {
+        return Err(WireError::Shard(format!(
+            "{}: more than the {MAX_EXTRACTORS} extractors a step may have",
+            r.name.escape_debug()
+        )));
+    }
+    // The variables in the order the plan's vocabulary gives them, so that a path's `{{var}}`
+    // is taken as the slot it is; refused past a run's most as they are collected, which keeps
+    // the search for each among those before it short.
+    let mut variables: Vec<&str> = Vec::new();
+    for e in shard.mix.iter().flat_map(|r| &r.extract) {
+        if !variables.contains(&e.var.as_str()) {
+            if variables.len() == MAX_VARIABLES {
+                return Err(invalid("more variables than a run may have"));
+            }
+            variables.push(&e.var);
+        }
+    }
+    let vocabulary = Vocabulary::new(shard.feeders.iter().map(|f| (f.name.clone(), f.columns.clone())))
+        .with_variables(variables.into_iter().map(String::from));
     for r in &shard.mix {
         // Counted before any is compiled: a step's checks have distinct names, so no more than
         // a run's may be on one step.
@@ -376,7 +427,7 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
             spec: request_from_proto(&r.method, &r.headers, &r.body)?,
             templated: r.templated,
             checks: r.checks.iter().map(check_from_proto).collect::<Result<_, _>>()?,
-            extract: vec![],
+            extract: r.extract.iter().map(extractor_from_proto).collect::<Result<_, _>>()?,
         };
         // Checked here too, so that the refusal names the path; the URL's own path is held to
         // the same rule by `Target::parse`.
@@ -486,6 +537,8 @@ fn counters_to_proto(c: &Counters) -> v1::Counters {
         iterations: c.iterations,
         feeder_rows: c.feeder_rows,
         ran_out: c.ran_out,
+        extract_failed: c.extract_failed,
+        abandoned: c.abandoned,
         retry_after: c.retry_after.statuses().map(|(code, n)| (u32::from(code), n)).collect(),
         retry_after_largest_seconds: c.retry_after.largest_seconds,
         retry_after_dates: c.retry_after.dates,
@@ -571,6 +624,8 @@ fn counters_from_proto(c: &v1::Counters) -> Result<Counters, WireError> {
     into.iterations = c.iterations;
     into.feeder_rows = c.feeder_rows;
     into.ran_out = c.ran_out;
+    into.extract_failed = c.extract_failed;
+    into.abandoned = c.abandoned;
     into.truncated = c.truncated;
     into.dropped_packets = c.dropped_packets;
     Ok(into)

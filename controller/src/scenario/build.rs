@@ -9,15 +9,16 @@ use std::sync::Arc;
 
 use toml::Spanned;
 use volley_engine::{
-    Check, CheckPattern, CheckRule, CheckText, Feeder, FeederMode, JsonValue, MAX_CHECKS, MAX_FEEDERS, MAX_KEPT_CHECKS,
-    MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, NamedRequest, RequestSpec, Scenario, Target, Vocabulary, check_template,
-    is_feeder_name, json_pointer, template_skeleton,
+    Check, CheckPattern, CheckRule, CheckText, ExtractSource, Extractor, Feeder, FeederMode, JsonValue, MAX_CHECKS,
+    MAX_EXTRACTORS, MAX_FEEDERS, MAX_KEPT_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, MAX_VARIABLES, NamedRequest,
+    RequestSpec, Scenario, Target, Vocabulary, check_template, is_feeder_name, is_variable_name, json_pointer,
+    template_skeleton,
 };
 
 use super::ScenarioFile;
 use super::error::{Located, Problem, at_offset};
 use super::feeder::{self, Format};
-use super::file::{CheckTable, FeederTable, File, Headers, Step};
+use super::file::{CheckTable, ExtractTable, FeederTable, File, Headers, Step};
 use crate::targets::{
     self, At, Bodies, MAX_HEADERS, OneOrigin, Shown, check_header, check_method, checked_name, default_name,
     same_origin, shown,
@@ -34,9 +35,14 @@ pub(super) fn build(
 ) -> Result<ScenarioFile, Located> {
     let at = |span: Range<usize>| at_offset(text, span.start);
     check_counts(&file, &at)?;
+    let variables = variables(&file, &at)?;
     let feeders = feeders(&file.feeders, dir, feeder_limit, &at)?;
-    let vocabulary = Vocabulary::of(&feeders);
-    let t = Texts { text, at: &at, vocabulary: &vocabulary };
+    // The variables in the file's order are the plan's (`Plan::vocabulary`): a slot is checked
+    // against all of them, then against those earlier steps of its scenario set.
+    let columns = Vocabulary::of(&feeders);
+    let vocabulary = columns.clone().with_variables(variables);
+    // The defaults go into every step, the first ones too: no variable is set before them.
+    let t = Texts { text, at: &at, vocabulary: &vocabulary, set: &columns };
     let mut origin = match (&file.origin, url) {
         (Some(given), url) => {
             let origin = file_origin(given, url).map_err(|p| Located::new(at(given.span()), p))?;
@@ -70,9 +76,22 @@ pub(super) fn build(
         }
         // At most MAX_REQUESTS in all (check_counts), so a scenario's count fits.
         let steps = table.steps.len() as u32;
+        // The variables this scenario's steps so far extract, for the next step's slots.
+        let mut set_names: Vec<String> = Vec::new();
+        let mut set = columns.clone();
         for step in table.steps {
             let step_at = at(step.span());
+            let t = Texts { set: &set, ..t };
             let request = request(step.into_inner(), &defaults, &mut origin, &mut bodies, &t)?;
+            let before = set_names.len();
+            for e in &request.extract {
+                if !set_names.contains(&e.var) {
+                    set_names.push(e.var.clone());
+                }
+            }
+            if set_names.len() > before {
+                set = columns.clone().with_variables(set_names.iter().cloned());
+            }
             names.insert(request.name.clone());
             if names.len() > MAX_NAMES {
                 return Err(Located::new(step_at, Problem::TooManyNames));
@@ -93,13 +112,24 @@ pub(super) fn build(
     }
 }
 
-/// What a value's templates are checked against: the file's text (to point into it), and the
-/// feeder columns its slots may name.
+/// What a value's templates are checked against: the file's text (to point into it), the
+/// feeder columns and variables its slots may name, and the variables set by the time it is
+/// sent (those earlier steps of its scenario extract).
 struct Texts<'a, F: Fn(Range<usize>) -> At> {
     text: &'a str,
     at: &'a F,
     vocabulary: &'a Vocabulary,
+    set: &'a Vocabulary,
 }
+
+// Derived Clone and Copy would ask the same of `F`, which only a reference is here.
+impl<F: Fn(Range<usize>) -> At> Clone for Texts<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<F: Fn(Range<usize>) -> At> Copy for Texts<'_, F> {}
 
 /// The `[[feeder]]`s, each with its file read, in the file's order.
 fn feeders(
@@ -165,6 +195,32 @@ fn check_counts(file: &File, at: &impl Fn(Range<usize>) -> At) -> Result<(), Loc
     Ok(())
 }
 
+/// The variables the file's extractors set, each once, in the file's order (the plan's order);
+/// each extractor's name checked and each step's extractors counted before any request is
+/// built, so that a slot is never taken for a variable whose name is refused later.
+fn variables(file: &File, at: &impl Fn(Range<usize>) -> At) -> Result<Vec<String>, Located> {
+    let mut names: Vec<String> = Vec::new();
+    for step in file.scenarios.iter().flat_map(|s| s.get_ref().steps.iter()) {
+        let extractors = &step.get_ref().extractors;
+        if let Some(extra) = extractors.get(MAX_EXTRACTORS) {
+            return Err(Located::new(at(extra.span()), Problem::TooManyExtractors));
+        }
+        for table in extractors {
+            let var = &table.get_ref().var;
+            if !is_variable_name(var.get_ref()) {
+                return Err(Located::new(at(var.span()), Problem::VariableName { name: shown(var.get_ref()) }));
+            }
+            if !names.contains(var.get_ref()) {
+                if names.len() == MAX_VARIABLES {
+                    return Err(Located::new(at(var.span()), Problem::TooManyVariables));
+                }
+                names.push(var.get_ref().clone());
+            }
+        }
+    }
+    Ok(names)
+}
+
 /// The file's `origin`: scheme, host and port, and the command line's URL's if it has one.
 fn file_origin(given: &Spanned<String>, url: Option<&Target>) -> Result<Target, Problem> {
     let origin = Target::parse(given.get_ref()).map_err(|e| targets::Problem::Url(shown(&e.to_string())))?;
@@ -228,9 +284,9 @@ fn request(
         }
         (None, Some(file)) => {
             let bytes = bodies.read(file.get_ref()).map_err(|p| Located::new(at(file.span()), p))?;
-            if templated && let Err(e) = check_template(&bytes, t.vocabulary) {
+            if templated && let Some((offset, problem)) = template_problem(&bytes, t) {
                 let problem =
-                    Problem::TemplateInBodyFile { file: shown(file.get_ref()), offset: e.offset, what: e.what };
+                    Problem::TemplateInBodyFile { file: shown(file.get_ref()), offset, what: problem.to_string() };
                 return Err(Located::new(at(file.span()), problem));
             }
             bytes
@@ -256,7 +312,78 @@ fn request(
             return Err(Located::new(at(table.span()), Problem::TooManyKeptChecks));
         }
     }
-    Ok(NamedRequest { name, path_and_query, spec: RequestSpec::new(&method, headers, body), templated, checks, extract: vec![] })
+    let extract = step.extractors.iter().map(|table| extractor(table, at)).collect::<Result<_, _>>()?;
+    Ok(NamedRequest {
+        name,
+        path_and_query,
+        spec: RequestSpec::new(&method, headers, body),
+        templated,
+        checks,
+        extract,
+    })
+}
+
+/// One `[[scenario.step.extract]]`: its variable (checked by [`variables`]) and the one place
+/// its value comes from.
+fn extractor(table: &Spanned<ExtractTable>, at: &impl Fn(Range<usize>) -> At) -> Result<Extractor, Located> {
+    let t = table.get_ref();
+    let mut given: Vec<(&'static str, Range<usize>)> = [
+        t.json.as_ref().map(|v| ("json", v.span())),
+        t.header.as_ref().map(|v| ("header", v.span())),
+        t.regex.as_ref().map(|v| ("regex", v.span())),
+        t.cookie.as_ref().map(|v| ("cookie", v.span())),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    // In the order written, so that the one pointed at is the second.
+    given.sort_by_key(|(_, span)| span.start);
+    match given.as_slice() {
+        [] => return Err(Located::new(at(table.span()), Problem::ExtractWithoutSource)),
+        [_] => {}
+        [(first, _), (second, span), ..] => {
+            return Err(Located::new(at(span.clone()), Problem::ExtractTwoSources { first, second }));
+        }
+    }
+    if let (Some(group), None) = (&t.group, &t.regex) {
+        return Err(Located::new(at(group.span()), Problem::ExtractGroupWithoutRegex));
+    }
+    // A cookie's name is a token as a field's is (RFC 6265 §4.1.1), but its case is its own.
+    let token = |key: &'static str, name: &Spanned<String>| {
+        if check_header(name.get_ref(), "").is_err() {
+            return Err(Located::new(at(name.span()), Problem::ExtractName { key, name: shown(name.get_ref()) }));
+        }
+        Ok(name.get_ref().clone())
+    };
+    let from = if let Some(path) = &t.json {
+        ExtractSource::Json { pointer: json_pointer(path.get_ref()) }
+    } else if let Some(name) = &t.header {
+        ExtractSource::Header { name: token("header", name)?.to_ascii_lowercase() }
+    } else if let Some(name) = &t.cookie {
+        ExtractSource::Cookie { name: token("cookie", name)? }
+    } else if let Some(pattern) = &t.regex {
+        let compiled = CheckPattern::new(pattern.get_ref())
+            .map_err(|what| Located::new(at(pattern.span()), Problem::ExtractPattern { what }))?;
+        // groups() counts the whole match as group 0.
+        let group = match &t.group {
+            None => usize::from(compiled.groups() > 1),
+            Some(group) => match usize::try_from(*group.get_ref()) {
+                Ok(n) if n < compiled.groups() => n,
+                _ => {
+                    let problem = Problem::ExtractNoGroup {
+                        group: *group.get_ref(),
+                        pattern: shown(pattern.get_ref()),
+                        groups: compiled.groups() - 1,
+                    };
+                    return Err(Located::new(at(group.span()), problem));
+                }
+            },
+        };
+        ExtractSource::Regex { pattern: compiled, group }
+    } else {
+        return Err(Located::new(at(table.span()), Problem::ExtractWithoutSource));
+    };
+    Ok(Extractor { var: t.var.get_ref().clone(), from })
 }
 
 /// One `[[scenario.step.check]]`: its rule, and its name (the rule's own unless it gives one).
@@ -465,13 +592,32 @@ fn templated_path(
 /// `value` checked as a template, an error pointing into it where the file writes it plainly
 /// (a quoted string without escapes), else at the value.
 fn check_template_at(value: &Spanned<String>, t: &Texts<'_, impl Fn(Range<usize>) -> At>) -> Result<(), Located> {
-    let Err(e) = check_template(value.get_ref().as_bytes(), t.vocabulary) else { return Ok(()) };
+    let Some((offset, problem)) = template_problem(value.get_ref().as_bytes(), t) else { return Ok(()) };
     let span = value.span();
     let raw = t.text.get(span.clone()).unwrap_or("");
     let quote = raw.chars().next().filter(|c| *c == '"' || *c == '\'');
     let plain = quote.is_some_and(|q| raw.len() == value.get_ref().len() + 2 && raw.ends_with(q));
-    let start = if plain { span.start + 1 + e.offset } else { span.start };
-    Err(Located::new((t.at)(start..start), Problem::Template { what: e.what }))
+    let start = if plain { span.start + 1 + offset } else { span.start };
+    Err(Located::new((t.at)(start..start), problem))
+}
+
+/// What is wrong with `text` as a template, at which byte: a slot that names nothing the file
+/// knows, or a variable that no earlier step of the scenario has extracted when it is sent.
+fn template_problem(text: &[u8], t: &Texts<'_, impl Fn(Range<usize>) -> At>) -> Option<(usize, Problem)> {
+    if let Err(e) = check_template(text, t.vocabulary) {
+        return Some((e.offset, Problem::Template { what: e.what }));
+    }
+    // Every slot names something the file knows, so the one refused now is a variable.
+    let e = check_template(text, t.set).err()?;
+    Some((e.offset, Problem::VariableBeforeExtracted { var: slot_name(text, e.offset) }))
+}
+
+/// The name in the slot that starts at byte `open` of `text` (`{{ name }}`).
+fn slot_name(text: &[u8], open: usize) -> String {
+    let inside = text.get(open + 2..).unwrap_or_default();
+    let end = inside.windows(2).position(|w| w == b"}}").unwrap_or(inside.len());
+    let inside = String::from_utf8_lossy(&inside[..end]);
+    shown(inside.split_ascii_whitespace().next().unwrap_or(""))
 }
 
 /// A step's `path` as the path and query it goes to: a path, or an absolute URL of the run's

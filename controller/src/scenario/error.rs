@@ -1,7 +1,9 @@
 //! What can be wrong with a scenario file: the file as a whole, or something in it, said as
 //! `FILE:LINE:COLUMN: what`, as a targets file's problems are.
 
-use volley_engine::{MAX_CHECKS, MAX_FEEDERS, MAX_KEPT_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS};
+use volley_engine::{
+    MAX_CHECKS, MAX_EXTRACTORS, MAX_FEEDERS, MAX_KEPT_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, MAX_VARIABLES,
+};
 
 use crate::targets::{self, At, MAX_FILE_BYTES, MAX_HEADERS};
 
@@ -110,6 +112,32 @@ pub(crate) enum Problem {
     TooManyKeptChecks,
     #[error("{what}")]
     Template { what: String },
+    #[error(
+        "`{{{{{var}}}}}` is used before a step extracts it: a variable is there for the steps after the one that extracts it, in the same scenario"
+    )]
+    VariableBeforeExtracted { var: String },
+    #[error(
+        "var: '{name}' cannot name a variable: a letter or `_`, then letters, digits and `_`, and not a built-in (vu, iteration, worker, thread, random_int, uuid, unix_ms)"
+    )]
+    VariableName { name: String },
+    #[error("more than the {MAX_VARIABLES} variables a run may have, over all its steps' extractors")]
+    TooManyVariables,
+    #[error("more than the {MAX_EXTRACTORS} extractors a step may have")]
+    TooManyExtractors,
+    #[error("an extractor takes its value from one place: give json, header, regex or cookie")]
+    ExtractWithoutSource,
+    #[error(
+        "an extractor takes its value from one place, and this one gives both {first} and {second}: make them two extractors"
+    )]
+    ExtractTwoSources { first: &'static str, second: &'static str },
+    #[error("group goes with regex, the pattern whose capture group it takes")]
+    ExtractGroupWithoutRegex,
+    #[error("group {group}: the pattern /{pattern}/ has {groups} capture group(s); 0 is the whole match")]
+    ExtractNoGroup { group: u64, pattern: String, groups: usize },
+    #[error("regex: {what}")]
+    ExtractPattern { what: String },
+    #[error("{key}: '{name}' is not a {key} name")]
+    ExtractName { key: &'static str, name: String },
     #[error("{file}, byte {offset}: {what} (to send the file as written, set template = false on the step)")]
     TemplateInBodyFile { file: String, offset: usize, what: String },
     #[error("a template in the origin: templates go in a step's path and query, header values and body")]

@@ -86,6 +86,33 @@ pub(super) struct Step {
     /// `[[scenario.step.check]]`: what each response must be.
     #[serde(default, rename = "check")]
     pub checks: Vec<Spanned<CheckTable>>,
+    /// `[[scenario.step.extract]]`: values each response gives later steps' templates.
+    #[serde(default, rename = "extract")]
+    pub extractors: Vec<Spanned<ExtractTable>>,
+}
+
+/// One `[[scenario.step.extract]]`: the variable it sets, and one place it takes the value
+/// from (`json`, `header`, `regex` or `cookie`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ExtractTable {
+    /// What later steps' templates call it: `{{var}}`.
+    pub var: Spanned<String>,
+    /// The body's JSON value here: an RFC 6901 pointer ("/data/token") or a dot path ("data.token").
+    #[serde(default)]
+    pub json: Option<Spanned<String>>,
+    /// The first value of this header field (any case).
+    #[serde(default)]
+    pub header: Option<Spanned<String>>,
+    /// A pattern (Rust's regex syntax) whose first match in the body gives the value.
+    #[serde(default)]
+    pub regex: Option<Spanned<String>>,
+    /// With `regex`: which capture group; by default 1 if the pattern has one, else the match.
+    #[serde(default)]
+    pub group: Option<Spanned<u64>>,
+    /// The value of the cookie of this name that a `set-cookie` field of the response sets.
+    #[serde(default)]
+    pub cookie: Option<Spanned<String>>,
 }
 
 /// One `[[scenario.step.check]]`: one rule, and optionally a name.

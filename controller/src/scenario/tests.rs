@@ -1,7 +1,8 @@
 use std::path::PathBuf;
 
 use volley_engine::{
-    CheckPattern, CheckRule, CheckText, JsonValue, MAX_KEPT_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS,
+    CheckPattern, CheckRule, CheckText, ExtractSource, JsonValue, MAX_EXTRACTORS, MAX_KEPT_CHECKS, MAX_NAMES,
+    MAX_REQUESTS, MAX_SCENARIOS, MAX_VARIABLES,
 };
 
 use super::*;
@@ -177,7 +178,7 @@ fn what_is_wrong_is_pointed_at_by_line_and_column() {
         // Unknown keys, at the key, with the keys there are.
         (
             format!("{step}headerz = {{}}\n"),
-            "s.toml:5:1: unknown field `headerz`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`, `check`",
+            "s.toml:5:1: unknown field `headerz`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`, `check`, `extract`",
         ),
         (
             "[[scenario]]\nname = \"a\"\nsteps = []\n".to_string(),
@@ -539,4 +540,207 @@ fn more_checks_on_fields_and_body_than_a_step_may_have_are_refused_at_the_first_
         format!("s.toml:{line}:5: more than the 64 checks on header fields and the body a step may have"),
         "{err}"
     );
+}
+
+/// Each extractor of `request` as (variable, source).
+fn extractors(request: &NamedRequest) -> Vec<(&str, &ExtractSource)> {
+    request.extract.iter().map(|e| (e.var.as_str(), &e.from)).collect()
+}
+
+#[test]
+fn a_steps_extractors_are_read_in_order_and_later_steps_fill_their_variables() {
+    let file = read_text(
+        &with_origin(
+            r#"
+[[scenario]]
+name = "s"
+  [[scenario.step]]
+  name = "login"
+  path = "/login"
+    [[scenario.step.extract]]
+    var = "token"
+    json = "data.token"
+    [[scenario.step.extract]]
+    var = "raw"
+    json = "/data/a~1b"
+    [[scenario.step.extract]]
+    var = "request_id"
+    header = "X-Request-Id"
+    [[scenario.step.extract]]
+    var = "id"
+    regex = 'id=(\d+)'
+    [[scenario.step.extract]]
+    var = "whole"
+    regex = 'id=\d+'
+    [[scenario.step.extract]]
+    var = "_all"
+    regex = 'id=(\d+)'
+    group = 0
+    [[scenario.step.extract]]
+    var = "session"
+    cookie = "JSESSIONID"
+  [[scenario.step]]
+  path = "/users/{{id}}?t={{ token }}"
+  headers = { authorization = "Bearer {{token}}", x-request-id = "{{request_id}}" }
+  body = "{{session}} {{whole}} {{_all}} {{raw}}"
+"#,
+        ),
+        None,
+    )
+    .expect("a good file");
+    let pattern = |p: &str| CheckPattern::new(p).expect("pattern");
+    assert_eq!(
+        extractors(&file.requests[0]),
+        [
+            ("token", &ExtractSource::Json { pointer: "/data/token".into() }),
+            ("raw", &ExtractSource::Json { pointer: "/data/a~1b".into() }),
+            ("request_id", &ExtractSource::Header { name: "x-request-id".into() }),
+            ("id", &ExtractSource::Regex { pattern: pattern(r"id=(\d+)"), group: 1 }),
+            ("whole", &ExtractSource::Regex { pattern: pattern(r"id=\d+"), group: 0 }),
+            ("_all", &ExtractSource::Regex { pattern: pattern(r"id=(\d+)"), group: 0 }),
+            // A cookie's name keeps its case: cookies are told apart by it.
+            ("session", &ExtractSource::Cookie { name: "JSESSIONID".into() }),
+        ]
+    );
+    assert!(file.requests[1].extract.is_empty());
+    assert_eq!(file.requests[1].path_and_query, "/users/{{id}}?t={{ token }}");
+}
+
+#[test]
+fn a_bad_extractor_is_pointed_at_with_what_an_extractor_may_be() {
+    let step = |extract: &str| {
+        with_origin(&format!(
+            "[[scenario]]\nname = \"s\"\n  [[scenario.step]]\n  path = \"/\"\n    [[scenario.step.extract]]\n{extract}\n"
+        ))
+    };
+    for (extract, says) in [
+        ("    json = \"a\"", "s.toml:6:5: missing field `var`"),
+        (
+            "    var = \"a-b\"\n    json = \"a\"",
+            "s.toml:7:11: var: 'a-b' cannot name a variable: a letter or `_`, then letters, digits and `_`, and not a built-in (vu, iteration, worker, thread, random_int, uuid, unix_ms)",
+        ),
+        (
+            "    var = \"vu\"\n    json = \"a\"",
+            "s.toml:7:11: var: 'vu' cannot name a variable: a letter or `_`, then letters, digits and `_`, and not a built-in (vu, iteration, worker, thread, random_int, uuid, unix_ms)",
+        ),
+        (
+            "    var = \"t\"",
+            "s.toml:6:5: an extractor takes its value from one place: give json, header, regex or cookie",
+        ),
+        (
+            "    var = \"t\"\n    cookie = \"c\"\n    json = \"a\"",
+            "s.toml:9:12: an extractor takes its value from one place, and this one gives both cookie and json: make them two extractors",
+        ),
+        (
+            "    var = \"t\"\n    json = \"a\"\n    group = 1",
+            "s.toml:9:13: group goes with regex, the pattern whose capture group it takes",
+        ),
+        (
+            "    var = \"t\"\n    regex = 'id=(\\d+)'\n    group = 2",
+            r"s.toml:9:13: group 2: the pattern /id=(\d+)/ has 1 capture group(s); 0 is the whole match",
+        ),
+        ("    var = \"t\"\n    regex = \"(\"", "s.toml:8:13: regex: error: unclosed group"),
+        ("    var = \"t\"\n    header = \"a b\"", "s.toml:8:14: header: 'a b' is not a header name"),
+        ("    var = \"t\"\n    cookie = \"a;b\"", "s.toml:8:14: cookie: 'a;b' is not a cookie name"),
+        (
+            "    var = \"t\"\n    group = -1\n    regex = \"a\"",
+            "s.toml:8:13: invalid value: integer `-1`, expected u64",
+        ),
+        (
+            "    var = \"t\"\n    json = \"a\"\n    from = \"body\"",
+            "s.toml:9:5: unknown field `from`, expected one of `var`, `json`, `header`, `regex`, `group`, `cookie`",
+        ),
+    ] {
+        assert_eq!(read_text(&step(extract), None).err().as_deref(), Some(says), "{extract}");
+    }
+}
+
+#[test]
+fn more_extractors_than_a_step_may_have_or_variables_than_a_run_may_have_are_refused_at_the_first_too_many() {
+    let extract = |var: String| format!("    [[scenario.step.extract]]\n    var = \"{var}\"\n    json = \"a\"\n");
+    let one_step: String = (0..=MAX_EXTRACTORS).map(|i| extract(format!("v{i}"))).collect();
+    let text = with_origin(&format!("[[scenario]]\nname = \"s\"\n  [[scenario.step]]\n  path = \"/\"\n{one_step}"));
+    // The origin's line, four of the scenario and its step, then three lines an extractor.
+    let line = 6 + 3 * MAX_EXTRACTORS;
+    assert_eq!(
+        read_text(&text, None).err(),
+        Some(format!("s.toml:{line}:5: more than the 16 extractors a step may have"))
+    );
+
+    // Each step sets v0 again, which counts once, then fifteen variables of its own.
+    let steps: String = (0..5)
+        .map(|step| {
+            let own: String = (0..15).map(|i| extract(format!("v{}", 1 + step * 15 + i))).collect();
+            format!("  [[scenario.step]]\n  path = \"/\"\n{}{own}", extract("v0".into()))
+        })
+        .collect();
+    let text = with_origin(&format!("[[scenario]]\nname = \"s\"\n{steps}"));
+    // After four steps 61 are set; the fifth step's fourth own variable, v64, is one too many:
+    // its steps start on line 4, each 2 + 3 * 16 lines long, and its var is an extractor's
+    // second line.
+    assert_eq!(MAX_VARIABLES, 64);
+    let line = 4 + 4 * (2 + 3 * 16) + 2 + 3 * 4 + 1;
+    assert_eq!(
+        read_text(&text, None).err(),
+        Some(format!("s.toml:{line}:11: more than the 64 variables a run may have, over all its steps' extractors"))
+    );
+}
+
+#[test]
+fn a_variable_is_used_only_after_an_earlier_step_of_its_scenario_extracts_it() {
+    let login = "  [[scenario.step]]\n  path = \"/login\"\n    [[scenario.step.extract]]\n    var = \"token\"\n    json = \"token\"\n";
+    let before = "is used before a step extracts it: a variable is there for the steps after the one that extracts it, in the same scenario";
+    let cases = [
+        // In the step that extracts it: the value comes with its response.
+        (
+            "[[scenario]]\nname = \"a\"\n  [[scenario.step]]\n  path = \"/a?t={{token}}\"\n    [[scenario.step.extract]]\n    var = \"token\"\n    json = \"token\"\n".to_string(),
+            format!("s.toml:5:16: `{{{{token}}}}` {before}"),
+        ),
+        // Before it.
+        (
+            format!("[[scenario]]\nname = \"a\"\n  [[scenario.step]]\n  path = \"/\"\n  headers = {{ auth = \"x {{{{ token }}}}\" }}\n{login}"),
+            format!("s.toml:6:25: `{{{{token}}}}` {before}"),
+        ),
+        // In another scenario than the one that extracts it.
+        (
+            format!("[[scenario]]\nname = \"a\"\n{login}[[scenario]]\nname = \"b\"\n  [[scenario.step]]\n  path = \"/\"\n  body = \"{{{{token}}}}\"\n"),
+            format!("s.toml:13:11: `{{{{token}}}}` {before}"),
+        ),
+        // In the defaults, which go into every first step.
+        (
+            format!("[defaults]\nheaders = {{ auth = \"{{{{token}}}}\" }}\n[[scenario]]\nname = \"a\"\n{login}"),
+            format!("s.toml:3:21: `{{{{token}}}}` {before}"),
+        ),
+        // A name that is nothing at all is said to be so.
+        (
+            format!("[[scenario]]\nname = \"a\"\n{login}  [[scenario.step]]\n  path = \"/{{{{tokn}}}}\"\n"),
+            "s.toml:10:12: `{{tokn}}` names nothing volley knows (it knows vu, iteration, worker, thread, random_int A B, uuid, unix_ms, a feeder's columns as FEEDER.COLUMN, and variables an extractor sets)".to_string(),
+        ),
+    ];
+    for (text, says) in cases {
+        assert_eq!(read_text(&with_origin(&text), None).err(), Some(says), "{text}");
+    }
+
+    // A body file is held to the same, pointed at with the byte in it.
+    let files = Files::new();
+    files.write("body.txt", "token={{token}}");
+    files.write(
+        "s.toml",
+        with_origin(&format!(
+            "[[scenario]]\nname = \"a\"\n  [[scenario.step]]\n  path = \"/\"\n  body_file = \"body.txt\"\n{login}"
+        )),
+    );
+    let err = files.read("s.toml", None).expect_err("used before it is set");
+    assert_eq!(
+        err,
+        format!(
+            "s.toml:6:15: body.txt, byte 6: `{{{{token}}}}` {before} (to send the file as written, set template = false on the step)"
+        )
+    );
+
+    // After it, in a step of the same scenario, it is a slot.
+    let ok = with_origin(&format!(
+        "[[scenario]]\nname = \"a\"\n{login}  [[scenario.step]]\n  path = \"/me?t={{{{token}}}}\"\n"
+    ));
+    assert_eq!(read_text(&ok, None).map(|f| f.requests.len()), Ok(2));
 }

@@ -496,6 +496,100 @@ fn a_mixs_requests_are_checked_like_the_one_request_and_counted_before_they_are_
     assert!(shard_from_proto(&many).is_ok(), "as many names as a run may have");
 }
 
+/// A scenario of two steps: a login whose response gives a variable of every kind of source,
+/// then a step whose path, header and body use them.
+fn extracting_plan() -> Plan {
+    let extract = |var: &str, from: ExtractSource| Extractor { var: var.into(), from };
+    let login = NamedRequest {
+        name: "login".into(),
+        path_and_query: "/login".into(),
+        spec: RequestSpec::new("POST", vec![], b"{}".to_vec()),
+        templated: true,
+        checks: vec![],
+        extract: vec![
+            extract("token", ExtractSource::Json { pointer: "/data/token".into() }),
+            extract("rid", ExtractSource::Header { name: "x-request-id".into() }),
+            extract("id", ExtractSource::Regex { pattern: CheckPattern::new(r"id=(\d+)").expect("pattern"), group: 1 }),
+            extract("session", ExtractSource::Cookie { name: "session".into() }),
+        ],
+    };
+    let me = NamedRequest {
+        name: "me".into(),
+        path_and_query: "/users/{{id}}".into(),
+        spec: RequestSpec::new(
+            "GET",
+            vec![("authorization".into(), "Bearer {{token}}".into())],
+            b"{{session}}".to_vec(),
+        ),
+        templated: true,
+        checks: vec![],
+        extract: vec![],
+    };
+    let mut p = plan(Stop::Requests(100));
+    p.warm_up = None;
+    let scenarios = vec![Scenario { name: "flow".into(), weight: 1, steps: 2 }];
+    p.requests = Requests::Mix(Mix { requests: vec![login, me], order: Order::Scenarios { scenarios, seed: 5 } });
+    p
+}
+
+#[test]
+fn a_scenarios_extractors_survive_the_wire_with_the_steps_that_use_their_variables() {
+    let p = extracting_plan();
+    let wire = shard_to_proto(&p);
+    assert_eq!(wire.mix[0].extract.len(), 4);
+    let back = shard_from_proto(&wire).expect("valid");
+    assert_same_plan(&back, &p);
+    assert_eq!(back.requests.variables(), ["token", "rid", "id", "session"]);
+}
+
+#[test]
+fn an_extractor_without_a_source_with_a_bad_pattern_or_one_too_many_is_refused() {
+    let good = shard_to_proto(&extracting_plan());
+    type Spoil = Box<dyn Fn(&mut v1::Shard)>;
+    let regex =
+        |pattern: &str, group| Some(v1::extractor::Source::Regex(v1::RegexSource { pattern: pattern.into(), group }));
+    let cases: Vec<(&str, Spoil)> = vec![
+        ("extractor of 'token': an extractor without a source", Box::new(|s| s.mix[0].extract[0].source = None)),
+        ("extractor of 'id': a bad pattern", Box::new(move |s| s.mix[0].extract[2].source = regex("(", 0))),
+        (
+            "login: more than the 16 extractors a step may have",
+            // Counted before any is compiled: not one of these patterns would compile.
+            Box::new(move |s| {
+                let bad = v1::Extractor { var: "x".into(), source: regex("(", 0) };
+                s.mix[0].extract = vec![bad; MAX_EXTRACTORS + 1];
+            }),
+        ),
+        (
+            "more variables than a run may have",
+            // Five steps of sixteen variables each, refused at the 65th.
+            Box::new(|s| {
+                let (login, one) = (s.mix[0].clone(), s.mix[0].extract[0].clone());
+                let each = |i: usize| v1::Extractor { var: format!("v{i}"), ..one.clone() };
+                s.mix = (0..5)
+                    .map(|k| v1::MixRequest {
+                        extract: (0..MAX_EXTRACTORS).map(|i| each(k * MAX_EXTRACTORS + i)).collect(),
+                        ..login.clone()
+                    })
+                    .collect();
+            }),
+        ),
+        // The rest is Plan::validate's, which the worker makes on every shard.
+        ("has no group 2", Box::new(move |s| s.mix[0].extract[2].source = regex(r"id=(\d+)", 2))),
+        (
+            "is not a header field or cookie name",
+            Box::new(|s| s.mix[0].extract[1].source = Some(v1::extractor::Source::Header("X-Id".into()))),
+        ),
+        ("variable `a-b`", Box::new(|s| s.mix[0].extract[0].var = "a-b".into())),
+        ("`{{id}}` is used before", Box::new(|s| s.mix.swap(0, 1))),
+    ];
+    for (why, spoil) in cases {
+        let mut shard = good.clone();
+        spoil(&mut shard);
+        let err = shard_from_proto(&shard).expect_err(why).to_string();
+        assert!(err.contains(why), "{why}: {err}");
+    }
+}
+
 fn sample_stats() -> Stats {
     let mut s = Stats::new();
     let c = &mut s.counters;
@@ -510,6 +604,8 @@ fn sample_stats() -> Stats {
     c.blocked = 12;
     c.unsent = 13;
     c.iterations = 16;
+    c.extract_failed = 17;
+    c.abandoned = 18;
     c.truncated = 14;
     c.dropped_packets = 15;
     for (i, kind) in ErrorKind::ALL.into_iter().enumerate() {
@@ -545,6 +641,8 @@ fn sample_stats_with_names() -> Stats {
     home.counters.add_status(200, 890);
     home.counters.add_status(404, 10);
     home.counters.add_errors(ErrorKind::Timeout, 3);
+    home.counters.extract_failed = 5;
+    home.counters.abandoned = 8;
     for v in 0..900u64 {
         home.latency.record(v * v * 51 + 2_000).expect("in range");
         home.ttfb.record(v * 977 + 1_500).expect("in range");
