@@ -7,13 +7,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::driver::{
-    self, GRO_BUF_SIZE, Judge, MIN_BUF_SIZE, RequestChecks, Shared, ThreadDone, ThreadMsg, ThreadPlan,
+    self, CheckJudge, GRO_BUF_SIZE, Judge, MIN_BUF_SIZE, RequestChecks, Shared, ThreadDone, ThreadMsg, ThreadPlan,
 };
 use crate::engine::choose_engine;
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
-use crate::plan::{Mix, Plan, Protocol, Stop};
+use crate::plan::{Mix, OnFailure, Plan, Protocol, Stop};
 use crate::quic;
 use crate::ring::RingSupport;
 use crate::session::{KeptCheckTable, KeptChecks, SessionConfig};
@@ -143,7 +143,7 @@ fn judges(checks: &[crate::plan::Check], indices: Vec<u16>) -> RequestChecks {
             } else {
                 Judge::Now(c.rule.clone())
             };
-            (judge, k)
+            CheckJudge { judge, index: k, abort: c.on_failure == OnFailure::Abort }
         })
         .collect()
 }

@@ -136,3 +136,40 @@ fn a_step_using_a_variable_no_earlier_step_extracts_is_refused_with_its_place() 
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("early.toml:") && stderr.contains("sid"), "{stderr}");
 }
+
+#[test]
+fn a_failed_check_that_aborts_ends_its_iteration_and_the_server_never_sees_the_later_step() {
+    // Every 4th request the server receives is answered 503, whichever route it is.
+    let server = TestServer::start(Behavior::ok(10).status_every(4, 503));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("abort.toml");
+    let scenario = r#"
+[[scenario]]
+name = "two"
+  [[scenario.step]]
+  name = "first"
+  path = "/a"
+    [[scenario.step.check]]
+    status = 200
+    on_failure = "abort"
+  [[scenario.step]]
+  name = "second"
+  path = "/b"
+"#;
+    std::fs::write(&file, format!("origin = \"{}\"\n{scenario}", server.url().trim_end_matches('/'))).unwrap();
+    for extra in [&[][..], &["--http2", "-p", "4"][..]] {
+        let before = server.routes();
+        let out = run(file.to_str().unwrap(), extra);
+        assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
+        let r = support::json_report(&out);
+        let routes = server.routes();
+        let served = |route: &str| routes.get(route).copied().unwrap_or(0) - before.get(route).copied().unwrap_or(0);
+        let failed = checks(&r, "first")[0].1;
+        assert!(failed > 0, "{extra:?}: some first steps got a 503: {r}");
+        assert_eq!(number(name(&r, "first"), "/statusCodes/503"), failed, "{extra:?}");
+        assert_eq!(served("GET /a"), ITERATIONS, "{extra:?}");
+        assert_eq!(served("GET /b"), ITERATIONS - failed, "{extra:?}: an aborted iteration sends no second step");
+        assert_eq!(number(name(&r, "first"), "/abandoned"), failed, "{extra:?}");
+        assert_eq!(number(&r, "/abandoned"), failed, "{extra:?}");
+    }
+}

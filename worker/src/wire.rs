@@ -11,9 +11,9 @@ use std::time::Duration;
 use volley_engine::{
     Check, CheckCounts, CheckPattern, CheckRule, CheckText, ConnectionIndices, Counters, Engine, EngineChoice,
     ErrorKind, ExtractSource, Extractor, HistogramError, JsonValue, Load, MAX_CHECKS, MAX_EXTRACTORS, MAX_NAMES,
-    MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_VARIABLES, Mix, NameStats, NamedRequest, Order, Plan, Protocol,
-    QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario, Stage, Stats, Stop, Table, Target, TargetError,
-    TlsOptions, Vocabulary, decode_histogram, encode_histogram, new_histogram,
+    MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_VARIABLES, Mix, NameStats, NamedRequest, OnFailure, Order, Plan,
+    Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario, Stage, Stats, Stop, Table, Target,
+    TargetError, TlsOptions, Vocabulary, decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -170,7 +170,7 @@ fn check_to_proto(c: &Check) -> v1::Check {
             },
         }),
     };
-    v1::Check { name: c.name.clone(), rule: Some(rule) }
+    v1::Check { name: c.name.clone(), rule: Some(rule), abort: c.on_failure == OnFailure::Abort }
 }
 
 fn check_from_proto(c: &v1::Check) -> Result<Check, WireError> {
@@ -239,7 +239,8 @@ fn check_from_proto(c: &v1::Check) -> Result<Check, WireError> {
         }
         None => return Err(invalid("a check without a rule")),
     };
-    Ok(Check { name: c.name.clone(), rule })
+    let on_failure = if c.abort { OnFailure::Abort } else { OnFailure::Continue };
+    Ok(Check { name: c.name.clone(), rule, on_failure })
 }
 
 fn order_to_proto(order: &Order) -> v1::shard::Order {

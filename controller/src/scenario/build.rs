@@ -11,8 +11,8 @@ use toml::Spanned;
 use volley_engine::{
     Check, CheckPattern, CheckRule, CheckText, ExtractSource, Extractor, Feeder, FeederMode, JsonValue, MAX_CHECKS,
     MAX_EXTRACTORS, MAX_FEEDERS, MAX_KEPT_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, MAX_VARIABLES, NamedRequest,
-    RequestSpec, Scenario, Target, Vocabulary, check_template, is_feeder_name, is_variable_name, json_pointer,
-    template_skeleton,
+    OnFailure, RequestSpec, Scenario, Target, Vocabulary, check_template, is_feeder_name, is_variable_name,
+    json_pointer, template_skeleton,
 };
 
 use super::ScenarioFile;
@@ -456,7 +456,12 @@ fn check(table: &Spanned<CheckTable>, at: &impl Fn(Range<usize>) -> At) -> Resul
         Some(name) => checked_name(name.get_ref().clone()).map_err(|p| Located::new(at(name.span()), p))?,
         None => rule.default_name(),
     };
-    Ok(Check { name, rule })
+    let on_failure = match t.on_failure.as_ref().map(|v| (v.get_ref().as_str(), v.span())) {
+        None | Some(("continue", _)) => OnFailure::Continue,
+        Some(("abort", _)) => OnFailure::Abort,
+        Some((what, span)) => return Err(Located::new(at(span), Problem::CheckOnFailure { what: what.into() })),
+    };
+    Ok(Check { name, rule, on_failure })
 }
 
 /// A header rule: the field's name (lowercased), and at most one test of its value.

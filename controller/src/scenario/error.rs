@@ -80,6 +80,8 @@ pub(crate) enum Problem {
     CheckWithTwoRules { first: &'static str, second: &'static str },
     #[error("body_contains: give the text the body must hold")]
     CheckEmptyText,
+    #[error("on_failure {what:?}: it is \"continue\" (the default) or \"abort\" (the iteration ends)")]
+    CheckOnFailure { what: String },
     #[error("body_matches: {what}")]
     CheckPattern { what: String },
     #[error("body_size {what}: give a number of bytes (1024) or a range (\"1-4096\")")]

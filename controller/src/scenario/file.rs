@@ -152,6 +152,9 @@ pub(super) struct CheckTable {
     /// With `header`: a pattern the value matches.
     #[serde(default)]
     pub matches: Option<Spanned<String>>,
+    /// What a failure does: "continue" (the default) or "abort" the iteration.
+    #[serde(default)]
+    pub on_failure: Option<Spanned<String>>,
 }
 
 /// A scenario's weight: its share of iterations. Checked as it is read, so that 0, -1 or 1.5 is

@@ -2,7 +2,7 @@ use std::path::PathBuf;
 
 use volley_engine::{
     CheckPattern, CheckRule, CheckText, ExtractSource, JsonValue, MAX_EXTRACTORS, MAX_KEPT_CHECKS, MAX_NAMES,
-    MAX_REQUESTS, MAX_SCENARIOS, MAX_VARIABLES,
+    MAX_REQUESTS, MAX_SCENARIOS, MAX_VARIABLES, OnFailure,
 };
 
 use super::*;
@@ -447,6 +447,19 @@ name = "s"
 }
 
 #[test]
+fn a_check_may_abort_its_iteration_and_by_default_does_not() {
+    let file = read_text(
+        &with_origin(
+            "[[scenario]]\nname = \"s\"\n  [[scenario.step]]\n  path = \"/\"\n    [[scenario.step.check]]\n    status = 200\n    on_failure = \"abort\"\n    [[scenario.step.check]]\n    body_size = 3\n    [[scenario.step.check]]\n    json = \"a\"\n    on_failure = \"continue\"\n",
+        ),
+        None,
+    )
+    .expect("a scenario");
+    let on_failure: Vec<OnFailure> = file.requests[0].checks.iter().map(|c| c.on_failure).collect();
+    assert_eq!(on_failure, [OnFailure::Abort, OnFailure::Continue, OnFailure::Continue]);
+}
+
+#[test]
 fn a_bad_check_is_pointed_at_with_what_a_check_may_be() {
     let step = |check: &str| {
         with_origin(&format!(
@@ -519,7 +532,11 @@ fn a_bad_check_is_pointed_at_with_what_a_check_may_be() {
         ),
         (
             "    status = 200\n    colour = \"red\"",
-            "s.toml:8:5: unknown field `colour`, expected one of `name`, `status`, `latency_below`, `body_contains`, `body_matches`, `body_size`, `json`, `header`, `equals`, `contains`, `matches`",
+            "s.toml:8:5: unknown field `colour`, expected one of `name`, `status`, `latency_below`, `body_contains`, `body_matches`, `body_size`, `json`, `header`, `equals`, `contains`, `matches`, `on_failure`",
+        ),
+        (
+            "    status = 200\n    on_failure = \"stop\"",
+            "s.toml:8:18: on_failure \"stop\": it is \"continue\" (the default) or \"abort\" (the iteration ends)",
         ),
     ] {
         assert_eq!(read_text(&step(check), None).err().as_deref(), Some(says), "{check}");

@@ -31,7 +31,17 @@ use crate::session::SessionConfig;
 use crate::stats::{ErrorKind, Stats};
 
 /// One request's checks: how each is judged, with the check's index among its name's.
-pub(crate) type RequestChecks = Box<[(Judge, u16)]>;
+pub(crate) type RequestChecks = Box<[CheckJudge]>;
+
+/// One check of a request, as the loop judges it.
+#[derive(Debug)]
+pub(crate) struct CheckJudge {
+    pub judge: Judge,
+    /// Its index among its name's checks (`Mix::check_names`).
+    pub index: u16,
+    /// A failure ends the iteration (`on_failure = "abort"`).
+    pub abort: bool,
+}
 
 /// How the loop judges a check when the response is counted.
 #[derive(Debug)]

@@ -29,6 +29,20 @@ pub struct Check {
     /// checks of the same name.
     pub name: String,
     pub rule: Rule,
+    /// What a failure does to the iteration.
+    pub on_failure: OnFailure,
+}
+
+/// What a failed check does to its iteration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Counted; the iteration goes on.
+    #[default]
+    Continue,
+    /// Counted, and the iteration ends here (`abandoned`): its later steps are not sent. It
+    /// makes its scenario a flow, whose users send one request at a time, so that no later
+    /// step is already under way.
+    Abort,
 }
 
 /// What a response must be for a check to pass.

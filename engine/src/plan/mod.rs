@@ -11,7 +11,8 @@ mod stages;
 mod validate;
 
 pub use checks::{
-    Check, CheckCounts, JsonValue, KEPT_BODY_BYTES, MAX_CHECKS, MAX_KEPT_CHECKS, Pattern, Rule, TextTest, json_pointer,
+    Check, CheckCounts, JsonValue, KEPT_BODY_BYTES, MAX_CHECKS, MAX_KEPT_CHECKS, OnFailure, Pattern, Rule, TextTest,
+    json_pointer,
 };
 pub(crate) use checks::{KeptResponse, ParsedJson};
 pub use extract::{Extractor, MAX_EXTRACTORS, MAX_VALUE_BYTES, MAX_VARIABLES, Source, is_variable_name};

@@ -3,7 +3,7 @@
 //! its own.
 
 use super::RequestSpec;
-use super::checks::Check;
+use super::checks::{Check, OnFailure};
 use super::extract::Extractor;
 use crate::template::{Template, Vocabulary};
 
@@ -100,6 +100,11 @@ impl NamedRequest {
 }
 
 impl NamedRequest {
+    /// Whether it makes its scenario a flow: it has extractors, or a check that aborts.
+    fn makes_a_flow(&self) -> bool {
+        !self.extract.is_empty() || self.checks.iter().any(|c| c.on_failure == OnFailure::Abort)
+    }
+
     /// Whether no two of its checks share a name (each name is one count of its name's).
     pub fn checks_are_distinct(&self) -> bool {
         self.checks.iter().enumerate().all(|(i, c)| self.checks[..i].iter().all(|d| d.name != c.name))
@@ -118,15 +123,15 @@ impl NamedRequest {
 }
 
 impl Mix {
-    /// Per request: it is a step of a flow, a scenario one of whose steps has extractors (its
-    /// user sends one request at a time, and a failed step ends its iteration). All false
-    /// without such a scenario.
+    /// Per request: it is a step of a flow, a scenario one of whose steps has extractors or a
+    /// check that aborts (its user sends one request at a time, and a failed step ends its
+    /// iteration). All false without such a scenario.
     pub(crate) fn flow_steps(&self) -> Vec<bool> {
         let mut flows = vec![false; self.requests.len()];
         let mut first = 0;
         for scenario in self.order.scenarios().unwrap_or(&[]) {
             let end = (first + scenario.steps as usize).min(self.requests.len());
-            if self.requests[first..end].iter().any(|r| !r.extract.is_empty()) {
+            if self.requests[first..end].iter().any(NamedRequest::makes_a_flow) {
                 flows[first..end].fill(true);
             }
             first = end;
@@ -290,7 +295,14 @@ mod tests {
 
     fn checked(name: &str, checks: &[&str]) -> NamedRequest {
         let rule = super::super::checks::Rule::Status(vec![200..=200]);
-        let checks = checks.iter().map(|c| Check { name: (*c).into(), rule: rule.clone() }).collect();
+        let checks = checks
+            .iter()
+            .map(|c| Check {
+                name: (*c).into(),
+                rule: rule.clone(),
+                on_failure: super::super::checks::OnFailure::Continue,
+            })
+            .collect();
         NamedRequest { checks, ..request(name) }
     }
 

@@ -24,25 +24,48 @@ fn mix(order: Order) -> Requests {
             ),
             NamedRequest {
                 checks: vec![
-                    Check { name: "answered".into(), rule: CheckRule::Status(vec![200..=299, 404..=404]) },
-                    Check { name: "fast".into(), rule: CheckRule::LatencyBelow(Duration::from_micros(2500)) },
-                    Check { name: "says ok".into(), rule: CheckRule::BodyContains(b"ok".to_vec()) },
+                    Check {
+                        name: "answered".into(),
+                        rule: CheckRule::Status(vec![200..=299, 404..=404]),
+                        on_failure: volley_engine::OnFailure::Continue,
+                    },
+                    Check {
+                        name: "fast".into(),
+                        rule: CheckRule::LatencyBelow(Duration::from_micros(2500)),
+                        on_failure: volley_engine::OnFailure::Abort,
+                    },
+                    Check {
+                        name: "says ok".into(),
+                        rule: CheckRule::BodyContains(b"ok".to_vec()),
+                        on_failure: volley_engine::OnFailure::Continue,
+                    },
                     Check {
                         name: "a token".into(),
                         rule: CheckRule::BodyMatches(volley_engine::CheckPattern::new("t-[0-9]+").expect("pattern")),
+                        on_failure: volley_engine::OnFailure::Continue,
                     },
-                    Check { name: "small".into(), rule: CheckRule::BodySize(1..=4096) },
+                    Check {
+                        name: "small".into(),
+                        rule: CheckRule::BodySize(1..=4096),
+                        on_failure: volley_engine::OnFailure::Continue,
+                    },
                     Check {
                         name: "id 7".into(),
                         rule: CheckRule::Json {
                             pointer: "/data/0/id".into(),
                             equals: Some(volley_engine::JsonValue(serde_json::json!({"id": [7, "x", null]}))),
                         },
+                        on_failure: volley_engine::OnFailure::Continue,
                     },
-                    Check { name: "has id".into(), rule: CheckRule::Json { pointer: "/id".into(), equals: None } },
+                    Check {
+                        name: "has id".into(),
+                        rule: CheckRule::Json { pointer: "/id".into(), equals: None },
+                        on_failure: volley_engine::OnFailure::Continue,
+                    },
                     Check {
                         name: "typed".into(),
                         rule: CheckRule::Header { name: "content-type".into(), test: CheckText::Exists },
+                        on_failure: volley_engine::OnFailure::Continue,
                     },
                     Check {
                         name: "json".into(),
@@ -50,10 +73,12 @@ fn mix(order: Order) -> Requests {
                             name: "content-type".into(),
                             test: CheckText::Contains(b"json".to_vec()),
                         },
+                        on_failure: volley_engine::OnFailure::Continue,
                     },
                     Check {
                         name: "exactly".into(),
                         rule: CheckRule::Header { name: "x-a".into(), test: CheckText::Equals(b"".to_vec()) },
+                        on_failure: volley_engine::OnFailure::Continue,
                     },
                     Check {
                         name: "session".into(),
@@ -61,6 +86,7 @@ fn mix(order: Order) -> Requests {
                             name: "set-cookie".into(),
                             test: CheckText::Matches(volley_engine::CheckPattern::new("^sid=").expect("pattern")),
                         },
+                        on_failure: volley_engine::OnFailure::Continue,
                     },
                 ],
                 ..request(

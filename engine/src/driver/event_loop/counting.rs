@@ -49,6 +49,8 @@ impl<I: Io> Loop<I> {
                 }
                 Event::Response { request, status, due, sent_at, at } => {
                     let kept_verdicts = kept_verdicts.take();
+                    // A check that failed ends the iteration.
+                    let mut abort = false;
                     if let Some(&expected) = self.shared.extracts.get(request as usize)
                         && expected > 0
                     {
@@ -75,9 +77,9 @@ impl<I: Io> Loop<I> {
                             // A response whose step has checks on what is kept and no verdicts
                             // fails them: a check passes only on evidence.
                             let kept_failed = kept_verdicts.unwrap_or(u64::MAX);
-                            for (judge, k) in &checks[request as usize] {
-                                let counts = name.check(usize::from(*k));
-                                let passed = match judge {
+                            for check in &checks[request as usize] {
+                                let counts = name.check(usize::from(check.index));
+                                let passed = match &check.judge {
                                     Judge::Now(rule) => rule.passes(status, took),
                                     Judge::Kept(j) => kept_failed & (1 << j) == 0,
                                 };
@@ -85,9 +87,13 @@ impl<I: Io> Loop<I> {
                                     counts.passed += 1;
                                 } else {
                                     counts.failed += 1;
+                                    abort |= check.abort;
                                 }
                             }
                         }
+                    }
+                    if abort {
+                        self.end_flow(i, request);
                     }
                 }
                 Event::Judged { failed, extracted: values } => {
@@ -138,9 +144,9 @@ impl<I: Io> Loop<I> {
         self.end_flow(i, request);
     }
 
-    /// `request` ended without what a flow's later steps need (its extraction or the request
-    /// failed): if it is a flow's step, its iteration ends here, counted as abandoned under its
-    /// name when steps were left.
+    /// `request` ended without what a flow's later steps need (its extraction, the request or
+    /// a check with `on_failure = "abort"` failed): if it is a flow's step, its iteration ends
+    /// here, counted as abandoned under its name when steps were left.
     fn end_flow(&mut self, i: usize, request: u32) {
         if !self.shared.flows.get(request as usize).copied().unwrap_or(false)
             || !self.picker.end_iteration(&mut self.conns[i].cursor)
