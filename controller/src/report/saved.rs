@@ -228,9 +228,9 @@ fn line(path: &str, r: &Value) -> Result<WorkerLine, String> {
     Ok(WorkerLine {
         address: path.to_string(),
         info: None,
-        connections: count(r, "/connections")? as usize,
+        connections: size(r, "/connections")?,
         rate: r["schedule"]["requestedPerSec"].as_u64(),
-        threads: count(r, "/threads")? as usize,
+        threads: size(r, "/threads")?,
         duration: seconds(r, "/durationSeconds")?,
         // Reports from before the client's CPU was measured have none.
         client_cpu: match r.pointer("/clientCpuSeconds") {
@@ -356,6 +356,13 @@ fn name_stats(entry: &Value) -> Result<(NameStats, Vec<String>), String> {
 
 fn count(r: &Value, pointer: &str) -> Result<u64, String> {
     r.pointer(pointer).and_then(Value::as_u64).ok_or_else(|| format!("no count at {pointer}"))
+}
+
+/// A count of connections or threads: none is past `u32::MAX`, so that the merge's sums of
+/// them cannot overflow (a mutated report's `u64::MAX` threads did).
+fn size(r: &Value, pointer: &str) -> Result<usize, String> {
+    let n = count(r, pointer)?;
+    u32::try_from(n).map(|n| n as usize).map_err(|_| format!("{pointer} is {n}, more than any run has"))
 }
 
 fn seconds(r: &Value, pointer: &str) -> Result<Duration, String> {
