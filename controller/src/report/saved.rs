@@ -212,6 +212,9 @@ fn line(path: &str, r: &Value) -> Result<WorkerLine, String> {
     let c = &mut stats.counters;
     (c.late, c.blocked, c.unsent) = (schedule_count("late"), schedule_count("blocked"), schedule_count("unsent"));
     c.iterations = r["iterations"].as_u64().unwrap_or(0);
+    // Reports from before extractors, and of runs without scenarios, have none.
+    c.extract_failed = r["extractFailed"].as_u64().unwrap_or(0);
+    c.abandoned = r["abandoned"].as_u64().unwrap_or(0);
     c.feeder_rows = r["feeders"]["rowsTaken"].as_u64().unwrap_or(0);
     c.ran_out = r["feeders"]["threadsRanOut"].as_u64().unwrap_or(0);
     if stats.histograms.latency.len() != stats.counters.ok {
@@ -324,6 +327,9 @@ fn name_stats(entry: &Value) -> Result<(NameStats, Vec<String>), String> {
         let code: u16 = code.parse().map_err(|_| format!("status code '{code}' is not a number"))?;
         c.add_status(code, n.as_u64().ok_or("a status count is not a number")?);
     }
+    // Reports from before extractors have none.
+    c.extract_failed = entry["extractFailed"].as_u64().unwrap_or(0);
+    c.abandoned = entry["abandoned"].as_u64().unwrap_or(0);
     stats.latency = histogram(entry, "latency")?.ok_or("no histograms.latency")?;
     stats.ttfb = histogram(entry, "firstByte")?.ok_or("no histograms.firstByte")?;
     if stats.latency.len() != stats.counters.ok {
