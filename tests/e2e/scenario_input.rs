@@ -73,7 +73,7 @@ fn a_malformed_scenario_file_is_refused_at_its_line_and_column_before_any_load()
         // An unknown key, at the key.
         (
             good.replacen("  path = \"/\"", "  path = \"/\"\n  header = {}", 1),
-            "shop.toml:11:3: unknown field `header`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`, `check`",
+            "shop.toml:11:3: unknown field `header`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`, `check`, `extract`",
         ),
         // A missing path, at its step's table.
         (good.replacen("  path = \"/\"\n", "", 1), "shop.toml:8:3: missing field `path`"),
@@ -210,6 +210,14 @@ fn every_example_scenario_file_satisfies_the_published_schema() {
         r#"{"scenario": [{"name": "a", "step": [{"path": "/", "body": "x", "body_file": "y"}]}]}"#.to_string(),
         r#"{"scenario": [{"step": [{"path": "/"}]}]}"#.to_string(),
         r#"{"scenario": []}"#.to_string(),
+        // Extractors: a variable, one source, a group only with a pattern.
+        r#"{"scenario": [{"name": "a", "step": [{"path": "/", "extract": [{"json": "a"}]}]}]}"#.to_string(),
+        r#"{"scenario": [{"name": "a", "step": [{"path": "/", "extract": [{"var": "t"}]}]}]}"#.to_string(),
+        r#"{"scenario": [{"name": "a", "step": [{"path": "/", "extract": [{"var": "t", "json": "a", "cookie": "c"}]}]}]}"#
+            .to_string(),
+        r#"{"scenario": [{"name": "a", "step": [{"path": "/", "extract": [{"var": "t", "json": "a", "group": 1}]}]}]}"#
+            .to_string(),
+        r#"{"scenario": [{"name": "a", "step": [{"path": "/", "extract": [{"var": "vu", "json": "a"}]}]}]}"#.to_string(),
     ] {
         let doc: serde_json::Value = serde_json::from_str(&bad).expect("JSON");
         assert!(!validator.is_valid(&doc), "the schema accepts {bad}");

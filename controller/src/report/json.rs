@@ -55,6 +55,8 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "names": r.name_lines().map(|line| name(&line, r.duration)).collect::<Vec<_>>(),
         "scenarios": scenarios(r),
         "iterations": (!r.scenarios.is_empty()).then_some(c.iterations),
+        "extractFailed": (!r.scenarios.is_empty()).then_some(c.extract_failed),
+        "abandoned": (!r.scenarios.is_empty()).then_some(c.abandoned),
         "feeders": feeders(r),
         "workers": r.workers.iter().enumerate().map(|(i, w)| worker(w, r.worker_series.is_none_or(|(s, _)| s.is_detailed(i)))).collect::<Vec<_>>(),
         "workerSeries": r.worker_series.map(|(s, cut)| json!({
@@ -117,6 +119,8 @@ fn name(line: &NameLine, duration: std::time::Duration) -> Value {
         "statusCodes": statuses(c),
         "latencySeconds": summary(&s.latency),
         "firstByteSeconds": summary(&s.ttfb),
+        "extractFailed": c.extract_failed,
+        "abandoned": c.abandoned,
         "checks": line
             .check_lines()
             .map(|(name, c)| json!({ "name": name, "passed": c.passed, "failed": c.failed }))

@@ -547,7 +547,7 @@ impl Report {
             let how = if h3 { "QUIC's MAX_STREAMS" } else { "SETTINGS_MAX_CONCURRENT_STREAMS" };
             w.push(format!(
                 "the server allows {limit} streams per connection ({how}), fewer than the {asked} asked for with -p: at most {} requests were in flight",
-                u64::from(limit) * self.connections as u64
+                u64::from(limit).saturating_mul(self.connections as u64)
             ));
         }
         if c.clamped > 0 {

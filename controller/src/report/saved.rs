@@ -212,6 +212,9 @@ fn line(path: &str, r: &Value) -> Result<WorkerLine, String> {
     let c = &mut stats.counters;
     (c.late, c.blocked, c.unsent) = (schedule_count("late"), schedule_count("blocked"), schedule_count("unsent"));
     c.iterations = r["iterations"].as_u64().unwrap_or(0);
+    // Reports from before extractors, and of runs without scenarios, have none.
+    c.extract_failed = r["extractFailed"].as_u64().unwrap_or(0);
+    c.abandoned = r["abandoned"].as_u64().unwrap_or(0);
     c.feeder_rows = r["feeders"]["rowsTaken"].as_u64().unwrap_or(0);
     c.ran_out = r["feeders"]["threadsRanOut"].as_u64().unwrap_or(0);
     if stats.histograms.latency.len() != stats.counters.ok {
@@ -228,9 +231,9 @@ fn line(path: &str, r: &Value) -> Result<WorkerLine, String> {
     Ok(WorkerLine {
         address: path.to_string(),
         info: None,
-        connections: count(r, "/connections")? as usize,
+        connections: size(r, "/connections")?,
         rate: r["schedule"]["requestedPerSec"].as_u64(),
-        threads: count(r, "/threads")? as usize,
+        threads: size(r, "/threads")?,
         duration: seconds(r, "/durationSeconds")?,
         // Reports from before the client's CPU was measured have none.
         client_cpu: match r.pointer("/clientCpuSeconds") {
@@ -324,6 +327,9 @@ fn name_stats(entry: &Value) -> Result<(NameStats, Vec<String>), String> {
         let code: u16 = code.parse().map_err(|_| format!("status code '{code}' is not a number"))?;
         c.add_status(code, n.as_u64().ok_or("a status count is not a number")?);
     }
+    // Reports from before extractors have none.
+    c.extract_failed = entry["extractFailed"].as_u64().unwrap_or(0);
+    c.abandoned = entry["abandoned"].as_u64().unwrap_or(0);
     stats.latency = histogram(entry, "latency")?.ok_or("no histograms.latency")?;
     stats.ttfb = histogram(entry, "firstByte")?.ok_or("no histograms.firstByte")?;
     if stats.latency.len() != stats.counters.ok {
@@ -356,6 +362,13 @@ fn name_stats(entry: &Value) -> Result<(NameStats, Vec<String>), String> {
 
 fn count(r: &Value, pointer: &str) -> Result<u64, String> {
     r.pointer(pointer).and_then(Value::as_u64).ok_or_else(|| format!("no count at {pointer}"))
+}
+
+/// A count of connections or threads: none is past `u32::MAX`, so that the merge's sums of
+/// them cannot overflow (a mutated report's `u64::MAX` threads did).
+fn size(r: &Value, pointer: &str) -> Result<usize, String> {
+    let n = count(r, pointer)?;
+    u32::try_from(n).map(|n| n as usize).map_err(|_| format!("{pointer} is {n}, more than any run has"))
 }
 
 fn seconds(r: &Value, pointer: &str) -> Result<Duration, String> {

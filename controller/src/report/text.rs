@@ -44,6 +44,9 @@ pub(crate) fn to_text(r: &Report) -> String {
     if !r.scenarios.is_empty() {
         iterations(&mut out, r);
     }
+    if c.abandoned > 0 || c.extract_failed > 0 {
+        abandoned(&mut out, c);
+    }
     if !r.feeders.is_empty() {
         feeders(&mut out, r);
     }
@@ -114,6 +117,7 @@ pub(crate) fn to_text(r: &Report) -> String {
     if !r.names.is_empty() {
         names(&mut out, r);
         checks(&mut out, r, std::io::stdout().is_terminal());
+        abandoned_by_name(&mut out, r);
     }
     if r.distributed {
         workers(&mut out, r);
@@ -162,6 +166,47 @@ fn names(out: &mut String, r: &Report) {
             let _ = write!(out, "  {cell:>w$}");
         }
         let _ = writeln!(out, "  {}", row[9]);
+    }
+}
+
+/// Where iterations ended early: for each name that has any, the iterations abandoned at its
+/// steps and the responses whose extraction failed.
+fn abandoned_by_name(out: &mut String, r: &Report) {
+    let lines: Vec<_> = r
+        .name_lines()
+        .filter(|l| l.stats.counters.abandoned > 0 || l.stats.counters.extract_failed > 0)
+        .map(|l| (one_line(l.name), l.stats.counters.abandoned, l.stats.counters.extract_failed))
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let width = lines.iter().map(|(name, _, _)| name.chars().count()).max().unwrap_or(0);
+    let _ = writeln!(out, "Abandoned (by the step each iteration ended at):");
+    for (name, abandoned, failed) in lines {
+        let _ = writeln!(out, "  {name:<width$}  {}{}", iterations_count(abandoned), extractions_failed(failed));
+    }
+}
+
+/// The run's iterations that ended early, and its failed extractions.
+fn abandoned(out: &mut String, c: &Counters) {
+    let _ = writeln!(
+        out,
+        "Abandoned:    {} ended early, at a failed request or extraction{}",
+        iterations_count(c.abandoned),
+        extractions_failed(c.extract_failed)
+    );
+}
+
+fn iterations_count(n: u64) -> String {
+    format!("{n} {}", if n == 1 { "iteration" } else { "iterations" })
+}
+
+/// ` (3 extractions failed)`, or nothing when none did.
+fn extractions_failed(n: u64) -> String {
+    match n {
+        0 => String::new(),
+        1 => " (1 extraction failed)".into(),
+        n => format!(" ({n} extractions failed)"),
     }
 }
 

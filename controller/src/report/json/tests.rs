@@ -53,3 +53,21 @@ fn a_run_without_a_mix_has_an_empty_list_of_names() {
     report.names.clear();
     assert_eq!(to_json(&report)["names"], serde_json::json!([]));
 }
+
+#[test]
+fn iterations_ended_early_and_failed_extractions_are_counted_per_name_and_for_a_scenario_run() {
+    let mut report = mix_fixture::report();
+    report.stats.counters.abandoned = 7;
+    report.stats.counters.extract_failed = 3;
+    let login = report.stats.names.entry(2);
+    (login.counters.abandoned, login.counters.extract_failed) = (7, 3);
+    // Without scenarios the run has no iterations to count.
+    let json = to_json(&report);
+    assert_eq!((&json["abandoned"], &json["extractFailed"]), (&Value::Null, &Value::Null));
+    report.scenarios = vec![crate::report::ScenarioLine { name: "flow".into(), weight: 1 }];
+    let json = to_json(&report);
+    assert_eq!((&json["abandoned"], &json["extractFailed"]), (&serde_json::json!(7), &serde_json::json!(3)));
+    let names = &json["names"];
+    assert_eq!((&names[2]["abandoned"], &names[2]["extractFailed"]), (&serde_json::json!(7), &serde_json::json!(3)));
+    assert_eq!((&names[0]["abandoned"], &names[0]["extractFailed"]), (&serde_json::json!(0), &serde_json::json!(0)));
+}

@@ -331,6 +331,10 @@ fn a_scenario_runs_iterations_and_scenarios_are_written_read_back_and_added_up()
     let part = |worker: usize, iterations: u64| {
         let mut stats = mix_fixture::worker_stats(worker);
         stats.counters.iterations = iterations;
+        // Each iteration of "login" past the first ended there, at a failed extraction.
+        (stats.counters.abandoned, stats.counters.extract_failed) = (iterations - 1, iterations - 1);
+        let login = stats.names.entry(2);
+        (login.counters.abandoned, login.counters.extract_failed) = (iterations - 1, iterations - 1);
         let line = WorkerLine::measured("local", stats);
         let mut report = Report::from_workers("http://x/".into(), vec![line], false, false, Vec::new());
         report.names = mix_fixture::NAMES.map(String::from).to_vec();
@@ -346,6 +350,9 @@ fn a_scenario_runs_iterations_and_scenarios_are_written_read_back_and_added_up()
     };
     let merged = from_texts(&[part(0, 7), part(1, 5)]).unwrap();
     assert_eq!(merged.stats.counters.iterations, 12);
+    assert_eq!((merged.stats.counters.abandoned, merged.stats.counters.extract_failed), (10, 10));
+    let login = &merged.stats.names.get(2).expect("login").counters;
+    assert_eq!((login.abandoned, login.extract_failed), (10, 10));
     assert_eq!(merged.scenarios.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["browse", "buy"]);
     // Without scenarios there are none, and no count of iterations.
     let json = crate::output::report_json(&from_texts(&[saved_part(0)]).unwrap(), &[]);

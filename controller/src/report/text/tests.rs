@@ -105,3 +105,36 @@ fn checks_are_listed_under_their_names_with_the_share_passed_and_a_mark() {
     checks(&mut text, &report, false);
     assert_eq!(text, "");
 }
+
+#[test]
+fn iterations_ended_early_are_in_the_summary_and_under_the_names_they_ended_at_only_when_some_did() {
+    let mut report = mix_fixture::report();
+    let quiet = to_text(&report);
+    assert!(!quiet.contains("Abandoned"), "{quiet}");
+    report.stats.counters.abandoned = 7;
+    report.stats.counters.extract_failed = 3;
+    let login = report.stats.names.entry(2);
+    (login.counters.abandoned, login.counters.extract_failed) = (3, 3);
+    report.stats.names.entry(0).counters.abandoned = 4;
+    let text = to_text(&report);
+    assert!(
+        text.contains(
+            "\nAbandoned:    7 iterations ended early, at a failed request or extraction (3 extractions failed)\n"
+        ),
+        "{text}"
+    );
+    let section: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("Abandoned (")).take(3).collect();
+    assert_eq!(
+        section,
+        [
+            "Abandoned (by the step each iteration ended at):",
+            "  home   4 iterations",
+            "  login  3 iterations (3 extractions failed)",
+        ],
+        "{text}"
+    );
+    // The summary's line beside the run's other totals, the names' after the names table.
+    let at = |label: &str| text.find(label).unwrap_or_else(|| panic!("no {label} in\n{text}"));
+    assert!(at("Requests/sec:") < at("Abandoned:") && at("Abandoned:") < at("Transfer:"), "{text}");
+    assert!(at("Names (") < at("Abandoned (") && at("Abandoned (") < at("Workers:"), "{text}");
+}
