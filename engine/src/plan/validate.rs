@@ -173,10 +173,18 @@ fn validate_extractors(mix: &Mix, vocabulary: &Vocabulary) -> Result<(), PlanErr
                 ));
             }
             match &e.from {
-                Source::Header { name: field } | Source::Cookie { name: field }
+                // Header names are lowercase in a plan; cookie names keep their case (they are
+                // case-sensitive: `JSESSIONID`).
+                Source::Header { name: field }
                     if field.is_empty() || !field.bytes().all(|b| b.is_ascii_graphic() && !b.is_ascii_uppercase()) =>
                 {
-                    return bad(format!("{name}: `{}` is not a header field or cookie name", field.escape_debug()));
+                    return bad(format!("{name}: `{}` is not a lowercase header field name", field.escape_debug()));
+                }
+                Source::Cookie { name: field }
+                    if field.is_empty()
+                        || !field.bytes().all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b)) =>
+                {
+                    return bad(format!("{name}: `{}` is not a cookie name", field.escape_debug()));
                 }
                 Source::Regex { pattern, group } if *group >= pattern.groups() => {
                     return bad(format!(

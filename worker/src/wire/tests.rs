@@ -602,7 +602,7 @@ fn an_extractor_without_a_source_with_a_bad_pattern_or_one_too_many_is_refused()
         // The rest is Plan::validate's, which the worker makes on every shard.
         ("has no group 2", Box::new(move |s| s.mix[0].extract[2].source = regex(r"id=(\d+)", 2))),
         (
-            "is not a header field or cookie name",
+            "is not a lowercase header field name",
             Box::new(|s| s.mix[0].extract[1].source = Some(v1::extractor::Source::Header("X-Id".into()))),
         ),
         ("variable `a-b`", Box::new(|s| s.mix[0].extract[0].var = "a-b".into())),

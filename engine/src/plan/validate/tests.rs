@@ -108,3 +108,53 @@ fn a_mix_path_that_does_not_start_with_a_slash_or_holds_a_blank_or_a_line_break_
         assert!(why.contains("a path must start with /"), "{path:?}: {why}");
     }
 }
+
+/// One scenario of two steps: a login extracting `from` into `token`, then a step whose path
+/// is `path` (a template).
+fn flow(from: crate::plan::Source, path: &str) -> Requests {
+    let step = |name: &str, path: &str, extract| NamedRequest {
+        name: name.into(),
+        path_and_query: path.into(),
+        spec: RequestSpec::new("GET", vec![], vec![]),
+        templated: true,
+        checks: vec![],
+        extract,
+    };
+    let login = step("login", "/login", vec![crate::plan::Extractor { var: "token".into(), from }]);
+    let scenario = crate::plan::Scenario { name: "s".into(), weight: 1, steps: 2 };
+    Requests::Mix(Mix {
+        requests: vec![login, step("next", path, vec![])],
+        order: Order::Scenarios { scenarios: vec![scenario], seed: 1 },
+    })
+}
+
+#[test]
+fn extractors_are_held_to_names_sources_and_to_variables_set_before_they_are_used() {
+    use crate::plan::{Pattern, Source};
+    let why = |requests: Requests| {
+        let mut p = plan(Stop::Requests(1));
+        p.requests = requests;
+        p.validate().err().map(|e| e.to_string())
+    };
+    let json = || Source::Json { pointer: "/token".into() };
+    assert_eq!(why(flow(json(), "/next/{{token}}")), None);
+    // Cookie names keep their case; header names are lowercase in a plan.
+    assert_eq!(why(flow(Source::Cookie { name: "JSESSIONID".into() }, "/next")), None);
+    let bad = why(flow(Source::Cookie { name: "a;b".into() }, "/next")).expect("a bad cookie name");
+    assert!(bad.contains("not a cookie name"), "{bad}");
+    let bad = why(flow(Source::Header { name: "X-Id".into() }, "/next")).expect("an uppercase header");
+    assert!(bad.contains("lowercase header"), "{bad}");
+    let pattern = Pattern::new("id=(\\d+)").expect("pattern");
+    let bad = why(flow(Source::Regex { pattern, group: 2 }, "/next")).expect("no group 2");
+    assert!(bad.contains("has no group 2"), "{bad}");
+    // Used by the step that extracts it: too early.
+    let Requests::Mix(mut mix) = flow(json(), "/next") else { unreachable!() };
+    mix.requests[0].path_and_query = "/login/{{token}}".into();
+    let bad = why(Requests::Mix(mix)).expect("used too early");
+    assert!(bad.contains("used before an earlier step"), "{bad}");
+    // Extractors without scenarios.
+    let Requests::Mix(mut mix) = flow(json(), "/next") else { unreachable!() };
+    mix.order = Order::InTurn;
+    let bad = why(Requests::Mix(mix)).expect("no scenarios");
+    assert!(bad.contains("no scenarios"), "{bad}");
+}
