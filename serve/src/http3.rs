@@ -54,7 +54,7 @@ async fn serve_connection(incoming: quinn::Incoming, body: Bytes, counters: Arc<
     }
 }
 
-async fn respond(resolver: RequestResolver<h3_quinn::Connection, Bytes>, body: Bytes, counters: Arc<Counters>) {
+async fn respond(resolver: RequestResolver<h3_quinn::Connection, Bytes>, mut body: Bytes, counters: Arc<Counters>) {
     let Ok((request, mut stream)) = resolver.resolve_request().await else {
         return;
     };
@@ -66,11 +66,15 @@ async fn respond(resolver: RequestResolver<h3_quinn::Connection, Bytes>, body: B
             Err(_) => return,
         }
     }
-    let response = http::Response::builder()
-        .header(CONTENT_TYPE, "text/plain")
-        .header(CONTENT_LENGTH, body.len())
-        .body(())
-        .expect("a fixed, valid response head");
+    let response = if super::is_login(request.method(), request.uri().path()) {
+        body = Bytes::from_static(super::LOGIN_BODY);
+        http::Response::builder()
+            .header(CONTENT_TYPE, "application/json")
+            .header(http::header::SET_COOKIE, super::LOGIN_COOKIE)
+    } else {
+        http::Response::builder().header(CONTENT_TYPE, "text/plain")
+    };
+    let response = response.header(CONTENT_LENGTH, body.len()).body(()).expect("a fixed, valid response head");
     if stream.send_response(response).await.is_err() {
         return;
     }

@@ -1,7 +1,10 @@
 //! The built-in target server behind `volley serve` and `volley demo`, also used by the tests.
 //!
 //! A small, fast HTTP server: every request, whatever its method or path, is answered with
-//! `200 OK`, `content-type: text/plain` and the configured body (by default `hello, world!\n`).
+//! `200 OK`, `content-type: text/plain` and the configured body (by default `hello, world!\n`),
+//! but `POST /login`, which is answered as a login service would (a JSON token and a session
+//! cookie, the same for everyone: [`LOGIN_BODY`], [`LOGIN_COOKIE`]), so that a flow scenario
+//! has something to extract and carry on (`examples/scenarios/login.toml`, bench/flow.sh).
 //! A request body is read to its end before the answer goes out. HTTP/1.1 and HTTP/2 share one
 //! port: plain-text connections are told apart by the HTTP/2 prior-knowledge preface (h2c), and
 //! with TLS the client picks by ALPN (`h2`, `http/1.1`). With TLS, [`ServeConfig::http3`] also
@@ -35,7 +38,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::header::{CONTENT_TYPE, HeaderValue, SET_COOKIE};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -50,6 +53,17 @@ mod http3;
 
 /// The body served when none is configured.
 pub const DEFAULT_BODY: &[u8] = b"hello, world!\n";
+
+/// The body of the answer to `POST /login`: the token a flow extracts.
+pub const LOGIN_BODY: &[u8] = br#"{"token":"volley-demo-token","user":"demo"}"#;
+
+/// The `set-cookie` of the answer to `POST /login`: the session a flow carries on.
+pub const LOGIN_COOKIE: &str = "sid=volley-demo-session; Path=/; HttpOnly";
+
+/// Whether a request is the login, answered with [`LOGIN_BODY`] and [`LOGIN_COOKIE`].
+fn is_login(method: &http::Method, path: &str) -> bool {
+    method == http::Method::POST && path == "/login"
+}
 
 /// The port `volley serve` listens on when none is given.
 pub const DEFAULT_PORT: u16 = 8080;
@@ -376,6 +390,7 @@ async fn respond(
 ) -> Result<Response<CountedBody>, hyper::Error> {
     // hyper never polls the body of an answer to HEAD, so such an answer is counted up front.
     let head = request.method() == hyper::Method::HEAD;
+    let login = is_login(request.method(), request.uri().path());
     let mut incoming = request.into_body();
     // Read (and drop) the whole request body first, so the answer never overtakes it.
     while !incoming.is_end_stream() {
@@ -385,6 +400,13 @@ async fn respond(
             }
             None => break,
         }
+    }
+    if login {
+        let mut response = Response::new(CountedBody::new(Bytes::from_static(LOGIN_BODY), head, counters));
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(SET_COOKIE, HeaderValue::from_static(LOGIN_COOKIE));
+        return Ok(response);
     }
     let mut response = Response::new(CountedBody::new(body, head, counters));
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));

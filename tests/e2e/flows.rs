@@ -173,3 +173,40 @@ name = "two"
         assert_eq!(number(&r, "/abandoned"), failed, "{extra:?}");
     }
 }
+
+#[test]
+fn the_login_example_runs_against_volley_serve_on_every_protocol_with_every_check_passed() {
+    let cert = support::TestCert::generate();
+    let config = volley_serve::ServeConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        tls: Some(cert.serve_tls()),
+        http3: true,
+        ..volley_serve::ServeConfig::default()
+    };
+    let tls = volley_serve::Server::start(config).unwrap();
+    let plain = volley_serve::Server::start(volley_serve::ServeConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        ..volley_serve::ServeConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = cert.write_ca(dir.path());
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scenarios/login.toml");
+    let (plain_url, tls_url) = (plain.url(), format!("https://{}", tls.local_addr()));
+    let runs: [(&[&str], &volley_serve::Server); 3] = [
+        (&[&plain_url], &plain),
+        (&["--http2", &plain_url], &plain),
+        (&["--http3", "-p", "2", "--cacert", ca.to_str().unwrap(), &tls_url], &tls),
+    ];
+    for (extra, server) in runs {
+        let before = server.requests();
+        let out = support::run_volley([&["-c", "4", "-n", "200", "-j", "--scenario", example][..], extra].concat());
+        assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
+        let r = support::json_report(&out);
+        assert_eq!(number(&r, "/requests/ok"), 600, "{extra:?}: {r}");
+        assert_eq!(server.requests() - before, 600, "{extra:?}");
+        assert_eq!((number(&r, "/extractFailed"), number(&r, "/abandoned")), (0, 0), "{extra:?}: {r}");
+        assert_eq!(checks(&r, "profile"), [(200, 0), (200, 0)], "{extra:?}");
+        assert_eq!(checks(&r, "items"), [(200, 0)], "{extra:?}");
+    }
+}
