@@ -211,7 +211,9 @@ PARSERS = {"wrk": parse_wrk, "h2load": parse_h2load, "shb": parse_shb, "oha": pa
            # bench/h1.sh, h2.sh, h3.sh: volley on its epoll engine (--engine epoll).
            "volley-epoll": parse_volley,
            # bench/mix.sh: a targets file's mix through volley, and the same URLs through oha.
-           "volley-mix": parse_volley, "volley-tmpl": parse_volley, "volley-feed": parse_volley, "oha-mix": parse_oha}
+           "volley-mix": parse_volley, "volley-tmpl": parse_volley, "volley-feed": parse_volley, "oha-mix": parse_oha,
+           # bench/flow.sh: the login flow of loadgen-rs's docs.
+           "volley-flow": parse_volley}
 
 
 def parse_time_file(path: str) -> tuple[float, float, int]:

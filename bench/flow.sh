@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# bench/flow.sh — what a flow costs the client: the login flow of loadgen-rs's docs (POST /login
+# with a feeder row, a JSON token extracted, GET /profile with `Authorization: Bearer {{token}}`
+# and two checks, GET /items with the session cookie, itself extracted from set-cookie) against
+# one static URL of the same protocol, per request.
+#
+# Tools, per protocol:
+#   volley       one static URL (the baseline)
+#   volley-flow  --scenario with the flow: three steps, a CSV feeder (mode cycle) in the login's
+#                body, two extractors, three templated headers, three checks (status, json,
+#                body_contains); its users send one request at a time (a flow), as every
+#                scenario tool's do
+# The report's ratios are volley-flow's (SUBJECT) over volley's.
+#
+# Servers: one nginx (1 worker, pinned to BENCH_SERVER_CPU) for flowh1 (plain TCP) and flowh2c
+# (prior knowledge), which answers POST /login with the same JSON token and set-cookie for
+# everyone and every other path with "hello, world!\n"; `volley serve --http3` for flowh3, which
+# does the same (serve/src/lib.rs). Clients pinned to BENCH_CLIENT_CPU with 1 thread, as in
+# bench/h1.sh; medians of interleaved runs, the driver in bench/lib/clients.sh. See
+# bench/README.md. The peers of the issue (Locust, Artillery, Tsung, Goose) are not measured here
+# yet.
+#
+# Environment:
+#   BENCH_SECONDS=5                  duration of each client run
+#   BENCH_POINTS="32x1"              connections × streams (a flow's user is one request at a
+#                                    time, so streams above 1 buy a flow nothing)
+#   BENCH_PROTOS="flowh1 flowh2c flowh3"
+#   BENCH_RUNS=5                     repetitions (tools interleaved, order rotated per run)
+#   BENCH_CLIENT_CPU=0 / BENCH_SERVER_CPU=1
+#   VOLLEY=./target/release/volley   BENCH_NO_BUILD=1   BENCH_NO_INSTALL=1
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+NAME=flow
+TITLE="volley flow benchmark"
+SUBJECT=volley-flow
+read -r -a POINTS <<<"${BENCH_POINTS:-32x1}"
+read -r -a PROTOS <<<"${BENCH_PROTOS:-flowh1 flowh2c flowh3}"
+for p in "${POINTS[@]}"; do
+  [[ $p =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || { echo "flow.sh: BENCH_POINTS: '$p' is not CONNSxSTREAMS, e.g. 32x1" >&2; exit 2; }
+done
+for p in "${PROTOS[@]}"; do
+  [[ $p == flowh1 || $p == flowh2c || $p == flowh3 ]] || { echo "flow.sh: BENCH_PROTOS: '$p' is not flowh1, flowh2c or flowh3" >&2; exit 2; }
+done
+((${#POINTS[@]} && ${#PROTOS[@]})) || { echo "flow.sh: BENCH_POINTS and BENCH_PROTOS must not be empty" >&2; exit 2; }
+POINTS_DESC="connections × streams per connection ${POINTS[*]} (HTTP/1.1: connections only)"
+
+# shellcheck source-path=SCRIPTDIR source=lib/clients.sh
+. "$ROOT/bench/lib/clients.sh"
+
+# shellcheck disable=SC2034 # read through a nameref, TOOLS_$proto
+TOOLS_flowh1=(volley volley-flow)
+# shellcheck disable=SC2034
+TOOLS_flowh2c=(volley volley-flow)
+# shellcheck disable=SC2034
+TOOLS_flowh3=(volley volley-flow)
+
+# What the server answers POST /login with: the same for everyone (volley serve's, too).
+LOGIN_BODY='{"token":"volley-demo-token","user":"demo"}'
+LOGIN_COOKIE='sid=volley-demo-session; Path=/; HttpOnly'
+
+# The flow, at URL's origin, with a 1,000-row CSV feeder of users beside it.
+write_flow() { # url file
+  local origin=${1%/} csv=${2%.toml}.csv
+  python3 - "$csv" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("user,password\n")
+    for i in range(1000):
+        f.write(f"user-{i:04d},secret-{i:04d}\n")
+PY
+  cat >"$2" <<EOF
+origin = "$origin"
+[[feeder]]
+name = "users"
+file = "$csv"
+[[scenario]]
+name = "visit"
+  [[scenario.step]]
+  name = "login"
+  method = "POST"
+  path = "/login"
+  headers = { Content-Type = "application/json" }
+  body = '{"user":"{{users.user}}","password":"{{users.password}}"}'
+    [[scenario.step.extract]]
+    var = "token"
+    json = "token"
+    [[scenario.step.extract]]
+    var = "sid"
+    cookie = "sid"
+  [[scenario.step]]
+  name = "profile"
+  path = "/profile"
+  headers = { Authorization = "Bearer {{token}}" }
+    [[scenario.step.check]]
+    status = 200
+    [[scenario.step.check]]
+    body_contains = "hello"
+  [[scenario.step]]
+  name = "items"
+  path = "/items"
+  headers = { Cookie = "sid={{sid}}" }
+    [[scenario.step.check]]
+    status = 200
+EOF
+}
+
+flow_for() { # url: sets FLOW_FILE
+  FLOW_FILE=$TMP/flow-$(printf '%s' "$1" | tr -c 'a-zA-Z0-9' _).toml
+  [[ -s $FLOW_FILE ]] || write_flow "$1" "$FLOW_FILE"
+}
+
+# Commands get CONNS SECONDS URL STREAMS.
+cmd_flowh1_volley() { CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j "$3"); }
+cmd_flowh1_volley-flow() { flow_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --scenario "$FLOW_FILE"); }
+cmd_flowh2c_volley() { CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
+cmd_flowh2c_volley-flow() {
+  flow_for "$3"
+  CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$FLOW_FILE")
+}
+cmd_flowh3_volley() { CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
+cmd_flowh3_volley-flow() {
+  flow_for "$3"
+  CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$FLOW_FILE")
+}
+
+# ---------------------------------------------------------------------------------------
+# nginx for the TCP protocols (with the login), `volley serve --http3` for HTTP/3.
+listen_flowh1() { echo "listen 127.0.0.1:$1;"; }
+listen_flowh2c() { echo "listen 127.0.0.1:$1 http2;"; }
+SERVE_PID=
+start_server() {
+  local proto args=()
+  for proto in "${PROTOS[@]}"; do
+    PORTS[$proto]=$(python3 "$LIB" free-port)
+    if [[ $proto == flowh3 ]]; then
+      URLS[$proto]="https://127.0.0.1:${PORTS[$proto]}/"
+      continue
+    fi
+    URLS[$proto]="http://127.0.0.1:${PORTS[$proto]}/"
+    args+=("${PORTS[$proto]}" "$("listen_$proto" "${PORTS[$proto]}")")
+  done
+  if ((${#args[@]})); then
+    NGINX_SERVER_EXTRA="http2_max_concurrent_streams 128;
+location = /login { default_type application/json; add_header Set-Cookie '$LOGIN_COOKIE'; return 200 '$LOGIN_BODY'; }"
+    start_nginx "${args[@]}"
+    cp "$TMP/nginx.conf" "$RESULTS/$NAME-$STAMP.nginx.conf"
+  fi
+  if [[ -n ${URLS[flowh3]:-} ]]; then
+    prepare_volley || die "$UNAVAILABLE_REASON" # the server is the binary measured: built first
+    SERVE_CMD=(taskset -c "$SERVER_CPU" "$VOLLEY" serve --listen "127.0.0.1:${PORTS[flowh3]}" --http3)
+    "${SERVE_CMD[@]}" </dev/null >"$TMP/serve.log" 2>&1 &
+    SERVE_PID=$!
+    sleep 1
+  fi
+  check_server
+  log "servers (CPU $SERVER_CPU): $(for p in "${PROTOS[@]}"; do printf '%s=%s ' "$p" "${URLS[$p]}"; done)"
+}
+check_server() {
+  [[ -z ${NGINX_PID:-} ]] || check_nginx
+  [[ -z $SERVE_PID ]] || kill -0 "$SERVE_PID" 2>/dev/null || die "volley serve died (see $TMP/serve.log)"
+}
+cleanup_hook() { [[ -z $SERVE_PID ]] || stop_pid "$SERVE_PID"; }
+server_header() {
+  [[ -z ${NGINX_PID:-} ]] || echo "- nginx: $("$NGINX" -v 2>&1 | head -n1) — 1 worker, pinned to CPU $SERVER_CPU, POST /login answered with one JSON token and set-cookie, 200 \"hello, world!\" on every other path; h2c: prior knowledge, http2_max_concurrent_streams 128"
+  [[ -z $SERVE_PID ]] || echo "- flowh3: volley serve --http3 (the VOLLEY binary; the same login), pinned to CPU $SERVER_CPU"
+}
+server_commands() {
+  [[ -z ${NGINX_PID:-} ]] || echo "$(show_cmd "${NGINX_CMD[@]}")  # config: bench/results/${NAME}-$STAMP.nginx.conf"
+  [[ -z $SERVE_PID ]] || show_cmd "${SERVE_CMD[@]}"
+}
+header_notes() {
+  echo "- the flow: POST /login (a CSV feeder's row in the JSON body; the token extracted from the JSON answer, the sid from set-cookie), GET /profile (Authorization: Bearer {{token}}; status and body_contains checks), GET /items (Cookie: sid={{sid}}; a status check); each user one request at a time"
+}
+
+clients_main /usr/bin/time:time
