@@ -63,6 +63,7 @@ pub(crate) fn summary(report: &Report, verdicts: &[Verdict]) -> String {
     }
     names(&mut out, report);
     checks(&mut out, report);
+    abandoned(&mut out, report);
     for w in report.warnings() {
         let _ = writeln!(out, "> **Warning:** {}\n", cell(&w));
     }
@@ -115,6 +116,22 @@ fn checks(out: &mut String, report: &Report) {
     out.push('\n');
 }
 
+/// Where a flow's iterations ended early, a row per name that has any: the iterations abandoned
+/// there and the extractions that failed. Nothing when none did.
+fn abandoned(out: &mut String, report: &Report) {
+    let lines: Vec<_> =
+        report.name_lines().filter(|l| l.stats.counters.abandoned > 0 || l.stats.counters.extract_failed > 0).collect();
+    if lines.is_empty() {
+        return;
+    }
+    out.push_str("| Name | Iterations abandoned | Extractions failed |\n| --- | --: | --: |\n");
+    for line in &lines {
+        let c = &line.stats.counters;
+        let _ = writeln!(out, "| {} | {} | {} |", cell(line.name), c.abandoned, c.extract_failed);
+    }
+    out.push('\n');
+}
+
 /// Text safe inside a table cell or a heading: no pipes, no line breaks.
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
@@ -140,6 +157,18 @@ mod tests {
         let mut plain = report;
         plain.names.clear();
         assert!(!summary(&plain, &[]).contains("| Name |"));
+    }
+
+    #[test]
+    fn names_where_iterations_ended_early_have_a_row_and_a_run_without_any_has_no_table() {
+        let mut report = mix_fixture::report();
+        assert!(!summary(&report, &[]).contains("Iterations abandoned"));
+        let login = &mut report.stats.names.entry(2).counters;
+        (login.abandoned, login.extract_failed) = (3, 2);
+        let text = summary(&report, &[]);
+        let rows: Vec<&str> =
+            text.lines().skip_while(|l| !l.starts_with("| Name | Iterations abandoned |")).skip(2).take(2).collect();
+        assert_eq!(rows, ["| login | 3 | 2 |", ""], "{text}");
     }
 
     #[test]
