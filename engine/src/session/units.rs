@@ -308,10 +308,14 @@ impl Picker {
         }
     }
 
-    /// The iteration under way on `cursor` ends here: its remaining steps are not sent, and
-    /// the next request starts a new iteration. True if steps were left.
-    pub(crate) fn end_iteration(&mut self, cursor: &mut Cursor) -> bool {
-        if !self.owes(cursor) {
+    /// The iteration under way on `cursor` ends at `request`, one of its steps: its remaining
+    /// steps are not sent, and the next request starts a new iteration. True if steps were
+    /// left. After its scenario's last step nothing is left of its iteration, and what `cursor`
+    /// owes then belongs to the next one (a step of another scenario already under way on
+    /// HTTP/2 or HTTP/3), which goes on.
+    pub(crate) fn end_iteration(&mut self, cursor: &mut Cursor, request: u32) -> bool {
+        let Some(scenarios) = &self.scenarios else { return false };
+        if scenarios.last.get(request as usize).copied().unwrap_or(true) || !self.owes(cursor) {
             return false;
         }
         cursor.again.clear();
@@ -556,14 +560,19 @@ mod tests {
         let mut cursor = Cursor::at(0, 0);
         assert_eq!(picker.advance(&mut cursor), 0);
         assert!(picker.owes(&cursor), "steps 1 and 2 are left");
-        assert!(picker.end_iteration(&mut cursor));
+        assert!(picker.end_iteration(&mut cursor, 0));
         assert!(!picker.owes(&cursor), "the next request starts an iteration");
         assert!([0, 3].contains(&picker.advance(&mut cursor)));
         // At the end of an iteration there is nothing left to skip.
         let mut last = Cursor::at(3, 0);
         assert_eq!(picker.advance(&mut last), 3);
         assert_eq!(picker.advance(&mut last), 4);
-        assert!(!picker.end_iteration(&mut last));
+        assert!(!picker.end_iteration(&mut last, 4));
+        // A scenario's last step ends nothing of the next iteration, already under way.
+        let mut next = Cursor::at(3, 0);
+        assert_eq!(picker.advance(&mut next), 3);
+        assert!(!picker.end_iteration(&mut next, 2), "step 2 was browse's last");
+        assert!(picker.owes(&next), "buy's step 4 is still to be sent");
     }
 
     #[test]

@@ -149,7 +149,7 @@ impl<I: Io> Loop<I> {
     /// here, counted as abandoned under its name when steps were left.
     fn end_flow(&mut self, i: usize, request: u32) {
         if !self.shared.flows.get(request as usize).copied().unwrap_or(false)
-            || !self.picker.end_iteration(&mut self.conns[i].cursor)
+            || !self.picker.end_iteration(&mut self.conns[i].cursor, request)
         {
             return;
         }
@@ -170,6 +170,7 @@ impl<I: Io> Loop<I> {
             );
             self.count_errors(ErrorKind::Reset, 1, why.into());
             self.count_name_error(request, ErrorKind::Reset);
+            self.end_flow(i, request);
             return;
         }
         self.stats.counters.refused += 1;
