@@ -210,3 +210,43 @@ fn the_login_example_runs_against_volley_serve_on_every_protocol_with_every_chec
         assert_eq!(checks(&r, "items"), [(200, 0)], "{extra:?}");
     }
 }
+
+#[test]
+fn a_flows_last_step_failing_never_cuts_short_another_scenarios_iteration_on_the_same_connection() {
+    // "flow" ends with a step the server always fails, whose check aborts; "plain" is no flow,
+    // so on HTTP/2 its first step may go out while the flow's last is in flight.
+    let server = TestServer::start(Behavior::ok(10).status_for("/a2", 500));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mixed.toml");
+    let scenarios = r#"
+[[scenario]]
+name = "flow"
+  [[scenario.step]]
+  path = "/a1"
+  [[scenario.step]]
+  path = "/a2"
+    [[scenario.step.check]]
+    status = 200
+    on_failure = "abort"
+[[scenario]]
+name = "plain"
+  [[scenario.step]]
+  path = "/b1"
+  [[scenario.step]]
+  path = "/b2"
+"#;
+    std::fs::write(&file, format!("origin = \"{}\"\n{scenarios}", server.url().trim_end_matches('/'))).unwrap();
+    for extra in [&[][..], &["--http2", "-p", "2"][..]] {
+        let before = server.routes();
+        let out = run(file.to_str().unwrap(), extra);
+        assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
+        let r = support::json_report(&out);
+        let routes = server.routes();
+        let served = |route: &str| routes.get(route).copied().unwrap_or(0) - before.get(route).copied().unwrap_or(0);
+        let (a1, a2, b1, b2) = (served("GET /a1"), served("GET /a2"), served("GET /b1"), served("GET /b2"));
+        assert!(a1 > 0 && b1 > 0, "{extra:?}: both scenarios drawn");
+        assert_eq!((a1 + b1, a2, b2), (ITERATIONS, a1, b1), "{extra:?}: every iteration sent all its steps");
+        assert_eq!(number(&r, "/abandoned"), 0, "{extra:?}: a last step leaves nothing to abandon: {r}");
+        assert_eq!(number(&r, "/requests/ok"), 2 * ITERATIONS, "{extra:?}");
+    }
+}
