@@ -730,6 +730,7 @@ mod tests {
             templated: false,
             checks: vec![],
             extract: vec![],
+            think: None,
         };
         assert_eq!(
             mix.requests,
@@ -819,6 +820,7 @@ path = "/cart"
             ),
             checks: vec![],
             extract: vec![],
+            think: None,
             templated: true,
         };
         assert_eq!(

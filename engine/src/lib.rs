@@ -43,7 +43,7 @@ pub use plan::{
     MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, MAX_VALUE_BYTES,
     MAX_VARIABLES, Mix, NamedRequest, OnFailure, Order, Pattern as CheckPattern, Plan, PlanError, Protocol,
     QuicCongestion, Rate, RequestSpec, Requests, Rule as CheckRule, Scenario, Setting, Source as ExtractSource, Stage,
-    Stop, TextTest as CheckText, ThreadLimit, TlsOptions, connections_at, is_request_path, is_variable_name,
+    Stop, TextTest as CheckText, Think, ThreadLimit, TlsOptions, connections_at, is_request_path, is_variable_name,
     json_pointer, requested_between, stage_at,
 };
 pub use ring::{RingSupport, kernel_release, probe_io_uring};

@@ -270,6 +270,12 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         }),
         heads: requests.iter().map(|(_, spec)| spec.is_head()).collect(),
         flows: plan.requests.mix().map(|mix| mix.flow_steps().into()).unwrap_or_default(),
+        thinks: match plan.requests.mix() {
+            Some(mix) if mix.requests.iter().any(|r| r.think.is_some()) => {
+                mix.requests.iter().map(|r| r.think).collect()
+            }
+            _ => Box::default(),
+        },
         extracts: plan
             .requests
             .mix()

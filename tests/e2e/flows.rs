@@ -250,3 +250,37 @@ name = "plain"
         assert_eq!(number(&r, "/requests/ok"), 2 * ITERATIONS, "{extra:?}");
     }
 }
+
+#[test]
+fn a_think_time_pauses_each_user_between_steps_and_stays_out_of_the_latency() {
+    let server = TestServer::start(Behavior::ok(10));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("think.toml");
+    let scenario = r#"
+[[scenario]]
+name = "read"
+  [[scenario.step]]
+  path = "/a"
+  think = "100ms"
+  [[scenario.step]]
+  path = "/b"
+  think = { uniform = ["20ms", "40ms"] }
+"#;
+    std::fs::write(&file, format!("origin = \"{}\"\n{scenario}", server.url().trim_end_matches('/'))).unwrap();
+    for extra in [&[][..], &["--http2", "-p", "4"][..]] {
+        let before = server.routes();
+        // Two users, three iterations each: at least 3 × 100 ms + 2 × 20 ms of pauses apiece.
+        let file = file.to_str().unwrap();
+        let out =
+            support::run_volley([&["-c", "2", "-t", "1", "-n", "6", "-j", "--scenario", file][..], extra].concat());
+        assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
+        let r = support::json_report(&out);
+        let routes = server.routes();
+        let served = |route: &str| routes.get(route).copied().unwrap_or(0) - before.get(route).copied().unwrap_or(0);
+        assert_eq!((served("GET /a"), served("GET /b")), (6, 6), "{extra:?}");
+        let took = r["durationSeconds"].as_f64().expect("a duration");
+        assert!(took >= 0.34, "{extra:?}: the pauses took {took} s: {r}");
+        let p50 = r["latencySeconds"]["percentiles"]["p50"].as_f64().expect("a median");
+        assert!(p50 < 0.02, "{extra:?}: the pause is not latency: p50 {p50} s");
+    }
+}

@@ -25,6 +25,7 @@ fn mix(order: Order) -> Requests {
         templated: false,
         checks: vec![],
         extract: vec![],
+        think: None,
     };
     Requests::Mix(Mix {
         requests: vec![

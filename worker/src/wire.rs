@@ -13,7 +13,7 @@ use volley_engine::{
     ErrorKind, ExtractSource, Extractor, HistogramError, JsonValue, Load, MAX_CHECKS, MAX_EXTRACTORS, MAX_NAMES,
     MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_VARIABLES, Mix, NameStats, NamedRequest, OnFailure, Order, Plan,
     Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario, Stage, Stats, Stop, Table, Target,
-    TargetError, TlsOptions, Vocabulary, decode_histogram, encode_histogram, new_histogram,
+    TargetError, Think, TlsOptions, Vocabulary, decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -109,6 +109,30 @@ fn mix_request_to_proto(r: &NamedRequest) -> v1::MixRequest {
         templated: r.templated,
         checks: r.checks.iter().map(check_to_proto).collect(),
         extract: r.extract.iter().map(extractor_to_proto).collect(),
+        think: r.think.map(think_to_proto),
+    }
+}
+
+fn think_to_proto(think: Think) -> v1::Think {
+    let pause = match think {
+        Think::Fixed(d) => v1::think::Pause::FixedNanos(nanos(d)),
+        Think::Uniform(low, high) => {
+            v1::think::Pause::Uniform(v1::ThinkRange { low_nanos: nanos(low), high_nanos: nanos(high) })
+        }
+        Think::Exponential(mean) => v1::think::Pause::ExponentialMeanNanos(nanos(mean)),
+    };
+    v1::Think { pause: Some(pause) }
+}
+
+/// A think time as it came; its length is `Plan::validate`'s to judge.
+fn think_from_proto(t: &v1::Think) -> Result<Think, WireError> {
+    match &t.pause {
+        Some(v1::think::Pause::FixedNanos(n)) => Ok(Think::Fixed(Duration::from_nanos(*n))),
+        Some(v1::think::Pause::Uniform(r)) => {
+            Ok(Think::Uniform(Duration::from_nanos(r.low_nanos), Duration::from_nanos(r.high_nanos)))
+        }
+        Some(v1::think::Pause::ExponentialMeanNanos(n)) => Ok(Think::Exponential(Duration::from_nanos(*n))),
+        None => Err(WireError::Shard("a think time without a pause".into())),
     }
 }
 
@@ -429,6 +453,7 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
             templated: r.templated,
             checks: r.checks.iter().map(check_from_proto).collect::<Result<_, _>>()?,
             extract: r.extract.iter().map(extractor_from_proto).collect::<Result<_, _>>()?,
+            think: r.think.as_ref().map(think_from_proto).transpose()?,
         };
         // Checked here too, so that the refusal names the path; the URL's own path is held to
         // the same rule by `Target::parse`.

@@ -159,6 +159,7 @@ mod tests {
             templated: false,
             checks: vec![],
             extract: vec![],
+            think: None,
         };
         let scenario = |name: &str, steps| Scenario { name: name.into(), weight: 1, steps };
         plan.requests = Requests::Mix(Mix {

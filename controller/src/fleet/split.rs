@@ -132,6 +132,7 @@ mod tests {
             templated: false,
             checks: vec![],
             extract: vec![],
+            think: None,
         };
         // A share of the requests, but every worker sends every kind: its names are the run's.
         whole.requests = Requests::Mix(Mix {

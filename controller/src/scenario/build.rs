@@ -11,7 +11,7 @@ use toml::Spanned;
 use volley_engine::{
     Check, CheckPattern, CheckRule, CheckText, ExtractSource, Extractor, Feeder, FeederMode, JsonValue, MAX_CHECKS,
     MAX_EXTRACTORS, MAX_FEEDERS, MAX_KEPT_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, MAX_VARIABLES, NamedRequest,
-    OnFailure, RequestSpec, Scenario, Target, Vocabulary, check_template, is_feeder_name, is_variable_name,
+    OnFailure, RequestSpec, Scenario, Target, Think, Vocabulary, check_template, is_feeder_name, is_variable_name,
     json_pointer, template_skeleton,
 };
 
@@ -313,6 +313,12 @@ fn request(
         }
     }
     let extract = step.extractors.iter().map(|table| extractor(table, at)).collect::<Result<_, _>>()?;
+    let think = match &step.think {
+        Some(value) => {
+            Some(think(value.get_ref()).map_err(|what| Located::new(at(value.span()), Problem::Think { what }))?)
+        }
+        None => None,
+    };
     Ok(NamedRequest {
         name,
         path_and_query,
@@ -320,7 +326,41 @@ fn request(
         templated,
         checks,
         extract,
+        think,
     })
+}
+
+/// A step's `think`: a duration, or a table of one distribution; what is wrong with it, else.
+fn think(value: &toml::Value) -> Result<Think, String> {
+    let duration = |v: &toml::Value| match v {
+        toml::Value::String(text) => crate::duration::parse(text).map_err(|e| format!("'{text}': {e}")),
+        other => Err(format!("holds {}, not a duration", a_kind(other))),
+    };
+    match value {
+        toml::Value::String(_) => duration(value).map(Think::Fixed),
+        toml::Value::Table(table) => match table.iter().collect::<Vec<_>>().as_slice() {
+            [(key, toml::Value::Array(bounds))] if key.as_str() == "uniform" => match bounds.as_slice() {
+                [low, high] => {
+                    let (low, high) = (duration(low)?, duration(high)?);
+                    if low > high {
+                        return Err("uniform runs from low to high".into());
+                    }
+                    Ok(Think::Uniform(low, high))
+                }
+                _ => Err("uniform takes two durations".into()),
+            },
+            [(key, mean)] if key.as_str() == "exponential" => duration(mean).map(Think::Exponential),
+            _ => Err("is a table of one key, uniform or exponential".into()),
+        },
+        other => Err(format!("is {}", a_kind(other))),
+    }
+}
+
+/// A TOML value's kind with its article: "an integer", "a string".
+fn a_kind(value: &toml::Value) -> String {
+    let kind = value.type_str();
+    let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+    format!("{article} {kind}")
 }
 
 /// One `[[scenario.step.extract]]`: its variable (checked by [`variables`]) and the one place

@@ -106,6 +106,10 @@ pub(crate) enum Problem {
     CheckStatus { what: String },
     #[error("latency_below: {what}")]
     CheckLatency { what: String },
+    #[error(
+        "think {what}: give a duration (\"2s\"), {{ uniform = [\"1s\", \"3s\"] }} or {{ exponential = \"2s\" }} (its mean)"
+    )]
+    Think { what: String },
     #[error("a second check named '{name}' on this step: a step's check names are distinct")]
     SecondCheck { name: String },
     #[error("more than the {MAX_CHECKS} checks a run may have, counted once per step name")]

@@ -89,6 +89,10 @@ pub(super) struct Step {
     /// `[[scenario.step.extract]]`: values each response gives later steps' templates.
     #[serde(default, rename = "extract")]
     pub extractors: Vec<Spanned<ExtractTable>>,
+    /// The pause after each answer: a duration ("2s"), or `{ uniform = ["1s", "3s"] }`, or
+    /// `{ exponential = "2s" }` (its mean).
+    #[serde(default)]
+    pub think: Option<Spanned<toml::Value>>,
 }
 
 /// One `[[scenario.step.extract]]`: the variable it sets, and one place it takes the value

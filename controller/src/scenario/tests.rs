@@ -2,7 +2,7 @@ use std::path::PathBuf;
 
 use volley_engine::{
     CheckPattern, CheckRule, CheckText, ExtractSource, JsonValue, MAX_EXTRACTORS, MAX_KEPT_CHECKS, MAX_NAMES,
-    MAX_REQUESTS, MAX_SCENARIOS, MAX_VARIABLES, OnFailure,
+    MAX_REQUESTS, MAX_SCENARIOS, MAX_VARIABLES, OnFailure, Think,
 };
 
 use super::*;
@@ -178,7 +178,7 @@ fn what_is_wrong_is_pointed_at_by_line_and_column() {
         // Unknown keys, at the key, with the keys there are.
         (
             format!("{step}headerz = {{}}\n"),
-            "s.toml:5:1: unknown field `headerz`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`, `check`, `extract`",
+            "s.toml:5:1: unknown field `headerz`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`, `check`, `extract`, `think`",
         ),
         (
             "[[scenario]]\nname = \"a\"\nsteps = []\n".to_string(),
@@ -444,6 +444,34 @@ name = "s"
         ]
     );
     assert!(file.requests[1].checks.is_empty());
+}
+
+#[test]
+fn a_steps_think_time_is_a_duration_or_one_distribution_and_anything_else_is_pointed_at() {
+    let step = |think: &str| {
+        read_text(
+            &with_origin(&format!(
+                "[[scenario]]\nname = \"s\"\n  [[scenario.step]]\n  path = \"/\"\n  think = {think}\n"
+            )),
+            None,
+        )
+    };
+    let ms = std::time::Duration::from_millis;
+    let think = |text: &str| step(text).expect("a scenario").requests[0].think;
+    assert_eq!(think("\"250ms\""), Some(Think::Fixed(ms(250))));
+    assert_eq!(think("{ uniform = [\"1s\", \"3s\"] }"), Some(Think::Uniform(ms(1000), ms(3000))));
+    assert_eq!(think("{ exponential = \"2s\" }"), Some(Think::Exponential(ms(2000))));
+    let hint = r#"give a duration ("2s"), { uniform = ["1s", "3s"] } or { exponential = "2s" } (its mean)"#;
+    for (think, says) in [
+        ("3", "s.toml:6:11: think is an integer: "),
+        ("\"soon\"", "s.toml:6:11: think 'soon': invalid duration 'soon' (use e.g. 10s, 1m30s, 500ms, 250us): "),
+        ("{ uniform = [\"3s\", \"1s\"] }", "s.toml:6:11: think uniform runs from low to high: "),
+        ("{ uniform = [\"3s\"] }", "s.toml:6:11: think uniform takes two durations: "),
+        ("{ exponential = 2 }", "s.toml:6:11: think holds an integer, not a duration: "),
+        ("{ normal = \"2s\" }", "s.toml:6:11: think is a table of one key, uniform or exponential: "),
+    ] {
+        assert_eq!(step(think).err(), Some(format!("{says}{hint}")), "{think}");
+    }
 }
 
 #[test]

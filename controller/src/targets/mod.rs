@@ -196,6 +196,7 @@ impl MixBuilder {
             templated: false,
             checks: vec![],
             extract: vec![],
+            think: None,
         });
         Ok(())
     }

@@ -54,6 +54,7 @@ fn request(headers: &[(&str, &str)]) -> NamedRequest {
         templated: false,
         checks: vec![],
         extract: vec![],
+        think: None,
     }
 }
 

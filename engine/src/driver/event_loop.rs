@@ -415,12 +415,15 @@ impl<I: Io> Loop<I> {
         let Some(session) = &mut c.session else { return Ok(()) };
         // Open model: the session has room and the next request is not due yet.
         let mut room = false;
+        // Requests may still come to this connection (its user may be pausing).
+        let mut more = false;
         // Beyond the ramp's count, no new request: it closes once idle.
         if released && !c.peer_closed && i < self.open_allowed {
             let mut units = Units::new(&mut c.claimed, &mut self.schedule, &mut self.stats)
                 .picking(&mut c.cursor, &mut self.picker);
             session.start_requests(now, &mut units, &mut self.events);
             room = units.found_none_due();
+            more = units.has_more();
             self.in_flight += u64::from(units.taken());
             if !self.events.is_empty() {
                 self.count_events(i);
@@ -429,8 +432,13 @@ impl<I: Io> Loop<I> {
         self.set_waiting(i, room);
         let c = &self.conns[i];
         let Some(session) = &c.session else { return Ok(()) };
-        if session.must_close() || (released && session.is_idle() && !room) {
+        // A user pausing (think time) keeps its connection while it has requests to come.
+        let thinking = more && c.cursor.resume_at.is_some_and(|t| t > now);
+        if session.must_close() || (released && session.is_idle() && !room && !thinking) {
             return self.begin_close(i);
+        }
+        if thinking {
+            self.note_deadline(c.cursor.resume_at);
         }
         self.queue_output(i)
     }

@@ -70,6 +70,8 @@ pub(crate) struct Shared {
     pub heads: Box<[bool]>,
     /// Per request: it is a step of a flow (see `Mix::flow_steps`); empty without flows.
     pub flows: Box<[bool]>,
+    /// Per request: the pause its user takes after its answer; empty without think times.
+    pub thinks: Box<[Option<crate::plan::Think>]>,
     /// Per request: how many extractors it has (the values its `Event::Judged` must bring);
     /// empty without extractors.
     pub extracts: Box<[u8]>,

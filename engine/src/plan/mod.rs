@@ -8,6 +8,7 @@ mod requests;
 mod source_addrs;
 mod split;
 mod stages;
+mod think;
 mod validate;
 
 pub use checks::{
@@ -24,6 +25,7 @@ pub use requests::{
 pub(crate) use source_addrs::validate_source_addrs;
 pub(crate) use stages::Curve;
 pub use stages::{MAX_STAGES, Stage, requested_between, stage_at};
+pub use think::Think;
 pub use validate::{PlanError, Setting};
 
 use std::net::IpAddr;

@@ -5,6 +5,7 @@
 use super::RequestSpec;
 use super::checks::{Check, OnFailure};
 use super::extract::Extractor;
+use super::think::Think;
 use crate::template::{Template, Vocabulary};
 
 /// The most names a mix may have: each costs its own statistics in every thread, every second
@@ -51,6 +52,9 @@ pub struct NamedRequest {
     /// Values taken from each response to it into its virtual user's variables, for later
     /// steps of its scenario (a scenario file's steps).
     pub extract: Vec<Extractor>,
+    /// The pause its user takes after each answer to it (or failure) before its next request;
+    /// it makes its scenario a flow.
+    pub think: Option<Think>,
 }
 
 /// Which request of a mix a connection sends next.
@@ -100,9 +104,10 @@ impl NamedRequest {
 }
 
 impl NamedRequest {
-    /// Whether it makes its scenario a flow: it has extractors, or a check that aborts.
+    /// Whether it makes its scenario a flow: it has extractors, a think time, or a check that
+    /// aborts.
     fn makes_a_flow(&self) -> bool {
-        !self.extract.is_empty() || self.checks.iter().any(|c| c.on_failure == OnFailure::Abort)
+        !self.extract.is_empty() || self.think.is_some() || self.checks.iter().any(|c| c.on_failure == OnFailure::Abort)
     }
 
     /// Whether no two of its checks share a name (each name is one count of its name's).
@@ -290,6 +295,7 @@ mod tests {
             templated: false,
             checks: vec![],
             extract: vec![],
+            think: None,
         }
     }
 

@@ -13,7 +13,7 @@ use crate::template::{Template, Vocabulary, check_template};
 use super::{
     Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_EXTRACTORS, MAX_HOLD, MAX_KEPT_CHECKS,
     MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, MAX_VARIABLES, Mix, Plan,
-    Protocol, Scenario, Source, Stop, is_variable_name,
+    Protocol, Scenario, Source, Stop, Think, is_variable_name,
 };
 
 /// Why a plan cannot run: the setting it concerns, and words that name the limit it broke.
@@ -226,6 +226,7 @@ impl Plan {
     /// A mix's size, names and paths, and the size of the bodies.
     fn validate_requests(&self) -> Result<(), PlanError> {
         let bad = |setting, why: String| Err(PlanError { setting, why });
+        let days = MAX_DURATION.as_secs() / 86_400;
         validate_feeders(&self.feeders)?;
         let vocabulary = self.vocabulary();
         if let Some(mix) = self.requests.mix() {
@@ -272,6 +273,21 @@ impl Plan {
                 validate_scenarios(scenarios, mix.requests.len())?;
             }
             validate_extractors(mix, &vocabulary)?;
+            for r in mix.requests.iter().filter(|r| r.think.is_some()) {
+                let name = r.name.escape_debug();
+                if mix.order.scenarios().is_none() {
+                    return bad(setting, format!("{name}: a think time belongs to a scenario's step"));
+                }
+                match r.think {
+                    Some(Think::Uniform(low, high)) if low > high => {
+                        return bad(setting, format!("{name}: a think time's range runs from low to high"));
+                    }
+                    Some(t) if t.longest() > MAX_DURATION => {
+                        return bad(setting, format!("{name}: a think time may be at most {days} days"));
+                    }
+                    _ => {}
+                }
+            }
             for r in mix.requests.iter().filter(|r| r.templated) {
                 let texts = [r.path_and_query.as_bytes(), &r.spec.body]
                     .into_iter()

@@ -47,11 +47,17 @@ impl<'a> Units<'a> {
     /// flow's step (which may need what they answer) waits for them.
     #[inline]
     pub(crate) fn take(&mut self, now: Instant, busy: bool) -> Option<Start> {
-        if busy
-            && let Some((cursor, picker)) = &self.picks
-            && picker.waits(cursor)
-        {
-            return None;
+        if let Some((cursor, picker)) = &mut self.picks {
+            if busy && picker.waits(cursor) {
+                return None;
+            }
+            // The user is pausing after a step (think time): nothing until it is over.
+            if let Some(until) = cursor.resume_at {
+                if until > now {
+                    return None;
+                }
+                cursor.resume_at = None;
+            }
         }
         if let Some((cursor, picker)) = &mut self.picks
             && picker.owes(cursor)
@@ -181,12 +187,14 @@ pub(crate) struct Cursor {
     /// With extractors: the slot's variables, by index in the plan's, as its steps' extractors
     /// set them.
     vars: Vec<Vec<u8>>,
+    /// Think time: the user sends nothing before this instant.
+    pub resume_at: Option<Instant>,
 }
 
 impl Cursor {
     /// Slot `vu` of the whole run, starting at request `next`.
     pub(crate) fn at(next: u32, vu: u64) -> Self {
-        Cursor { next, again: Vec::new(), vu, iterations: 0, rows: Box::default(), vars: Vec::new() }
+        Cursor { next, again: Vec::new(), vu, iterations: 0, rows: Box::default(), vars: Vec::new(), resume_at: None }
     }
 
     /// Variable `var` is now `value` (its memory reused).
@@ -306,6 +314,11 @@ impl Picker {
             let next = cursor.again.last().copied().unwrap_or(cursor.next);
             self.flows.get(next as usize).copied().unwrap_or(false)
         }
+    }
+
+    /// The user of `cursor` pauses after an answer, by `think`, from `at`.
+    pub(crate) fn think(&mut self, cursor: &mut Cursor, think: &crate::plan::Think, at: Instant) {
+        cursor.resume_at = Some(at + think.draw(&mut self.numbering.rng));
     }
 
     /// The iteration under way on `cursor` ends at `request`, one of its steps: its remaining
@@ -593,6 +606,20 @@ mod tests {
         let mut again = Cursor::at(1, 0);
         let mut units = Units::new(&mut claimed, &mut schedule, &mut stats).picking(&mut again, &mut plain);
         assert_eq!(units.take(Instant::now(), true).map(|s| s.request), Some(1));
+    }
+
+    #[test]
+    fn a_user_pausing_takes_nothing_until_its_pause_is_over() {
+        let mut picker = two_scenarios(9);
+        let (mut claimed, mut schedule, mut stats) = (false, Schedule::closed(Some(10)), Stats::default());
+        let mut cursor = Cursor::at(1, 0);
+        let now = Instant::now();
+        picker.think(&mut cursor, &crate::plan::Think::Fixed(Duration::from_millis(30)), now);
+        let mut units = Units::new(&mut claimed, &mut schedule, &mut stats).picking(&mut cursor, &mut picker);
+        assert_eq!(units.take(now + Duration::from_millis(29), false), None);
+        assert!(!units.found_none_due(), "a pause is not the schedule's: no waiting for a due request");
+        assert_eq!(units.take(now + Duration::from_millis(30), false).map(|s| s.request), Some(1));
+        assert_eq!(cursor.resume_at, None);
     }
 
     #[test]

@@ -11,6 +11,7 @@ fn mix(order: Order) -> Requests {
         templated: path.contains("{{"),
         checks: vec![],
         extract: vec![],
+        think: None,
     };
     Requests::Mix(Mix {
         requests: vec![
@@ -538,6 +539,7 @@ fn extracting_plan() -> Plan {
             extract("id", ExtractSource::Regex { pattern: CheckPattern::new(r"id=(\d+)").expect("pattern"), group: 1 }),
             extract("session", ExtractSource::Cookie { name: "session".into() }),
         ],
+        think: Some(volley_engine::Think::Uniform(Duration::from_millis(5), Duration::from_millis(9))),
     };
     let me = NamedRequest {
         name: "me".into(),
@@ -550,6 +552,7 @@ fn extracting_plan() -> Plan {
         templated: true,
         checks: vec![],
         extract: vec![],
+        think: None,
     };
     let mut p = plan(Stop::Requests(100));
     p.warm_up = None;

@@ -95,6 +95,7 @@ impl<I: Io> Loop<I> {
                     if abort {
                         self.end_flow(i, request);
                     }
+                    self.think(i, request, at);
                 }
                 Event::Judged { failed, extracted: values } => {
                     kept_verdicts = Some(failed);
@@ -110,6 +111,7 @@ impl<I: Io> Loop<I> {
                     self.count_errors(kind, 1, why);
                     self.count_name_error(request, kind);
                     self.end_flow(i, request);
+                    self.think(i, request, Instant::now());
                 }
                 Event::SetupFailed { kind, why } => self.setup_failed(i, kind, why),
                 Event::Limited(limit) => {
@@ -142,6 +144,13 @@ impl<I: Io> Loop<I> {
             self.stats.names.entry(usize::from(names[request as usize])).counters.extract_failed += 1;
         }
         self.end_flow(i, request);
+    }
+
+    /// `request` was answered (or failed) at `at`: its user pauses, if its step has a think time.
+    fn think(&mut self, i: usize, request: u32, at: Instant) {
+        if let Some(Some(think)) = self.shared.thinks.get(request as usize) {
+            self.picker.think(&mut self.conns[i].cursor, think, at);
+        }
     }
 
     /// `request` ended without what a flow's later steps need (its extraction, the request or

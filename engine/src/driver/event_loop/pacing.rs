@@ -224,13 +224,19 @@ impl<I: Io> Loop<I> {
                     d => self.note_deadline(d),
                 },
                 Phase::SettingUp | Phase::Open => {
+                    let resume_at = c.cursor.resume_at;
                     let Some(session) = c.session.as_mut() else { continue };
                     match session.poll_timeout() {
                         Some(d) if now >= d => {
                             session.handle_timeout(now, &mut self.events);
                             self.advance(i, now)?;
                         }
-                        d => self.note_deadline(d),
+                        // Its user's pause (think time) is over: it takes its next request.
+                        _ if resume_at.is_some_and(|t| now >= t) => self.advance(i, now)?,
+                        d => {
+                            self.note_deadline(d);
+                            self.note_deadline(resume_at);
+                        }
                     }
                 }
                 _ => {}

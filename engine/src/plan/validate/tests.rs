@@ -65,6 +65,7 @@ fn mix(names: impl Iterator<Item = String>, body: usize) -> Requests {
             templated: false,
             checks: vec![],
             extract: vec![],
+            think: None,
         })
         .collect();
     Requests::Mix(Mix { requests, order: Order::InTurn })
@@ -100,6 +101,7 @@ fn a_mix_path_that_does_not_start_with_a_slash_or_holds_a_blank_or_a_line_break_
                 spec: RequestSpec::new("GET", vec![], vec![]),
                 checks: vec![],
                 extract: vec![],
+                think: None,
                 templated: false,
             }],
             order: Order::InTurn,
@@ -119,6 +121,7 @@ fn flow(from: crate::plan::Source, path: &str) -> Requests {
         templated: true,
         checks: vec![],
         extract,
+        think: None,
     };
     let login = step("login", "/login", vec![crate::plan::Extractor { var: "token".into(), from }]);
     let scenario = crate::plan::Scenario { name: "s".into(), weight: 1, steps: 2 };
