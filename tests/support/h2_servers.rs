@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{NGINX_BODY, Nginx, NginxOptions, NginxTuning, TestCert, free_port, in_ci};
+use super::{NGINX_BODY, Nginx, NginxOptions, NginxTuning, TestCert, free_ports, in_ci};
 
 // ---------------------------------------------------------------------------------------------
 // Options and what the servers have in common
@@ -534,8 +534,9 @@ impl ServerProcess {
         }
         let mut last_error = String::new();
         for _ in 0..5 {
-            let h2c_addr = options.h2c.then(|| SocketAddr::from(([127, 0, 0, 1], free_port())));
-            let tls_addr = options.tls.then(|| SocketAddr::from(([127, 0, 0, 1], free_port())));
+            let [h2c, tls] = free_ports();
+            let h2c_addr = options.h2c.then(|| SocketAddr::from(([127, 0, 0, 1], h2c)));
+            let tls_addr = options.tls.then(|| SocketAddr::from(([127, 0, 0, 1], tls)));
             if h2c_addr.is_some() && h2c_addr == tls_addr {
                 continue;
             }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::certs::TestCert;
 use super::h2_servers;
-use super::volley::{free_port, in_ci};
+use super::volley::{free_ports, in_ci};
 
 /// What to start nginx with.
 #[derive(Clone, Debug, Default)]
@@ -88,9 +88,10 @@ impl Nginx {
         // The port is free when picked but could be taken before nginx binds it: retry then.
         let mut last_error = String::new();
         for _ in 0..5 {
-            let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-            let tls_addr = options.tls.then(|| SocketAddr::from(([127, 0, 0, 1], free_port())));
-            let h2c_addr = options.h2c.then(|| SocketAddr::from(([127, 0, 0, 1], free_port())));
+            let [plain, tls, h2c] = free_ports();
+            let addr = SocketAddr::from(([127, 0, 0, 1], plain));
+            let tls_addr = options.tls.then(|| SocketAddr::from(([127, 0, 0, 1], tls)));
+            let h2c_addr = options.h2c.then(|| SocketAddr::from(([127, 0, 0, 1], h2c)));
             let config = nginx_config(dir.path(), addr, tls_addr, h2c_addr, &tuning);
             std::fs::write(dir.path().join("nginx.conf"), config).unwrap();
             let _ = std::fs::remove_file(dir.path().join("error.log"));

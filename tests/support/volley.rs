@@ -206,6 +206,14 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("local_addr").port()
 }
 
+/// `N` ports free when picked and different from each other: all held at once while picked, so
+/// the kernel cannot hand out one twice (one server's two listeners on one port fail to start).
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: [std::net::TcpListener; N] =
+        std::array::from_fn(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0"));
+    listeners.map(|l| l.local_addr().expect("local_addr").port())
+}
+
 /// True when running under CI (`CI` set to anything but empty, `0` or `false`).
 pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
