@@ -152,7 +152,8 @@ fn judges(checks: &[crate::plan::Check], indices: Vec<u16>) -> RequestChecks {
 /// a value may hold no blank.
 fn variables_in_paths(mix: &Mix, templating: &Templating, variables: usize) -> Vec<bool> {
     let mut in_path = vec![false; variables];
-    for (_, r) in mix.requests.iter().enumerate().filter(|(i, _)| templating.is_templated(*i)) {
+    let templated = mix.requests.iter().enumerate().filter(|(i, _)| templating.is_templated(*i));
+    for r in templated.map(|(_, r)| r) {
         if let Ok(path) = Template::parse(r.path_and_query.as_bytes(), &templating.vocabulary) {
             for v in path.variables() {
                 if let Some(used) = in_path.get_mut(v) {
@@ -276,11 +277,12 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             }
             _ => Box::default(),
         },
-        extracts: plan
-            .requests
-            .mix()
-            .map(|mix| mix.requests.iter().map(|r| r.extract.len() as u8).collect())
-            .unwrap_or_default(),
+        extracts: match plan.requests.mix() {
+            Some(mix) if mix.requests.iter().any(|r| !r.extract.is_empty()) => {
+                mix.requests.iter().map(|r| r.extract.len() as u8).collect()
+            }
+            _ => Box::default(),
+        },
         scenarios: plan.requests.scenarios().map(|s| s.into()),
         feeder_uses: feeder_uses.into(),
         tls,

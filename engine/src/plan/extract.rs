@@ -6,6 +6,7 @@
 //! sent with an empty or stale value.
 
 use super::checks::{KeptResponse, ParsedJson, Pattern};
+use crate::template::BUILT_IN_NAMES;
 
 /// The most extractors one step may have.
 pub const MAX_EXTRACTORS: usize = 16;
@@ -79,17 +80,6 @@ impl Source {
             && !value.iter().any(|&b| b < b' ' && b != b'\t' || b == 0x7f || in_path && (b == b' ' || b == b'\t'));
         safe.then_some(value)
     }
-
-    /// What the report and errors call it: `json /token`, `header x-id`, `regex /id=(\d+)/ group 1`,
-    /// `cookie session`.
-    pub fn describe(&self) -> String {
-        match self {
-            Source::Json { pointer } => format!("json {pointer}"),
-            Source::Header { name } => format!("header {name}"),
-            Source::Regex { pattern, group } => format!("regex /{}/ group {group}", pattern.as_str()),
-            Source::Cookie { name } => format!("cookie {name}"),
-        }
-    }
 }
 
 /// The value a `set-cookie` field gives cookie `name`, if it names that cookie: the text between
@@ -110,7 +100,7 @@ pub fn is_variable_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !matches!(name, "vu" | "iteration" | "worker" | "thread" | "random_int" | "uuid" | "unix_ms")
+        && !BUILT_IN_NAMES.contains(&name)
 }
 
 #[cfg(test)]

@@ -120,17 +120,34 @@ impl NamedRequest {
         if !self.templated {
             return 0;
         }
-        let texts = [self.path_and_query.as_bytes(), &self.spec.body]
+        self.template_texts().filter_map(|t| Template::parse(t, vocabulary).ok()).fold(0, |mask, t| mask | t.feeders())
+    }
+
+    /// The texts that are templates when it is templated: its path, its body and its header
+    /// values.
+    pub(crate) fn template_texts(&self) -> impl Iterator<Item = &[u8]> {
+        [self.path_and_query.as_bytes(), &self.spec.body]
             .into_iter()
-            .chain(self.spec.headers.iter().map(|(_, v)| v.as_bytes()));
-        texts.filter_map(|t| Template::parse(t, vocabulary).ok()).fold(0, |mask, t| mask | t.feeders())
+            .chain(self.spec.headers.iter().map(|(_, v)| v.as_bytes()))
     }
 }
 
 impl Mix {
-    /// Per request: it is a step of a flow, a scenario one of whose steps has extractors or a
-    /// check that aborts (its user sends one request at a time, and a failed step ends its
-    /// iteration). All false without such a scenario.
+    /// The variables its extractors set, each once, in order of first appearance: the plan's
+    /// order, which a template's `{{var}}` slot indexes.
+    pub(crate) fn variables(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for e in self.requests.iter().flat_map(|r| &r.extract) {
+            if !names.contains(&e.var.as_str()) {
+                names.push(&e.var);
+            }
+        }
+        names
+    }
+
+    /// Per request: it is a step of a flow, a scenario one of whose steps has extractors, a
+    /// think time or a check that aborts (its user sends one request at a time, and a failed
+    /// step ends its iteration). All false without such a scenario.
     pub(crate) fn flow_steps(&self) -> Vec<bool> {
         let mut flows = vec![false; self.requests.len()];
         let mut first = 0;
@@ -146,15 +163,10 @@ impl Mix {
 }
 
 impl Requests {
-    /// The variables its extractors set, each once, in order of first appearance.
+    /// The variables its extractors set, each once, in order of first appearance (none
+    /// without a mix).
     pub fn variables(&self) -> Vec<String> {
-        let mut names: Vec<String> = Vec::new();
-        for e in self.mix().into_iter().flat_map(|m| &m.requests).flat_map(|r| &r.extract) {
-            if !names.contains(&e.var) {
-                names.push(e.var.clone());
-            }
-        }
-        names
+        self.mix().map_or_else(Vec::new, |mix| mix.variables().into_iter().map(String::from).collect())
     }
 
     /// Every request, with the path it goes to (`default_path` for the one request).

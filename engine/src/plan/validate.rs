@@ -145,12 +145,7 @@ fn validate_cells(feeders: &[Feeder], path: &Template, values: &[Template]) -> R
 /// value its iteration has not taken).
 fn validate_extractors(mix: &Mix, vocabulary: &Vocabulary) -> Result<(), PlanError> {
     let bad = |why: String| Err(PlanError { setting: Setting::Scenario, why });
-    let variables = mix.requests.iter().flat_map(|r| &r.extract).fold(Vec::new(), |mut names, e| {
-        if !names.contains(&&e.var) {
-            names.push(&e.var);
-        }
-        names
-    });
+    let variables = mix.variables();
     if variables.is_empty() {
         return Ok(());
     }
@@ -200,14 +195,12 @@ fn validate_extractors(mix: &Mix, vocabulary: &Vocabulary) -> Result<(), PlanErr
     for scenario in scenarios {
         let steps = mix.requests.get(first..first + scenario.steps as usize).unwrap_or(&[]);
         for (k, step) in steps.iter().enumerate().filter(|(_, r)| r.templated) {
-            let texts = [step.path_and_query.as_bytes(), &step.spec.body]
-                .into_iter()
-                .chain(step.spec.headers.iter().map(|(_, v)| v.as_bytes()));
-            for used in texts
+            for used in step
+                .template_texts()
                 .filter_map(|t| Template::parse(t, vocabulary).ok())
                 .flat_map(|t| t.variables().collect::<Vec<_>>())
             {
-                let var = variables.get(used).map_or("", |v| v.as_str());
+                let var = variables.get(used).copied().unwrap_or("");
                 if !steps[..k].iter().any(|earlier| earlier.extract.iter().any(|e| e.var == var)) {
                     return bad(format!(
                         "scenario {}, step {}: `{{{{{var}}}}}` is used before an earlier step of the scenario extracts it",
@@ -289,10 +282,7 @@ impl Plan {
                 }
             }
             for r in mix.requests.iter().filter(|r| r.templated) {
-                let texts = [r.path_and_query.as_bytes(), &r.spec.body]
-                    .into_iter()
-                    .chain(r.spec.headers.iter().map(|(_, v)| v.as_bytes()));
-                if let Some(e) = texts.filter_map(|t| check_template(t, &vocabulary).err()).next() {
+                if let Some(e) = r.template_texts().filter_map(|t| check_template(t, &vocabulary).err()).next() {
                     return bad(setting, format!("{}: {e}", r.name));
                 }
                 if !self.feeders.is_empty() {

@@ -236,9 +236,9 @@ pub(crate) struct Picker {
     random: Option<u64>,
     /// Weighted scenarios; None: each request is an iteration of its own.
     scenarios: Option<Scenarios>,
-    /// Per request: it is a step of a flow (a scenario with extractors), so it is sent only
-    /// when its connection has nothing else in flight: its user is one request at a time.
-    /// Empty when no scenario is a flow.
+    /// Per request: it is a step of a flow (`Mix::flow_steps`), so it is sent only when its
+    /// connection has nothing else in flight (its user is one request at a time), and a
+    /// failure there may end its iteration. Empty when no scenario is a flow.
     flows: Box<[bool]>,
     numbering: Numbering,
     /// The thread's feeders; None without.
@@ -321,20 +321,23 @@ impl Picker {
         cursor.resume_at = Some(at + think.draw(&mut self.numbering.rng));
     }
 
-    /// The iteration under way on `cursor` ends at `request`, one of its steps: its remaining
-    /// steps are not sent, and the next request starts a new iteration. True if steps were
-    /// left. After its scenario's last step nothing is left of its iteration, and what `cursor`
-    /// owes then belongs to the next one (a step of another scenario already under way on
-    /// HTTP/2 or HTTP/3), which goes on.
+    /// The iteration under way on `cursor` ends at `request`, if that is a flow's step: its
+    /// remaining steps are not sent, and the next request starts a new iteration. True if steps
+    /// were left. Other scenarios' iterations go on whatever their steps' answers (a flow's user
+    /// sends one request at a time, so only a flow's are sure to be the cursor's own). After its
+    /// scenario's last step nothing is left of its iteration, and what `cursor` owes then
+    /// belongs to the next one (a step of another scenario already under way on HTTP/2 or
+    /// HTTP/3), which goes on.
     pub(crate) fn end_iteration(&mut self, cursor: &mut Cursor, request: u32) -> bool {
-        let Some(scenarios) = &self.scenarios else { return false };
-        if scenarios.last.get(request as usize).copied().unwrap_or(true) || !self.owes(cursor) {
+        let at = request as usize;
+        let flow_step = self.flows.get(at).copied().unwrap_or(false);
+        let owes = self.owes(cursor);
+        let (Some(state), Some(scenarios)) = (&mut self.random, &self.scenarios) else { return false };
+        if !flow_step || !owes || scenarios.last.get(at).copied().unwrap_or(true) {
             return false;
         }
         cursor.again.clear();
-        if let (Some(state), Some(scenarios)) = (&mut self.random, &self.scenarios) {
-            cursor.next = scenarios.draw(state);
-        }
+        cursor.next = scenarios.draw(state);
         true
     }
 
@@ -569,7 +572,13 @@ mod tests {
 
     #[test]
     fn ending_an_iteration_skips_its_remaining_steps_and_the_next_starts_a_scenario() {
-        let mut picker = two_scenarios(3);
+        // Not a flow: its iterations go on whatever happens to a step.
+        let mut plain = two_scenarios(3);
+        let mut cursor = Cursor::at(0, 0);
+        assert_eq!(plain.advance(&mut cursor), 0);
+        assert!(!plain.end_iteration(&mut cursor, 0));
+        assert!(plain.owes(&cursor));
+        let mut picker = two_scenarios(3).with_flows(vec![true; 5].into());
         let mut cursor = Cursor::at(0, 0);
         assert_eq!(picker.advance(&mut cursor), 0);
         assert!(picker.owes(&cursor), "steps 1 and 2 are left");

@@ -23,6 +23,9 @@ pub(crate) use slot::{Fill, decimal};
 /// The built-ins, as errors list them.
 pub const TEMPLATE_BUILT_INS: &str = "vu, iteration, worker, thread, random_int A B, uuid, unix_ms";
 
+/// The built-ins' names, which no variable may take.
+pub(crate) const BUILT_IN_NAMES: [&str; 7] = ["vu", "iteration", "worker", "thread", "random_int", "uuid", "unix_ms"];
+
 /// Text with `{{…}}` slots, compiled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Template {

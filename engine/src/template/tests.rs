@@ -124,3 +124,12 @@ fn a_variable_is_filled_with_the_users_value_and_an_unknown_name_is_refused() {
     let unknown = Template::parse(b"{{tokn}}", &vocabulary).expect_err("not a variable");
     assert!(unknown.what.contains("variables an extractor sets"), "{}", unknown.what);
 }
+
+#[test]
+fn every_built_in_name_is_a_slot_the_parser_knows() {
+    for name in BUILT_IN_NAMES {
+        let text = if name == "random_int" { format!("{{{{{name} 1 2}}}}") } else { format!("{{{{{name}}}}}") };
+        let parsed = Template::parse(text.as_bytes(), &Vocabulary::default());
+        assert!(parsed.is_ok_and(|t| t.has_slots()), "{name}");
+    }
+}

@@ -95,7 +95,7 @@ impl<I: Io> Loop<I> {
                     if abort {
                         self.end_flow(i, request);
                     }
-                    self.think(i, request, at);
+                    self.think(i, request, Some(at));
                 }
                 Event::Judged { failed, extracted: values } => {
                     kept_verdicts = Some(failed);
@@ -111,7 +111,7 @@ impl<I: Io> Loop<I> {
                     self.count_errors(kind, 1, why);
                     self.count_name_error(request, kind);
                     self.end_flow(i, request);
-                    self.think(i, request, Instant::now());
+                    self.think(i, request, None);
                 }
                 Event::SetupFailed { kind, why } => self.setup_failed(i, kind, why),
                 Event::Limited(limit) => {
@@ -146,9 +146,11 @@ impl<I: Io> Loop<I> {
         self.end_flow(i, request);
     }
 
-    /// `request` was answered (or failed) at `at`: its user pauses, if its step has a think time.
-    fn think(&mut self, i: usize, request: u32, at: Instant) {
+    /// `request` was answered at `at` (None: it failed, now): its user pauses, if its step
+    /// has a think time. The clock is read only then.
+    fn think(&mut self, i: usize, request: u32, at: Option<Instant>) {
         if let Some(Some(think)) = self.shared.thinks.get(request as usize) {
+            let at = at.unwrap_or_else(Instant::now);
             self.picker.think(&mut self.conns[i].cursor, think, at);
         }
     }
@@ -157,9 +159,7 @@ impl<I: Io> Loop<I> {
     /// a check with `on_failure = "abort"` failed): if it is a flow's step, its iteration ends
     /// here, counted as abandoned under its name when steps were left.
     fn end_flow(&mut self, i: usize, request: u32) {
-        if !self.shared.flows.get(request as usize).copied().unwrap_or(false)
-            || !self.picker.end_iteration(&mut self.conns[i].cursor, request)
-        {
+        if !self.picker.end_iteration(&mut self.conns[i].cursor, request) {
             return;
         }
         self.stats.counters.abandoned += 1;
