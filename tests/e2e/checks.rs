@@ -141,21 +141,8 @@ fn expected(routes: &BTreeMap<String, u64>) -> BTreeMap<String, Vec<(String, u64
     ])
 }
 
-/// The server's routes counted since `before`.
-fn since(before: &BTreeMap<String, u64>, now: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
-    let mut routes = now;
-    for (route, n) in before {
-        *routes.get_mut(route).expect("a route seen before") -= n;
-    }
-    routes
-}
-
 fn shop(origin: &str) -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("shop.toml");
-    std::fs::write(&file, format!("origin = \"{origin}\"\n{SHOP}")).unwrap();
-    let file = file.to_str().expect("a UTF-8 path").to_string();
-    (dir, file)
+    support::scenario_file("shop.toml", origin, SHOP)
 }
 
 fn run(file: &str, extra: &[&str]) -> Output {
@@ -174,7 +161,7 @@ fn each_checks_counts_are_what_the_server_answered_over_http1_h2c_and_across_thr
         let out = run(&file, extra);
         assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
         let r = support::json_report(&out);
-        let routes = since(&before, server.routes());
+        let routes = server.routes_since(&before);
         assert_eq!(number(&r, "/requests/ok"), 600, "{extra:?}: 300 iterations of 2 steps\n{r}");
         assert!(routes["GET /items/7"] > 0 && routes["POST /cart"] > 0, "{extra:?}: both scenarios drawn: {routes:?}");
         assert_eq!(report_checks(&r), expected(&routes), "{extra:?}");

@@ -11,7 +11,7 @@ use std::process::Output;
 use std::sync::Arc;
 
 use support::h3_server::{H3Options, H3TestServer};
-use support::{Behavior, FlowApp, TestServer, WorkerProcess, describe_output, number};
+use support::{Behavior, FlowApp, TestServer, WorkerProcess, describe_output, number, scenario_file};
 
 /// Log in, see the profile with the token, list the items with the token in the path and the
 /// session cookie. The server answers every 7th login without a token or cookie.
@@ -46,14 +46,6 @@ name = "user"
 "#;
 
 const ITERATIONS: u64 = 300;
-
-fn login_file(origin: &str) -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("login.toml");
-    std::fs::write(&file, format!("origin = \"{origin}\"\n{LOGIN}")).unwrap();
-    let file = file.to_str().expect("a UTF-8 path").to_string();
-    (dir, file)
-}
 
 fn run(file: &str, extra: &[&str]) -> Output {
     let n = ITERATIONS.to_string();
@@ -105,7 +97,7 @@ fn each_user_carries_its_own_token_and_cookie_and_a_missing_token_ends_the_itera
     for extra in [&[][..], &["--http2", "-p", "4"][..], &["--workers", &list][..]] {
         let app = Arc::new(FlowApp::new().without_token_every(7));
         let server = TestServer::start(Behavior::ok(10).app(app.clone()));
-        let (_dir, file) = login_file(server.url().trim_end_matches('/'));
+        let (_dir, file) = scenario_file("login.toml", server.url().trim_end_matches('/'), LOGIN);
         let out = run(&file, extra);
         assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
         assert_agrees(&support::json_report(&out), &app, &format!("{extra:?}"));
@@ -116,7 +108,7 @@ fn each_user_carries_its_own_token_and_cookie_and_a_missing_token_ends_the_itera
 fn each_user_carries_its_own_token_and_cookie_over_http3() {
     let app = Arc::new(FlowApp::new().without_token_every(7));
     let server = H3TestServer::start(H3Options { app: Some(app.clone()), ..Default::default() });
-    let (dir, file) = login_file(server.url().trim_end_matches('/'));
+    let (dir, file) = scenario_file("login.toml", server.url().trim_end_matches('/'), LOGIN);
     let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, &server.cert().ca_pem).unwrap();
     let out = run(&file, &["--http3", "-p", "4", "--cacert", ca.to_str().unwrap()]);
@@ -126,11 +118,9 @@ fn each_user_carries_its_own_token_and_cookie_over_http3() {
 
 #[test]
 fn a_step_using_a_variable_no_earlier_step_extracts_is_refused_with_its_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("early.toml");
     let early = LOGIN.replacen("path = \"/login\"", "path = \"/login/{{sid}}\"", 1);
-    std::fs::write(&file, format!("origin = \"http://127.0.0.1:9\"\n{early}")).unwrap();
-    let out = support::run_volley(["-n", "1", "--scenario", file.to_str().unwrap()]);
+    let (_dir, file) = scenario_file("early.toml", "http://127.0.0.1:9", &early);
+    let out = support::run_volley(["-n", "1", "--scenario", &file]);
     assert_eq!(out.status.code(), Some(2), "{}", describe_output(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -141,8 +131,6 @@ fn a_step_using_a_variable_no_earlier_step_extracts_is_refused_with_its_place() 
 fn a_failed_check_that_aborts_ends_its_iteration_and_the_server_never_sees_the_later_step() {
     // Every 4th request the server receives is answered 503, whichever route it is.
     let server = TestServer::start(Behavior::ok(10).status_every(4, 503));
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("abort.toml");
     let scenario = r#"
 [[scenario]]
 name = "two"
@@ -156,14 +144,14 @@ name = "two"
   name = "second"
   path = "/b"
 "#;
-    std::fs::write(&file, format!("origin = \"{}\"\n{scenario}", server.url().trim_end_matches('/'))).unwrap();
+    let (_dir, file) = scenario_file("abort.toml", server.url().trim_end_matches('/'), scenario);
     for extra in [&[][..], &["--http2", "-p", "4"][..]] {
         let before = server.routes();
-        let out = run(file.to_str().unwrap(), extra);
+        let out = run(&file, extra);
         assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
         let r = support::json_report(&out);
-        let routes = server.routes();
-        let served = |route: &str| routes.get(route).copied().unwrap_or(0) - before.get(route).copied().unwrap_or(0);
+        let routes = server.routes_since(&before);
+        let served = |route: &str| routes.get(route).copied().unwrap_or(0);
         let failed = checks(&r, "first")[0].1;
         assert!(failed > 0, "{extra:?}: some first steps got a 503: {r}");
         assert_eq!(number(name(&r, "first"), "/statusCodes/503"), failed, "{extra:?}");
@@ -216,8 +204,6 @@ fn a_flows_last_step_failing_never_cuts_short_another_scenarios_iteration_on_the
     // "flow" ends with a step the server always fails, whose check aborts; "plain" is no flow,
     // so on HTTP/2 its first step may go out while the flow's last is in flight.
     let server = TestServer::start(Behavior::ok(10).status_for("/a2", 500));
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("mixed.toml");
     let scenarios = r#"
 [[scenario]]
 name = "flow"
@@ -235,14 +221,14 @@ name = "plain"
   [[scenario.step]]
   path = "/b2"
 "#;
-    std::fs::write(&file, format!("origin = \"{}\"\n{scenarios}", server.url().trim_end_matches('/'))).unwrap();
+    let (_dir, file) = scenario_file("mixed.toml", server.url().trim_end_matches('/'), scenarios);
     for extra in [&[][..], &["--http2", "-p", "2"][..]] {
         let before = server.routes();
-        let out = run(file.to_str().unwrap(), extra);
+        let out = run(&file, extra);
         assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
         let r = support::json_report(&out);
-        let routes = server.routes();
-        let served = |route: &str| routes.get(route).copied().unwrap_or(0) - before.get(route).copied().unwrap_or(0);
+        let routes = server.routes_since(&before);
+        let served = |route: &str| routes.get(route).copied().unwrap_or(0);
         let (a1, a2, b1, b2) = (served("GET /a1"), served("GET /a2"), served("GET /b1"), served("GET /b2"));
         assert!(a1 > 0 && b1 > 0, "{extra:?}: both scenarios drawn");
         assert_eq!((a1 + b1, a2, b2), (ITERATIONS, a1, b1), "{extra:?}: every iteration sent all its steps");
@@ -254,8 +240,6 @@ name = "plain"
 #[test]
 fn a_think_time_pauses_each_user_between_steps_and_stays_out_of_the_latency() {
     let server = TestServer::start(Behavior::ok(10));
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("think.toml");
     let scenario = r#"
 [[scenario]]
 name = "read"
@@ -266,17 +250,16 @@ name = "read"
   path = "/b"
   think = { uniform = ["20ms", "40ms"] }
 "#;
-    std::fs::write(&file, format!("origin = \"{}\"\n{scenario}", server.url().trim_end_matches('/'))).unwrap();
+    let (_dir, file) = scenario_file("think.toml", server.url().trim_end_matches('/'), scenario);
     for extra in [&[][..], &["--http2", "-p", "4"][..]] {
         let before = server.routes();
         // Two users, three iterations each: at least 3 × 100 ms + 2 × 20 ms of pauses apiece.
-        let file = file.to_str().unwrap();
         let out =
-            support::run_volley([&["-c", "2", "-t", "1", "-n", "6", "-j", "--scenario", file][..], extra].concat());
+            support::run_volley([&["-c", "2", "-t", "1", "-n", "6", "-j", "--scenario", &file][..], extra].concat());
         assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
         let r = support::json_report(&out);
-        let routes = server.routes();
-        let served = |route: &str| routes.get(route).copied().unwrap_or(0) - before.get(route).copied().unwrap_or(0);
+        let routes = server.routes_since(&before);
+        let served = |route: &str| routes.get(route).copied().unwrap_or(0);
         assert_eq!((served("GET /a"), served("GET /b")), (6, 6), "{extra:?}");
         let took = r["durationSeconds"].as_f64().expect("a duration");
         assert!(took >= 0.34, "{extra:?}: the pauses took {took} s: {r}");

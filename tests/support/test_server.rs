@@ -522,6 +522,15 @@ impl TestServer {
         self.stats.routes.lock().unwrap().clone()
     }
 
+    /// Requests per route ("METHOD /path") since `before` (an earlier [`TestServer::routes`]).
+    pub fn routes_since(&self, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+        let mut routes = self.routes();
+        for (route, n) in before {
+            *routes.get_mut(route).expect("a route seen before") -= n;
+        }
+        routes
+    }
+
     pub fn methods(&self) -> BTreeMap<String, u64> {
         self.stats.methods.lock().unwrap().clone()
     }

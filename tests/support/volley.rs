@@ -206,6 +206,16 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("local_addr").port()
 }
 
+/// A scenario file `name` in a fresh directory (which lives as long as the handle): `origin`
+/// and then `scenario`'s text. Its path comes as text, as the command line takes it.
+pub fn scenario_file(name: &str, origin: &str, scenario: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join(name);
+    std::fs::write(&file, format!("origin = \"{origin}\"\n{scenario}")).expect("the scenario file");
+    let file = file.to_str().expect("a UTF-8 path").to_string();
+    (dir, file)
+}
+
 /// `N` ports free when picked and different from each other: all held at once while picked, so
 /// the kernel cannot hand out one twice (one server's two listeners on one port fail to start).
 pub fn free_ports<const N: usize>() -> [u16; N] {
