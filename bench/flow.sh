@@ -129,47 +129,12 @@ cmd_flowh3_volley-flow() {
 # nginx for the TCP protocols (with the login), `volley serve --http3` for HTTP/3.
 listen_flowh1() { echo "listen 127.0.0.1:$1;"; }
 listen_flowh2c() { echo "listen 127.0.0.1:$1 http2;"; }
-SERVE_PID=
-start_server() {
-  local proto args=()
-  for proto in "${PROTOS[@]}"; do
-    PORTS[$proto]=$(python3 "$LIB" free-port)
-    if [[ $proto == flowh3 ]]; then
-      URLS[$proto]="https://127.0.0.1:${PORTS[$proto]}/"
-      continue
-    fi
-    URLS[$proto]="http://127.0.0.1:${PORTS[$proto]}/"
-    args+=("${PORTS[$proto]}" "$("listen_$proto" "${PORTS[$proto]}")")
-  done
-  if ((${#args[@]})); then
-    NGINX_SERVER_EXTRA="http2_max_concurrent_streams 128;
-location = /login { default_type application/json; add_header Set-Cookie '$LOGIN_COOKIE'; return 200 '$LOGIN_BODY'; }"
-    start_nginx "${args[@]}"
-    cp "$TMP/nginx.conf" "$RESULTS/$NAME-$STAMP.nginx.conf"
-  fi
-  if [[ -n ${URLS[flowh3]:-} ]]; then
-    prepare_volley || die "$UNAVAILABLE_REASON" # the server is the binary measured: built first
-    SERVE_CMD=(taskset -c "$SERVER_CPU" "$VOLLEY" serve --listen "127.0.0.1:${PORTS[flowh3]}" --http3)
-    "${SERVE_CMD[@]}" </dev/null >"$TMP/serve.log" 2>&1 &
-    SERVE_PID=$!
-    sleep 1
-  fi
-  check_server
-  log "servers (CPU $SERVER_CPU): $(for p in "${PROTOS[@]}"; do printf '%s=%s ' "$p" "${URLS[$p]}"; done)"
-}
-check_server() {
-  [[ -z ${NGINX_PID:-} ]] || check_nginx
-  [[ -z $SERVE_PID ]] || kill -0 "$SERVE_PID" 2>/dev/null || die "volley serve died (see $TMP/serve.log)"
-}
-cleanup_hook() { [[ -z $SERVE_PID ]] || stop_pid "$SERVE_PID"; }
-server_header() {
-  [[ -z ${NGINX_PID:-} ]] || echo "- nginx: $("$NGINX" -v 2>&1 | head -n1) — 1 worker, pinned to CPU $SERVER_CPU, POST /login answered with one JSON token and set-cookie, 200 \"hello, world!\" on every other path; h2c: prior knowledge, http2_max_concurrent_streams 128"
-  [[ -z $SERVE_PID ]] || echo "- flowh3: volley serve --http3 (the VOLLEY binary; the same login), pinned to CPU $SERVER_CPU"
-}
-server_commands() {
-  [[ -z ${NGINX_PID:-} ]] || echo "$(show_cmd "${NGINX_CMD[@]}")  # config: bench/results/${NAME}-$STAMP.nginx.conf"
-  [[ -z $SERVE_PID ]] || show_cmd "${SERVE_CMD[@]}"
-}
+# shellcheck source-path=SCRIPTDIR source=lib/nginx_and_serve.sh
+. "$ROOT/bench/lib/nginx_and_serve.sh"
+H3_PROTO=flowh3
+NGINX_EXTRA="location = /login { default_type application/json; add_header Set-Cookie '$LOGIN_COOKIE'; return 200 '$LOGIN_BODY'; }"
+NGINX_NOTE="POST /login answered with one JSON token and set-cookie, 200 \"hello, world!\" on every other path"
+SERVE_NOTE="the same login"
 header_notes() {
   echo "- the flow: POST /login (a CSV feeder's row in the JSON body; the token extracted from the JSON answer, the sid from set-cookie), GET /profile (Authorization: Bearer {{token}}; status and body_contains checks), GET /items (Cookie: sid={{sid}}; a status check); each user one request at a time"
 }

@@ -216,46 +216,11 @@ prepare_oha-mix() { prepare_oha; }
 # nginx for the TCP protocols, `volley serve --http3` for HTTP/3.
 listen_mixh1() { echo "listen 127.0.0.1:$1;"; }
 listen_mixh2c() { echo "listen 127.0.0.1:$1 http2;"; }
-SERVE_PID=
-start_server() {
-  local proto args=()
-  for proto in "${PROTOS[@]}"; do
-    PORTS[$proto]=$(python3 "$LIB" free-port)
-    if [[ $proto == mixh3 ]]; then
-      URLS[$proto]="https://127.0.0.1:${PORTS[$proto]}/"
-      continue
-    fi
-    URLS[$proto]="http://127.0.0.1:${PORTS[$proto]}/"
-    args+=("${PORTS[$proto]}" "$("listen_$proto" "${PORTS[$proto]}")")
-  done
-  if ((${#args[@]})); then
-    NGINX_SERVER_EXTRA="http2_max_concurrent_streams 128;"
-    start_nginx "${args[@]}"
-    cp "$TMP/nginx.conf" "$RESULTS/$NAME-$STAMP.nginx.conf"
-  fi
-  if [[ -n ${URLS[mixh3]:-} ]]; then
-    prepare_volley || die "$UNAVAILABLE_REASON" # the server is the binary measured: built first
-    SERVE_CMD=(taskset -c "$SERVER_CPU" "$VOLLEY" serve --listen "127.0.0.1:${PORTS[mixh3]}" --http3)
-    "${SERVE_CMD[@]}" </dev/null >"$TMP/serve.log" 2>&1 &
-    SERVE_PID=$!
-    sleep 1
-  fi
-  check_server
-  log "servers (CPU $SERVER_CPU): $(for p in "${PROTOS[@]}"; do printf '%s=%s ' "$p" "${URLS[$p]}"; done)"
-}
-check_server() {
-  [[ -z ${NGINX_PID:-} ]] || check_nginx
-  [[ -z $SERVE_PID ]] || kill -0 "$SERVE_PID" 2>/dev/null || die "volley serve died (see $TMP/serve.log)"
-}
-cleanup_hook() { [[ -z $SERVE_PID ]] || stop_pid "$SERVE_PID"; }
-server_header() {
-  [[ -z ${NGINX_PID:-} ]] || echo "- nginx: $("$NGINX" -v 2>&1 | head -n1) — 1 worker, pinned to CPU $SERVER_CPU, 200 on every path; h2c: prior knowledge, http2_max_concurrent_streams 128"
-  [[ -z $SERVE_PID ]] || echo "- mixh3: volley serve --http3 (the VOLLEY binary), pinned to CPU $SERVER_CPU"
-}
-server_commands() {
-  [[ -z ${NGINX_PID:-} ]] || echo "$(show_cmd "${NGINX_CMD[@]}")  # config: bench/results/${NAME}-$STAMP.nginx.conf"
-  [[ -z $SERVE_PID ]] || show_cmd "${SERVE_CMD[@]}"
-}
+# shellcheck source-path=SCRIPTDIR source=lib/nginx_and_serve.sh
+. "$ROOT/bench/lib/nginx_and_serve.sh"
+H3_PROTO=mixh3
+NGINX_NOTE="200 on every path"
+SERVE_NOTE="every path answered"
 header_notes() {
   echo "- the mix: 8 requests to one origin (7 GETs of different paths, queries and headers; 1 POST of 1,000 bytes), one targets file (volley-mix), scenario file with templates in 4 paths, 1 header and the body (volley-tmpl) or URL list (oha-mix, GETs only, no headers)"
 }
