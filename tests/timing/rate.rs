@@ -53,10 +53,18 @@ fn a_stall_shows_in_the_latency_from_due_but_not_in_the_service_time_or_a_closed
     let (late, blocked) = (number(&r, "/schedule/late"), number(&r, "/schedule/blocked"));
     let near = |n: u64| n as f64 >= implied as f64 * 0.85 && n as f64 <= implied as f64 * 1.15;
     assert!(near(blocked), "{blocked} requests due with no connection free; the stall implies about {implied}");
-    // Each of those went out late; a few others may be late too on a busy machine.
+    // Each of those went out late. Others may be late too on a busy machine: late is more than
+    // 1 ms after due, and on these 2-core VMs 3 runs of the epoll engine in about 20 (one in
+    // CI; not reproduced with two CPU hogs beside it, so likely the hypervisor's steal) sent 60
+    // to 100 more late than blocked. A loop that sent the whole run late would still be
+    // caught: about 1,000 late against a bound near 400.
     let sent = number(&r, "/schedule/sent");
     assert!(late as f64 >= blocked as f64 * 0.9, "{late} requests sent late, fewer than the {blocked} that waited");
-    assert!(late <= blocked + sent / 20, "{late} requests sent late of {sent}; the stall implies about {implied}");
+    assert!(
+        late <= blocked + sent / 5,
+        "{late} requests sent late of {sent}, {blocked} blocked; the stall implies about {implied}: {}",
+        r["schedule"]
+    );
     assert_eq!(number(&r, "/schedule/unsent"), 0, "the backlog was sent before the end");
     assert_eq!(number(&r, "/schedule/requestedPerSec"), RATE);
     let blocked_seconds: u64 = r["intervals"].as_array().unwrap().iter().map(|s| number(s, "/blocked")).sum();
