@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/flow-memory.sh — what a virtual user of a flow costs in memory: the peak RSS of a local
-# run of BENCH_USERS connections, each a user of examples/scenarios/login.toml (a JSON token and
-# a cookie extracted, carried in two later steps, three checks), against the same run of one
+# run of BENCH_USERS connections, each a user of examples/scenarios/login.toml (a JSON token
+# extracted and carried in a later step, a session cookie in its jar, three checks), against the same run of one
 # static URL, both against `volley serve` on loopback. The goal (issue 37): at most 4 KB a user
 # beyond its connection. Prints each run's peak RSS (GNU time's maximum resident set size) and
 # the difference per user, for BENCH_RUNS interleaved pairs. Memory, not time: the numbers hold

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # bench/flow.sh — what a flow costs the client: the login flow of loadgen-rs's docs (POST /login
 # with a feeder row, a JSON token extracted, GET /profile with `Authorization: Bearer {{token}}`
-# and two checks, GET /items with the session cookie, itself extracted from set-cookie) against
-# one static URL of the same protocol, per request.
+# and two checks, GET /items with the session cookie its login set, from each user's cookie jar)
+# against one static URL of the same protocol, per request.
 #
 # Tools, per protocol:
 #   volley       one static URL (the baseline)
 #   volley-flow  --scenario with the flow: three steps, a CSV feeder (mode cycle) in the login's
-#                body, two extractors, three templated headers, three checks (status, json,
-#                body_contains); its users send one request at a time (a flow), as every
-#                scenario tool's do
+#                body, a JSON extractor, each user's cookie jar (the session cookie), three
+#                checks (status, body_contains, status); its users send one request at a time
+#                (a flow), as every scenario tool's do
 # The report's ratios are volley-flow's (SUBJECT) over volley's.
 #
 # Servers: one nginx (1 worker, pinned to BENCH_SERVER_CPU) for flowh1 (plain TCP) and flowh2c
@@ -86,9 +86,6 @@ name = "visit"
     [[scenario.step.extract]]
     var = "token"
     json = "token"
-    [[scenario.step.extract]]
-    var = "sid"
-    cookie = "sid"
   [[scenario.step]]
   name = "profile"
   path = "/profile"
@@ -100,7 +97,6 @@ name = "visit"
   [[scenario.step]]
   name = "items"
   path = "/items"
-  headers = { Cookie = "sid={{sid}}" }
     [[scenario.step.check]]
     status = 200
 EOF
@@ -136,7 +132,7 @@ NGINX_EXTRA="location = /login { default_type application/json; add_header Set-C
 NGINX_NOTE="POST /login answered with one JSON token and set-cookie, 200 \"hello, world!\" on every other path"
 SERVE_NOTE="the same login"
 header_notes() {
-  echo "- the flow: POST /login (a CSV feeder's row in the JSON body; the token extracted from the JSON answer, the sid from set-cookie), GET /profile (Authorization: Bearer {{token}}; status and body_contains checks), GET /items (Cookie: sid={{sid}}; a status check); each user one request at a time"
+  echo "- the flow: POST /login (a CSV feeder's row in the JSON body; the token extracted from the JSON answer, the sid kept by each user's cookie jar), GET /profile (Authorization: Bearer {{token}}; status and body_contains checks), GET /items (the jar's Cookie: sid=…; a status check); each user one request at a time"
 }
 
 clients_main /usr/bin/time:time

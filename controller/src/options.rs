@@ -731,6 +731,7 @@ mod tests {
             checks: vec![],
             extract: vec![],
             think: None,
+            cookies: false,
         };
         assert_eq!(
             mix.requests,
@@ -821,6 +822,8 @@ path = "/cart"
             checks: vec![],
             extract: vec![],
             think: None,
+            // A scenario's users keep cookies unless the file says otherwise.
+            cookies: true,
             templated: true,
         };
         assert_eq!(

@@ -16,7 +16,7 @@ use crate::gate::StartGate;
 use crate::plan::{Mix, OnFailure, Plan, Protocol, Stop};
 use crate::quic;
 use crate::ring::RingSupport;
-use crate::session::{KeptCheckTable, KeptChecks, SessionConfig};
+use crate::session::{CookieUrls, KeptCheckTable, KeptChecks, SessionConfig};
 use crate::stats::{ErrorKind, Snapshot, Stats};
 use crate::template::{Template, Templating};
 use crate::tls;
@@ -179,18 +179,30 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         Some(mix) => mix.requests.iter().map(|r| (r.templated, r.feeders(&vocabulary))).unzip(),
         None => (vec![false], vec![0]),
     };
-    let templating = Templating { templated, vocabulary };
+    // Per request: its user's jar goes with it, and it sets its own Cookie field (then the jar
+    // adds none).
+    let jars: Vec<(bool, bool)> = match plan.requests.mix() {
+        Some(mix) => mix.requests.iter().map(|r| (r.cookies, r.spec.has_header("cookie"))).collect(),
+        None => Vec::new(),
+    };
+    let cookie_urls =
+        CookieUrls::new(&plan.target, requests.iter().zip(&jars).map(|((path, _), &(on, own))| (*path, on, own)));
+    let cookies = jars.iter().map(|&(on, own)| on && !own).collect();
+    let templating = Templating { templated, vocabulary, cookies };
     let addr = plan.target.resolve()?[0];
     driver::check_sources_against(&plan.source_addrs, addr.ip())?;
     let variables = plan.requests.variables();
     let kept_checks: KeptCheckTable = match plan.requests.mix() {
         Some(mix)
-            if mix.requests.iter().any(|r| !r.extract.is_empty() || r.checks.iter().any(|c| c.rule.needs_kept())) =>
+            if mix
+                .requests
+                .iter()
+                .any(|r| r.cookies || !r.extract.is_empty() || r.checks.iter().any(|c| c.rule.needs_kept())) =>
         {
             let in_path = variables_in_paths(mix, &templating, variables.len());
             mix.requests
                 .iter()
-                .map(|r| KeptChecks::of(r.checks.iter().map(|c| &c.rule), &r.extract, &variables, &in_path))
+                .map(|r| KeptChecks::of(r.checks.iter().map(|c| &c.rule), &r.extract, &variables, &in_path, r.cookies))
                 .collect()
         }
         _ => Arc::from([]),
@@ -204,9 +216,10 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
                 .iter()
                 .enumerate()
                 .map(|(i, (path, spec))| {
-                    templating.is_templated(i).then(|| {
-                        h1::encode_template(&plan.target, path, spec, !plan.keepalive, &templating.vocabulary)
-                    })?
+                    let (vocabulary, cookies) = (templating.vocabulary_of(i), templating.keeps_cookies(i));
+                    templating
+                        .needs_template(i)
+                        .then(|| h1::encode_template(&plan.target, path, spec, !plan.keepalive, vocabulary, cookies))?
                 })
                 .collect(),
         }),
@@ -283,6 +296,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             }
             _ => Box::default(),
         },
+        cookies: cookie_urls,
         scenarios: plan.requests.scenarios().map(|s| s.into()),
         feeder_uses: feeder_uses.into(),
         tls,

@@ -105,7 +105,7 @@ fn each_user_carries_its_own_token_and_cookie_and_a_missing_token_ends_the_itera
 }
 
 #[test]
-fn each_user_carries_its_own_token_and_cookie_over_http3() {
+fn each_user_carries_its_own_token_and_cookie_over_http3_whether_extracted_or_in_its_jar() {
     let app = Arc::new(FlowApp::new().without_token_every(7));
     let server = H3TestServer::start(H3Options { app: Some(app.clone()), ..Default::default() });
     let (dir, file) = scenario_file("login.toml", server.url().trim_end_matches('/'), LOGIN);
@@ -114,6 +114,50 @@ fn each_user_carries_its_own_token_and_cookie_over_http3() {
     let out = run(&file, &["--http3", "-p", "4", "--cacert", ca.to_str().unwrap()]);
     assert!(out.status.success(), "{}", describe_output(&out));
     assert_agrees(&support::json_report(&out), &app, "h3");
+    // And with the session cookie left to each user's jar.
+    let app = Arc::new(FlowApp::new().without_token_every(7));
+    let server = H3TestServer::start(H3Options { app: Some(app.clone()), ..Default::default() });
+    let (dir, file) = scenario_file("jar.toml", server.url().trim_end_matches('/'), &jar_login());
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &server.cert().ca_pem).unwrap();
+    let out = run(&file, &["--http3", "-p", "4", "--cacert", ca.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    assert_agrees(&support::json_report(&out), &app, "h3 jar");
+}
+
+/// `LOGIN` with the session cookie left to each user's jar: no extractor takes it and no step
+/// names it; the items step must carry it all the same.
+fn jar_login() -> String {
+    let jar = LOGIN
+        .replace("    [[scenario.step.extract]]\n    var = \"sid\"\n    cookie = \"sid\"\n", "")
+        .replace("headers = { cookie = \"sid={{sid}}\", x-user", "headers = { x-user");
+    assert!(!jar.contains("sid"), "{jar}");
+    jar
+}
+
+#[test]
+fn each_users_jar_carries_the_session_cookie_its_login_set_over_http1_h2c_and_workers_and_not_when_turned_off() {
+    let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[]), WorkerProcess::start(&[])];
+    let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
+    for extra in [&[][..], &["--http2", "-p", "4"][..], &["--workers", &list][..]] {
+        let app = Arc::new(FlowApp::new().without_token_every(7));
+        let server = TestServer::start(Behavior::ok(10).app(app.clone()));
+        let (_dir, file) = scenario_file("jar.toml", server.url().trim_end_matches('/'), &jar_login());
+        let out = run(&file, extra);
+        assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
+        assert_agrees(&support::json_report(&out), &app, &format!("jar {extra:?}"));
+    }
+    // The same with the scenario's jar off: the items step goes without the cookie, and the
+    // server refuses every one.
+    let off = jar_login().replacen("name = \"user\"\n", "name = \"user\"\ncookies = false\n", 1);
+    let app = Arc::new(FlowApp::new().without_token_every(7));
+    let server = TestServer::start(Behavior::ok(10).app(app.clone()));
+    let (_dir, file) = scenario_file("off.toml", server.url().trim_end_matches('/'), &off);
+    let out = run(&file, &[]);
+    let r = support::json_report(&out);
+    let issued = app.count("login");
+    assert_eq!((app.count("items ok"), app.count("items refused")), (0, issued), "{:?}", app.counts());
+    assert_eq!(checks(&r, "items"), [(0, issued)]);
 }
 
 #[test]

@@ -26,6 +26,7 @@ fn mix(order: Order) -> Requests {
         checks: vec![],
         extract: vec![],
         think: None,
+        cookies: false,
     };
     Requests::Mix(Mix {
         requests: vec![

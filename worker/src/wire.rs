@@ -110,6 +110,7 @@ fn mix_request_to_proto(r: &NamedRequest) -> v1::MixRequest {
         checks: r.checks.iter().map(check_to_proto).collect(),
         extract: r.extract.iter().map(extractor_to_proto).collect(),
         think: r.think.map(think_to_proto),
+        cookies: r.cookies,
     }
 }
 
@@ -454,6 +455,7 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
             checks: r.checks.iter().map(check_from_proto).collect::<Result<_, _>>()?,
             extract: r.extract.iter().map(extractor_from_proto).collect::<Result<_, _>>()?,
             think: r.think.as_ref().map(think_from_proto).transpose()?,
+            cookies: r.cookies,
         };
         // Checked here too, so that the refusal names the path; the URL's own path is held to
         // the same rule by `Target::parse`.

@@ -160,6 +160,7 @@ mod tests {
             checks: vec![],
             extract: vec![],
             think: None,
+            cookies: false,
         };
         let scenario = |name: &str, steps| Scenario { name: name.into(), weight: 1, steps };
         plan.requests = Requests::Mix(Mix {

@@ -133,6 +133,7 @@ mod tests {
             checks: vec![],
             extract: vec![],
             think: None,
+            cookies: false,
         };
         // A share of the requests, but every worker sends every kind: its names are the run's.
         whole.requests = Requests::Mix(Mix {

@@ -79,10 +79,12 @@ pub(super) fn build(
         // The variables this scenario's steps so far extract, for the next step's slots.
         let mut set_names: Vec<String> = Vec::new();
         let mut set = columns.clone();
+        // A scenario's users keep cookies unless it says otherwise; a step may say otherwise again.
+        let scenario_cookies = table.cookies.unwrap_or(true);
         for step in table.steps {
             let step_at = at(step.span());
             let t = Texts { set: &set, ..t };
-            let request = request(step.into_inner(), &defaults, &mut origin, &mut bodies, &t)?;
+            let request = request(step.into_inner(), &defaults, scenario_cookies, &mut origin, &mut bodies, &t)?;
             let before = set_names.len();
             for e in &request.extract {
                 if !set_names.contains(&e.var) {
@@ -237,10 +239,12 @@ fn file_origin(given: &Spanned<String>, url: Option<&Target>) -> Result<Target, 
     Ok(origin)
 }
 
-/// One step as the request it is.
+/// One step as the request it is; its user's jar goes with it unless it says otherwise, or
+/// `cookies` (its scenario's) is false and it does not say.
 fn request(
     step: Step,
     defaults: &[(String, String)],
+    cookies: bool,
     origin: &mut OneOrigin,
     bodies: &mut Bodies,
     t: &Texts<'_, impl Fn(Range<usize>) -> At>,
@@ -327,6 +331,7 @@ fn request(
         checks,
         extract,
         think,
+        cookies: step.cookies.unwrap_or(cookies),
     })
 }
 

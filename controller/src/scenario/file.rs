@@ -57,6 +57,9 @@ pub(super) struct ScenarioTable {
     pub name: Spanned<String>,
     #[serde(default)]
     pub weight: Option<Spanned<Weight>>,
+    /// Its users keep cookies (the default): what answers set goes back with later requests.
+    #[serde(default)]
+    pub cookies: Option<bool>,
     /// `[[scenario.step]]`, sent in this order.
     #[serde(default, rename = "step")]
     pub steps: Vec<Spanned<Step>>,
@@ -93,6 +96,9 @@ pub(super) struct Step {
     /// `{ exponential = "2s" }` (its mean).
     #[serde(default)]
     pub think: Option<Spanned<toml::Value>>,
+    /// Its user's cookie jar goes with it; by default, its scenario's `cookies`.
+    #[serde(default)]
+    pub cookies: Option<bool>,
 }
 
 /// One `[[scenario.step.extract]]`: the variable it sets, and one place it takes the value

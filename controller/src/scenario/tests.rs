@@ -178,11 +178,11 @@ fn what_is_wrong_is_pointed_at_by_line_and_column() {
         // Unknown keys, at the key, with the keys there are.
         (
             format!("{step}headerz = {{}}\n"),
-            "s.toml:5:1: unknown field `headerz`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`, `check`, `extract`, `think`",
+            "s.toml:5:1: unknown field `headerz`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`, `check`, `extract`, `think`, `cookies`",
         ),
         (
             "[[scenario]]\nname = \"a\"\nsteps = []\n".to_string(),
-            "s.toml:3:1: unknown field `steps`, expected one of `name`, `weight`, `step`",
+            "s.toml:3:1: unknown field `steps`, expected one of `name`, `weight`, `cookies`, `step`",
         ),
         (format!("[defaults]\nheader = {{}}\n{step}"), "s.toml:2:1: unknown field `header`, expected `headers`"),
         (
@@ -444,6 +444,22 @@ name = "s"
         ]
     );
     assert!(file.requests[1].checks.is_empty());
+}
+
+#[test]
+fn users_keep_cookies_unless_their_scenario_or_a_step_says_otherwise_and_a_step_has_the_last_word() {
+    let text = with_origin(
+        "[[scenario]]\nname = \"on\"\n  [[scenario.step]]\n  path = \"/a\"\n  [[scenario.step]]\n  path = \"/b\"\n  \
+         cookies = false\n\
+         [[scenario]]\nname = \"off\"\ncookies = false\n  [[scenario.step]]\n  path = \"/c\"\n  \
+         [[scenario.step]]\n  path = \"/d\"\n  cookies = true\n",
+    );
+    let file = read_text(&text, None).expect("a scenario file");
+    let cookies: Vec<bool> = file.requests.iter().map(|r| r.cookies).collect();
+    assert_eq!(cookies, [true, false, false, true]);
+    let bad = with_origin("[[scenario]]\nname = \"s\"\ncookies = \"yes\"\n  [[scenario.step]]\n  path = \"/\"\n");
+    let says = read_text(&bad, None).expect_err("not a boolean");
+    assert!(says.starts_with("s.toml:") && says.contains("expected a boolean"), "{says}");
 }
 
 #[test]

@@ -197,6 +197,7 @@ impl MixBuilder {
             checks: vec![],
             extract: vec![],
             think: None,
+            cookies: false,
         });
         Ok(())
     }

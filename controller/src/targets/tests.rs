@@ -55,6 +55,7 @@ fn request(headers: &[(&str, &str)]) -> NamedRequest {
         checks: vec![],
         extract: vec![],
         think: None,
+        cookies: false,
     }
 }
 

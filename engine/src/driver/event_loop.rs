@@ -162,6 +162,7 @@ impl<I: Io> Loop<I> {
         let feeds = Feeds::new(&plan.feeders, plan.seed.unwrap_or(0), plan.worker << 16 ^ plan.index as u64);
         let mut picker = Picker::new(shared.heads.clone(), plan.seed, shared.scenarios.as_deref())
             .with_flows(shared.flows.clone())
+            .with_cookies(shared.cookies.clone())
             .numbered(numbering)
             .feeding(feeds, &shared.feeder_uses);
         let indices = plan.load.indices();

@@ -75,6 +75,8 @@ pub(crate) struct Shared {
     /// Per request: how many extractors it has (the values its `Event::Judged` must bring);
     /// empty without extractors.
     pub extracts: Box<[u8]>,
+    /// Per request: the URL its user's cookies are matched against; None when no jar is on.
+    pub cookies: Option<crate::session::CookieUrls>,
     /// The requests are the steps of these scenarios, taken as iterations.
     pub scenarios: Option<Box<[crate::plan::Scenario]>>,
     /// Per request: the feeders its templates use (bit i: feeder i).

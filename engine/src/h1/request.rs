@@ -24,38 +24,46 @@ pub(crate) fn encode_request(target: &Target, path: &str, spec: &RequestSpec, cl
     out
 }
 
-/// A request with templates, as `encode_request` would write it with its slots filled.
+/// A request with templates, as `encode_request` would write it with its slots filled, or one
+/// whose user's jar may add a Cookie field.
 #[derive(Debug)]
 pub(crate) struct Template {
     /// Request line, Host and the user's fields.
     head: Encoded,
+    /// It has slots to fill: without, only cookies make it worth filling.
+    pub slots: bool,
     content_length: bool,
     /// `Connection: close` when asked, and the blank line.
     ending: &'static [u8],
     body: template::Template,
 }
 
-/// The request's template, if its path, a field's value or its body has slots.
-/// Its slots may name `vocabulary`'s feeder columns.
+/// The request's template, if its path, a field's value or its body has slots, or `cookies`
+/// (its user's jar may add a field). Its slots may name `vocabulary`'s feeder columns; without
+/// one it is not templated, and written as it is.
 pub(crate) fn encode_template(
     target: &Target,
     path: &str,
     spec: &RequestSpec,
     close: bool,
-    vocabulary: &Vocabulary,
+    vocabulary: Option<&Vocabulary>,
+    cookies: bool,
 ) -> Option<Template> {
-    let mut head = Encoded::new(vocabulary);
+    let mut head = Encoded::for_templates(vocabulary);
     write_head(&mut head, target, path, spec);
-    let body =
-        template::Template::parse(&spec.body, vocabulary).unwrap_or_else(|_| template::Template::text(&spec.body));
-    if !head.has_holes() && !body.has_slots() {
+    let body = vocabulary
+        .and_then(|v| template::Template::parse(&spec.body, v).ok())
+        .unwrap_or_else(|| template::Template::text(&spec.body));
+    let slots = head.has_holes() || body.has_slots();
+    if !slots && !cookies {
         return None;
     }
-    Some(Template { head, content_length: has_content_length(spec), ending: ending(close), body })
+    Some(Template { head, slots, content_length: has_content_length(spec), ending: ending(close), body })
 }
 
 impl Template {
-    /// Appends the request, its slots filled; `body` is a buffer the caller reuses.
+    /// Appends the request, its slots filled and its user's cookies added; `body` is a buffer
+    /// the caller reuses.
     pub(crate) fn render(&self, fill: &mut Fill<'_>, out: &mut Vec<u8>, body: &mut Vec<u8>) {
         // The body first: its length goes before it.
         body.clear();
@@ -65,6 +73,11 @@ impl Template {
         if self.content_length {
             out.extend_from_slice(b"Content-Length: ");
             template::decimal(out, body.len() as u64);
+            out.extend_from_slice(b"\r\n");
+        }
+        if !fill.cookie.is_empty() {
+            out.extend_from_slice(b"Cookie: ");
+            out.extend_from_slice(fill.cookie);
             out.extend_from_slice(b"\r\n");
         }
         out.extend_from_slice(self.ending);
@@ -146,8 +159,17 @@ mod tests {
 
     fn filled(template: &Template) -> String {
         let mut rng = 1;
-        let mut fill =
-            Fill { vu: 12, iteration: 3, worker: 0, thread: 0, rng: &mut rng, unique: &mut 1, rows: None, vars: &[] };
+        let mut fill = Fill {
+            vu: 12,
+            iteration: 3,
+            worker: 0,
+            thread: 0,
+            rng: &mut rng,
+            unique: &mut 1,
+            rows: None,
+            vars: &[],
+            cookie: &[],
+        };
         let (mut out, mut body) = (Vec::new(), Vec::new());
         template.render(&mut fill, &mut out, &mut body);
         String::from_utf8(out).unwrap()
@@ -161,9 +183,15 @@ mod tests {
             br#"{"vu":{{vu}},"i":{{iteration}}}"#.to_vec(),
         );
         for close in [false, true] {
-            let template =
-                encode_template(&target(), "/a/{{vu}}?i={{iteration}}", &spec, close, &Vocabulary::default())
-                    .expect("slots");
+            let template = encode_template(
+                &target(),
+                "/a/{{vu}}?i={{iteration}}",
+                &spec,
+                close,
+                Some(&Vocabulary::default()),
+                false,
+            )
+            .expect("slots");
             let plain = RequestSpec::new(
                 "POST",
                 vec![("x-user".into(), "u12".into()), ("Content-Length".into(), "1".into())],
@@ -179,10 +207,40 @@ mod tests {
     #[test]
     fn a_request_without_slots_has_no_template() {
         let spec = RequestSpec::new("GET", vec![("x".into(), "{not one}".into())], b"{}".to_vec());
-        assert!(encode_template(&target(), "/a", &spec, false, &Vocabulary::default()).is_none());
+        assert!(encode_template(&target(), "/a", &spec, false, Some(&Vocabulary::default()), false).is_none());
         let body_only = RequestSpec::new("PUT", vec![], b"{{uuid}}".to_vec());
-        let text =
-            filled(&encode_template(&target(), "/a", &body_only, false, &Vocabulary::default()).expect("a body slot"));
+        let text = filled(
+            &encode_template(&target(), "/a", &body_only, false, Some(&Vocabulary::default()), false)
+                .expect("a body slot"),
+        );
         assert!(text.contains("Content-Length: 36\r\n\r\n") && text.len() > 36, "{text}");
+    }
+
+    #[test]
+    fn a_request_whose_jar_is_on_is_written_as_it_is_with_its_users_cookies_before_the_blank_line() {
+        let spec = RequestSpec::new("POST", vec![("x".into(), "{{vu}}".into())], b"ab".to_vec());
+        for close in [false, true] {
+            let template = encode_template(&target(), "/a", &spec, close, None, true).expect("a jar");
+            assert!(!template.slots, "not templated: {{{{vu}}}} is text");
+            assert_eq!(filled(&template), String::from_utf8(encode_request(&target(), "/a", &spec, close)).unwrap());
+            let mut rng = 1;
+            let mut fill = Fill {
+                vu: 0,
+                iteration: 0,
+                worker: 0,
+                thread: 0,
+                rng: &mut rng,
+                unique: &mut 1,
+                rows: None,
+                vars: &[],
+                cookie: b"sid=1; a=b",
+            };
+            let (mut out, mut body) = (Vec::new(), Vec::new());
+            template.render(&mut fill, &mut out, &mut body);
+            let ending = if close { "Connection: close\r\n\r\n" } else { "\r\n" };
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.contains("x: {{vu}}\r\n"), "{text}");
+            assert!(text.ends_with(&format!("Content-Length: 2\r\nCookie: sid=1; a=b\r\n{ending}ab")), "{text}");
+        }
     }
 }

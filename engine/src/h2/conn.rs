@@ -202,6 +202,8 @@ pub(crate) struct Request {
 #[derive(Debug)]
 pub(crate) struct Template {
     pub blocks: hpack::TemplateBlocks,
+    /// It has slots to fill: without, only its user's cookies make it worth filling.
+    pub slots: bool,
     /// With slots, filled per request into the stream's place in `Connection::filled_bodies`
     /// (and without content-length, which the body's end gives); None: `Request::body`.
     pub body: Option<template::Template>,
@@ -342,9 +344,13 @@ impl Connection {
         self.start(now, due, request, None)
     }
 
-    /// Whether request `request` has slots to fill: start it with `start_filled`.
-    pub(crate) fn is_templated(&self, request: u32) -> bool {
-        self.requests.get(request as usize).is_some_and(|r| r.template.is_some())
+    /// Whether request `request` is filled when it starts (with `start_filled`): it has slots,
+    /// or `cookie` for its user's jar to add.
+    pub(crate) fn fills(&self, request: u32, cookie: &[u8]) -> bool {
+        self.requests
+            .get(request as usize)
+            .and_then(|r| r.template.as_deref())
+            .is_some_and(|t| t.slots || !cookie.is_empty())
     }
 
     /// `start_request` of a templated request, its slots filled from `fill`.
@@ -367,7 +373,7 @@ impl Connection {
         // The place the stream will take: where a filled body waits.
         let place = self.streams.next_place();
         let has_body = match fill {
-            Some(fill) if self.is_templated(request) => {
+            Some(fill) if self.fills(request, fill.cookie) => {
                 // Shared with the template while it fills this connection's buffers.
                 let requests = self.requests.clone();
                 let template = requests[request as usize].template.as_deref()?;
@@ -458,6 +464,9 @@ impl Connection {
             }
         };
         block.render(fill, &mut self.filled_block, &mut self.scratch);
+        if !fill.cookie.is_empty() {
+            hpack::cookie(&mut self.filled_block, fill.cookie);
+        }
         frame::encode_headers(&mut self.out, id, &self.filled_block, end_stream, self.peer_max_frame);
     }
 

@@ -67,7 +67,7 @@ pub(crate) fn encode_requests(
     let body = |spec: &RequestSpec| spec.body.clone().into_boxed_slice();
     let vocabulary = &templating.vocabulary;
     if let [(path, spec)] = requests
-        && !templating.is_templated(0)
+        && !templating.needs_template(0)
     {
         return vec![Request { blocks: encode_request(target, path, spec), body: body(spec), template: None }];
     }
@@ -108,26 +108,32 @@ pub(crate) fn encode_requests(
                 .map(|(n, v)| (n.as_str(), v.as_str()))
                 .collect();
             let blocks = hpack::encode_blocks(&ordered, is_shared);
-            let template = templating.is_templated(i).then(|| request_template(&ordered, spec, is_shared, vocabulary));
+            let template = templating.needs_template(i).then(|| {
+                request_template(&ordered, spec, is_shared, templating.vocabulary_of(i), templating.keeps_cookies(i))
+            });
             Request { blocks, body: body(spec), template: template.flatten() }
         })
         .collect()
 }
 
-/// A request's template, if its fields or body have slots: `ordered` its fields as sent.
+/// A request's template, if its fields or body have slots (`vocabulary`'s; none: it is not
+/// templated), or `cookies` (its user's jar may add a field): `ordered` its fields as sent.
 fn request_template(
     ordered: &[(&str, &str)],
     spec: &RequestSpec,
     is_shared: impl Fn(&str, &str) -> bool,
-    vocabulary: &Vocabulary,
+    vocabulary: Option<&Vocabulary>,
+    cookies: bool,
 ) -> Option<Box<Template>> {
-    let body = template::Template::parse(&spec.body, vocabulary).ok().filter(template::Template::has_slots);
-    if body.is_none() && !ordered.iter().any(|(_, v)| has_slots(v, vocabulary)) {
+    let body =
+        vocabulary.and_then(|v| template::Template::parse(&spec.body, v).ok()).filter(template::Template::has_slots);
+    let slots = body.is_some() || vocabulary.is_some_and(|v| ordered.iter().any(|(_, value)| has_slots(value, v)));
+    if !slots && !cookies {
         return None;
     }
     let fields: Vec<(&str, &str)> =
         ordered.iter().copied().filter(|(n, _)| body.is_none() || *n != "content-length").collect();
-    Some(Box::new(Template { blocks: hpack::encode_template_blocks(&fields, is_shared, vocabulary), body }))
+    Some(Box::new(Template { blocks: hpack::encode_template_blocks(&fields, is_shared, vocabulary), body, slots }))
 }
 
 /// Whether `value` has template slots.
@@ -287,6 +293,7 @@ mod tests {
             unique: &mut 1,
             rows: None,
             vars: &[],
+            cookie: &[],
         };
         let (mut out, mut scratch) = (Vec::new(), Vec::new());
         let mut filled = |block: &crate::template::Encoded| {

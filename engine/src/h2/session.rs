@@ -120,8 +120,8 @@ impl Session {
         while self.conn.can_start() > 0
             && let Some(start) = units.take(now, self.conn.open_streams() > 0)
         {
-            if self.conn.is_templated(start.request)
-                && let Some(mut fill) = units.fill()
+            if let Some(mut fill) = units.fill(start.request)
+                && self.conn.fills(start.request, fill.cookie)
             {
                 self.conn.start_filled(now, start.due, start.request, &mut fill);
             } else {

@@ -26,7 +26,8 @@ pub(crate) struct Config {
     /// Where each request's head ends in `heads`.
     head_ends: Box<[usize]>,
     bodies: Box<[Bytes]>,
-    /// Per request, its template if it has slots; empty when none has.
+    /// Per request, its template if it has slots or its user's jar may add cookies; empty when
+    /// none has.
     templates: Box<[Option<Template>]>,
     /// The largest request field section, whose size a server's SETTINGS_MAX_FIELD_SECTION_SIZE
     /// limits (RFC 9114 §4.2.2 counts it decoded: names, values and 32 bytes a field).
@@ -58,9 +59,15 @@ impl Config {
         let mut templates = Vec::new();
         for (i, (path, spec)) in requests.iter().enumerate() {
             let fields = request_fields(target, spec);
-            if templating.is_templated(i) {
+            if templating.needs_template(i) {
                 templates.resize_with(i, || None);
-                templates.push(Template::of(path, spec, &fields, &templating.vocabulary));
+                templates.push(Template::of(
+                    path,
+                    spec,
+                    &fields,
+                    templating.vocabulary_of(i),
+                    templating.keeps_cookies(i),
+                ));
             }
             let section = qpack::encode_field_section(&spec.method, "https", &fields.authority, path, &fields.headers);
             frame::encode_request_head(&section, spec.body.len(), &mut heads);
@@ -107,9 +114,10 @@ impl Config {
         &self.bodies[request as usize]
     }
 
-    /// Request `request`'s template, if it has slots.
-    pub(crate) fn template(&self, request: u32) -> Option<&Template> {
-        self.templates.get(request as usize).and_then(Option::as_ref)
+    /// Request `request`'s template, if it is filled when it starts: it has slots, or `cookie`
+    /// for its user's jar to add.
+    pub(crate) fn template(&self, request: u32, cookie: &[u8]) -> Option<&Template> {
+        self.templates.get(request as usize).and_then(Option::as_ref).filter(|t| t.slots || !cookie.is_empty())
     }
 }
 
@@ -119,17 +127,29 @@ impl Config {
 pub(crate) struct Template {
     section: Encoded,
     body: template::Template,
+    /// It has slots to fill: without, only its user's cookies make it worth filling.
+    slots: bool,
 }
 
 impl Template {
-    fn of(path: &str, spec: &RequestSpec, fields: &RequestFields, vocabulary: &Vocabulary) -> Option<Template> {
-        let body =
-            template::Template::parse(&spec.body, vocabulary).unwrap_or_else(|_| template::Template::text(&spec.body));
+    /// Its slots name `vocabulary`'s (none: not templated); `cookies`: its user's jar may add a
+    /// field, so it is a template even without slots.
+    fn of(
+        path: &str,
+        spec: &RequestSpec,
+        fields: &RequestFields,
+        vocabulary: Option<&Vocabulary>,
+        cookies: bool,
+    ) -> Option<Template> {
+        let body = vocabulary
+            .and_then(|v| template::Template::parse(&spec.body, v).ok())
+            .unwrap_or_else(|| template::Template::text(&spec.body));
         let headers: Vec<(String, String)> =
             fields.headers.iter().filter(|(n, _)| !body.has_slots() || n != "content-length").cloned().collect();
         let section =
             qpack::encode_section_template(&spec.method, "https", &fields.authority, path, &headers, vocabulary);
-        (section.has_holes() || body.has_slots()).then_some(Template { section, body })
+        let slots = section.has_holes() || body.has_slots();
+        (slots || cookies).then_some(Template { section, body, slots })
     }
 
     /// The request stream's bytes, its slots filled: HEADERS, then DATA with the body.
@@ -137,6 +157,9 @@ impl Template {
         let Filled { section, scratch, head, arena } = into;
         section.clear();
         self.section.render(fill, section, scratch);
+        if !fill.cookie.is_empty() {
+            qpack::cookie(section, fill.cookie);
+        }
         scratch.clear();
         self.body.render(fill, scratch);
         head.clear();
@@ -221,7 +244,7 @@ mod tests {
         let spec = RequestSpec::new("POST", vec![("x-vu".into(), "{{vu}}".into())], b"it={{iteration}}".to_vec());
         let templating = Templating { templated: vec![true], ..Templating::default() };
         let config = Config::new(&target, &[("/i/{{iteration}}", &spec)], &templating, 1, Duration::from_secs(1), None);
-        let template = config.template(0).expect("slots");
+        let template = config.template(0, &[]).expect("slots");
         let (mut rng, mut unique) = (1, 1);
         let mut into = Filled::default();
         // Kept alive all at once: 1,000 requests of ~60 bytes are several arenas' worth.
@@ -236,6 +259,7 @@ mod tests {
                     unique: &mut unique,
                     rows: None,
                     vars: &[],
+                    cookie: &[],
                 };
                 template.render(&mut fill, &mut into)
             })

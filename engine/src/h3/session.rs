@@ -236,8 +236,8 @@ impl Session {
             if let Some(checks) = kept_checks(&self.setup.kept_checks, start.request) {
                 request.response.keep(self.spare_kept.take(), checks);
             }
-            if let Some(template) = self.setup.request.template(start.request)
-                && let Some(mut fill) = units.fill()
+            if let Some(mut fill) = units.fill(start.request)
+                && let Some(template) = self.setup.request.template(start.request, fill.cookie)
             {
                 request.filled = Some(template.render(&mut fill, &mut self.filled_requests));
             }

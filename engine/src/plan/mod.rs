@@ -201,6 +201,11 @@ impl RequestSpec {
         RequestSpec { method: method.to_string(), headers, body }
     }
 
+    /// Whether it sets field `name` (any case).
+    pub fn has_header(&self, name: &str) -> bool {
+        self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+    }
+
     pub(crate) fn is_head(&self) -> bool {
         self.method.eq_ignore_ascii_case("HEAD")
     }

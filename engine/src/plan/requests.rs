@@ -55,6 +55,9 @@ pub struct NamedRequest {
     /// The pause its user takes after each answer to it (or failure) before its next request;
     /// it makes its scenario a flow.
     pub think: Option<Think>,
+    /// Its user's cookie jar goes with it (a scenario file's steps, unless turned off): the
+    /// cookies its answers set are kept, and those RFC 6265 matches to its URL are sent with it.
+    pub cookies: bool,
 }
 
 /// Which request of a mix a connection sends next.
@@ -308,6 +311,7 @@ mod tests {
             checks: vec![],
             extract: vec![],
             think: None,
+            cookies: false,
         }
     }
 

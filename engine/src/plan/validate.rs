@@ -281,6 +281,14 @@ impl Plan {
                     _ => {}
                 }
             }
+            if mix.order.scenarios().is_none()
+                && let Some(r) = mix.requests.iter().find(|r| r.cookies)
+            {
+                return bad(
+                    setting,
+                    format!("{}: a cookie jar belongs to a scenario's virtual users", r.name.escape_debug()),
+                );
+            }
             for r in mix.requests.iter().filter(|r| r.templated) {
                 if let Some(e) = r.template_texts().filter_map(|t| check_template(t, &vocabulary).err()).next() {
                     return bad(setting, format!("{}: {e}", r.name));

@@ -1,9 +1,10 @@
-//! What a session keeps of a response whose step has checks on its header fields or body, or
-//! extractors, and those checks' verdicts and extractors' values.
+//! What a session keeps of a response whose step has checks on its header fields or body,
+//! extractors, or a cookie jar, and those checks' verdicts, extractors' values and the cookies
+//! it set.
 //!
-//! Only such a step's responses are kept, and only what its checks and extractors read: the
-//! final head's fields (names lowercased), and the first [`KEPT_BODY_BYTES`] of the body with
-//! its whole length. When the response is complete the session judges it
+//! Only such a step's responses are kept, and only what its checks, extractors and jar read:
+//! the final head's fields (names lowercased; only `set-cookie` when only the jar reads them),
+//! and the first [`KEPT_BODY_BYTES`] of the body with its whole length. When the response is complete the session judges it
 //! ([`KeptChecks::judge`]) and tells the loop the verdicts in one word and the values taken
 //! ([`Event::Judged`](super::Event::Judged)), so nothing else kept ever leaves the session and
 //! every other response streams through as before.
@@ -17,13 +18,24 @@ use crate::plan::{Extractor, KEPT_BODY_BYTES, KeptResponse, ParsedJson, Rule, So
 const KEPT_FIELD_BYTES: usize = 64 * 1024;
 
 /// One request's checks on what is kept, in the order of its checks (bit `j` of a verdict is
-/// the `j`th of them), and its extractors.
+/// the `j`th of them), its extractors, and whether its user's cookie jar takes what it sets.
 #[derive(Debug)]
 pub(crate) struct KeptChecks {
     rules: Box<[Rule]>,
     extractors: Box<[Extraction]>,
-    headers: bool,
+    cookies: bool,
+    /// Which header fields are kept.
+    headers: Fields,
     body: bool,
+}
+
+/// Which header fields of a response are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fields {
+    None,
+    /// Only the jar reads them.
+    SetCookie,
+    All,
 }
 
 /// An extractor as a session runs it: into which variable, from where, and whether the value
@@ -35,9 +47,14 @@ struct Extraction {
     in_path: bool,
 }
 
-/// What a response's extractors took, in their order: each one's variable, and its value or
-/// None when it found none. Empty (no allocation) for a step without extractors.
-pub(crate) type Extracted = Vec<(u16, Option<Vec<u8>>)>;
+/// What a response gave its user: each extractor's variable and its value (None when it found
+/// none), in the extractors' order, and the values of its `set-cookie` fields when its jar
+/// takes them. Empty (no allocation) without extractors, or without cookies.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Extracted {
+    pub values: Vec<(u16, Option<Vec<u8>>)>,
+    pub set_cookies: Vec<Vec<u8>>,
+}
 
 /// Per request, its checks on what is kept if it has any; empty when no request has one.
 pub(crate) type KeptCheckTable = Arc<[Option<KeptChecks>]>;
@@ -49,14 +66,15 @@ pub(crate) fn kept_checks(table: &KeptCheckTable, request: u32) -> Option<&KeptC
 }
 
 impl KeptChecks {
-    /// A request's checks on what is kept, from all its rules, and its extractors (`variables`:
-    /// the plan's, in order; `in_path`: per variable, some step's path uses it); none when it
-    /// has neither.
+    /// A request's checks on what is kept, from all its rules, its extractors (`variables`:
+    /// the plan's, in order; `in_path`: per variable, some step's path uses it) and whether its
+    /// jar takes cookies; none when it has none of them.
     pub(crate) fn of<'a>(
         rules: impl Iterator<Item = &'a Rule>,
         extractors: &[Extractor],
         variables: &[String],
         in_path: &[bool],
+        cookies: bool,
     ) -> Option<KeptChecks> {
         let rules: Box<[Rule]> = rules.filter(|r| r.needs_kept()).cloned().collect();
         let extractors: Box<[Extraction]> = extractors
@@ -67,25 +85,38 @@ impl KeptChecks {
                 Some(Extraction { var: u16::try_from(var).ok()?, from: e.from.clone(), in_path })
             })
             .collect();
-        let headers = rules.iter().any(Rule::needs_headers) || extractors.iter().any(|e| e.from.needs_headers());
+        let headers = if rules.iter().any(Rule::needs_headers) || extractors.iter().any(|e| e.from.needs_headers()) {
+            Fields::All
+        } else if cookies {
+            Fields::SetCookie
+        } else {
+            Fields::None
+        };
         let body = rules.iter().any(Rule::needs_body) || extractors.iter().any(|e| e.from.needs_body());
-        (!rules.is_empty() || !extractors.is_empty()).then_some(KeptChecks { rules, extractors, headers, body })
+        (!rules.is_empty() || !extractors.is_empty() || cookies).then_some(KeptChecks {
+            rules,
+            extractors,
+            cookies,
+            headers,
+            body,
+        })
     }
 
-    /// Whether its rules read the header fields: a session keeps them only then.
+    /// Whether its rules or its jar read the header fields: a session keeps them only then.
     pub(crate) fn wants_headers(&self) -> bool {
-        self.headers
+        self.headers != Fields::None
     }
 
     /// `kept`, empty, ready for a response to the request: it keeps the body only if a rule
-    /// reads it.
+    /// reads it, and only the fields something reads.
     pub(crate) fn prepare(&self, kept: &mut Kept) {
         kept.clear();
         kept.keep_body = self.body;
+        kept.fields_kept = self.headers;
     }
 
-    /// The verdicts on a complete response (bit `j` set when check `j` failed) and what its
-    /// extractors took. The body is parsed as JSON at most once for both.
+    /// The verdicts on a complete response (bit `j` set when check `j` failed), what its
+    /// extractors took, and the cookies it set. The body is parsed as JSON at most once.
     pub(crate) fn judge(&self, kept: &Kept) -> (u64, Extracted) {
         let mut json = ParsedJson::default();
         let failed = self
@@ -93,8 +124,15 @@ impl KeptChecks {
             .iter()
             .enumerate()
             .fold(0, |failed, (j, rule)| if rule.passes_kept(kept, &mut json) { failed } else { failed | 1 << j });
-        let extracted = self.extractors.iter().map(|e| (e.var, e.from.extract(kept, &mut json, e.in_path))).collect();
-        (failed, extracted)
+        let values = self.extractors.iter().map(|e| (e.var, e.from.extract(kept, &mut json, e.in_path))).collect();
+        let mut set_cookies = Vec::new();
+        if self.cookies {
+            kept.any_header(b"set-cookie", &mut |value| {
+                set_cookies.push(value.to_vec());
+                false
+            });
+        }
+        (failed, Extracted { values, set_cookies })
     }
 }
 
@@ -105,6 +143,7 @@ pub(crate) struct Kept {
     body: Vec<u8>,
     len: u64,
     keep_body: bool,
+    fields_kept: Fields,
     /// Names (lowercased) and values of the fields, one after another.
     fields: Vec<u8>,
     /// Per field: where its name starts, where its value starts and where it ends, in `fields`.
@@ -113,7 +152,14 @@ pub(crate) struct Kept {
 
 impl Default for Kept {
     fn default() -> Self {
-        Kept { body: Vec::new(), len: 0, keep_body: true, fields: Vec::new(), lines: Vec::new() }
+        Kept {
+            body: Vec::new(),
+            len: 0,
+            keep_body: true,
+            fields_kept: Fields::All,
+            fields: Vec::new(),
+            lines: Vec::new(),
+        }
     }
 }
 
@@ -130,7 +176,12 @@ impl Kept {
 
     /// A header field of the final head, kept while there is room.
     pub(crate) fn push_field(&mut self, name: &[u8], value: &[u8]) {
-        if self.fields.len() + name.len() + value.len() > KEPT_FIELD_BYTES {
+        let unread = match self.fields_kept {
+            Fields::All => false,
+            Fields::SetCookie => !name.eq_ignore_ascii_case(b"set-cookie"),
+            Fields::None => true,
+        };
+        if unread || self.fields.len() + name.len() + value.len() > KEPT_FIELD_BYTES {
             return;
         }
         let start = self.fields.len() as u32;
@@ -226,13 +277,38 @@ mod tests {
             Rule::Json { pointer: "/token".into(), equals: None },
             Rule::BodyMatches(Pattern::new("^\\{").expect("pattern")),
         ];
-        let checks = KeptChecks::of(rules.iter(), &[], &[], &[]).expect("rules on the body");
+        let checks = KeptChecks::of(rules.iter(), &[], &[], &[], false).expect("rules on the body");
         let mut kept = Kept::default();
         kept.push(br#"{"token":"#);
         kept.push(br#""t"}"#);
         // The size (bit 1) fails; contains, the JSON value and the pattern pass.
-        assert_eq!(checks.judge(&kept), (0b0010, vec![]));
-        assert!(KeptChecks::of(rules[..1].iter(), &[], &[], &[]).is_none());
+        assert_eq!(checks.judge(&kept), (0b0010, Extracted::default()));
+        assert!(KeptChecks::of(rules[..1].iter(), &[], &[], &[], false).is_none());
+    }
+
+    #[test]
+    fn a_jar_alone_keeps_only_the_set_cookie_fields_and_takes_each_of_their_values() {
+        let checks = KeptChecks::of([].iter(), &[], &[], &[], true).expect("a jar");
+        assert!(checks.wants_headers());
+        let mut kept = Kept::default();
+        checks.prepare(&mut kept);
+        kept.push_field(b"Content-Type", b"text/plain");
+        kept.push_field(b"Set-Cookie", b"a=1; Path=/");
+        kept.push_field(b"set-cookie", b"b=2");
+        kept.push(b"body");
+        assert!(!kept.any_header(b"content-type", &mut |_| true), "nothing reads it");
+        assert!(kept.body().is_empty(), "nor the body");
+        let (failed, extracted) = checks.judge(&kept);
+        assert_eq!(failed, 0);
+        assert_eq!(extracted.set_cookies, vec![b"a=1; Path=/".to_vec(), b"b=2".to_vec()]);
+        assert!(KeptChecks::of([].iter(), &[], &[], &[], false).is_none());
+        // With a check on the fields too, all are kept.
+        let rules = [Rule::Header { name: "content-type".into(), test: crate::plan::TextTest::Exists }];
+        let both = KeptChecks::of(rules.iter(), &[], &[], &[], true).expect("a rule and a jar");
+        both.prepare(&mut kept);
+        kept.push_field(b"Content-Type", b"text/plain");
+        kept.push_field(b"Set-Cookie", b"a=1");
+        assert_eq!(both.judge(&kept), (0, Extracted { values: vec![], set_cookies: vec![b"a=1".to_vec()] }));
     }
 
     #[test]
@@ -243,7 +319,7 @@ mod tests {
             Rule::Json { pointer: "/data/items/0/id".into(), equals: Some(crate::plan::JsonValue(7.into())) },
             Rule::BodySize(46..=46),
         ];
-        let checks = KeptChecks::of(rules.iter(), &[], &[], &[]).expect("rules");
+        let checks = KeptChecks::of(rules.iter(), &[], &[], &[], false).expect("rules");
         for a in 0..=body.len() {
             for b in a..=body.len() {
                 let mut kept = Kept::default();
@@ -266,7 +342,7 @@ mod tests {
             },
         ];
         let variables = ["pad".to_string(), "token".to_string()];
-        let checks = KeptChecks::of([].iter(), &extractors, &variables, &[false, false]).expect("extractors");
+        let checks = KeptChecks::of([].iter(), &extractors, &variables, &[false, false], false).expect("extractors");
         for a in 0..=body.len() {
             let mut kept = Kept::default();
             checks.prepare(&mut kept);
@@ -275,7 +351,7 @@ mod tests {
             let (failed, extracted) = checks.judge(&kept);
             assert_eq!(failed, 0);
             assert_eq!(
-                extracted,
+                extracted.values,
                 vec![(1, Some(b"abc.def".to_vec())), (0, Some(b"xxxxxxxx".to_vec()))],
                 "split at {a}"
             );
@@ -285,23 +361,23 @@ mod tests {
         checks.prepare(&mut kept);
         kept.push(&vec![b' '; KEPT_BODY_BYTES]);
         kept.push(br#"{"data":{"token":"late"}}"#);
-        assert_eq!(checks.judge(&kept).1, vec![(1, None), (0, None)]);
+        assert_eq!(checks.judge(&kept).1.values, vec![(1, None), (0, None)]);
     }
 
     #[test]
     fn a_step_with_only_extractors_on_headers_keeps_its_fields_and_no_body() {
         let extractors = [Extractor { var: "sid".into(), from: Source::Cookie { name: "sid".into() } }];
-        let checks = KeptChecks::of([].iter(), &extractors, &["sid".to_string()], &[true]).expect("extractor");
+        let checks = KeptChecks::of([].iter(), &extractors, &["sid".to_string()], &[true], false).expect("extractor");
         assert!(checks.wants_headers());
         let mut kept = Kept::default();
         checks.prepare(&mut kept);
         kept.push(b"body");
         kept.push_field(b"Set-Cookie", b"sid=s 1; Path=/");
         assert_eq!(kept.body(), b"");
-        assert_eq!(checks.judge(&kept).1, vec![(0, None)], "a blank may not go into a path");
+        assert_eq!(checks.judge(&kept).1.values, vec![(0, None)], "a blank may not go into a path");
         kept.clear_fields();
         kept.push_field(b"Set-Cookie", b"sid=s1; Path=/");
-        assert_eq!(checks.judge(&kept).1, vec![(0, Some(b"s1".to_vec()))]);
+        assert_eq!(checks.judge(&kept).1.values, vec![(0, Some(b"s1".to_vec()))]);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! instants.
 
 mod event;
+mod jar;
 mod kept;
 mod open_streams;
 mod schedule;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub(crate) use event::{Event, Why};
+pub(crate) use jar::CookieUrls;
 pub(crate) use kept::{Extracted, Kept, KeptCheckTable, KeptChecks, SpareKept, kept_checks};
 pub(crate) use open_streams::OpenStreams;
 pub(crate) use schedule::Schedule;

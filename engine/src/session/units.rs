@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::jar::{CookieUrls, Jar};
 use super::schedule::{Schedule, Take};
 use crate::feeder::{Feeds, NO_ROW, RowPick};
 use crate::plan::Scenario;
@@ -112,10 +113,14 @@ impl<'a> Units<'a> {
         }
     }
 
-    /// What the slots of the request just taken are filled from: its connection, iteration,
-    /// thread and worker. None without a picker.
-    pub(crate) fn fill(&mut self) -> Option<Fill<'_>> {
+    /// What the slots of `request`, just taken, are filled from: its connection, iteration,
+    /// thread and worker, and the cookies its user's jar has for it. None without a picker.
+    pub(crate) fn fill(&mut self, request: u32) -> Option<Fill<'_>> {
         let (cursor, picker) = self.picks.as_mut()?;
+        cursor.cookie.clear();
+        if let (Some(jar), Some(url)) = (&cursor.jar, picker.cookies.as_ref().and_then(|c| c.sends(request))) {
+            jar.header(url, &mut cursor.cookie);
+        }
         Some(Fill {
             vu: cursor.vu,
             iteration: cursor.iterations.saturating_sub(1),
@@ -125,6 +130,7 @@ impl<'a> Units<'a> {
             unique: &mut picker.numbering.unique,
             rows: picker.feeds.as_ref().map(|f| (&f.feeds, &*cursor.rows)),
             vars: &cursor.vars,
+            cookie: &cursor.cookie,
         })
     }
 
@@ -189,12 +195,26 @@ pub(crate) struct Cursor {
     vars: Vec<Vec<u8>>,
     /// Think time: the user sends nothing before this instant.
     pub resume_at: Option<Instant>,
+    /// The user's cookies, once an answer set one.
+    jar: Option<Box<Jar>>,
+    /// The Cookie field's value for the request being filled (empty: none).
+    cookie: Vec<u8>,
 }
 
 impl Cursor {
     /// Slot `vu` of the whole run, starting at request `next`.
     pub(crate) fn at(next: u32, vu: u64) -> Self {
-        Cursor { next, again: Vec::new(), vu, iterations: 0, rows: Box::default(), vars: Vec::new(), resume_at: None }
+        Cursor {
+            next,
+            again: Vec::new(),
+            vu,
+            iterations: 0,
+            rows: Box::default(),
+            vars: Vec::new(),
+            resume_at: None,
+            jar: None,
+            cookie: Vec::new(),
+        }
     }
 
     /// Variable `var` is now `value` (its memory reused).
@@ -243,6 +263,8 @@ pub(crate) struct Picker {
     numbering: Numbering,
     /// The thread's feeders; None without.
     feeds: Option<FeedPicks>,
+    /// Per request, the URL its user's cookies are matched against; None when no jar is on.
+    cookies: Option<CookieUrls>,
 }
 
 /// A picker's feeders: their rows, and which of them an iteration uses.
@@ -294,7 +316,15 @@ impl Picker {
                 .collect();
             Scenarios { cumulative, first: first.into(), last: last.into() }
         });
-        Picker { heads, random, scenarios, flows: Box::default(), numbering: Numbering::default(), feeds: None }
+        Picker {
+            heads,
+            random,
+            scenarios,
+            flows: Box::default(),
+            numbering: Numbering::default(),
+            feeds: None,
+            cookies: None,
+        }
     }
 
     /// `flows[r]`: request r is a step of a flow, sent only when its connection is otherwise
@@ -313,6 +343,20 @@ impl Picker {
         !self.flows.is_empty() && {
             let next = cursor.again.last().copied().unwrap_or(cursor.next);
             self.flows.get(next as usize).copied().unwrap_or(false)
+        }
+    }
+
+    /// Users keep cookies for the requests `cookies` has a URL for.
+    pub(crate) fn with_cookies(mut self, cookies: Option<CookieUrls>) -> Self {
+        self.cookies = cookies;
+        self
+    }
+
+    /// An answer to `request` set `set_cookies` (the values of its `set-cookie` fields): into
+    /// the jar of `cursor`'s user, if the request's jar is on.
+    pub(crate) fn store_cookies(&self, cursor: &mut Cursor, request: u32, set_cookies: &[Vec<u8>]) {
+        if let Some(url) = self.cookies.as_ref().and_then(|c| c.get(request)) {
+            cursor.jar.get_or_insert_default().store(set_cookies, url);
         }
     }
 

@@ -45,8 +45,9 @@ impl Out for Vec<u8> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Encoded {
     parts: Vec<Part>,
-    /// The feeder columns its values' slots may name.
-    vocabulary: Vocabulary,
+    /// The feeder columns its values' slots may name; None: its values are written as they
+    /// are, `{{…}}` and all.
+    vocabulary: Option<Vocabulary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +66,8 @@ impl Out for Encoded {
 
     fn value(&mut self, text: &str, framing: Framing, plain: impl FnOnce(&mut Vec<u8>)) {
         // Templates were checked with the plan: one that does not parse here has no slots.
-        match Template::parse(text.as_bytes(), &self.vocabulary).ok().filter(Template::has_slots) {
+        let template = self.vocabulary.as_ref().and_then(|v| Template::parse(text.as_bytes(), v).ok());
+        match template.filter(Template::has_slots) {
             Some(template) => self.parts.push(Part::Hole(template, framing)),
             None => {
                 let mut bytes = Vec::new();
@@ -79,7 +81,17 @@ impl Out for Encoded {
 impl Encoded {
     /// An encoding whose values' slots may name `vocabulary`'s feeder columns.
     pub(crate) fn new(vocabulary: &Vocabulary) -> Encoded {
-        Encoded { parts: Vec::new(), vocabulary: vocabulary.clone() }
+        Encoded { parts: Vec::new(), vocabulary: Some(vocabulary.clone()) }
+    }
+
+    /// An encoding of a request that is not templated: no holes, whatever its values hold.
+    pub(crate) fn as_written() -> Encoded {
+        Encoded { parts: Vec::new(), vocabulary: None }
+    }
+
+    /// One for `vocabulary`, or as written without one.
+    pub(crate) fn for_templates(vocabulary: Option<&Vocabulary>) -> Encoded {
+        vocabulary.map_or_else(Encoded::as_written, Encoded::new)
     }
 
     /// Whether any value had slots: else the encoding is one run of bytes, which a plain

@@ -111,12 +111,30 @@ impl Vocabulary {
 pub(crate) struct Templating {
     pub templated: Vec<bool>,
     pub vocabulary: Vocabulary,
+    /// Per request: its user's cookie jar adds a Cookie field to it when it has cookies for it,
+    /// so its encoding is a template too, filled when it does. Empty: none has.
+    pub cookies: Vec<bool>,
 }
 
 impl Templating {
     /// Whether request `i`'s `{{…}}` are templates.
     pub(crate) fn is_templated(&self, i: usize) -> bool {
         self.templated.get(i).copied().unwrap_or(false)
+    }
+
+    /// Whether request `i` may carry cookies from its user's jar.
+    pub(crate) fn keeps_cookies(&self, i: usize) -> bool {
+        self.cookies.get(i).copied().unwrap_or(false)
+    }
+
+    /// Whether request `i` needs a template: it has `{{…}}` or may carry cookies.
+    pub(crate) fn needs_template(&self, i: usize) -> bool {
+        self.is_templated(i) || self.keeps_cookies(i)
+    }
+
+    /// The vocabulary of request `i`'s slots; None when it is not templated (written as it is).
+    pub(crate) fn vocabulary_of(&self, i: usize) -> Option<&Vocabulary> {
+        self.is_templated(i).then_some(&self.vocabulary)
     }
 }
 

@@ -106,6 +106,8 @@ pub(crate) struct Fill<'a> {
     pub rows: Option<(&'a Feeds, &'a [u32])>,
     /// The virtual user's variables, by index (empty before an extractor set one).
     pub vars: &'a [Vec<u8>],
+    /// The value of the Cookie field its user's jar adds to the request; empty: none.
+    pub cookie: &'a [u8],
 }
 
 impl Fill<'_> {

@@ -3,7 +3,7 @@ use super::*;
 /// Values of a request; `states` are the generators of `random_int` and of UUIDs.
 fn fill(states: &mut [u64; 2]) -> Fill<'_> {
     let [rng, unique] = states;
-    Fill { vu: 7, iteration: 41, worker: 2, thread: 1, rng, unique, rows: None, vars: &[] }
+    Fill { vu: 7, iteration: 41, worker: 2, thread: 1, rng, unique, rows: None, vars: &[], cookie: &[] }
 }
 
 fn rendered(text: &str, rng: &mut [u64; 2]) -> String {
@@ -88,7 +88,7 @@ fn a_template_prints_as_it_would_be_written() {
 
 #[test]
 fn an_encoded_hole_is_framed_as_the_protocol_frames_a_string() {
-    let mut encoded = Encoded::default();
+    let mut encoded = Encoded::new(&Vocabulary::default());
     encoded.bytes(b"\x04");
     encoded.value("/{{vu}}", Framing::Literal, |_| unreachable!("a value with slots is a hole"));
     encoded.value("plain", Framing::Literal, |out| out.extend_from_slice(b"\x05plain"));

@@ -12,6 +12,7 @@ fn mix(order: Order) -> Requests {
         checks: vec![],
         extract: vec![],
         think: None,
+        cookies: false,
     };
     Requests::Mix(Mix {
         requests: vec![
@@ -540,6 +541,7 @@ fn extracting_plan() -> Plan {
             extract("session", ExtractSource::Cookie { name: "session".into() }),
         ],
         think: Some(volley_engine::Think::Uniform(Duration::from_millis(5), Duration::from_millis(9))),
+        cookies: true,
     };
     let me = NamedRequest {
         name: "me".into(),
@@ -553,6 +555,7 @@ fn extracting_plan() -> Plan {
         checks: vec![],
         extract: vec![],
         think: None,
+        cookies: false,
     };
     let mut p = plan(Stop::Requests(100));
     p.warm_up = None;

@@ -49,12 +49,18 @@ impl<I: Io> Loop<I> {
                 }
                 Event::Response { request, status, due, sent_at, at } => {
                     let kept_verdicts = kept_verdicts.take();
+                    let extracted = extracted.take();
                     // A check that failed ends the iteration.
                     let mut abort = false;
+                    if let Some(set) = extracted.as_ref().map(|e: &crate::session::Extracted| &e.set_cookies)
+                        && !set.is_empty()
+                    {
+                        self.picker.store_cookies(&mut self.conns[i].cursor, request, set);
+                    }
                     if let Some(&expected) = self.shared.extracts.get(request as usize)
                         && expected > 0
                     {
-                        self.take_values(i, request, expected, extracted.take());
+                        self.take_values(i, request, expected, extracted);
                     }
                     self.refused_in_a_row = 0;
                     self.batch_responses += 1;
@@ -131,7 +137,7 @@ impl<I: Io> Loop<I> {
     /// variables if every extractor took one; else the extraction failed, and so does the rest
     /// of the iteration, which would need the value.
     fn take_values(&mut self, i: usize, request: u32, expected: u8, values: Option<crate::session::Extracted>) {
-        let values = values.unwrap_or_default();
+        let values = values.unwrap_or_default().values;
         if values.len() == usize::from(expected) && values.iter().all(|(_, v)| v.is_some()) {
             let cursor = &mut self.conns[i].cursor;
             for (var, value) in &values {

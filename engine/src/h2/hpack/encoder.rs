@@ -133,14 +133,14 @@ pub(crate) fn encode_blocks(fields: &[(&str, &str)], indexes: impl Fn(&str, &str
     RequestBlocks { plain, first, indexed, table_size }
 }
 
-/// `encode_blocks` of a templated request, whose slots may name `vocabulary`'s feeder columns:
-/// the fields `indexes` picks must have no slots.
+/// `encode_blocks` of a templated request, whose slots may name `vocabulary`'s feeder columns
+/// (none: not templated, written as it is): the fields `indexes` picks must have no slots.
 pub(crate) fn encode_template_blocks(
     fields: &[(&str, &str)],
     indexes: impl Fn(&str, &str) -> bool,
-    vocabulary: &Vocabulary,
+    vocabulary: Option<&Vocabulary>,
 ) -> TemplateBlocks {
-    let (plain, first, indexed, _) = encode_into(fields, indexes, || Encoded::new(vocabulary));
+    let (plain, first, indexed, _) = encode_into(fields, indexes, || Encoded::for_templates(vocabulary));
     TemplateBlocks { plain, first, indexed }
 }
 
@@ -194,6 +194,17 @@ pub(crate) fn literal(out: &mut Vec<u8>, name: &str, value: &str) {
     string(out, value);
 }
 
+/// §6.2.2: a cookie field without indexing, its name the static table's (32): what a user's jar
+/// adds at the end of a request's block, which leaves the dynamic table as it was.
+pub(crate) fn cookie(out: &mut Vec<u8>, value: &[u8]) {
+    integer(out, 0x00, 4, COOKIE_INDEX);
+    integer(out, 0x00, 7, value.len());
+    out.extend_from_slice(value);
+}
+
+/// `cookie`'s index in the static table (RFC 7541 Appendix A).
+const COOKIE_INDEX: usize = 32;
+
 /// §6.3: a dynamic table size update, which must open a header block.
 pub(crate) fn size_update(out: &mut Vec<u8>, size: usize) {
     integer(out, 0x20, 5, size);
@@ -230,6 +241,21 @@ fn value_string(out: &mut impl Out, value: &str) {
 mod tests {
     use super::super::{Decoded, Decoder};
     use super::*;
+
+    #[test]
+    fn a_cookie_field_decodes_as_cookie_and_adds_nothing_to_the_table() {
+        assert_eq!(STATIC_TABLE[COOKIE_INDEX - 1].0, "cookie");
+        let mut block = Vec::new();
+        cookie(&mut block, b"sid=1; a=b");
+        assert_eq!(&block[..2], &[0x0f, 0x11], "cookie is 32 = 15 + 17");
+        let mut decoder = Decoder::new(4096);
+        let mut fields = Vec::new();
+        decoder
+            .decode_collecting(&block, &mut |name: &[u8], value: &[u8]| fields.push((name.to_vec(), value.to_vec())))
+            .expect("decodes");
+        assert_eq!(fields, vec![(b"cookie".to_vec(), b"sid=1; a=b".to_vec())]);
+        assert_eq!(decoder.table_size(), 0);
+    }
 
     #[test]
     fn uses_static_indices_and_literals() {

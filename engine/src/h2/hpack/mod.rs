@@ -25,7 +25,7 @@ pub(crate) use encoder::encode_request;
 #[cfg(test)]
 pub(crate) use encoder::literal;
 pub(crate) use encoder::{
-    RequestBlocks, TemplateBlocks, encode_blocks, encode_request_blocks, encode_template_blocks, size_update,
+    RequestBlocks, TemplateBlocks, cookie, encode_blocks, encode_request_blocks, encode_template_blocks, size_update,
 };
 
 /// Why a header block could not be decoded. Every one is a connection error of type

@@ -37,9 +37,9 @@ pub(crate) fn encode_section_template(
     authority: &str,
     path: &str,
     headers: &[(String, String)],
-    vocabulary: &Vocabulary,
+    vocabulary: Option<&Vocabulary>,
 ) -> Encoded {
-    let mut out = Encoded::new(vocabulary);
+    let mut out = Encoded::for_templates(vocabulary);
     encode_into(&mut out, method, scheme, authority, path, headers);
     out
 }
@@ -100,6 +100,17 @@ fn field(out: &mut impl Out, name: &str, value: &str) {
     out.bytes(&line);
     out.value(value, Framing::Literal, |out| string(out, 0x00, 7, value.as_bytes()));
 }
+
+/// §4.5.4: a cookie field line, its name the static table's (5), its value not Huffman-coded:
+/// what a user's jar adds at the end of a request's field section.
+pub(crate) fn cookie(out: &mut Vec<u8>, value: &[u8]) {
+    integer(out, 0x50, 4, COOKIE_INDEX);
+    integer(out, 0x00, 7, value.len());
+    out.extend_from_slice(value);
+}
+
+/// `cookie`'s index in the static table (RFC 9204 Appendix A).
+const COOKIE_INDEX: usize = 5;
 
 /// §4.1.1: `value` with an N-bit prefix, `flags` in the bits above it.
 fn integer(out: &mut Vec<u8>, flags: u8, prefix_bits: u32, mut value: usize) {

@@ -19,7 +19,7 @@ mod static_table;
 #[cfg(test)]
 pub(crate) use decoder::{FieldLine, Head, Str};
 pub(crate) use decoder::{HeadCache, decode_status, field_lines};
-pub(crate) use encoder::{encode_field_section, encode_section_template};
+pub(crate) use encoder::{cookie, encode_field_section, encode_section_template};
 #[cfg(test)]
 pub(crate) use static_table::STATIC_TABLE;
 

@@ -66,6 +66,7 @@ fn mix(names: impl Iterator<Item = String>, body: usize) -> Requests {
             checks: vec![],
             extract: vec![],
             think: None,
+            cookies: false,
         })
         .collect();
     Requests::Mix(Mix { requests, order: Order::InTurn })
@@ -102,6 +103,7 @@ fn a_mix_path_that_does_not_start_with_a_slash_or_holds_a_blank_or_a_line_break_
                 checks: vec![],
                 extract: vec![],
                 think: None,
+                cookies: false,
                 templated: false,
             }],
             order: Order::InTurn,
@@ -109,6 +111,18 @@ fn a_mix_path_that_does_not_start_with_a_slash_or_holds_a_blank_or_a_line_break_
         let why = p.validate().expect_err(path).to_string();
         assert!(why.contains("a path must start with /"), "{path:?}: {why}");
     }
+}
+
+#[test]
+fn a_cookie_jar_outside_a_scenario_is_refused() {
+    let mut p = plan(Stop::Requests(1));
+    let mut requests = mix(["a".to_string()].into_iter(), 0);
+    if let Requests::Mix(m) = &mut requests {
+        m.requests[0].cookies = true;
+    }
+    p.requests = requests;
+    let why = p.validate().expect_err("a jar in a targets file").to_string();
+    assert!(why.contains("a: a cookie jar belongs to a scenario's virtual users"), "{why}");
 }
 
 /// One scenario of two steps: a login extracting `from` into `token`, then a step whose path
@@ -122,6 +136,7 @@ fn flow(from: crate::plan::Source, path: &str) -> Requests {
         checks: vec![],
         extract,
         think: None,
+        cookies: false,
     };
     let login = step("login", "/login", vec![crate::plan::Extractor { var: "token".into(), from }]);
     let scenario = crate::plan::Scenario { name: "s".into(), weight: 1, steps: 2 };
