@@ -187,6 +187,11 @@ pub(crate) struct LoadArgs {
     /// its rows in memory, once) [default: 1 GiB].
     #[arg(long, value_name = "BYTES", default_value_t = volley_engine::DEFAULT_MAX_FEEDER_BYTES, requires = "scenario", value_parser = clap::value_parser!(u64).range(1..=volley_engine::MAX_TABLE_BYTES))]
     pub max_feeder_bytes: u64,
+    /// How much of a response's body a scenario's checks and extractors see (what is beyond is
+    /// counted, not kept); each response of such a step may hold this much while it is in
+    /// flight [default: 65536, 64 KiB; at most 16 MiB].
+    #[arg(long, value_name = "BYTES", default_value_t = volley_engine::KEPT_BODY_BYTES as u64, requires = "scenario", value_parser = clap::value_parser!(u64).range(1..=volley_engine::MAX_KEPT_BODY_BYTES as u64))]
+    pub keep_body: u64,
     /// Concurrent connections [default: 50; with --stages and no --rate, the largest stage].
     #[arg(short = 'c', long)]
     pub connections: Option<u64>,

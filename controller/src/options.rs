@@ -114,6 +114,8 @@ pub(crate) fn build_plan(args: &LoadArgs) -> Result<Plan, CliError> {
     plan.quic_congestion = quic_congestion;
     plan.engine = engine(args.engine)?;
     plan.max_hold = parse_hold(&args.max_hold)?;
+    // Bounded by clap to MAX_KEPT_BODY_BYTES, well within usize.
+    plan.kept_body_bytes = args.keep_body as usize;
     if let Some(text) = &args.warm_up {
         plan.warm_up = Some(parse_warm_up(text, &plan)?);
     }
@@ -154,6 +156,7 @@ pub(crate) fn check(plan: &Plan) -> Result<(), CliError> {
             Setting::Stages => "--stages",
             Setting::WarmUp => "--warm-up",
             Setting::Hold => "--max-hold",
+            Setting::KeptBody => "--keep-body",
             Setting::Targets => "--targets",
             Setting::Scenario | Setting::Feeders => "--scenario",
             Setting::SourceAddrs => "--source-addr",

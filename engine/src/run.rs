@@ -202,7 +202,10 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             let in_path = variables_in_paths(mix, &templating, variables.len());
             mix.requests
                 .iter()
-                .map(|r| KeptChecks::of(r.checks.iter().map(|c| &c.rule), &r.extract, &variables, &in_path, r.cookies))
+                .map(|r| {
+                    KeptChecks::of(r.checks.iter().map(|c| &c.rule), &r.extract, &variables, &in_path, r.cookies)
+                        .map(|k| k.keeping_bodies_up_to(plan.kept_body_bytes))
+                })
                 .collect()
         }
         _ => Arc::from([]),

@@ -180,6 +180,31 @@ fn checks_on_the_body_see_a_chunked_body_whole() {
 }
 
 #[test]
+fn keep_body_lets_checks_see_past_64_kib_locally_and_on_workers_and_a_bound_out_of_range_is_refused() {
+    // The word is past the default bound of 64 KiB; the body's size is counted whole either way.
+    let big = [vec![b'x'; 70_000], b"tail".to_vec()].concat();
+    let server = TestServer::start(Behavior::ok(10).body_for("/big", &big));
+    let text = "[[scenario]]\nname = \"s\"\n  [[scenario.step]]\n  name = \"big\"\n  path = \"/big\"\n    \
+                [[scenario.step.check]]\n    body_contains = \"tail\"\n    [[scenario.step.check]]\n    body_size = 70004\n";
+    let (_dir, file) = support::scenario_file("big.toml", server.url().trim_end_matches('/'), text);
+    let workers = [WorkerProcess::start(&[])];
+    let verdicts = |extra: &[&str]| {
+        let args = [&["-c", "2", "-n", "20", "-j", "--scenario", &file][..], extra].concat();
+        let out = support::run_volley(&args);
+        assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
+        report_checks(&support::json_report(&out))["big"].iter().map(|(_, p, f)| (*p, *f)).collect::<Vec<_>>()
+    };
+    assert_eq!(verdicts(&[]), [(0, 20), (20, 0)], "64 KiB kept: the word is not seen, the size is");
+    assert_eq!(verdicts(&["--keep-body", "70004"]), [(20, 0), (20, 0)]);
+    assert_eq!(verdicts(&["--keep-body", "80000", "--workers", &workers[0].address()]), [(20, 0), (20, 0)]);
+    for bad in ["0", "16777217"] {
+        let out = support::run_volley(["--keep-body", bad, "--scenario", &file]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", describe_output(&out));
+        assert!(support::one_error_line(&out).contains("--keep-body"), "{}", describe_output(&out));
+    }
+}
+
+#[test]
 fn each_checks_counts_are_what_the_server_answered_over_http3() {
     let server = H3TestServer::start(H3Options {
         status_for: vec![("/items/7".into(), 404)],

@@ -92,6 +92,7 @@ pub fn shard_to_proto(plan: &Plan) -> v1::Shard {
         source_addrs: plan.source_addrs.iter().map(IpAddr::to_string).collect(),
         feeders: plan.feeders.iter().map(feeders::feeder_to_proto).collect(),
         engine: plan.engine.name().to_string(),
+        kept_body_bytes: plan.kept_body_bytes as u64,
     }
 }
 
@@ -342,6 +343,10 @@ pub fn shard_with_feeders(shard: &v1::Shard, tables: Vec<Table>) -> Result<Plan,
     };
     if let Some(hold) = shard.max_hold_nanos {
         plan.max_hold = Duration::from_nanos(hold);
+    }
+    if shard.kept_body_bytes > 0 {
+        // Past the limit it is refused by `Plan::validate`, as from the command line.
+        plan.kept_body_bytes = usize::try_from(shard.kept_body_bytes).unwrap_or(usize::MAX);
     }
     plan.load = match &shard.load {
         Some(load) => load_from_proto(load),

@@ -2,7 +2,8 @@
 //! did not hold), one for the run itself (an error when it could not run, was interrupted or
 //! lost workers, so a broken measurement never shows as a green gate), and with a mix one per
 //! name (classname `volley.names`), failed when a threshold of that name failed, its counts and
-//! percentiles (and its scenario checks' counts) in its system-out and properties: a CI viewer
+//! percentiles (and its scenario checks' counts, and the iterations that ended early at its
+//! step, where some did) in its system-out and properties: a CI viewer
 //! then lists the requests of a mix as it lists tests, and a slow one stands out by name. A
 //! failed check fails no testcase by itself: `--threshold 'checks>X%'` is the gate.
 
@@ -97,6 +98,12 @@ fn name_case(out: &mut String, line: &NameLine<'_>, verdicts: &[Verdict]) {
     ] {
         let _ = writeln!(out, "        <property name=\"{key}\" value=\"{value}\"/>");
     }
+    // A flow's iterations that ended at this step, only where some did.
+    let ended_early = c.abandoned > 0 || c.extract_failed > 0;
+    if ended_early {
+        let _ = writeln!(out, "        <property name=\"abandoned\" value=\"{}\"/>", c.abandoned);
+        let _ = writeln!(out, "        <property name=\"extract_failed\" value=\"{}\"/>", c.extract_failed);
+    }
     for (k, (check, counts)) in line.check_lines().enumerate() {
         let _ = writeln!(out, "        <property name=\"check_{k}\" value=\"{}\"/>", escape(check));
         let _ = writeln!(out, "        <property name=\"check_{k}_passed\" value=\"{}\"/>", counts.passed);
@@ -119,6 +126,9 @@ fn name_case(out: &mut String, line: &NameLine<'_>, verdicts: &[Verdict]) {
     );
     for (check, counts) in line.check_lines() {
         let _ = write!(text, "\ncheck {check}: {} passed, {} failed", counts.passed, counts.failed);
+    }
+    if ended_early {
+        let _ = write!(text, "\niterations abandoned here {}, extractions failed {}", c.abandoned, c.extract_failed);
     }
     let _ = writeln!(out, "      <system-out>{}</system-out>\n    </testcase>", escape(&text));
 }

@@ -15,9 +15,14 @@ pub const MAX_CHECKS: usize = 1000;
 /// The most checks on header fields and the body one step may have: a response's verdicts travel as one word.
 pub const MAX_KEPT_CHECKS: usize = 64;
 
-/// How much of a body is kept for its step's checks; what is beyond is counted, not kept, so a
-/// rule on the text sees only this much (a size rule sees the whole length).
+/// How much of a body is kept for its step's checks and extractors unless the plan says
+/// otherwise (`Plan::kept_body_bytes`, `--keep-body`); what is beyond is counted, not kept, so
+/// a rule on the text sees only this much (a size rule sees the whole length).
 pub const KEPT_BODY_BYTES: usize = 64 * 1024;
+
+/// The most a plan may keep of one body: every response of such a step may hold this much
+/// while it is in flight.
+pub const MAX_KEPT_BODY_BYTES: usize = 16 << 20;
 
 /// The largest compiled pattern accepted: patterns come from files and from the wire.
 const PATTERN_SIZE_LIMIT: usize = 1 << 20;

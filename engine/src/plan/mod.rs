@@ -12,8 +12,8 @@ mod think;
 mod validate;
 
 pub use checks::{
-    Check, CheckCounts, JsonValue, KEPT_BODY_BYTES, MAX_CHECKS, MAX_KEPT_CHECKS, OnFailure, Pattern, Rule, TextTest,
-    json_pointer,
+    Check, CheckCounts, JsonValue, KEPT_BODY_BYTES, MAX_CHECKS, MAX_KEPT_BODY_BYTES, MAX_KEPT_CHECKS, OnFailure,
+    Pattern, Rule, TextTest, json_pointer,
 };
 pub(crate) use checks::{KeptResponse, ParsedJson};
 pub use extract::{Extractor, MAX_EXTRACTORS, MAX_VALUE_BYTES, MAX_VARIABLES, Source, is_variable_name};
@@ -320,6 +320,9 @@ pub struct Plan {
     /// at the price of up to this much added to a latency. Zero handles every completion as it
     /// comes. At most [`MAX_HOLD`].
     pub max_hold: Duration,
+    /// How much of a body is kept for its step's checks and extractors (1 to
+    /// [`MAX_KEPT_BODY_BYTES`]; [`KEPT_BODY_BYTES`] by default).
+    pub kept_body_bytes: usize,
     /// The closed or the open model, with their stages.
     pub load: Load,
     /// The first this many whole seconds of the load are counted apart (`RunResult::warm_up`);
@@ -356,6 +359,7 @@ impl Plan {
             keepalive: true,
             tls: TlsOptions::default(),
             max_hold: DEFAULT_MAX_HOLD,
+            kept_body_bytes: KEPT_BODY_BYTES,
             load: Load::closed(),
             warm_up: None,
             quic_congestion: QuicCongestion::Loopback,

@@ -11,9 +11,9 @@ use crate::feeder::{Feeder, MAX_COLUMNS, MAX_FEEDERS, is_feeder_name};
 use crate::template::{Template, Vocabulary, check_template};
 
 use super::{
-    Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_EXTRACTORS, MAX_HOLD, MAX_KEPT_CHECKS,
-    MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS, MAX_THREADS, MAX_VARIABLES, Mix, Plan,
-    Protocol, Scenario, Source, Stop, Think, is_variable_name,
+    Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_EXTRACTORS, MAX_HOLD, MAX_KEPT_BODY_BYTES,
+    MAX_KEPT_CHECKS, MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS, MAX_THREADS,
+    MAX_VARIABLES, Mix, Plan, Protocol, Scenario, Source, Stop, Think, is_variable_name,
 };
 
 /// Why a plan cannot run: the setting it concerns, and words that name the limit it broke.
@@ -46,6 +46,8 @@ pub enum Setting {
     Stages,
     WarmUp,
     Hold,
+    /// How much of a body checks and extractors see.
+    KeptBody,
     /// A mix's requests (a targets file).
     Targets,
     /// A mix of scenarios (a scenario file).
@@ -414,6 +416,16 @@ impl Plan {
             return bad(
                 Setting::Hold,
                 format!("a hold of {:?} is more than the {MAX_HOLD:?} a run may ask", self.max_hold),
+            );
+        }
+        if !(1..=MAX_KEPT_BODY_BYTES).contains(&self.kept_body_bytes) {
+            return bad(
+                Setting::KeptBody,
+                format!(
+                    "keeping {} bytes of a body: it may be 1 to {} MiB",
+                    self.kept_body_bytes,
+                    MAX_KEPT_BODY_BYTES >> 20
+                ),
             );
         }
         Ok(())

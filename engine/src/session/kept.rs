@@ -27,6 +27,8 @@ pub(crate) struct KeptChecks {
     /// Which header fields are kept.
     headers: Fields,
     body: bool,
+    /// How much of a body is kept, when it is.
+    body_bound: usize,
 }
 
 /// Which header fields of a response are kept.
@@ -99,7 +101,14 @@ impl KeptChecks {
             cookies,
             headers,
             body,
+            body_bound: KEPT_BODY_BYTES,
         })
+    }
+
+    /// The same, keeping at most `bound` bytes of a body (the plan's `kept_body_bytes`).
+    pub(crate) fn keeping_bodies_up_to(mut self, bound: usize) -> KeptChecks {
+        self.body_bound = bound;
+        self
     }
 
     /// Whether its rules or its jar read the header fields: a session keeps them only then.
@@ -111,7 +120,7 @@ impl KeptChecks {
     /// reads it, and only the fields something reads.
     pub(crate) fn prepare(&self, kept: &mut Kept) {
         kept.clear();
-        kept.keep_body = self.body;
+        kept.body_bound = if self.body { self.body_bound } else { 0 };
         kept.fields_kept = self.headers;
     }
 
@@ -142,7 +151,8 @@ impl KeptChecks {
 pub(crate) struct Kept {
     body: Vec<u8>,
     len: u64,
-    keep_body: bool,
+    /// How much of the body is kept: 0 when nothing reads it.
+    body_bound: usize,
     fields_kept: Fields,
     /// Names (lowercased) and values of the fields, one after another.
     fields: Vec<u8>,
@@ -155,7 +165,7 @@ impl Default for Kept {
         Kept {
             body: Vec::new(),
             len: 0,
-            keep_body: true,
+            body_bound: KEPT_BODY_BYTES,
             fields_kept: Fields::All,
             fields: Vec::new(),
             lines: Vec::new(),
@@ -168,8 +178,8 @@ impl Kept {
     #[inline]
     pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.len = self.len.saturating_add(bytes.len() as u64);
-        if self.keep_body {
-            let room = KEPT_BODY_BYTES.saturating_sub(self.body.len());
+        let room = self.body_bound.saturating_sub(self.body.len());
+        if room > 0 {
             self.body.extend_from_slice(bytes.get(..room).unwrap_or(bytes));
         }
     }
@@ -284,6 +294,23 @@ mod tests {
         // The size (bit 1) fails; contains, the JSON value and the pattern pass.
         assert_eq!(checks.judge(&kept), (0b0010, Extracted::default()));
         assert!(KeptChecks::of(rules[..1].iter(), &[], &[], &[], false).is_none());
+    }
+
+    #[test]
+    fn a_plan_may_keep_more_or_less_of_a_body_than_the_default() {
+        let rules = [Rule::BodyContains(b"end".to_vec())];
+        let body = [vec![b'x'; KEPT_BODY_BYTES], b"end".to_vec()].concat();
+        for (bound, passes) in [(KEPT_BODY_BYTES, false), (KEPT_BODY_BYTES + 3, true), (10, false)] {
+            let checks =
+                KeptChecks::of(rules.iter(), &[], &[], &[], false).expect("a rule").keeping_bodies_up_to(bound);
+            let mut kept = Kept::default();
+            checks.prepare(&mut kept);
+            kept.push(&body[..1000]);
+            kept.push(&body[1000..]);
+            assert_eq!(kept.body().len(), bound.min(body.len()));
+            assert_eq!(kept.body_len(), body.len() as u64, "counted whole");
+            assert_eq!(checks.judge(&kept).0 == 0, passes, "kept {bound}");
+        }
     }
 
     #[test]

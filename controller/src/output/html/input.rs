@@ -48,6 +48,13 @@ pub(super) struct SavedName {
     /// A scenario's checks of this name (none in reports from before checks).
     #[serde(default)]
     pub checks: Vec<SavedCheck>,
+    /// Iterations that ended at this name's step (null without scenarios; absent in reports
+    /// from before extractors).
+    #[serde(default)]
+    pub abandoned: Option<u64>,
+    /// Its responses whose extraction failed (likewise).
+    #[serde(default)]
+    pub extract_failed: Option<u64>,
 }
 
 /// One check of a name, as the report's `names[].checks` hold it.

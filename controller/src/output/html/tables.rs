@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use volley_engine::CheckCounts;
 
-use super::input::{Saved, SavedVerdict, Summary};
+use super::input::{Saved, SavedName, SavedVerdict, Summary};
 
 /// `text` safe inside HTML elements and quoted attributes.
 pub(super) fn escape(text: &str) -> String {
@@ -165,6 +165,32 @@ pub(super) fn checks(r: &Saved) -> String {
     out
 }
 
+/// Where a flow's iterations ended early, a row per name that has any: the iterations
+/// abandoned at its step and its failed extractions. Nothing when none did.
+pub(super) fn abandoned(r: &Saved) -> String {
+    let count = |v: Option<u64>| v.unwrap_or(0);
+    let rows: Vec<&SavedName> =
+        r.names.iter().filter(|n| count(n.abandoned) > 0 || count(n.extract_failed) > 0).collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h2>Iterations ended early</h2>\n<table class=\"abandoned\">\n<tr><th>name</th>\
+         <th>iterations abandoned</th><th>extractions failed</th></tr>\n",
+    );
+    for n in rows {
+        let _ = writeln!(
+            out,
+            "<tr class=\"fail\"><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+            escape(&n.name),
+            count(n.abandoned),
+            count(n.extract_failed)
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
 pub(super) fn thresholds(verdicts: &[SavedVerdict]) -> String {
     if verdicts.is_empty() {
         return String::new();
@@ -252,6 +278,19 @@ mod tests {
         assert!(page.contains(
             "<tr class=\"fail\"><td><code>home</code></td><td>&lt;fast&gt;</td><td>3</td><td>1</td><td>75.00%</td></tr>"
         ));
+    }
+
+    #[test]
+    fn names_where_iterations_ended_early_have_a_row_each_and_a_run_without_has_no_table() {
+        let mut report = mix_fixture::report();
+        let page = super::super::page(&crate::output::report_json(&report, &[])).expect("a page");
+        assert!(!page.contains("Iterations ended early"), "none ended early, no table");
+        let login = &mut report.stats.names.entry(0).counters;
+        (login.abandoned, login.extract_failed) = (5, 4);
+        let page = super::super::page(&crate::output::report_json(&report, &[])).expect("a page");
+        assert!(page.contains("<h2>Iterations ended early</h2>"), "{page}");
+        assert!(page.contains("<tr class=\"fail\"><td><code>home</code></td><td>5</td><td>4</td></tr>"), "{page}");
+        assert_eq!(page.matches("<tr class=\"fail\"><td><code>").count(), 1, "only names that have any");
     }
 
     #[test]

@@ -86,3 +86,17 @@ fn a_names_checks_are_properties_and_lines_of_its_testcase_and_fail_nothing_by_t
     assert!(!home.contains("<failure"), "a failed check is not a failed gate:\n{home}");
     assert!(xml.contains(r#"failures="0""#), "{xml}");
 }
+
+#[test]
+fn a_names_iterations_ended_early_are_properties_and_a_line_of_its_testcase_only_where_some_did() {
+    let mut report = mix_fixture::report();
+    let home = &mut report.stats.names.entry(0).counters;
+    (home.abandoned, home.extract_failed) = (6, 5);
+    let xml = testsuites(&report, &[]);
+    let home = case(&xml, "home");
+    assert!(home.contains("<property name=\"abandoned\" value=\"6\"/>"), "{home}");
+    assert!(home.contains("<property name=\"extract_failed\" value=\"5\"/>"), "{home}");
+    assert!(home.contains("iterations abandoned here 6, extractions failed 5"), "{home}");
+    assert!(!home.contains("<failure"), "ending early fails nothing by itself: {home}");
+    assert!(!case(&xml, "search").contains("abandoned"), "{xml}");
+}
