@@ -817,7 +817,13 @@ impl Connection {
             // The head of a response whose fields a check reads: every field decoded into what
             // is kept of it (an informational head's are forgotten when the next one comes).
             Some(s) if s.kept && s.status == 0 && self.wants_fields(s.request) => {
+                let only_set_cookie = kept_checks(&self.kept_checks, s.request).is_some_and(|c| c.only_set_cookie());
                 match self.kept.iter_mut().find(|(id, _)| *id == stream) {
+                    // Only a jar reads them: a head without set-cookie costs what `decode` does.
+                    Some((_, kept)) if only_set_cookie => {
+                        kept.clear_fields();
+                        self.hpack.decode_set_cookies(block, &mut |value| kept.push_field(b"set-cookie", value))?
+                    }
                     Some((_, kept)) => {
                         kept.clear_fields();
                         self.hpack.decode_collecting(block, &mut |name, value| kept.push_field(name, value))?

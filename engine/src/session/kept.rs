@@ -116,6 +116,11 @@ impl KeptChecks {
         self.headers != Fields::None
     }
 
+    /// Whether only its jar reads the header fields, and only `set-cookie` is kept of them.
+    pub(crate) fn only_set_cookie(&self) -> bool {
+        self.headers == Fields::SetCookie
+    }
+
     /// `kept`, empty, ready for a response to the request: it keeps the body only if a rule
     /// reads it, and only the fields something reads.
     pub(crate) fn prepare(&self, kept: &mut Kept) {

@@ -45,6 +45,9 @@ pub(crate) struct Decoder {
 struct LastBlock {
     raw: Vec<u8>,
     decoded: Option<Decoded>,
+    /// The block was walked for its set-cookie fields and had none
+    /// (`Decoder::decode_set_cookies`).
+    no_set_cookie: bool,
 }
 
 /// Longer blocks are always walked, so the memory stays small.
@@ -243,12 +246,49 @@ impl Decoder {
             return Ok(decoded);
         }
         let decoded = self.decode_fields(block, None)?;
+        self.remember(block, decoded, false);
+        Ok(decoded)
+    }
+
+    /// `decode`, handing `collect` the value of each `set-cookie` field: for a response whose
+    /// cookies a user's jar keeps. A block like the last one, which had none, costs what
+    /// `decode` does, so a server that sets no cookie costs the jar one compare a response.
+    pub(crate) fn decode_set_cookies(
+        &mut self,
+        block: &[u8],
+        collect: &mut dyn FnMut(&[u8]),
+    ) -> Result<Decoded, HpackError> {
+        let pure = self.table.holds_nothing() && block.first().is_some_and(|&b| b & 0xe0 != 0x20);
+        if pure
+            && self.last.no_set_cookie
+            && let Some(decoded) = self.last.decoded.filter(|_| self.last.raw == block)
+        {
+            return Ok(decoded);
+        }
+        let mut found = false;
+        let decoded = self.decode_fields(
+            block,
+            Some(&mut |name: &[u8], value: &[u8]| {
+                if name == b"set-cookie" {
+                    found = true;
+                    collect(value);
+                }
+            }),
+        )?;
+        if pure {
+            self.remember(block, decoded, !found);
+        }
+        Ok(decoded)
+    }
+
+    /// Keeps a pure block (see `decode`) and what it decoded to, if it is short enough.
+    fn remember(&mut self, block: &[u8], decoded: Decoded, no_set_cookie: bool) {
         if block.len() <= LAST_BLOCK_MAX_LEN {
             self.last.raw.clear();
             self.last.raw.extend_from_slice(block);
             self.last.decoded = Some(decoded);
+            self.last.no_set_cookie = no_set_cookie;
         }
-        Ok(decoded)
     }
 
     /// Walks a block's fields, as `decode` describes.

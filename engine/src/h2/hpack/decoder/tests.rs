@@ -449,3 +449,40 @@ fn a_repeated_block_reads_as_walking_it_would_whatever_came_between() {
         }
     }
 }
+
+#[test]
+fn set_cookie_values_are_handed_over_and_a_repeated_block_without_one_is_known_by_its_bytes() {
+    use crate::h2::hpack::encoder::literal;
+    // :status 200 (indexed), then literals without indexing; the table stays empty.
+    let block = |cookies: &[&str]| {
+        let mut b = vec![0x88];
+        literal(&mut b, "content-type", "text/plain");
+        for c in cookies {
+            literal(&mut b, "set-cookie", c);
+        }
+        b
+    };
+    let mut d = Decoder::new(4096);
+    let mut got: Vec<Vec<u8>> = Vec::new();
+    let with = block(&["a=1; Path=/", "b=2"]);
+    let decoded = d.decode_set_cookies(&with, &mut |v| got.push(v.to_vec())).expect("decodes");
+    assert_eq!(decoded.status, Some(200));
+    assert_eq!(got, [b"a=1; Path=/".to_vec(), b"b=2".to_vec()]);
+    // The same block again is walked again: its cookies come every time.
+    got.clear();
+    d.decode_set_cookies(&with, &mut |v| got.push(v.to_vec())).expect("decodes");
+    assert_eq!(got.len(), 2);
+    // A block without one, twice: nothing handed over, the same result as `decode`.
+    let without = block(&[]);
+    for _ in 0..2 {
+        let decoded = d.decode_set_cookies(&without, &mut |_| panic!("no set-cookie here")).expect("decodes");
+        assert_eq!(decoded, Decoder::new(4096).decode(&without).expect("decodes"));
+    }
+    // After a plain decode of it, whether it has one is unknown again: walked, and still none.
+    d.decode(&without).expect("decodes");
+    d.decode_set_cookies(&without, &mut |_| panic!("no set-cookie here")).expect("decodes");
+    d.decode(&with).expect("decodes");
+    got.clear();
+    d.decode_set_cookies(&with, &mut |v| got.push(v.to_vec())).expect("decodes");
+    assert_eq!(got.len(), 2, "a cached plain decode never hides a cookie");
+}
