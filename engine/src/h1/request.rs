@@ -158,6 +158,11 @@ mod tests {
     }
 
     fn filled(template: &Template) -> String {
+        filled_with_cookie(template, b"")
+    }
+
+    /// The request `template` writes for user 12's fourth iteration, its jar giving `cookie`.
+    fn filled_with_cookie(template: &Template, cookie: &[u8]) -> String {
         let mut rng = 1;
         let mut fill = Fill {
             vu: 12,
@@ -168,7 +173,7 @@ mod tests {
             unique: &mut 1,
             rows: None,
             vars: &[],
-            cookie: &[],
+            cookie,
         };
         let (mut out, mut body) = (Vec::new(), Vec::new());
         template.render(&mut fill, &mut out, &mut body);
@@ -223,22 +228,8 @@ mod tests {
             let template = encode_template(&target(), "/a", &spec, close, None, true).expect("a jar");
             assert!(!template.slots, "not templated: {{{{vu}}}} is text");
             assert_eq!(filled(&template), String::from_utf8(encode_request(&target(), "/a", &spec, close)).unwrap());
-            let mut rng = 1;
-            let mut fill = Fill {
-                vu: 0,
-                iteration: 0,
-                worker: 0,
-                thread: 0,
-                rng: &mut rng,
-                unique: &mut 1,
-                rows: None,
-                vars: &[],
-                cookie: b"sid=1; a=b",
-            };
-            let (mut out, mut body) = (Vec::new(), Vec::new());
-            template.render(&mut fill, &mut out, &mut body);
             let ending = if close { "Connection: close\r\n\r\n" } else { "\r\n" };
-            let text = String::from_utf8(out).unwrap();
+            let text = filled_with_cookie(&template, b"sid=1; a=b");
             assert!(text.contains("x: {{vu}}\r\n"), "{text}");
             assert!(text.ends_with(&format!("Content-Length: 2\r\nCookie: sid=1; a=b\r\n{ending}ab")), "{text}");
         }
