@@ -164,17 +164,8 @@ mod tests {
     /// The request `template` writes for user 12's fourth iteration, its jar giving `cookie`.
     fn filled_with_cookie(template: &Template, cookie: &[u8]) -> String {
         let mut rng = 1;
-        let mut fill = Fill {
-            vu: 12,
-            iteration: 3,
-            worker: 0,
-            thread: 0,
-            rng: &mut rng,
-            unique: &mut 1,
-            rows: None,
-            vars: &[],
-            cookie,
-        };
+        let mut unique = 1;
+        let mut fill = Fill { cookie, ..Fill::of_user(12, 3, &mut rng, &mut unique) };
         let (mut out, mut body) = (Vec::new(), Vec::new());
         template.render(&mut fill, &mut out, &mut body);
         String::from_utf8(out).unwrap()

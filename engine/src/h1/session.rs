@@ -89,7 +89,7 @@ impl Session {
         self.filled = false;
         if let Some(template) = self.config.templates.get(start.request as usize).and_then(Option::as_ref)
             && let Some(mut fill) = units.fill(start.request)
-            && (template.slots || !fill.cookie.is_empty())
+            && fill.needed_by(template.slots)
         {
             self.rendered.clear();
             template.render(&mut fill, &mut self.rendered, &mut self.body);

@@ -344,13 +344,10 @@ impl Connection {
         self.start(now, due, request, None)
     }
 
-    /// Whether request `request` is filled when it starts (with `start_filled`): it has slots,
-    /// or `cookie` for its user's jar to add.
-    pub(crate) fn fills(&self, request: u32, cookie: &[u8]) -> bool {
-        self.requests
-            .get(request as usize)
-            .and_then(|r| r.template.as_deref())
-            .is_some_and(|t| t.slots || !cookie.is_empty())
+    /// Whether request `request` is filled from `fill` when it starts (with `start_filled`):
+    /// it has a template that `fill` needs (`Fill::needed_by`).
+    pub(crate) fn fills(&self, request: u32, fill: &Fill<'_>) -> bool {
+        self.requests.get(request as usize).and_then(|r| r.template.as_deref()).is_some_and(|t| fill.needed_by(t.slots))
     }
 
     /// `start_request` of a templated request, its slots filled from `fill`.
@@ -373,7 +370,7 @@ impl Connection {
         // The place the stream will take: where a filled body waits.
         let place = self.streams.next_place();
         let has_body = match fill {
-            Some(fill) if self.fills(request, fill.cookie) => {
+            Some(fill) if self.fills(request, fill) => {
                 // Shared with the template while it fills this connection's buffers.
                 let requests = self.requests.clone();
                 let template = requests[request as usize].template.as_deref()?;

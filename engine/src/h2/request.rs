@@ -284,17 +284,8 @@ mod tests {
         let requests =
             encode_requests(&target, &list, &Templating { templated: vec![true, true], ..Templating::default() });
         let mut rng = 1;
-        let mut fill = crate::template::Fill {
-            vu: 31,
-            iteration: 4,
-            worker: 0,
-            thread: 0,
-            rng: &mut rng,
-            unique: &mut 1,
-            rows: None,
-            vars: &[],
-            cookie: &[],
-        };
+        let mut unique = 1;
+        let mut fill = crate::template::Fill::of_user(31, 4, &mut rng, &mut unique);
         let (mut out, mut scratch) = (Vec::new(), Vec::new());
         let mut filled = |block: &crate::template::Encoded| {
             out.clear();

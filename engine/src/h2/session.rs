@@ -121,7 +121,7 @@ impl Session {
             && let Some(start) = units.take(now, self.conn.open_streams() > 0)
         {
             if let Some(mut fill) = units.fill(start.request)
-                && self.conn.fills(start.request, fill.cookie)
+                && self.conn.fills(start.request, &fill)
             {
                 self.conn.start_filled(now, start.due, start.request, &mut fill);
             } else {

@@ -114,10 +114,10 @@ impl Config {
         &self.bodies[request as usize]
     }
 
-    /// Request `request`'s template, if it is filled when it starts: it has slots, or `cookie`
-    /// for its user's jar to add.
-    pub(crate) fn template(&self, request: u32, cookie: &[u8]) -> Option<&Template> {
-        self.templates.get(request as usize).and_then(Option::as_ref).filter(|t| t.slots || !cookie.is_empty())
+    /// Request `request`'s template, if it is filled from `fill` when it starts
+    /// (`Fill::needed_by`).
+    pub(crate) fn template(&self, request: u32, fill: &Fill<'_>) -> Option<&Template> {
+        self.templates.get(request as usize).and_then(Option::as_ref).filter(|t| fill.needed_by(t.slots))
     }
 }
 
@@ -244,23 +244,13 @@ mod tests {
         let spec = RequestSpec::new("POST", vec![("x-vu".into(), "{{vu}}".into())], b"it={{iteration}}".to_vec());
         let templating = Templating { templated: vec![true], ..Templating::default() };
         let config = Config::new(&target, &[("/i/{{iteration}}", &spec)], &templating, 1, Duration::from_secs(1), None);
-        let template = config.template(0, &[]).expect("slots");
         let (mut rng, mut unique) = (1, 1);
+        let template = config.template(0, &Fill::of_user(7, 0, &mut 1, &mut 1)).expect("slots");
         let mut into = Filled::default();
         // Kept alive all at once: 1,000 requests of ~60 bytes are several arenas' worth.
         let rendered: Vec<Bytes> = (0..1000u64)
             .map(|iteration| {
-                let mut fill = Fill {
-                    vu: 7,
-                    iteration,
-                    worker: 0,
-                    thread: 0,
-                    rng: &mut rng,
-                    unique: &mut unique,
-                    rows: None,
-                    vars: &[],
-                    cookie: &[],
-                };
+                let mut fill = Fill::of_user(7, iteration, &mut rng, &mut unique);
                 template.render(&mut fill, &mut into)
             })
             .collect();

@@ -237,7 +237,7 @@ impl Session {
                 request.response.keep(self.spare_kept.take(), checks);
             }
             if let Some(mut fill) = units.fill(start.request)
-                && let Some(template) = self.setup.request.template(start.request, fill.cookie)
+                && let Some(template) = self.setup.request.template(start.request, &fill)
             {
                 request.filled = Some(template.render(&mut fill, &mut self.filled_requests));
             }

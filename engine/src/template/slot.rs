@@ -110,7 +110,23 @@ pub(crate) struct Fill<'a> {
     pub cookie: &'a [u8],
 }
 
+#[cfg(test)]
+impl<'a> Fill<'a> {
+    /// User `vu`'s iteration `iteration` on thread 0 of worker 0, with no rows, variables or
+    /// cookie: what protocol tests fill templates from.
+    pub(crate) fn of_user(vu: u64, iteration: u64, rng: &'a mut u64, unique: &'a mut u64) -> Self {
+        Fill { vu, iteration, worker: 0, thread: 0, rng, unique, rows: None, vars: &[], cookie: &[] }
+    }
+}
+
 impl Fill<'_> {
+    /// Whether a template is worth filling for this request: it has slots (`slots`), or the
+    /// user's jar adds a cookie; else its pre-encoded bytes go as they are.
+    #[inline]
+    pub(crate) fn needed_by(&self, slots: bool) -> bool {
+        slots || !self.cookie.is_empty()
+    }
+
     pub(super) fn write(&mut self, slot: &Slot, out: &mut Vec<u8>) {
         match *slot {
             Slot::Vu => decimal(out, self.vu),

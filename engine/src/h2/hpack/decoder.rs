@@ -236,10 +236,7 @@ impl Decoder {
     /// decoded size (sum of name+value lengths). Any error leaves the table out of step with
     /// the peer's: the connection must end with COMPRESSION_ERROR.
     pub(crate) fn decode(&mut self, block: &[u8]) -> Result<Decoded, HpackError> {
-        // A block decoded into a table that holds nothing, and that opens without a size
-        // update, leaves the table as it was: its result depends on its bytes alone.
-        let pure = self.table.holds_nothing() && block.first().is_some_and(|&b| b & 0xe0 != 0x20);
-        if !pure {
+        if !self.is_pure(block) {
             return self.decode_fields(block, None);
         }
         if let Some(decoded) = self.last.decoded.filter(|_| self.last.raw == block) {
@@ -258,7 +255,7 @@ impl Decoder {
         block: &[u8],
         collect: &mut dyn FnMut(&[u8]),
     ) -> Result<Decoded, HpackError> {
-        let pure = self.table.holds_nothing() && block.first().is_some_and(|&b| b & 0xe0 != 0x20);
+        let pure = self.is_pure(block);
         if pure
             && self.last.no_set_cookie
             && let Some(decoded) = self.last.decoded.filter(|_| self.last.raw == block)
@@ -281,7 +278,13 @@ impl Decoder {
         Ok(decoded)
     }
 
-    /// Keeps a pure block (see `decode`) and what it decoded to, if it is short enough.
+    /// Whether decoding `block` leaves the table as it was, so that its result depends on its
+    /// bytes alone: the table holds nothing and the block opens without a size update.
+    fn is_pure(&self, block: &[u8]) -> bool {
+        self.table.holds_nothing() && block.first().is_some_and(|&b| b & 0xe0 != 0x20)
+    }
+
+    /// Keeps a pure block (see `is_pure`) and what it decoded to, if it is short enough.
     fn remember(&mut self, block: &[u8], decoded: Decoded, no_set_cookie: bool) {
         if block.len() <= LAST_BLOCK_MAX_LEN {
             self.last.raw.clear();
