@@ -735,6 +735,7 @@ mod tests {
             extract: vec![],
             think: None,
             cookies: false,
+            follow_redirects: 0,
         };
         assert_eq!(
             mix.requests,
@@ -827,6 +828,7 @@ path = "/cart"
             think: None,
             // A scenario's users keep cookies unless the file says otherwise.
             cookies: true,
+            follow_redirects: 0,
             templated: true,
         };
         assert_eq!(

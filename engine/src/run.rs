@@ -13,12 +13,12 @@ use crate::engine::choose_engine;
 use crate::error::EngineError;
 use crate::fd_limit;
 use crate::gate::StartGate;
-use crate::plan::{Mix, OnFailure, Plan, Protocol, Stop};
+use crate::plan::{Hops, LOCATION_VAR, NamedRequest, OnFailure, Plan, Protocol, Stop};
 use crate::quic;
 use crate::ring::RingSupport;
-use crate::session::{CookieUrls, KeptCheckTable, KeptChecks, SessionConfig};
+use crate::session::{CookieUrls, Fields, KeptCheckTable, KeptChecks, SessionConfig};
 use crate::stats::{ErrorKind, Snapshot, Stats};
-use crate::template::{Template, Templating};
+use crate::template::{Template, Templating, Vocabulary};
 use crate::tls;
 use crate::{h1, h2, h3};
 
@@ -148,11 +148,21 @@ fn judges(checks: &[crate::plan::Check], indices: Vec<u16>) -> RequestChecks {
         .collect()
 }
 
+/// Per request of a mix (`requests`, hops included), what `of` makes of it, if some request
+/// `has` something to make it of; else empty, and the loop looks nothing up.
+fn per_request<T>(
+    requests: &[&NamedRequest],
+    has: impl Fn(&NamedRequest) -> bool,
+    of: impl Fn(&NamedRequest) -> T,
+) -> Box<[T]> {
+    if requests.iter().any(|r| has(r)) { requests.iter().map(|r| of(r)).collect() } else { Box::default() }
+}
+
 /// Per variable (of `variables` in all): some templated request writes it into its path, where
 /// a value may hold no blank.
-fn variables_in_paths(mix: &Mix, templating: &Templating, variables: usize) -> Vec<bool> {
+fn variables_in_paths(requests: &[&NamedRequest], templating: &Templating, variables: usize) -> Vec<bool> {
     let mut in_path = vec![false; variables];
-    let templated = mix.requests.iter().enumerate().filter(|(i, _)| templating.is_templated(*i));
+    let templated = requests.iter().enumerate().filter(|(i, _)| templating.is_templated(*i));
     for r in templated.map(|(_, r)| r) {
         if let Ok(path) = Template::parse(r.path_and_query.as_bytes(), &templating.vocabulary) {
             for v in path.variables() {
@@ -170,45 +180,55 @@ fn variables_in_paths(mix: &Mix, templating: &Templating, variables: usize) -> V
 pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progress)) -> Result<RunResult, EngineError> {
     plan.validate()?;
     let ring = choose_engine(plan.engine)?;
+    // A mix's steps that follow redirects have hop requests, after its own (`plan::Hops`).
+    let hops = plan.requests.mix().map(Hops::of).unwrap_or_default();
+    // A mix's requests, hops included; none for the one request.
+    let mixed: Vec<&NamedRequest> = plan.requests.mix().map_or(Vec::new(), |m| m.requests.iter().collect());
+    let own = mixed.len();
+    let mixed: Vec<&NamedRequest> = mixed.into_iter().chain(hops.requests()).collect();
     // Every request with its path; a mix's names, by request.
-    let requests = plan.requests.each(&plan.target.path_and_query);
-    let names = plan.requests.mix().map(|mix| mix.name_indices().into_boxed_slice());
+    let mut requests = plan.requests.each(&plan.target.path_and_query);
+    requests.extend(hops.requests().map(|r| (r.path_and_query.as_str(), &r.spec)));
+    let names = plan.requests.mix().map(|mix| hops.extended(mix.name_indices()).into_boxed_slice());
+    // Hops' paths are filled from a variable of their own.
+    let mut variables = plan.requests.variables();
+    if hops.any() {
+        variables.push(LOCATION_VAR.to_string());
+    }
     // Per request: its `{{…}}` are templates, and the feeders they use.
-    let vocabulary = plan.vocabulary();
+    let vocabulary = Vocabulary::of(&plan.feeders).with_variables(variables.iter().cloned());
     let (templated, feeder_uses): (Vec<bool>, Vec<u32>) = match plan.requests.mix() {
-        Some(mix) => mix.requests.iter().map(|r| (r.templated, r.feeders(&vocabulary))).unzip(),
+        Some(_) => mixed.iter().map(|r| (r.templated, r.feeders(&vocabulary))).unzip(),
         None => (vec![false], vec![0]),
     };
     // Per request: its user's jar goes with it, and it sets its own Cookie field (then the jar
     // adds none).
-    let jars: Vec<(bool, bool)> = match plan.requests.mix() {
-        Some(mix) => mix.requests.iter().map(|r| (r.cookies, r.spec.has_header("cookie"))).collect(),
-        None => Vec::new(),
-    };
+    let jars: Vec<(bool, bool)> = mixed.iter().map(|r| (r.cookies, r.spec.has_header("cookie"))).collect();
     let cookie_urls =
         CookieUrls::new(&plan.target, requests.iter().zip(&jars).map(|((path, _), &(on, own))| (*path, on, own)));
-    let cookies = jars.iter().map(|&(on, own)| on && !own).collect();
+    let cookies = (0..jars.len() as u32).map(|i| cookie_urls.as_ref().is_some_and(|c| c.sends(i).is_some())).collect();
     let templating = Templating { templated, vocabulary, cookies };
     let addr = plan.target.resolve()?[0];
     driver::check_sources_against(&plan.source_addrs, addr.ip())?;
-    let variables = plan.requests.variables();
-    let kept_checks: KeptCheckTable = match plan.requests.mix() {
-        Some(mix)
-            if mix
-                .requests
-                .iter()
-                .any(|r| r.cookies || !r.extract.is_empty() || r.checks.iter().any(|c| c.rule.needs_kept())) =>
-        {
-            let in_path = variables_in_paths(mix, &templating, variables.len());
-            mix.requests
-                .iter()
-                .map(|r| {
-                    KeptChecks::of(r.checks.iter().map(|c| &c.rule), &r.extract, &variables, &in_path, r.cookies)
-                        .map(|k| k.keeping_bodies_up_to(plan.kept_body_bytes))
-                })
-                .collect()
-        }
-        _ => Arc::from([]),
+    let redirects = hops.redirects(
+        &plan.target,
+        &requests[..own.min(requests.len())].iter().map(|(path, _)| *path).collect::<Vec<_>>(),
+        variables.len().saturating_sub(1) as u16,
+    );
+    let kept_checks: KeptCheckTable = if mixed.iter().any(|r| {
+        r.cookies || r.follow_redirects > 0 || !r.extract.is_empty() || r.checks.iter().any(|c| c.rule.needs_kept())
+    }) {
+        let in_path = variables_in_paths(&mixed, &templating, variables.len());
+        mixed
+            .iter()
+            .map(|r| {
+                let reads = Fields { set_cookie: r.cookies, location: r.follow_redirects > 0, ..Fields::NONE };
+                KeptChecks::of(r.checks.iter().map(|c| &c.rule), &r.extract, &variables, &in_path, reads)
+                    .map(|k| k.keeping_bodies_up_to(plan.kept_body_bytes))
+            })
+            .collect()
+    } else {
+        Arc::from([])
     };
     let session = match plan.protocol {
         Protocol::Http1 => SessionConfig::H1(h1::Config {
@@ -283,23 +303,15 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
             .collect(),
         names,
         checks: plan.requests.mix().filter(|mix| mix.requests.iter().any(|r| !r.checks.is_empty())).map(|mix| {
-            mix.requests.iter().zip(mix.check_indices()).map(|(r, indices)| judges(&r.checks, indices)).collect()
+            let indices = hops.extended(mix.check_indices());
+            mixed.iter().zip(indices).map(|(r, indices)| judges(&r.checks, indices)).collect()
         }),
         heads: requests.iter().map(|(_, spec)| spec.is_head()).collect(),
-        flows: plan.requests.mix().map(|mix| mix.flow_steps().into()).unwrap_or_default(),
-        thinks: match plan.requests.mix() {
-            Some(mix) if mix.requests.iter().any(|r| r.think.is_some()) => {
-                mix.requests.iter().map(|r| r.think).collect()
-            }
-            _ => Box::default(),
-        },
-        extracts: match plan.requests.mix() {
-            Some(mix) if mix.requests.iter().any(|r| !r.extract.is_empty()) => {
-                mix.requests.iter().map(|r| r.extract.len() as u8).collect()
-            }
-            _ => Box::default(),
-        },
+        flows: plan.requests.mix().map(|mix| hops.extended(mix.flow_steps()).into()).unwrap_or_default(),
+        thinks: per_request(&mixed, |r| r.think.is_some(), |r| r.think),
+        extracts: per_request(&mixed, |r| !r.extract.is_empty(), |r| r.extract.len() as u8),
         cookies: cookie_urls,
+        redirects,
         scenarios: plan.requests.scenarios().map(|s| s.into()),
         feeder_uses: feeder_uses.into(),
         tls,

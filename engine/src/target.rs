@@ -109,6 +109,15 @@ impl Target {
         self.scheme == Scheme::Https
     }
 
+    /// The URL of `path` on this origin, for what reads requests as URLs (a cookie jar, a
+    /// redirect's location); a templated path is taken by its text before its first `{{`, what
+    /// is fixed of it. None if that is no URL's path.
+    pub(crate) fn url_of(&self, path: &str) -> Option<url::Url> {
+        let scheme = if self.is_tls() { "https" } else { "http" };
+        let fixed = path.split("{{").next().unwrap_or("/");
+        url::Url::parse(&format!("{scheme}://{}{fixed}", self.authority())).ok()
+    }
+
     /// Resolves the host, once, before the run: the engine connects to the first address.
     /// A pinned target answers with its pinned addresses and asks no resolver.
     pub fn resolve(&self) -> Result<Vec<SocketAddr>, TargetError> {

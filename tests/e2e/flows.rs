@@ -311,3 +311,115 @@ name = "read"
         assert!(p50 < 0.02, "{extra:?}: the pause is not latency: p50 {p50} s");
     }
 }
+
+/// The login flow with both ways in redirecting: the login is posted to an old address that
+/// answers 307 (the same POST and body go on to /login, whose answer the token is extracted
+/// from), and the items are asked for at /go/{token}, which answers 302 with a relative
+/// reference to /items/{token} (the hop carries the token in its path and the session cookie
+/// from the user's jar, which the server requires).
+fn redirecting_login(redirects: &str) -> String {
+    let file = jar_login()
+        .replacen("name = \"user\"\n", &format!("name = \"user\"\n{redirects}"), 1)
+        .replacen("path = \"/login\"", "path = \"/old/login\"", 1)
+        .replacen("path = \"/items/{{token}}\"", "path = \"/go/{{token}}\"", 1);
+    assert!(file.contains("/old/login") && file.contains("/go/"), "{file}");
+    file
+}
+
+/// The report and the server agree on a run of `redirecting_login` that followed redirects:
+/// every login and every items request took one hop, counted under its step's name, and only
+/// the final answers were checked and extracted from.
+fn assert_followed(r: &serde_json::Value, app: &FlowApp, how: &str) {
+    let counts = app.counts();
+    let (issued, tokenless) = (app.count("login"), app.count("login without token"));
+    assert_eq!(app.count("login moved"), ITERATIONS, "{how}: {counts:?}");
+    assert_eq!(issued + tokenless, ITERATIONS, "{how}: every moved login went on: {counts:?}");
+    assert_eq!((app.count("go"), app.count("items ok"), app.count("items refused")), (issued, issued, 0), "{how}");
+    let login = name(r, "login");
+    assert_eq!(number(login, "/requests/ok"), 2 * ITERATIONS, "{how}: {login}");
+    assert_eq!(number(login, "/statusCodes/307"), ITERATIONS, "{how}: {login}");
+    assert_eq!(number(login, "/redirects"), ITERATIONS, "{how}: {login}");
+    assert_eq!(number(login, "/extractFailed"), tokenless, "{how}: only final answers are extracted from");
+    let items = name(r, "items");
+    assert_eq!(number(items, "/requests/ok"), 2 * issued, "{how}: {items}");
+    assert_eq!(number(items, "/statusCodes/302"), issued, "{how}: {items}");
+    assert_eq!(number(items, "/redirects"), issued, "{how}: {items}");
+    assert_eq!(checks(r, "items"), [(issued, 0)], "{how}: only final answers are checked");
+    assert_eq!(number(r, "/redirects"), ITERATIONS + issued, "{how}: {r}");
+    assert_eq!(number(r, "/abandoned"), tokenless, "{how}: {r}");
+    assert_eq!(number(r, "/requests/ok"), 2 * ITERATIONS + 3 * issued, "{how}: {r}");
+}
+
+#[test]
+fn followed_redirects_hop_with_the_method_the_status_asks_for_and_their_steps_cookies_over_http1_h2c_and_workers() {
+    let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[]), WorkerProcess::start(&[])];
+    let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
+    let file = redirecting_login("redirects = \"follow\"\n");
+    for extra in [&[][..], &["--http2", "-p", "4"][..], &["--workers", &list][..]] {
+        let app = Arc::new(FlowApp::new().without_token_every(7));
+        let server = TestServer::start(Behavior::ok(10).app(app.clone()));
+        let (_dir, path) = scenario_file("redirects.toml", server.url().trim_end_matches('/'), &file);
+        let out = run(&path, extra);
+        assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
+        assert_followed(&support::json_report(&out), &app, &format!("{extra:?}"));
+    }
+}
+
+#[test]
+fn followed_redirects_hop_over_http3() {
+    let app = Arc::new(FlowApp::new().without_token_every(7));
+    let server = H3TestServer::start(H3Options { app: Some(app.clone()), ..Default::default() });
+    let file = redirecting_login("redirects = \"follow\"\n");
+    let (dir, path) = scenario_file("redirects.toml", server.url().trim_end_matches('/'), &file);
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &server.cert().ca_pem).unwrap();
+    let out = run(&path, &["--http3", "-p", "4", "--cacert", ca.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    assert_followed(&support::json_report(&out), &app, "h3");
+}
+
+#[test]
+fn a_redirect_not_followed_is_the_steps_answer_and_with_redirects_error_a_failed_check_that_ends_the_iteration() {
+    for (redirects, no_redirect_check) in [("", false), ("redirects = \"error\"\n", true)] {
+        let app = Arc::new(FlowApp::new());
+        let server = TestServer::start(Behavior::ok(10).app(app.clone()));
+        let (_dir, path) =
+            scenario_file("redirects.toml", server.url().trim_end_matches('/'), &redirecting_login(redirects));
+        let out = run(&path, &[]);
+        assert!(out.status.success(), "{redirects}: {}", describe_output(&out));
+        let r = support::json_report(&out);
+        assert_eq!((app.count("login moved"), app.count("login")), (ITERATIONS, 0), "{redirects}: {:?}", app.counts());
+        let login = name(&r, "login");
+        assert_eq!(number(login, "/statusCodes/307"), ITERATIONS, "{redirects}: {login}");
+        assert_eq!(number(login, "/redirects"), 0, "{redirects}: {login}");
+        // The 307 has no token to extract: every iteration ends at its login, once.
+        assert_eq!(number(login, "/extractFailed"), ITERATIONS, "{redirects}: {login}");
+        assert_eq!(number(&r, "/abandoned"), ITERATIONS, "{redirects}: {r}");
+        let expected: &[(u64, u64)] = if no_redirect_check { &[(0, ITERATIONS)] } else { &[] };
+        let got = login["checks"].as_array().map_or(0, Vec::len);
+        assert_eq!(got, expected.len(), "{redirects}: {login}");
+        if no_redirect_check {
+            assert_eq!(checks(&r, "login"), expected, "{redirects}");
+            assert_eq!(login["checks"][0]["name"], "no redirect", "{login}");
+        }
+    }
+}
+
+#[test]
+fn redirect_settings_out_of_range_or_on_a_plain_step_are_refused_with_their_place() {
+    for (change, wanted) in [
+        (
+            "redirects = \"follow\"\nmax_redirects = 21\n",
+            "max_redirects = 21: a step follows 1 to 20 redirects in a row",
+        ),
+        ("redirects = \"follow\"\nmax_redirects = 0\n", "max_redirects = 0"),
+        ("redirects = \"sometimes\"\n", "unknown variant `sometimes`, expected one of `manual`, `follow`, `error`"),
+    ] {
+        let (_dir, path) = scenario_file("bad.toml", "http://127.0.0.1:9", &redirecting_login(change));
+        let out = support::run_volley(["-n", "1", "--scenario", &path]);
+        assert_eq!(out.status.code(), Some(2), "{change}: {}", describe_output(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("bad.toml:") && stderr.contains(wanted), "{change}: {stderr}");
+    }
+}

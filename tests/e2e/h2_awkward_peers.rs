@@ -430,6 +430,7 @@ fn a_scenario_step_refused_unprocessed_is_sent_again_as_that_step_and_iterations
         extract: vec![],
         think: None,
         cookies: false,
+        follow_redirects: 0,
     };
     let target = volley_engine::Target::parse(&server.url()).expect("valid URL");
     let mut plan = Plan::new(target, RequestSpec::new("GET", vec![], vec![]), 2, Stop::Requests(20));

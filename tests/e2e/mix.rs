@@ -27,6 +27,7 @@ fn mix(order: Order) -> Requests {
         extract: vec![],
         think: None,
         cookies: false,
+        follow_redirects: 0,
     };
     Requests::Mix(Mix {
         requests: vec![

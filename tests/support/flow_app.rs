@@ -42,8 +42,8 @@ impl FlowApp {
         self
     }
 
-    /// What it did, by outcome: `login`, `login without token`, `profile ok`,
-    /// `profile refused`, `items ok`, `items refused`.
+    /// What it did, by outcome: `login`, `login without token`, `login moved`, `profile ok`,
+    /// `profile refused`, `go`, `items ok`, `items refused`.
     pub fn counts(&self) -> BTreeMap<String, u64> {
         self.state.lock().unwrap().counts.iter().map(|(k, v)| (k.to_string(), *v)).collect()
     }
@@ -76,6 +76,17 @@ impl FlowApp {
                     answer.headers.push(("set-cookie".into(), format!("sid={sid}; Path=/; HttpOnly")));
                     ("login", answer)
                 }
+            }
+            // The old login address: a 307, so the same POST and body go to the new one.
+            ("POST", "/old/login") => {
+                let moved = Answer { status: 307, headers: vec![("location".into(), "../login".into())], body: vec![] };
+                ("login moved", moved)
+            }
+            // A way to the items that redirects once, by a relative reference, to the same
+            // place for the same user: the hop must carry the token in its path and the cookie.
+            ("GET", go) if go.starts_with("/go/") => {
+                let to = format!("../items/{}", &go["/go/".len()..]);
+                ("go", Answer { status: 302, headers: vec![("location".into(), to)], body: b"moved".to_vec() })
             }
             ("GET", "/profile") => {
                 let token = header("authorization").strip_prefix("Bearer ").unwrap_or("");

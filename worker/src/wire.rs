@@ -11,9 +11,9 @@ use std::time::Duration;
 use volley_engine::{
     Check, CheckCounts, CheckPattern, CheckRule, CheckText, ConnectionIndices, Counters, Engine, EngineChoice,
     ErrorKind, ExtractSource, Extractor, HistogramError, JsonValue, Load, MAX_CHECKS, MAX_EXTRACTORS, MAX_NAMES,
-    MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_VARIABLES, Mix, NameStats, NamedRequest, OnFailure, Order, Plan,
-    Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario, Stage, Stats, Stop, Table, Target,
-    TargetError, Think, TlsOptions, Vocabulary, decode_histogram, encode_histogram, new_histogram,
+    MAX_REDIRECTS, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_VARIABLES, Mix, NameStats, NamedRequest,
+    OnFailure, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario, Stage, Stats,
+    Stop, Table, Target, TargetError, Think, TlsOptions, Vocabulary, decode_histogram, encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -112,6 +112,7 @@ fn mix_request_to_proto(r: &NamedRequest) -> v1::MixRequest {
         extract: r.extract.iter().map(extractor_to_proto).collect(),
         think: r.think.map(think_to_proto),
         cookies: r.cookies,
+        follow_redirects: u32::from(r.follow_redirects),
     }
 }
 
@@ -461,6 +462,9 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
             extract: r.extract.iter().map(extractor_from_proto).collect::<Result<_, _>>()?,
             think: r.think.as_ref().map(think_from_proto).transpose()?,
             cookies: r.cookies,
+            follow_redirects: u8::try_from(r.follow_redirects).ok().filter(|&n| n <= MAX_REDIRECTS).ok_or_else(
+                || WireError::Shard(format!("{}: more redirects to follow than a step may", r.name.escape_debug())),
+            )?,
         };
         // Checked here too, so that the refusal names the path; the URL's own path is held to
         // the same rule by `Target::parse`.
@@ -572,6 +576,7 @@ fn counters_to_proto(c: &Counters) -> v1::Counters {
         ran_out: c.ran_out,
         extract_failed: c.extract_failed,
         abandoned: c.abandoned,
+        redirects: c.redirects,
         retry_after: c.retry_after.statuses().map(|(code, n)| (u32::from(code), n)).collect(),
         retry_after_largest_seconds: c.retry_after.largest_seconds,
         retry_after_dates: c.retry_after.dates,
@@ -659,6 +664,7 @@ fn counters_from_proto(c: &v1::Counters) -> Result<Counters, WireError> {
     into.ran_out = c.ran_out;
     into.extract_failed = c.extract_failed;
     into.abandoned = c.abandoned;
+    into.redirects = c.redirects;
     into.truncated = c.truncated;
     into.dropped_packets = c.dropped_packets;
     Ok(into)

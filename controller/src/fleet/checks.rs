@@ -39,11 +39,11 @@ pub(crate) enum Implausible {
 }
 
 /// The most requests a worker running `shard` may report done: its `-n`, none for a duration.
-/// With scenarios `-n` counts iterations, each of up to the longest scenario's steps.
+/// With scenarios `-n` counts iterations, each of up to the longest scenario's steps and the
+/// redirects they may follow.
 pub(crate) fn budget(shard: &Plan) -> Option<u64> {
     let Stop::Requests(n) = shard.stop else { return None };
-    let scenarios = shard.requests.scenarios();
-    let per_unit = scenarios.and_then(|s| s.iter().map(|s| u64::from(s.steps)).max()).unwrap_or(1);
+    let per_unit = shard.requests.mix().map_or(1, |m| m.most_requests_per_iteration());
     Some(n.saturating_mul(per_unit))
 }
 
@@ -161,6 +161,7 @@ mod tests {
             extract: vec![],
             think: None,
             cookies: false,
+            follow_redirects: 0,
         };
         let scenario = |name: &str, steps| Scenario { name: name.into(), weight: 1, steps };
         plan.requests = Requests::Mix(Mix {

@@ -134,6 +134,7 @@ mod tests {
             extract: vec![],
             think: None,
             cookies: false,
+            follow_redirects: 0,
         };
         // A share of the requests, but every worker sends every kind: its names are the run's.
         whole.requests = Requests::Mix(Mix {

@@ -104,6 +104,9 @@ fn name_case(out: &mut String, line: &NameLine<'_>, verdicts: &[Verdict]) {
         let _ = writeln!(out, "        <property name=\"abandoned\" value=\"{}\"/>", c.abandoned);
         let _ = writeln!(out, "        <property name=\"extract_failed\" value=\"{}\"/>", c.extract_failed);
     }
+    if c.redirects > 0 {
+        let _ = writeln!(out, "        <property name=\"redirects\" value=\"{}\"/>", c.redirects);
+    }
     for (k, (check, counts)) in line.check_lines().enumerate() {
         let _ = writeln!(out, "        <property name=\"check_{k}\" value=\"{}\"/>", escape(check));
         let _ = writeln!(out, "        <property name=\"check_{k}_passed\" value=\"{}\"/>", counts.passed);
@@ -129,6 +132,9 @@ fn name_case(out: &mut String, line: &NameLine<'_>, verdicts: &[Verdict]) {
     }
     if ended_early {
         let _ = write!(text, "\niterations abandoned here {}, extractions failed {}", c.abandoned, c.extract_failed);
+    }
+    if c.redirects > 0 {
+        let _ = write!(text, "\nredirects followed {}", c.redirects);
     }
     let _ = writeln!(out, "      <system-out>{}</system-out>\n    </testcase>", escape(&text));
 }

@@ -64,6 +64,7 @@ pub(crate) fn summary(report: &Report, verdicts: &[Verdict]) -> String {
     names(&mut out, report);
     checks(&mut out, report);
     abandoned(&mut out, report);
+    redirects(&mut out, report);
     for w in report.warnings() {
         let _ = writeln!(out, "> **Warning:** {}\n", cell(&w));
     }
@@ -132,6 +133,19 @@ fn abandoned(out: &mut String, report: &Report) {
     out.push('\n');
 }
 
+/// Where redirects were followed, a row per name that followed any. Nothing when none was.
+fn redirects(out: &mut String, report: &Report) {
+    let lines: Vec<_> = report.name_lines().filter(|l| l.stats.counters.redirects > 0).collect();
+    if lines.is_empty() {
+        return;
+    }
+    out.push_str("| Name | Redirects followed |\n| --- | --: |\n");
+    for line in &lines {
+        let _ = writeln!(out, "| {} | {} |", cell(line.name), line.stats.counters.redirects);
+    }
+    out.push('\n');
+}
+
 /// Text safe inside a table cell or a heading: no pipes, no line breaks.
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
@@ -157,6 +171,17 @@ mod tests {
         let mut plain = report;
         plain.names.clear();
         assert!(!summary(&plain, &[]).contains("| Name |"));
+    }
+
+    #[test]
+    fn names_that_followed_redirects_have_a_row_and_a_run_without_any_has_no_table() {
+        let mut report = mix_fixture::report();
+        assert!(!summary(&report, &[]).contains("Redirects followed"));
+        report.stats.names.entry(0).counters.redirects = 9;
+        let text = summary(&report, &[]);
+        let rows: Vec<&str> =
+            text.lines().skip_while(|l| !l.starts_with("| Name | Redirects followed |")).skip(2).take(2).collect();
+        assert_eq!(rows, ["| home | 9 |", ""], "{text}");
     }
 
     #[test]

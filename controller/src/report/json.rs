@@ -57,6 +57,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "iterations": (!r.scenarios.is_empty()).then_some(c.iterations),
         "extractFailed": (!r.scenarios.is_empty()).then_some(c.extract_failed),
         "abandoned": (!r.scenarios.is_empty()).then_some(c.abandoned),
+        "redirects": (!r.scenarios.is_empty()).then_some(c.redirects),
         "feeders": feeders(r),
         "workers": r.workers.iter().enumerate().map(|(i, w)| worker(w, r.worker_series.is_none_or(|(s, _)| s.is_detailed(i)))).collect::<Vec<_>>(),
         "workerSeries": r.worker_series.map(|(s, cut)| json!({
@@ -121,6 +122,7 @@ fn name(line: &NameLine, duration: std::time::Duration) -> Value {
         "firstByteSeconds": summary(&s.ttfb),
         "extractFailed": c.extract_failed,
         "abandoned": c.abandoned,
+        "redirects": c.redirects,
         "checks": line
             .check_lines()
             .map(|(name, c)| json!({ "name": name, "passed": c.passed, "failed": c.failed }))

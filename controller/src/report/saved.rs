@@ -215,6 +215,8 @@ fn line(path: &str, r: &Value) -> Result<WorkerLine, String> {
     // Reports from before extractors, and of runs without scenarios, have none.
     c.extract_failed = r["extractFailed"].as_u64().unwrap_or(0);
     c.abandoned = r["abandoned"].as_u64().unwrap_or(0);
+    // Reports from before redirects were followed have none.
+    c.redirects = r["redirects"].as_u64().unwrap_or(0);
     c.feeder_rows = r["feeders"]["rowsTaken"].as_u64().unwrap_or(0);
     c.ran_out = r["feeders"]["threadsRanOut"].as_u64().unwrap_or(0);
     if stats.histograms.latency.len() != stats.counters.ok {
@@ -330,6 +332,7 @@ fn name_stats(entry: &Value) -> Result<(NameStats, Vec<String>), String> {
     // Reports from before extractors have none.
     c.extract_failed = entry["extractFailed"].as_u64().unwrap_or(0);
     c.abandoned = entry["abandoned"].as_u64().unwrap_or(0);
+    c.redirects = entry["redirects"].as_u64().unwrap_or(0);
     stats.latency = histogram(entry, "latency")?.ok_or("no histograms.latency")?;
     stats.ttfb = histogram(entry, "firstByte")?.ok_or("no histograms.firstByte")?;
     if stats.latency.len() != stats.counters.ok {

@@ -47,6 +47,9 @@ pub(crate) fn to_text(r: &Report) -> String {
     if c.abandoned > 0 || c.extract_failed > 0 {
         abandoned(&mut out, c);
     }
+    if c.redirects > 0 {
+        let _ = writeln!(out, "Redirects:    {} followed (each hop is among the requests)", c.redirects);
+    }
     if !r.feeders.is_empty() {
         feeders(&mut out, r);
     }
@@ -118,6 +121,7 @@ pub(crate) fn to_text(r: &Report) -> String {
         names(&mut out, r);
         checks(&mut out, r, std::io::stdout().is_terminal());
         abandoned_by_name(&mut out, r);
+        redirects_by_name(&mut out, r);
     }
     if r.distributed {
         workers(&mut out, r);
@@ -184,6 +188,23 @@ fn abandoned_by_name(out: &mut String, r: &Report) {
     let _ = writeln!(out, "Abandoned (by the step each iteration ended at):");
     for (name, abandoned, failed) in lines {
         let _ = writeln!(out, "  {name:<width$}  {}{}", iterations_count(abandoned), extractions_failed(failed));
+    }
+}
+
+/// Where redirects were followed: for each name that followed any, how many.
+fn redirects_by_name(out: &mut String, r: &Report) {
+    let lines: Vec<_> = r
+        .name_lines()
+        .filter(|l| l.stats.counters.redirects > 0)
+        .map(|l| (one_line(l.name), l.stats.counters.redirects))
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let width = lines.iter().map(|(name, _)| name.chars().count()).max().unwrap_or(0);
+    let _ = writeln!(out, "Redirects followed (by step name; the final answers were checked):");
+    for (name, n) in lines {
+        let _ = writeln!(out, "  {name:<width$}  {n}");
     }
 }
 

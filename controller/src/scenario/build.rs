@@ -9,16 +9,16 @@ use std::sync::Arc;
 
 use toml::Spanned;
 use volley_engine::{
-    Check, CheckPattern, CheckRule, CheckText, ExtractSource, Extractor, Feeder, FeederMode, JsonValue, MAX_CHECKS,
-    MAX_EXTRACTORS, MAX_FEEDERS, MAX_KEPT_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, MAX_VARIABLES, NamedRequest,
-    OnFailure, RequestSpec, Scenario, Target, Think, Vocabulary, check_template, is_feeder_name, is_variable_name,
-    json_pointer, template_skeleton,
+    Check, CheckPattern, CheckRule, CheckText, DEFAULT_REDIRECTS, ExtractSource, Extractor, Feeder, FeederMode,
+    JsonValue, MAX_CHECKS, MAX_EXTRACTORS, MAX_FEEDERS, MAX_KEPT_CHECKS, MAX_NAMES, MAX_REDIRECTS, MAX_REQUESTS,
+    MAX_SCENARIOS, MAX_VARIABLES, NamedRequest, OnFailure, RequestSpec, Scenario, Target, Think, Vocabulary,
+    check_template, is_feeder_name, is_variable_name, json_pointer, template_skeleton,
 };
 
 use super::ScenarioFile;
 use super::error::{Located, Problem, at_offset};
 use super::feeder::{self, Format};
-use super::file::{CheckTable, ExtractTable, FeederTable, File, Headers, Step};
+use super::file::{CheckTable, ExtractTable, FeederTable, File, Headers, Redirects, Step};
 use crate::targets::{
     self, At, Bodies, MAX_HEADERS, OneOrigin, Shown, check_header, check_method, checked_name, default_name,
     same_origin, shown,
@@ -79,12 +79,20 @@ pub(super) fn build(
         // The variables this scenario's steps so far extract, for the next step's slots.
         let mut set_names: Vec<String> = Vec::new();
         let mut set = columns.clone();
-        // A scenario's users keep cookies unless it says otherwise; a step may say otherwise again.
-        let scenario_cookies = table.cookies.unwrap_or(true);
+        // A scenario's users keep cookies unless it says otherwise, and its redirects are
+        // answers unless it says otherwise; a step may say otherwise again.
+        let inherited = Inherited {
+            cookies: table.cookies.unwrap_or(true),
+            redirects: table.redirects.unwrap_or(Redirects::Manual),
+            max_redirects: match &table.max_redirects {
+                Some(max) => max_redirects(max, &at)?,
+                None => DEFAULT_REDIRECTS,
+            },
+        };
         for step in table.steps {
             let step_at = at(step.span());
             let t = Texts { set: &set, ..t };
-            let request = request(step.into_inner(), &defaults, scenario_cookies, &mut origin, &mut bodies, &t)?;
+            let request = request(step.into_inner(), &defaults, inherited, &mut origin, &mut bodies, &t)?;
             let before = set_names.len();
             for e in &request.extract {
                 if !set_names.contains(&e.var) {
@@ -239,12 +247,31 @@ fn file_origin(given: &Spanned<String>, url: Option<&Target>) -> Result<Target, 
     Ok(origin)
 }
 
-/// One step as the request it is; its user's jar goes with it unless it says otherwise, or
-/// `cookies` (its scenario's) is false and it does not say.
+/// What a step has from its scenario unless it says otherwise.
+#[derive(Debug, Clone, Copy)]
+struct Inherited {
+    cookies: bool,
+    redirects: Redirects,
+    max_redirects: u8,
+}
+
+/// The name of the check `redirects = "error"` gives a step.
+const NO_REDIRECT: &str = "no redirect";
+
+/// A `max_redirects`: 1 to MAX_REDIRECTS.
+fn max_redirects(max: &Spanned<u64>, at: &impl Fn(Range<usize>) -> At) -> Result<u8, Located> {
+    u8::try_from(*max.get_ref())
+        .ok()
+        .filter(|n| (1..=MAX_REDIRECTS).contains(n))
+        .ok_or_else(|| Located::new(at(max.span()), Problem::MaxRedirects { given: *max.get_ref() }))
+}
+
+/// One step as the request it is; its user's jar goes with it and its redirects are followed
+/// as `inherited` (its scenario's) says, unless it says otherwise.
 fn request(
     step: Step,
     defaults: &[(String, String)],
-    cookies: bool,
+    inherited: Inherited,
     origin: &mut OneOrigin,
     bodies: &mut Bodies,
     t: &Texts<'_, impl Fn(Range<usize>) -> At>,
@@ -316,6 +343,25 @@ fn request(
             return Err(Located::new(at(table.span()), Problem::TooManyKeptChecks));
         }
     }
+    let follow_redirects = match step.redirects.unwrap_or(inherited.redirects) {
+        Redirects::Manual => 0,
+        Redirects::Follow if !templated => {
+            return Err(Located::new(path_at, Problem::FollowWithoutTemplate));
+        }
+        Redirects::Follow => match &step.max_redirects {
+            Some(max) => max_redirects(max, at)?,
+            None => inherited.max_redirects,
+        },
+        Redirects::Error => {
+            if checks.iter().any(|c| c.name == NO_REDIRECT) {
+                return Err(Located::new(path_at, Problem::SecondCheck { name: NO_REDIRECT.into() }));
+            }
+            // Any status but a 3xx, and a redirect ends the iteration as a failed check.
+            let rule = CheckRule::Status(vec![100..=299, 400..=999]);
+            checks.push(Check { name: NO_REDIRECT.into(), rule, on_failure: OnFailure::Abort });
+            0
+        }
+    };
     let extract = step.extractors.iter().map(|table| extractor(table, at)).collect::<Result<_, _>>()?;
     let think = match &step.think {
         Some(value) => {
@@ -331,7 +377,8 @@ fn request(
         checks,
         extract,
         think,
-        cookies: step.cookies.unwrap_or(cookies),
+        cookies: step.cookies.unwrap_or(inherited.cookies),
+        follow_redirects,
     })
 }
 

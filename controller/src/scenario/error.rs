@@ -2,7 +2,8 @@
 //! `FILE:LINE:COLUMN: what`, as a targets file's problems are.
 
 use volley_engine::{
-    MAX_CHECKS, MAX_EXTRACTORS, MAX_FEEDERS, MAX_KEPT_CHECKS, MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, MAX_VARIABLES,
+    MAX_CHECKS, MAX_EXTRACTORS, MAX_FEEDERS, MAX_KEPT_CHECKS, MAX_NAMES, MAX_REDIRECTS, MAX_REQUESTS, MAX_SCENARIOS,
+    MAX_VARIABLES,
 };
 
 use crate::targets::{self, At, MAX_FILE_BYTES, MAX_HEADERS};
@@ -110,6 +111,12 @@ pub(crate) enum Problem {
         "think {what}: give a duration (\"2s\"), {{ uniform = [\"1s\", \"3s\"] }} or {{ exponential = \"2s\" }} (its mean)"
     )]
     Think { what: String },
+    #[error("max_redirects = {given}: a step follows 1 to {MAX_REDIRECTS} redirects in a row")]
+    MaxRedirects { given: u64 },
+    #[error(
+        "redirects = \"follow\" needs the step to be a template (its hops' paths are filled in): leave out template = false"
+    )]
+    FollowWithoutTemplate,
     #[error("a second check named '{name}' on this step: a step's check names are distinct")]
     SecondCheck { name: String },
     #[error("more than the {MAX_CHECKS} checks a run may have, counted once per step name")]

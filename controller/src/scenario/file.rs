@@ -60,6 +60,12 @@ pub(super) struct ScenarioTable {
     /// Its users keep cookies (the default): what answers set goes back with later requests.
     #[serde(default)]
     pub cookies: Option<bool>,
+    /// What its steps do with a redirect, unless a step says: `manual` by default.
+    #[serde(default)]
+    pub redirects: Option<Redirects>,
+    /// With `follow`: how many redirects in a row a step follows (10 by default).
+    #[serde(default)]
+    pub max_redirects: Option<Spanned<u64>>,
     /// `[[scenario.step]]`, sent in this order.
     #[serde(default, rename = "step")]
     pub steps: Vec<Spanned<Step>>,
@@ -99,6 +105,25 @@ pub(super) struct Step {
     /// Its user's cookie jar goes with it; by default, its scenario's `cookies`.
     #[serde(default)]
     pub cookies: Option<bool>,
+    /// What it does with a redirect; by default, its scenario's.
+    #[serde(default)]
+    pub redirects: Option<Redirects>,
+    /// With `follow`: how many redirects in a row it follows; by default, its scenario's.
+    #[serde(default)]
+    pub max_redirects: Option<Spanned<u64>>,
+}
+
+/// What a step does with an answer that redirects (a 3xx).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Redirects {
+    /// The redirect is its answer, checked as any other: what volley did before redirects
+    /// could be followed, and what wrk and h2load do.
+    Manual,
+    /// A hop to its `Location` follows on the same connection, up to `max_redirects` in a row.
+    Follow,
+    /// A redirect fails the step: a check named "no redirect" that ends the iteration.
+    Error,
 }
 
 /// One `[[scenario.step.extract]]`: the variable it sets, and one place it takes the value

@@ -1,4 +1,5 @@
 use std::path::PathBuf;
+use std::time::Duration;
 
 use volley_engine::{
     CheckPattern, CheckRule, CheckText, ExtractSource, JsonValue, MAX_EXTRACTORS, MAX_KEPT_CHECKS, MAX_NAMES,
@@ -178,11 +179,11 @@ fn what_is_wrong_is_pointed_at_by_line_and_column() {
         // Unknown keys, at the key, with the keys there are.
         (
             format!("{step}headerz = {{}}\n"),
-            "s.toml:5:1: unknown field `headerz`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`, `check`, `extract`, `think`, `cookies`",
+            "s.toml:5:1: unknown field `headerz`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`, `check`, `extract`, `think`, `cookies`, `redirects`, `max_redirects`",
         ),
         (
             "[[scenario]]\nname = \"a\"\nsteps = []\n".to_string(),
-            "s.toml:3:1: unknown field `steps`, expected one of `name`, `weight`, `cookies`, `step`",
+            "s.toml:3:1: unknown field `steps`, expected one of `name`, `weight`, `cookies`, `redirects`, `max_redirects`, `step`",
         ),
         (format!("[defaults]\nheader = {{}}\n{step}"), "s.toml:2:1: unknown field `header`, expected `headers`"),
         (
@@ -460,6 +461,39 @@ fn users_keep_cookies_unless_their_scenario_or_a_step_says_otherwise_and_a_step_
     let bad = with_origin("[[scenario]]\nname = \"s\"\ncookies = \"yes\"\n  [[scenario.step]]\n  path = \"/\"\n");
     let says = read_text(&bad, None).expect_err("not a boolean");
     assert!(says.starts_with("s.toml:") && says.contains("expected a boolean"), "{says}");
+}
+
+#[test]
+fn redirects_are_answers_unless_a_scenario_or_step_says_follow_or_error_and_a_step_has_the_last_word() {
+    let text = with_origin(
+        "[[scenario]]\nname = \"plain\"\n  [[scenario.step]]\n  path = \"/a\"\n\
+         [[scenario]]\nname = \"follows\"\nredirects = \"follow\"\nmax_redirects = 3\n  [[scenario.step]]\n  \
+         path = \"/b\"\n  [[scenario.step]]\n  path = \"/c\"\n  max_redirects = 20\n  [[scenario.step]]\n  \
+         path = \"/d\"\n  redirects = \"manual\"\n  [[scenario.step]]\n  path = \"/e\"\n  redirects = \"error\"\n",
+    );
+    let file = read_text(&text, None).expect("a scenario file");
+    let follows: Vec<u8> = file.requests.iter().map(|r| r.follow_redirects).collect();
+    assert_eq!(follows, [0, 3, 20, 0, 0]);
+    assert_eq!(file.requests[0].follow_redirects, 0, "manual by default");
+    let error = &file.requests[4].checks;
+    assert_eq!(error.len(), 1);
+    assert_eq!(error[0].name, "no redirect");
+    assert_eq!(error[0].on_failure, OnFailure::Abort);
+    assert!(error[0].rule.passes(200, Duration::ZERO) && error[0].rule.passes(404, Duration::ZERO));
+    assert!(!error[0].rule.passes(302, Duration::ZERO) && !error[0].rule.passes(308, Duration::ZERO));
+    assert!(file.requests[1].checks.is_empty(), "following adds no check");
+    let refused = |scenario: &str| {
+        read_text(&with_origin(&format!("[[scenario]]\nname = \"s\"\n{scenario}")), None).expect_err("refused")
+    };
+    let says = refused("redirects = \"follow\"\n  [[scenario.step]]\n  path = \"/\"\n  template = false\n");
+    assert!(says.starts_with("s.toml:6:") && says.contains("needs the step to be a template"), "{says}");
+    let says = refused("  [[scenario.step]]\n  path = \"/\"\n  redirects = \"follow\"\n  max_redirects = 300\n");
+    assert!(says.starts_with("s.toml:7:") && says.contains("max_redirects = 300"), "{says}");
+    let says = refused(
+        "redirects = \"error\"\n  [[scenario.step]]\n  path = \"/\"\n    [[scenario.step.check]]\n    \
+         name = \"no redirect\"\n    status = 200\n",
+    );
+    assert!(says.contains("a second check named 'no redirect'"), "{says}");
 }
 
 #[test]

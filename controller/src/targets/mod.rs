@@ -198,6 +198,7 @@ impl MixBuilder {
             extract: vec![],
             think: None,
             cookies: false,
+            follow_redirects: 0,
         });
         Ok(())
     }

@@ -56,6 +56,7 @@ fn request(headers: &[(&str, &str)]) -> NamedRequest {
         extract: vec![],
         think: None,
         cookies: false,
+        follow_redirects: 0,
     }
 }
 

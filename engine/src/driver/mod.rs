@@ -77,6 +77,9 @@ pub(crate) struct Shared {
     pub extracts: Box<[u8]>,
     /// Per request: the URL its user's cookies are matched against; None when no jar is on.
     pub cookies: Option<crate::session::CookieUrls>,
+    /// What redirects are followed by; None when no step follows them. The requests after a
+    /// mix's own are the hops of those that do (`plan::Hops`).
+    pub redirects: Option<crate::plan::Redirects>,
     /// The requests are the steps of these scenarios, taken as iterations.
     pub scenarios: Option<Box<[crate::plan::Scenario]>>,
     /// Per request: the feeders its templates use (bit i: feeder i).

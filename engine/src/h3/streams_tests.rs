@@ -60,7 +60,8 @@ fn a_response_gives_its_status_and_body_length_at_every_split() {
 fn kept_at(bytes: &[u8], at: usize) -> Vec<u8> {
     let mut stream = ResponseStream::default();
     let rules = [crate::plan::Rule::BodySize(0..=u64::MAX)];
-    let checks = crate::session::KeptChecks::of(rules.iter(), &[], &[], &[], false).expect("a rule on the body");
+    let checks = crate::session::KeptChecks::of(rules.iter(), &[], &[], &[], crate::session::Fields::NONE)
+        .expect("a rule on the body");
     stream.keep(crate::session::Kept::default(), &checks);
     let mut heads = HeadCache::default();
     stream.receive(&bytes[..at], &mut heads).expect("a good response");

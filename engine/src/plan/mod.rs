@@ -4,6 +4,7 @@
 mod checks;
 mod extract;
 mod ramp;
+mod redirects;
 mod requests;
 mod source_addrs;
 mod split;
@@ -19,6 +20,8 @@ pub(crate) use checks::{KeptResponse, ParsedJson};
 pub use extract::{Extractor, MAX_EXTRACTORS, MAX_VALUE_BYTES, MAX_VARIABLES, Source, is_variable_name};
 pub(crate) use ramp::ConnectionRamp;
 pub use ramp::{ConnectionIndices, connections_at};
+pub use redirects::{DEFAULT_REDIRECTS, MAX_REDIRECTS};
+pub(crate) use redirects::{Hops, LOCATION_VAR, Redirects, path_and_query};
 pub use requests::{
     MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, Mix, NamedRequest, Order, Requests, Scenario, is_request_path,
 };

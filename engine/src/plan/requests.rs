@@ -58,6 +58,10 @@ pub struct NamedRequest {
     /// Its user's cookie jar goes with it (a scenario file's steps, unless turned off): the
     /// cookies its answers set are kept, and those RFC 6265 matches to its URL are sent with it.
     pub cookies: bool,
+    /// How many redirects in a row its answers are followed through (a scenario file's steps
+    /// that say so; see `redirects.rs`); 0: none, a redirect is its answer. It makes its
+    /// scenario a flow.
+    pub follow_redirects: u8,
 }
 
 /// Which request of a mix a connection sends next.
@@ -107,10 +111,13 @@ impl NamedRequest {
 }
 
 impl NamedRequest {
-    /// Whether it makes its scenario a flow: it has extractors, a think time, or a check that
-    /// aborts.
+    /// Whether it makes its scenario a flow: it has extractors, a think time, a check that
+    /// aborts, or follows redirects.
     fn makes_a_flow(&self) -> bool {
-        !self.extract.is_empty() || self.think.is_some() || self.checks.iter().any(|c| c.on_failure == OnFailure::Abort)
+        !self.extract.is_empty()
+            || self.think.is_some()
+            || self.checks.iter().any(|c| c.on_failure == OnFailure::Abort)
+            || self.follow_redirects > 0
     }
 
     /// Whether no two of its checks share a name (each name is one count of its name's).
@@ -146,6 +153,20 @@ impl Mix {
             }
         }
         names
+    }
+
+    /// The most requests one iteration of its scenarios may send: a step that follows
+    /// redirects sends its hops too. 1 without scenarios, where a request is a unit.
+    pub fn most_requests_per_iteration(&self) -> u64 {
+        let Some(scenarios) = self.order.scenarios() else { return 1 };
+        let mut first = 0;
+        let per_scenario = scenarios.iter().map(|s| {
+            let end = (first + s.steps as usize).min(self.requests.len());
+            let steps = &self.requests[first.min(end)..end];
+            first = end;
+            steps.iter().map(|r| 1 + u64::from(r.follow_redirects)).sum::<u64>()
+        });
+        per_scenario.max().unwrap_or(1).max(1)
     }
 
     /// Per request: it is a step of a flow, a scenario one of whose steps has extractors, a
@@ -312,6 +333,7 @@ mod tests {
             extract: vec![],
             think: None,
             cookies: false,
+            follow_redirects: 0,
         }
     }
 
@@ -337,6 +359,19 @@ mod tests {
         assert_eq!(mix.check_names(), [vec!["ok", "fast", "small"], vec![]]);
         assert_eq!(mix.check_indices(), [vec![0, 1], vec![], vec![1, 2]]);
         assert_eq!(mix.check_count(), 3);
+    }
+
+    #[test]
+    fn an_iteration_sends_at_most_its_longest_scenarios_steps_and_the_redirects_they_follow() {
+        let follows = |n| NamedRequest { follow_redirects: n, ..request("s") };
+        let scenario = |steps| Scenario { name: "s".into(), weight: 1, steps };
+        let mix = Mix {
+            requests: vec![request("a"), follows(10), request("b"), request("c"), request("d"), request("e")],
+            order: Order::Scenarios { scenarios: vec![scenario(2), scenario(4)], seed: 0 },
+        };
+        assert_eq!(mix.most_requests_per_iteration(), 12, "1 + (1 + 10) beats 4");
+        let plain = Mix { requests: vec![follows(3)], order: Order::InTurn };
+        assert_eq!(plain.most_requests_per_iteration(), 1);
     }
 
     #[test]

@@ -12,8 +12,8 @@ use crate::template::{Template, Vocabulary, check_template};
 
 use super::{
     Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_EXTRACTORS, MAX_HOLD, MAX_KEPT_BODY_BYTES,
-    MAX_KEPT_CHECKS, MAX_NAMES, MAX_RATE, MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS, MAX_THREADS,
-    MAX_VARIABLES, Mix, Plan, Protocol, Scenario, Source, Stop, Think, is_variable_name,
+    MAX_KEPT_CHECKS, MAX_NAMES, MAX_RATE, MAX_REDIRECTS, MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS,
+    MAX_THREADS, MAX_VARIABLES, Mix, Plan, Protocol, Scenario, Source, Stop, Think, is_variable_name,
 };
 
 /// Why a plan cannot run: the setting it concerns, and words that name the limit it broke.
@@ -289,6 +289,26 @@ impl Plan {
                 return bad(
                     setting,
                     format!("{}: a cookie jar belongs to a scenario's virtual users", r.name.escape_debug()),
+                );
+            }
+            if let Some(r) = mix.requests.iter().find(|r| r.follow_redirects > 0 && !r.templated) {
+                return bad(
+                    setting,
+                    format!("{}: a step that follows redirects must be a template", r.name.escape_debug()),
+                );
+            }
+            if mix.order.scenarios().is_none()
+                && let Some(r) = mix.requests.iter().find(|r| r.follow_redirects > 0)
+            {
+                return bad(
+                    setting,
+                    format!("{}: following redirects belongs to a scenario's steps", r.name.escape_debug()),
+                );
+            }
+            if let Some(r) = mix.requests.iter().find(|r| r.follow_redirects > MAX_REDIRECTS) {
+                return bad(
+                    setting,
+                    format!("{}: a step follows at most {MAX_REDIRECTS} redirects in a row", r.name.escape_debug()),
                 );
             }
             for r in mix.requests.iter().filter(|r| r.templated) {

@@ -27,14 +27,8 @@ impl CookieUrls {
         origin: &Target,
         requests: impl Iterator<Item = (&'a str, bool, bool)>,
     ) -> Option<CookieUrls> {
-        let scheme = if origin.is_tls() { "https" } else { "http" };
-        let urls: Box<[Option<(Url, bool)>]> = requests
-            .map(|(path, on, own)| {
-                let fixed = path.split("{{").next().unwrap_or("/");
-                let url = on.then(|| Url::parse(&format!("{scheme}://{}{fixed}", origin.authority())).ok()).flatten();
-                url.map(|url| (url, !own))
-            })
-            .collect();
+        let urls: Box<[Option<(Url, bool)>]> =
+            requests.map(|(path, on, own)| on.then(|| origin.url_of(path)).flatten().map(|url| (url, !own))).collect();
         urls.iter().any(Option::is_some).then_some(CookieUrls(urls))
     }
 
@@ -76,7 +70,9 @@ impl Jar {
     pub(crate) fn header(&self, url: &Url, out: &mut Vec<u8>) {
         out.clear();
         let mut cookies = self.store.matches(url);
-        cookies.sort_by_key(|c| std::cmp::Reverse(c.path().map_or(0, str::len)));
+        // By the path the cookie is scoped to (its Path attribute, or the default RFC 6265 §5.1.4
+        // derives from the URL that set it).
+        cookies.sort_by_key(|c| std::cmp::Reverse(c.path.as_ref().len()));
         for (name, value) in cookies.iter().map(|c| c.name_value()) {
             if !out.is_empty() {
                 out.extend_from_slice(b"; ");
@@ -135,6 +131,15 @@ mod tests {
         // A later Set-Cookie of the same name, domain and path replaces the value.
         jar.store(&set(&["sid=def; Path=/"]), at(1));
         assert_eq!(header(&jar, at(2)), "sid=def");
+    }
+
+    #[test]
+    fn a_cookie_without_a_path_is_ordered_by_the_default_path_its_url_gave_it() {
+        let urls = urls("http://127.0.0.1/", &[("/account/login", true), ("/account/items", true)]).expect("urls");
+        let mut jar = Jar::default();
+        // "a" is scoped to /account (RFC 6265 §5.1.4), longer than "b"'s /.
+        jar.store(&set(&["b=2; Path=/", "a=1"]), urls.get(0).expect("url"));
+        assert_eq!(header(&jar, urls.get(1).expect("url")), "a=1; b=2");
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! What a session keeps of a response whose step has checks on its header fields or body,
-//! extractors, or a cookie jar, and those checks' verdicts, extractors' values and the cookies
-//! it set.
+//! extractors, a cookie jar or redirects to follow, and those checks' verdicts, extractors'
+//! values, the cookies it set and where it redirects.
 //!
-//! Only such a step's responses are kept, and only what its checks, extractors and jar read:
-//! the final head's fields (names lowercased; only `set-cookie` when only the jar reads them),
+//! Only such a step's responses are kept, and only what its checks, extractors, jar and
+//! redirects read: the final head's fields (names lowercased; only `set-cookie` and `location`
+//! when only the jar and redirects read them),
 //! and the first [`KEPT_BODY_BYTES`] of the body with its whole length. When the response is complete the session judges it
 //! ([`KeptChecks::judge`]) and tells the loop the verdicts in one word and the values taken
 //! ([`Event::Judged`](super::Event::Judged)), so nothing else kept ever leaves the session and
@@ -18,12 +19,11 @@ use crate::plan::{Extractor, KEPT_BODY_BYTES, KeptResponse, ParsedJson, Rule, So
 const KEPT_FIELD_BYTES: usize = 64 * 1024;
 
 /// One request's checks on what is kept, in the order of its checks (bit `j` of a verdict is
-/// the `j`th of them), its extractors, and whether its user's cookie jar takes what it sets.
+/// the `j`th of them), its extractors, and which fields its jar and redirects read.
 #[derive(Debug)]
 pub(crate) struct KeptChecks {
     rules: Box<[Rule]>,
     extractors: Box<[Extraction]>,
-    cookies: bool,
     /// Which header fields are kept.
     headers: Fields,
     body: bool,
@@ -31,13 +31,29 @@ pub(crate) struct KeptChecks {
     body_bound: usize,
 }
 
-/// Which header fields of a response are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fields {
-    None,
-    /// Only the jar reads them.
-    SetCookie,
-    All,
+/// Which header fields of a response are kept: all of them (a check or extractor reads
+/// them), or only `set-cookie` (for a jar) and `location` (for redirects to follow).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Fields {
+    pub all: bool,
+    pub set_cookie: bool,
+    pub location: bool,
+}
+
+impl Fields {
+    /// None of them.
+    pub(crate) const NONE: Fields = Fields { all: false, set_cookie: false, location: false };
+
+    /// Whether field `name` is kept.
+    fn keeps(&self, name: &[u8]) -> bool {
+        self.all
+            || (self.set_cookie && name.eq_ignore_ascii_case(b"set-cookie"))
+            || (self.location && name.eq_ignore_ascii_case(b"location"))
+    }
+
+    fn any(&self) -> bool {
+        self.all || self.set_cookie || self.location
+    }
 }
 
 /// An extractor as a session runs it: into which variable, from where, and whether the value
@@ -50,12 +66,14 @@ struct Extraction {
 }
 
 /// What a response gave its user: each extractor's variable and its value (None when it found
-/// none), in the extractors' order, and the values of its `set-cookie` fields when its jar
-/// takes them. Empty (no allocation) without extractors, or without cookies.
+/// none), in the extractors' order, the values of its `set-cookie` fields when its jar takes
+/// them, and its `location` when its redirects are followed. Empty (no allocation) without
+/// extractors, cookies or a location.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Extracted {
     pub values: Vec<(u16, Option<Vec<u8>>)>,
     pub set_cookies: Vec<Vec<u8>>,
+    pub location: Option<Vec<u8>>,
 }
 
 /// Per request, its checks on what is kept if it has any; empty when no request has one.
@@ -69,14 +87,15 @@ pub(crate) fn kept_checks(table: &KeptCheckTable, request: u32) -> Option<&KeptC
 
 impl KeptChecks {
     /// A request's checks on what is kept, from all its rules, its extractors (`variables`:
-    /// the plan's, in order; `in_path`: per variable, some step's path uses it) and whether its
-    /// jar takes cookies; none when it has none of them.
+    /// the plan's, in order; `in_path`: per variable, some step's path uses it) and the fields
+    /// its jar and redirects read (`reads`: `set_cookie` and `location`); none when it has none
+    /// of them.
     pub(crate) fn of<'a>(
         rules: impl Iterator<Item = &'a Rule>,
         extractors: &[Extractor],
         variables: &[String],
         in_path: &[bool],
-        cookies: bool,
+        reads: Fields,
     ) -> Option<KeptChecks> {
         let rules: Box<[Rule]> = rules.filter(|r| r.needs_kept()).cloned().collect();
         let extractors: Box<[Extraction]> = extractors
@@ -87,18 +106,12 @@ impl KeptChecks {
                 Some(Extraction { var: u16::try_from(var).ok()?, from: e.from.clone(), in_path })
             })
             .collect();
-        let headers = if rules.iter().any(Rule::needs_headers) || extractors.iter().any(|e| e.from.needs_headers()) {
-            Fields::All
-        } else if cookies {
-            Fields::SetCookie
-        } else {
-            Fields::None
-        };
+        let all = rules.iter().any(Rule::needs_headers) || extractors.iter().any(|e| e.from.needs_headers());
+        let headers = Fields { all, ..reads };
         let body = rules.iter().any(Rule::needs_body) || extractors.iter().any(|e| e.from.needs_body());
-        (!rules.is_empty() || !extractors.is_empty() || cookies).then_some(KeptChecks {
+        (!rules.is_empty() || !extractors.is_empty() || reads.any()).then_some(KeptChecks {
             rules,
             extractors,
-            cookies,
             headers,
             body,
             body_bound: KEPT_BODY_BYTES,
@@ -111,14 +124,15 @@ impl KeptChecks {
         self
     }
 
-    /// Whether its rules or its jar read the header fields: a session keeps them only then.
+    /// Whether its rules, jar or redirects read the header fields: a session keeps them only
+    /// then.
     pub(crate) fn wants_headers(&self) -> bool {
-        self.headers != Fields::None
+        self.headers.any()
     }
 
     /// Whether only its jar reads the header fields, and only `set-cookie` is kept of them.
     pub(crate) fn only_set_cookie(&self) -> bool {
-        self.headers == Fields::SetCookie
+        self.headers == Fields { set_cookie: true, ..Fields::NONE }
     }
 
     /// `kept`, empty, ready for a response to the request: it keeps the body only if a rule
@@ -140,13 +154,20 @@ impl KeptChecks {
             .fold(0, |failed, (j, rule)| if rule.passes_kept(kept, &mut json) { failed } else { failed | 1 << j });
         let values = self.extractors.iter().map(|e| (e.var, e.from.extract(kept, &mut json, e.in_path))).collect();
         let mut set_cookies = Vec::new();
-        if self.cookies {
+        if self.headers.set_cookie {
             kept.any_header(b"set-cookie", &mut |value| {
                 set_cookies.push(value.to_vec());
                 false
             });
         }
-        (failed, Extracted { values, set_cookies })
+        let mut location = None;
+        if self.headers.location {
+            kept.any_header(b"location", &mut |value| {
+                location = Some(value.to_vec());
+                true
+            });
+        }
+        (failed, Extracted { values, set_cookies, location })
     }
 }
 
@@ -171,7 +192,7 @@ impl Default for Kept {
             body: Vec::new(),
             len: 0,
             body_bound: KEPT_BODY_BYTES,
-            fields_kept: Fields::All,
+            fields_kept: Fields { all: true, ..Fields::NONE },
             fields: Vec::new(),
             lines: Vec::new(),
         }
@@ -191,12 +212,7 @@ impl Kept {
 
     /// A header field of the final head, kept while there is room.
     pub(crate) fn push_field(&mut self, name: &[u8], value: &[u8]) {
-        let unread = match self.fields_kept {
-            Fields::All => false,
-            Fields::SetCookie => !name.eq_ignore_ascii_case(b"set-cookie"),
-            Fields::None => true,
-        };
-        if unread || self.fields.len() + name.len() + value.len() > KEPT_FIELD_BYTES {
+        if !self.fields_kept.keeps(name) || self.fields.len() + name.len() + value.len() > KEPT_FIELD_BYTES {
             return;
         }
         let start = self.fields.len() as u32;
@@ -271,6 +287,8 @@ mod tests {
     use super::*;
     use crate::plan::{KeptResponse, Pattern};
 
+    const JAR: Fields = Fields { set_cookie: true, ..Fields::NONE };
+
     #[test]
     fn a_body_is_kept_up_to_the_bound_and_counted_whole() {
         let mut kept = Kept::default();
@@ -292,13 +310,13 @@ mod tests {
             Rule::Json { pointer: "/token".into(), equals: None },
             Rule::BodyMatches(Pattern::new("^\\{").expect("pattern")),
         ];
-        let checks = KeptChecks::of(rules.iter(), &[], &[], &[], false).expect("rules on the body");
+        let checks = KeptChecks::of(rules.iter(), &[], &[], &[], Fields::NONE).expect("rules on the body");
         let mut kept = Kept::default();
         kept.push(br#"{"token":"#);
         kept.push(br#""t"}"#);
         // The size (bit 1) fails; contains, the JSON value and the pattern pass.
         assert_eq!(checks.judge(&kept), (0b0010, Extracted::default()));
-        assert!(KeptChecks::of(rules[..1].iter(), &[], &[], &[], false).is_none());
+        assert!(KeptChecks::of(rules[..1].iter(), &[], &[], &[], Fields::NONE).is_none());
     }
 
     #[test]
@@ -307,7 +325,7 @@ mod tests {
         let body = [vec![b'x'; KEPT_BODY_BYTES], b"end".to_vec()].concat();
         for (bound, passes) in [(KEPT_BODY_BYTES, false), (KEPT_BODY_BYTES + 3, true), (10, false)] {
             let checks =
-                KeptChecks::of(rules.iter(), &[], &[], &[], false).expect("a rule").keeping_bodies_up_to(bound);
+                KeptChecks::of(rules.iter(), &[], &[], &[], Fields::NONE).expect("a rule").keeping_bodies_up_to(bound);
             let mut kept = Kept::default();
             checks.prepare(&mut kept);
             kept.push(&body[..1000]);
@@ -320,7 +338,7 @@ mod tests {
 
     #[test]
     fn a_jar_alone_keeps_only_the_set_cookie_fields_and_takes_each_of_their_values() {
-        let checks = KeptChecks::of([].iter(), &[], &[], &[], true).expect("a jar");
+        let checks = KeptChecks::of([].iter(), &[], &[], &[], JAR).expect("a jar");
         assert!(checks.wants_headers());
         let mut kept = Kept::default();
         checks.prepare(&mut kept);
@@ -333,14 +351,36 @@ mod tests {
         let (failed, extracted) = checks.judge(&kept);
         assert_eq!(failed, 0);
         assert_eq!(extracted.set_cookies, vec![b"a=1; Path=/".to_vec(), b"b=2".to_vec()]);
-        assert!(KeptChecks::of([].iter(), &[], &[], &[], false).is_none());
+        assert!(KeptChecks::of([].iter(), &[], &[], &[], Fields::NONE).is_none());
         // With a check on the fields too, all are kept.
         let rules = [Rule::Header { name: "content-type".into(), test: crate::plan::TextTest::Exists }];
-        let both = KeptChecks::of(rules.iter(), &[], &[], &[], true).expect("a rule and a jar");
+        let both = KeptChecks::of(rules.iter(), &[], &[], &[], JAR).expect("a rule and a jar");
         both.prepare(&mut kept);
         kept.push_field(b"Content-Type", b"text/plain");
         kept.push_field(b"Set-Cookie", b"a=1");
-        assert_eq!(both.judge(&kept), (0, Extracted { values: vec![], set_cookies: vec![b"a=1".to_vec()] }));
+        assert_eq!(both.judge(&kept), (0, Extracted { set_cookies: vec![b"a=1".to_vec()], ..Extracted::default() }));
+    }
+
+    #[test]
+    fn redirects_to_follow_keep_the_location_beside_the_jars_cookies_and_nothing_else() {
+        let reads = Fields { set_cookie: true, location: true, ..Fields::NONE };
+        let checks = KeptChecks::of([].iter(), &[], &[], &[], reads).expect("a jar and redirects");
+        assert!(checks.wants_headers() && !checks.only_set_cookie());
+        let mut kept = Kept::default();
+        checks.prepare(&mut kept);
+        kept.push_field(b"Content-Type", b"text/plain");
+        kept.push_field(b"Location", b"/home");
+        kept.push_field(b"Set-Cookie", b"sid=1");
+        kept.push_field(b"location", b"/second");
+        assert!(!kept.any_header(b"content-type", &mut |_| true));
+        let (_, extracted) = checks.judge(&kept);
+        assert_eq!(extracted.location.as_deref(), Some(&b"/home"[..]), "the first location");
+        assert_eq!(extracted.set_cookies, vec![b"sid=1".to_vec()]);
+        let location = KeptChecks::of([].iter(), &[], &[], &[], Fields { location: true, ..Fields::NONE });
+        let (_, extracted) = location.expect("redirects").judge(&kept);
+        assert!(extracted.set_cookies.is_empty(), "no jar, no cookies");
+        kept.clear_fields();
+        assert_eq!(checks.judge(&kept).1.location, None);
     }
 
     #[test]
@@ -351,7 +391,7 @@ mod tests {
             Rule::Json { pointer: "/data/items/0/id".into(), equals: Some(crate::plan::JsonValue(7.into())) },
             Rule::BodySize(46..=46),
         ];
-        let checks = KeptChecks::of(rules.iter(), &[], &[], &[], false).expect("rules");
+        let checks = KeptChecks::of(rules.iter(), &[], &[], &[], Fields::NONE).expect("rules");
         for a in 0..=body.len() {
             for b in a..=body.len() {
                 let mut kept = Kept::default();
@@ -374,7 +414,8 @@ mod tests {
             },
         ];
         let variables = ["pad".to_string(), "token".to_string()];
-        let checks = KeptChecks::of([].iter(), &extractors, &variables, &[false, false], false).expect("extractors");
+        let checks =
+            KeptChecks::of([].iter(), &extractors, &variables, &[false, false], Fields::NONE).expect("extractors");
         for a in 0..=body.len() {
             let mut kept = Kept::default();
             checks.prepare(&mut kept);
@@ -399,7 +440,8 @@ mod tests {
     #[test]
     fn a_step_with_only_extractors_on_headers_keeps_its_fields_and_no_body() {
         let extractors = [Extractor { var: "sid".into(), from: Source::Cookie { name: "sid".into() } }];
-        let checks = KeptChecks::of([].iter(), &extractors, &["sid".to_string()], &[true], false).expect("extractor");
+        let checks =
+            KeptChecks::of([].iter(), &extractors, &["sid".to_string()], &[true], Fields::NONE).expect("extractor");
         assert!(checks.wants_headers());
         let mut kept = Kept::default();
         checks.prepare(&mut kept);

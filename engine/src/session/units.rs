@@ -3,10 +3,12 @@
 
 use std::time::{Duration, Instant};
 
+use url::Url;
+
 use super::jar::{CookieUrls, Jar};
 use super::schedule::{Schedule, Take};
 use crate::feeder::{Feeds, NO_ROW, RowPick};
-use crate::plan::Scenario;
+use crate::plan::{Scenario, path_and_query};
 use crate::random::{generator_state, next_random};
 use crate::stats::Stats;
 use crate::template::Fill;
@@ -119,7 +121,8 @@ impl<'a> Units<'a> {
         let (cursor, picker) = self.picks.as_mut()?;
         cursor.cookie.clear();
         if let (Some(jar), Some(url)) = (&cursor.jar, picker.cookies.as_ref().and_then(|c| c.sends(request))) {
-            jar.header(url, &mut cursor.cookie);
+            // A hop of a redirect goes to its location, not its step's path.
+            jar.header(cursor.location.as_deref().unwrap_or(url), &mut cursor.cookie);
         }
         Some(Fill {
             vu: cursor.vu,
@@ -199,6 +202,10 @@ pub(crate) struct Cursor {
     jar: Option<Box<Jar>>,
     /// The Cookie field's value for the request being filled (empty: none).
     cookie: Vec<u8>,
+    /// Following redirects: where the hop being sent or answered goes, and how many redirects
+    /// in a row its step has followed.
+    location: Option<Box<Url>>,
+    hops: u8,
 }
 
 impl Cursor {
@@ -214,7 +221,29 @@ impl Cursor {
             resume_at: None,
             jar: None,
             cookie: Vec::new(),
+            location: None,
+            hops: 0,
         }
+    }
+
+    /// Its user follows a redirect: hop request `hop` goes next, to `url`, whose path and query
+    /// fill variable `var` (the hop's path).
+    pub(crate) fn follow(&mut self, hop: u32, url: Url, var: u16) {
+        self.set_var(usize::from(var), path_and_query(&url).as_bytes());
+        self.hops = self.hops.saturating_add(1);
+        self.location = Some(Box::new(url));
+        self.again.push(hop);
+    }
+
+    /// Its step's redirects are over: it had its answer, or failed.
+    pub(crate) fn end_redirects(&mut self) {
+        self.hops = 0;
+        self.location = None;
+    }
+
+    /// How many redirects in a row its step has followed, and where the last one went.
+    pub(crate) fn redirected(&self) -> (u8, Option<&Url>) {
+        (self.hops, self.location.as_deref())
     }
 
     /// Variable `var` is now `value` (its memory reused).
@@ -356,6 +385,7 @@ impl Picker {
     /// the jar of `cursor`'s user, if the request's jar is on.
     pub(crate) fn store_cookies(&self, cursor: &mut Cursor, request: u32, set_cookies: &[Vec<u8>]) {
         if let Some(url) = self.cookies.as_ref().and_then(|c| c.get(request)) {
+            let url = cursor.location.as_deref().unwrap_or(url);
             cursor.jar.get_or_insert_default().store(set_cookies, url);
         }
     }

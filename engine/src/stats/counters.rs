@@ -79,6 +79,9 @@ pub struct Counters {
     /// With flows: iterations ended before their last step, because a step's extraction or
     /// request failed (counted under the step's name where it ended).
     pub abandoned: u64,
+    /// With steps that follow redirects: redirects followed (each hop once, under its step's
+    /// name); each hop's response is counted as one too.
+    pub redirects: u64,
     /// Responses that carried `Retry-After`.
     pub retry_after: RetryAfterCounts,
     /// UDP (HTTP/3): datagrams larger than a receive buffer, cut short by the kernel
@@ -108,6 +111,7 @@ impl Default for Counters {
             ran_out: 0,
             extract_failed: 0,
             abandoned: 0,
+            redirects: 0,
             retry_after: RetryAfterCounts::default(),
             truncated: 0,
             dropped_packets: 0,
@@ -204,6 +208,7 @@ impl Counters {
         add(&mut self.ran_out, other.ran_out);
         add(&mut self.extract_failed, other.extract_failed);
         add(&mut self.abandoned, other.abandoned);
+        add(&mut self.redirects, other.redirects);
         add(&mut self.truncated, other.truncated);
         add(&mut self.dropped_packets, other.dropped_packets);
         self.retry_after.merge(&other.retry_after);

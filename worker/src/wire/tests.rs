@@ -13,6 +13,7 @@ fn mix(order: Order) -> Requests {
         extract: vec![],
         think: None,
         cookies: false,
+        follow_redirects: 0,
     };
     Requests::Mix(Mix {
         requests: vec![
@@ -542,6 +543,7 @@ fn extracting_plan() -> Plan {
         ],
         think: Some(volley_engine::Think::Uniform(Duration::from_millis(5), Duration::from_millis(9))),
         cookies: true,
+        follow_redirects: 3,
     };
     let me = NamedRequest {
         name: "me".into(),
@@ -556,6 +558,7 @@ fn extracting_plan() -> Plan {
         extract: vec![],
         think: None,
         cookies: false,
+        follow_redirects: 0,
     };
     let mut p = plan(Stop::Requests(100));
     p.warm_up = None;

@@ -55,6 +55,9 @@ pub(super) struct SavedName {
     /// Its responses whose extraction failed (likewise).
     #[serde(default)]
     pub extract_failed: Option<u64>,
+    /// Redirects its steps followed (absent in reports from before redirects were followed).
+    #[serde(default)]
+    pub redirects: Option<u64>,
 }
 
 /// One check of a name, as the report's `names[].checks` hold it.

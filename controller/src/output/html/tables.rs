@@ -191,6 +191,23 @@ pub(super) fn abandoned(r: &Saved) -> String {
     out
 }
 
+/// Where redirects were followed, a row per name that followed any. Nothing when none was.
+pub(super) fn redirects(r: &Saved) -> String {
+    let rows: Vec<&SavedName> = r.names.iter().filter(|n| n.redirects.unwrap_or(0) > 0).collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h2>Redirects followed</h2>\n<table class=\"redirects\">\n<tr><th>name</th><th>redirects</th></tr>\n",
+    );
+    for n in rows {
+        let _ =
+            writeln!(out, "<tr><td><code>{}</code></td><td>{}</td></tr>", escape(&n.name), n.redirects.unwrap_or(0));
+    }
+    out.push_str("</table>\n");
+    out
+}
+
 pub(super) fn thresholds(verdicts: &[SavedVerdict]) -> String {
     if verdicts.is_empty() {
         return String::new();
@@ -291,6 +308,17 @@ mod tests {
         assert!(page.contains("<h2>Iterations ended early</h2>"), "{page}");
         assert!(page.contains("<tr class=\"fail\"><td><code>home</code></td><td>5</td><td>4</td></tr>"), "{page}");
         assert_eq!(page.matches("<tr class=\"fail\"><td><code>").count(), 1, "only names that have any");
+    }
+
+    #[test]
+    fn names_that_followed_redirects_have_a_row_each_and_a_run_without_has_no_table() {
+        let mut report = mix_fixture::report();
+        let page = super::super::page(&crate::output::report_json(&report, &[])).expect("a page");
+        assert!(!page.contains("Redirects followed"), "none followed, no table");
+        report.stats.names.entry(2).counters.redirects = 3;
+        let page = super::super::page(&crate::output::report_json(&report, &[])).expect("a page");
+        assert!(page.contains("<h2>Redirects followed</h2>"), "{page}");
+        assert!(page.contains("<tr><td><code>login</code></td><td>3</td></tr>"), "{page}");
     }
 
     #[test]

@@ -100,3 +100,14 @@ fn a_names_iterations_ended_early_are_properties_and_a_line_of_its_testcase_only
     assert!(!home.contains("<failure"), "ending early fails nothing by itself: {home}");
     assert!(!case(&xml, "search").contains("abandoned"), "{xml}");
 }
+
+#[test]
+fn a_names_redirects_followed_are_a_property_and_a_line_of_its_testcase_only_where_some_were() {
+    let mut report = mix_fixture::report();
+    report.stats.names.entry(0).counters.redirects = 4;
+    let xml = testsuites(&report, &[]);
+    let home = case(&xml, "home");
+    assert!(home.contains("<property name=\"redirects\" value=\"4\"/>"), "{home}");
+    assert!(home.contains("redirects followed 4"), "{home}");
+    assert!(!case(&xml, "search").contains("redirects"), "{xml}");
+}

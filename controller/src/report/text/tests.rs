@@ -138,3 +138,16 @@ fn iterations_ended_early_are_in_the_summary_and_under_the_names_they_ended_at_o
     assert!(at("Requests/sec:") < at("Abandoned:") && at("Abandoned:") < at("Transfer:"), "{text}");
     assert!(at("Names (") < at("Abandoned (") && at("Abandoned (") < at("Workers:"), "{text}");
 }
+
+#[test]
+fn redirects_followed_are_in_the_summary_and_under_their_names_only_when_some_were() {
+    let mut report = mix_fixture::report();
+    let quiet = to_text(&report);
+    assert!(!quiet.contains("Redirects"), "{quiet}");
+    report.stats.counters.redirects = 5;
+    report.stats.names.entry(2).counters.redirects = 5;
+    let text = to_text(&report);
+    assert!(text.contains("\nRedirects:    5 followed (each hop is among the requests)\n"), "{text}");
+    let section: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("Redirects followed")).take(2).collect();
+    assert_eq!(section, ["Redirects followed (by step name; the final answers were checked):", "  login  5"], "{text}");
+}

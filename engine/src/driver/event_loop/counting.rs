@@ -49,7 +49,7 @@ impl<I: Io> Loop<I> {
                 }
                 Event::Response { request, status, due, sent_at, at } => {
                     let kept_verdicts = kept_verdicts.take();
-                    let extracted = extracted.take();
+                    let mut extracted = extracted.take();
                     // A check that failed ends the iteration.
                     let mut abort = false;
                     if let Some(set) = extracted.as_ref().map(|e: &crate::session::Extracted| &e.set_cookies)
@@ -57,7 +57,12 @@ impl<I: Io> Loop<I> {
                     {
                         self.picker.store_cookies(&mut self.conns[i].cursor, request, set);
                     }
-                    if let Some(&expected) = self.shared.extracts.get(request as usize)
+                    // A redirect followed is not its step's answer: the hop's will be, and only
+                    // that one is checked, extracted from and thought after.
+                    let location = extracted.as_mut().and_then(|e| e.location.take());
+                    let redirected = self.follow_redirect(i, request, status, location);
+                    if !redirected
+                        && let Some(&expected) = self.shared.extracts.get(request as usize)
                         && expected > 0
                     {
                         self.take_values(i, request, expected, extracted);
@@ -79,7 +84,8 @@ impl<I: Io> Loop<I> {
                         name.counters.status(status);
                         let took = at.saturating_duration_since(due);
                         Stats::record(&mut name.counters, &mut name.latency, took);
-                        if let Some(checks) = &self.shared.checks {
+                        name.counters.redirects += u64::from(redirected);
+                        if let Some(checks) = self.shared.checks.as_ref().filter(|_| !redirected) {
                             // A response whose step has checks on what is kept and no verdicts
                             // fails them: a check passes only on evidence.
                             let kept_failed = kept_verdicts.unwrap_or(u64::MAX);
@@ -101,7 +107,9 @@ impl<I: Io> Loop<I> {
                     if abort {
                         self.end_flow(i, request);
                     }
-                    self.think(i, request, Some(at));
+                    if !redirected {
+                        self.think(i, request, Some(at));
+                    }
                 }
                 Event::Judged { failed, extracted: values } => {
                     kept_verdicts = Some(failed);
@@ -131,6 +139,26 @@ impl<I: Io> Loop<I> {
         latency.flush(counters, &mut h.latency);
         service.flush(counters, &mut h.service);
         self.events = events;
+    }
+
+    /// `request` was answered with `status` and `location`: if it follows redirects and this
+    /// is one it may follow, its hop goes next (true, counted); else its redirects in a row, if
+    /// any, are over.
+    fn follow_redirect(&mut self, i: usize, request: u32, status: u16, location: Option<Vec<u8>>) -> bool {
+        let Some(redirects) = &self.shared.redirects else { return false };
+        let cursor = &mut self.conns[i].cursor;
+        let (hops, current) = cursor.redirected();
+        match location.and_then(|l| redirects.next_hop(request, status, &l, hops, current)) {
+            Some((hop, url)) => {
+                cursor.follow(hop, url, redirects.var);
+                self.stats.counters.redirects += 1;
+                true
+            }
+            None => {
+                cursor.end_redirects();
+                false
+            }
+        }
     }
 
     /// The response to `request` (with `expected` extractors) brought `values`: into its user's
@@ -165,6 +193,7 @@ impl<I: Io> Loop<I> {
     /// a check with `on_failure = "abort"` failed): if it is a flow's step, its iteration ends
     /// here, counted as abandoned under its name when steps were left.
     fn end_flow(&mut self, i: usize, request: u32) {
+        self.conns[i].cursor.end_redirects();
         if !self.picker.end_iteration(&mut self.conns[i].cursor, request) {
             return;
         }

@@ -291,7 +291,16 @@ fn a_response_carrying_retry_after_is_announced_before_it_is_counted() {
 fn checking(needle: &[u8], size: u64) -> Config {
     use crate::plan::Rule;
     let rules = [Rule::BodyContains(needle.to_vec()), Rule::BodySize(size..=size)];
-    Config { kept_checks: Arc::from([crate::session::KeptChecks::of(rules.iter(), &[], &[], &[], false)]), ..config() }
+    Config {
+        kept_checks: Arc::from([crate::session::KeptChecks::of(
+            rules.iter(),
+            &[],
+            &[],
+            &[],
+            crate::session::Fields::NONE,
+        )]),
+        ..config()
+    }
 }
 
 /// The verdicts pushed with the response that ends in `pieces`, fed one after another.
@@ -355,7 +364,13 @@ fn checks_on_header_fields_see_the_final_heads_fields_however_they_are_split() {
         header("content-length", TextTest::Equals(b"2".to_vec())),
     ];
     let config = Config {
-        kept_checks: Arc::from([crate::session::KeptChecks::of(rules.iter(), &[], &[], &[], false)]),
+        kept_checks: Arc::from([crate::session::KeptChecks::of(
+            rules.iter(),
+            &[],
+            &[],
+            &[],
+            crate::session::Fields::NONE,
+        )]),
         ..config()
     };
     let response: &[u8] = b"HTTP/1.1 103 Early Hints\r\nX-Early: 1\r\n\r\n\
@@ -377,7 +392,13 @@ fn a_folded_header_line_is_one_value_joined_by_a_space() {
         Rule::Header { name: "x-after".into(), test: TextTest::Equals(b"1".to_vec()) },
     ];
     let config = Config {
-        kept_checks: Arc::from([crate::session::KeptChecks::of(rules.iter(), &[], &[], &[], false)]),
+        kept_checks: Arc::from([crate::session::KeptChecks::of(
+            rules.iter(),
+            &[],
+            &[],
+            &[],
+            crate::session::Fields::NONE,
+        )]),
         ..config()
     };
     let response: &[u8] =

@@ -314,7 +314,8 @@ fn under_a_rate_a_claimed_request_waits_for_its_slot_instead_of_failing() {
 fn checks_on_the_body_judge_each_stream_on_its_own_data_frames() {
     use crate::plan::Rule;
     let rules = [Rule::BodyContains(b"hello".to_vec()), Rule::BodySize(5..=5)];
-    let kept_checks = Arc::from([crate::session::KeptChecks::of(rules.iter(), &[], &[], &[], false)]);
+    let kept_checks =
+        Arc::from([crate::session::KeptChecks::of(rules.iter(), &[], &[], &[], crate::session::Fields::NONE)]);
     let mut h = Harness::with_config(checked_config(2, kept_checks), 2);
     h.receive(Server::default().settings(&[]), 1);
     assert_eq!(h.start(2), 2);
@@ -344,7 +345,8 @@ fn checks_on_header_fields_read_every_field_of_the_final_head_indexed_or_literal
         Rule::Header { name: "content-type".into(), test: json },
         Rule::Header { name: "x-trace".into(), test: TextTest::Exists },
     ];
-    let kept_checks = Arc::from([crate::session::KeptChecks::of(rules.iter(), &[], &[], &[], false)]);
+    let kept_checks =
+        Arc::from([crate::session::KeptChecks::of(rules.iter(), &[], &[], &[], crate::session::Fields::NONE)]);
     let mut h = Harness::with_config(checked_config(2, kept_checks), 1);
     h.receive(Server::default().settings(&[]), 1);
     assert_eq!(h.start(2), 2);

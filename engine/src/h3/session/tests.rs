@@ -574,7 +574,7 @@ fn a_step_with_checks_on_the_body_gets_one_verdict_per_response_on_the_whole_bod
         Rule::BodySize(BODY.len() as u64..=BODY.len() as u64),
         Rule::BodyContains(b"nowhere".to_vec()),
     ];
-    let checks = Arc::from([crate::session::KeptChecks::of(rules.iter(), &[], &[], &[], false)]);
+    let checks = Arc::from([crate::session::KeptChecks::of(rules.iter(), &[], &[], &[], crate::session::Fields::NONE)]);
     let mut net = Net::build(&cert, ServerOptions::default(), 4, 20, None, Vec::new(), checks);
     net.run_all();
     assert_eq!(net.counts.ok, 20, "{:?}", net.counts);

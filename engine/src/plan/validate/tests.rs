@@ -67,6 +67,7 @@ fn mix(names: impl Iterator<Item = String>, body: usize) -> Requests {
             extract: vec![],
             think: None,
             cookies: false,
+            follow_redirects: 0,
         })
         .collect();
     Requests::Mix(Mix { requests, order: Order::InTurn })
@@ -104,6 +105,7 @@ fn a_mix_path_that_does_not_start_with_a_slash_or_holds_a_blank_or_a_line_break_
                 extract: vec![],
                 think: None,
                 cookies: false,
+                follow_redirects: 0,
                 templated: false,
             }],
             order: Order::InTurn,
@@ -137,6 +139,7 @@ fn flow(from: crate::plan::Source, path: &str) -> Requests {
         extract,
         think: None,
         cookies: false,
+        follow_redirects: 0,
     };
     let login = step("login", "/login", vec![crate::plan::Extractor { var: "token".into(), from }]);
     let scenario = crate::plan::Scenario { name: "s".into(), weight: 1, steps: 2 };
