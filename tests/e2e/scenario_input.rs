@@ -73,7 +73,7 @@ fn a_malformed_scenario_file_is_refused_at_its_line_and_column_before_any_load()
         // An unknown key, at the key.
         (
             good.replacen("  path = \"/\"", "  path = \"/\"\n  header = {}", 1),
-            "shop.toml:11:3: unknown field `header`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`, `check`, `extract`, `think`, `cookies`",
+            "shop.toml:11:3: unknown field `header`, expected one of `name`, `method`, `path`, `headers`, `body`, `body_file`, `template`, `check`, `extract`, `think`, `cookies`, `redirects`, `max_redirects`",
         ),
         // A missing path, at its step's table.
         (good.replacen("  path = \"/\"\n", "", 1), "shop.toml:8:3: missing field `path`"),
