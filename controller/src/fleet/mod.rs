@@ -33,7 +33,7 @@ use volley_worker::metrics::Exporter;
 
 pub(crate) use link::WorkerInfo;
 pub(crate) use remote::Access;
-pub(crate) use results::{FleetRun, Second};
+pub(crate) use results::{FleetRun, FlowCounts, Second};
 #[cfg(test)]
 pub(crate) use series::Label;
 pub(crate) use series::Profile;

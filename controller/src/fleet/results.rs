@@ -156,8 +156,8 @@ pub(crate) struct Second {
     /// Its place in the run: warm-up, stage, requests asked for.
     pub label: Label,
     /// A mix's names that finished requests in that second, by index, in order: the CSV
-    /// series' rows per name. About 50 bytes a name a second, so an hour of all 1000 names
-    /// moving every second keeps 180 MB; a run of a few names keeps next to nothing.
+    /// series' rows per name. About 80 bytes a name a second, so an hour of all 1000 names
+    /// moving every second keeps 290 MB; a run of a few names keeps next to nothing.
     pub names: Vec<NameSecond>,
 }
 
@@ -173,6 +173,33 @@ pub(crate) struct NameSecond {
     pub p99: Option<u64>,
     /// Its checks' verdicts in that second, over all its checks.
     pub checks: CheckCounts,
+    /// With scenarios: what happened at its steps in that second besides answers, as
+    /// `Counters` counts them.
+    pub flow: FlowCounts,
+}
+
+/// A name's iterations that ended at its steps, its failed extractions and the redirects it
+/// followed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct FlowCounts {
+    pub abandoned: u64,
+    pub extract_failed: u64,
+    pub redirects: u64,
+}
+
+impl FlowCounts {
+    fn of(c: &volley_engine::Counters) -> FlowCounts {
+        FlowCounts { abandoned: c.abandoned, extract_failed: c.extract_failed, redirects: c.redirects }
+    }
+
+    /// The sum of the two.
+    pub(crate) fn plus(self, other: FlowCounts) -> FlowCounts {
+        FlowCounts {
+            abandoned: self.abandoned + other.abandoned,
+            extract_failed: self.extract_failed + other.extract_failed,
+            redirects: self.redirects + other.redirects,
+        }
+    }
 }
 
 impl Second {
@@ -207,7 +234,8 @@ impl Second {
                         all
                     });
                     let (ok, errors) = (n.counters.ok, n.counters.errors());
-                    NameSecond { index, ok, errors, p50: at(0.5), p99: at(0.99), checks }
+                    let flow = FlowCounts::of(&n.counters);
+                    NameSecond { index, ok, errors, p50: at(0.5), p99: at(0.99), checks, flow }
                 })
                 .collect(),
         }

@@ -74,3 +74,27 @@ fn a_mix_with_checks_adds_each_seconds_verdicts_per_name_and_over_the_names() {
     assert!(rows[4].ends_with(",,11,8") && rows[5].ends_with(",home,11,8"), "{csv}");
     assert!(rows.iter().all(|row| row.split(',').count() == 9), "{csv}");
 }
+
+#[test]
+fn a_run_of_scenarios_adds_each_seconds_abandoned_iterations_failed_extractions_and_redirects() {
+    let mut r = mix_fixture::report();
+    r.scenarios = vec![crate::report::ScenarioLine { name: "browse".into(), weight: 1 }];
+    r.intervals = (0..2)
+        .map(|w| {
+            let mut stats = mix_fixture::worker_stats(w);
+            let home = &mut stats.names.entry(0).counters;
+            (home.abandoned, home.extract_failed, home.redirects) = (2, 1, 3 + w as u64);
+            if w == 0 {
+                stats.names.entry(2).counters.redirects = 4;
+            }
+            Second::of(w as u32 + 1, &stats, Label::default())
+        })
+        .collect();
+    let csv = series(&r);
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows[0], "second,requests,ok,errors,p50_seconds,p99_seconds,name,abandoned,extract_failed,redirects");
+    assert!(rows[1].ends_with(",,2,1,7"), "the run's row adds the names': {csv}");
+    assert!(rows[2].ends_with(",home,2,1,3") && rows[3].ends_with(",login,0,0,4"), "{csv}");
+    assert!(rows[4].ends_with(",,2,1,4") && rows[5].ends_with(",home,2,1,4"), "{csv}");
+    assert!(rows.iter().all(|row| row.split(',').count() == 10), "{csv}");
+}
