@@ -309,6 +309,15 @@ name = "read"
         assert!(took >= 0.34, "{extra:?}: the pauses took {took} s: {r}");
         let p50 = r["latencySeconds"]["percentiles"]["p50"].as_f64().expect("a median");
         assert!(p50 < 0.02, "{extra:?}: the pause is not latency: p50 {p50} s");
+        // Each answer was followed by its step's pause, in the report per step and in all.
+        let paused = |of: &serde_json::Value| (number(of, "/think/pauses"), of["think"]["totalSeconds"].as_f64());
+        let (a, a_total) = paused(name(&r, "GET /a"));
+        let (b, b_total) = paused(name(&r, "GET /b"));
+        assert_eq!((a, b), (6, 6), "{extra:?}: {r}");
+        let (a_total, b_total) = (a_total.expect("a total"), b_total.expect("a total"));
+        assert!((a_total - 0.6).abs() < 1e-6, "{extra:?}: six fixed pauses of 100 ms: {a_total}");
+        assert!((0.12..=0.24).contains(&b_total), "{extra:?}: six of 20 to 40 ms: {b_total}");
+        assert_eq!(number(&r, "/think/pauses"), 12, "{extra:?}: {r}");
     }
 }
 

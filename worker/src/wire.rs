@@ -577,6 +577,8 @@ fn counters_to_proto(c: &Counters) -> v1::Counters {
         extract_failed: c.extract_failed,
         abandoned: c.abandoned,
         redirects: c.redirects,
+        thinks: c.thinks,
+        think_nanos: c.think_nanos,
         retry_after: c.retry_after.statuses().map(|(code, n)| (u32::from(code), n)).collect(),
         retry_after_largest_seconds: c.retry_after.largest_seconds,
         retry_after_dates: c.retry_after.dates,
@@ -665,6 +667,8 @@ fn counters_from_proto(c: &v1::Counters) -> Result<Counters, WireError> {
     into.extract_failed = c.extract_failed;
     into.abandoned = c.abandoned;
     into.redirects = c.redirects;
+    into.thinks = c.thinks;
+    into.think_nanos = c.think_nanos;
     into.truncated = c.truncated;
     into.dropped_packets = c.dropped_packets;
     Ok(into)

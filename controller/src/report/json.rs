@@ -58,6 +58,7 @@ pub(crate) fn to_json(r: &Report) -> Value {
         "extractFailed": (!r.scenarios.is_empty()).then_some(c.extract_failed),
         "abandoned": (!r.scenarios.is_empty()).then_some(c.abandoned),
         "redirects": (!r.scenarios.is_empty()).then_some(c.redirects),
+        "think": (!r.scenarios.is_empty()).then(|| think(c)),
         "feeders": feeders(r),
         "workers": r.workers.iter().enumerate().map(|(i, w)| worker(w, r.worker_series.is_none_or(|(s, _)| s.is_detailed(i)))).collect::<Vec<_>>(),
         "workerSeries": r.worker_series.map(|(s, cut)| json!({
@@ -108,6 +109,12 @@ fn warm_up(w: &super::WarmUp) -> Value {
 
 /// One name of a mix: its outcomes, statuses and latencies, with the histograms that let
 /// saved reports merge it exactly. Its counters hold nothing else (bytes, connections and the
+/// Think-time pauses and their total, in seconds: what a flow's users spent between steps,
+/// outside every latency.
+fn think(c: &Counters) -> Value {
+    json!({ "pauses": c.thinks, "totalSeconds": c.think_nanos as f64 / 1e9 })
+}
+
 /// schedule are the run's).
 fn name(line: &NameLine, duration: std::time::Duration) -> Value {
     let s = &line.stats;
@@ -123,6 +130,7 @@ fn name(line: &NameLine, duration: std::time::Duration) -> Value {
         "extractFailed": c.extract_failed,
         "abandoned": c.abandoned,
         "redirects": c.redirects,
+        "think": think(c),
         "checks": line
             .check_lines()
             .map(|(name, c)| json!({ "name": name, "passed": c.passed, "failed": c.failed }))

@@ -217,6 +217,7 @@ fn line(path: &str, r: &Value) -> Result<WorkerLine, String> {
     c.abandoned = r["abandoned"].as_u64().unwrap_or(0);
     // Reports from before redirects were followed have none.
     c.redirects = r["redirects"].as_u64().unwrap_or(0);
+    (c.thinks, c.think_nanos) = think(&r["think"]);
     c.feeder_rows = r["feeders"]["rowsTaken"].as_u64().unwrap_or(0);
     c.ran_out = r["feeders"]["threadsRanOut"].as_u64().unwrap_or(0);
     if stats.histograms.latency.len() != stats.counters.ok {
@@ -333,6 +334,7 @@ fn name_stats(entry: &Value) -> Result<(NameStats, Vec<String>), String> {
     c.extract_failed = entry["extractFailed"].as_u64().unwrap_or(0);
     c.abandoned = entry["abandoned"].as_u64().unwrap_or(0);
     c.redirects = entry["redirects"].as_u64().unwrap_or(0);
+    (c.thinks, c.think_nanos) = think(&entry["think"]);
     stats.latency = histogram(entry, "latency")?.ok_or("no histograms.latency")?;
     stats.ttfb = histogram(entry, "firstByte")?.ok_or("no histograms.firstByte")?;
     if stats.latency.len() != stats.counters.ok {
@@ -390,6 +392,12 @@ fn histogram(r: &Value, field: &str) -> Result<Option<Histogram<u64>>, String> {
         .decode(text)
         .map_err(|e| format!("histograms.{field} is not base64: {e}"))?;
     decode_histogram(&bytes).map(Some).map_err(|e| format!("histograms.{field}: {e}"))
+}
+
+/// A report's `think` (absent in reports from before think time was reported): the pauses and
+/// their total in nanoseconds.
+fn think(v: &serde_json::Value) -> (u64, u64) {
+    (v["pauses"].as_u64().unwrap_or(0), (v["totalSeconds"].as_f64().unwrap_or(0.0) * 1e9).round() as u64)
 }
 
 #[cfg(test)]

@@ -122,6 +122,7 @@ pub(crate) fn to_text(r: &Report) -> String {
         checks(&mut out, r, std::io::stdout().is_terminal());
         abandoned_by_name(&mut out, r);
         redirects_by_name(&mut out, r);
+        think_by_name(&mut out, r);
     }
     if r.distributed {
         workers(&mut out, r);
@@ -205,6 +206,25 @@ fn redirects_by_name(out: &mut String, r: &Report) {
     let _ = writeln!(out, "Redirects followed (by step name; the final answers were checked):");
     for (name, n) in lines {
         let _ = writeln!(out, "  {name:<width$}  {n}");
+    }
+}
+
+/// Where users paused: for each name whose steps have a think time, the pauses after them and
+/// their mean.
+fn think_by_name(out: &mut String, r: &Report) {
+    let lines: Vec<_> = r
+        .name_lines()
+        .filter(|l| l.stats.counters.thinks > 0)
+        .map(|l| (one_line(l.name), l.stats.counters.thinks, l.stats.counters.think_nanos))
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let width = lines.iter().map(|(name, _, _)| name.chars().count()).max().unwrap_or(0);
+    let _ = writeln!(out, "Think time (by step name; in no latency):");
+    for (name, pauses, nanos) in lines {
+        let mean = ms(nanos / pauses);
+        let _ = writeln!(out, "  {name:<width$}  {pauses} pauses, mean {mean} ms");
     }
 }
 

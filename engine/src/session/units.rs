@@ -390,9 +390,11 @@ impl Picker {
         }
     }
 
-    /// The user of `cursor` pauses after an answer, by `think`, from `at`.
-    pub(crate) fn think(&mut self, cursor: &mut Cursor, think: &crate::plan::Think, at: Instant) {
-        cursor.resume_at = Some(at + think.draw(&mut self.numbering.rng));
+    /// The user of `cursor` pauses after an answer, by `think`, from `at`: for how long.
+    pub(crate) fn think(&mut self, cursor: &mut Cursor, think: &crate::plan::Think, at: Instant) -> Duration {
+        let pause = think.draw(&mut self.numbering.rng);
+        cursor.resume_at = Some(at + pause);
+        pause
     }
 
     /// The iteration under way on `cursor` ends at `request`, if that is a flow's step: its

@@ -82,6 +82,10 @@ pub struct Counters {
     /// With steps that follow redirects: redirects followed (each hop once, under its step's
     /// name); each hop's response is counted as one too.
     pub redirects: u64,
+    /// With think times: the pauses users took after answers (or failures), and their sum in
+    /// nanoseconds (a mean, merged exactly; the pauses are in no latency).
+    pub thinks: u64,
+    pub think_nanos: u64,
     /// Responses that carried `Retry-After`.
     pub retry_after: RetryAfterCounts,
     /// UDP (HTTP/3): datagrams larger than a receive buffer, cut short by the kernel
@@ -112,6 +116,8 @@ impl Default for Counters {
             extract_failed: 0,
             abandoned: 0,
             redirects: 0,
+            thinks: 0,
+            think_nanos: 0,
             retry_after: RetryAfterCounts::default(),
             truncated: 0,
             dropped_packets: 0,
@@ -209,6 +215,8 @@ impl Counters {
         add(&mut self.extract_failed, other.extract_failed);
         add(&mut self.abandoned, other.abandoned);
         add(&mut self.redirects, other.redirects);
+        add(&mut self.thinks, other.thinks);
+        add(&mut self.think_nanos, other.think_nanos);
         add(&mut self.truncated, other.truncated);
         add(&mut self.dropped_packets, other.dropped_packets);
         self.retry_after.merge(&other.retry_after);

@@ -151,3 +151,14 @@ fn redirects_followed_are_in_the_summary_and_under_their_names_only_when_some_we
     let section: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("Redirects followed")).take(2).collect();
     assert_eq!(section, ["Redirects followed (by step name; the final answers were checked):", "  login  5"], "{text}");
 }
+
+#[test]
+fn think_time_is_under_the_names_that_paused_with_its_mean_only_when_some_did() {
+    let mut report = mix_fixture::report();
+    assert!(!to_text(&report).contains("Think time"));
+    let login = &mut report.stats.names.entry(2).counters;
+    (login.thinks, login.think_nanos) = (4, 10_000_000);
+    let text = to_text(&report);
+    let section: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("Think time")).take(2).collect();
+    assert_eq!(section, ["Think time (by step name; in no latency):", "  login  4 pauses, mean 2.500 ms"], "{text}");
+}

@@ -185,7 +185,16 @@ impl<I: Io> Loop<I> {
     fn think(&mut self, i: usize, request: u32, at: Option<Instant>) {
         if let Some(Some(think)) = self.shared.thinks.get(request as usize) {
             let at = at.unwrap_or_else(Instant::now);
-            self.picker.think(&mut self.conns[i].cursor, think, at);
+            let paused = self.picker.think(&mut self.conns[i].cursor, think, at);
+            let nanos = u64::try_from(paused.as_nanos()).unwrap_or(u64::MAX);
+            let counters = &mut self.stats.counters;
+            counters.thinks += 1;
+            counters.think_nanos = counters.think_nanos.saturating_add(nanos);
+            if let Some(names) = &self.shared.names {
+                let name = &mut self.stats.names.entry(usize::from(names[request as usize])).counters;
+                name.thinks += 1;
+                name.think_nanos = name.think_nanos.saturating_add(nanos);
+            }
         }
     }
 
