@@ -177,54 +177,39 @@ fn names(out: &mut String, r: &Report) {
 /// Where iterations ended early: for each name that has any, the iterations abandoned at its
 /// steps and the responses whose extraction failed.
 fn abandoned_by_name(out: &mut String, r: &Report) {
-    let lines: Vec<_> = r
-        .name_lines()
-        .filter(|l| l.stats.counters.abandoned > 0 || l.stats.counters.extract_failed > 0)
-        .map(|l| (one_line(l.name), l.stats.counters.abandoned, l.stats.counters.extract_failed))
-        .collect();
-    if lines.is_empty() {
-        return;
-    }
-    let width = lines.iter().map(|(name, _, _)| name.chars().count()).max().unwrap_or(0);
-    let _ = writeln!(out, "Abandoned (by the step each iteration ended at):");
-    for (name, abandoned, failed) in lines {
-        let _ = writeln!(out, "  {name:<width$}  {}{}", iterations_count(abandoned), extractions_failed(failed));
-    }
+    by_name(out, r, "Abandoned (by the step each iteration ended at):", |c| {
+        (c.abandoned > 0 || c.extract_failed > 0)
+            .then(|| format!("{}{}", iterations_count(c.abandoned), extractions_failed(c.extract_failed)))
+    });
 }
 
 /// Where redirects were followed: for each name that followed any, how many.
 fn redirects_by_name(out: &mut String, r: &Report) {
-    let lines: Vec<_> = r
-        .name_lines()
-        .filter(|l| l.stats.counters.redirects > 0)
-        .map(|l| (one_line(l.name), l.stats.counters.redirects))
-        .collect();
-    if lines.is_empty() {
-        return;
-    }
-    let width = lines.iter().map(|(name, _)| name.chars().count()).max().unwrap_or(0);
-    let _ = writeln!(out, "Redirects followed (by step name; the final answers were checked):");
-    for (name, n) in lines {
-        let _ = writeln!(out, "  {name:<width$}  {n}");
-    }
+    by_name(out, r, "Redirects followed (by step name; the final answers were checked):", |c| {
+        (c.redirects > 0).then(|| c.redirects.to_string())
+    });
 }
 
 /// Where users paused: for each name whose steps have a think time, the pauses after them and
 /// their mean.
 fn think_by_name(out: &mut String, r: &Report) {
-    let lines: Vec<_> = r
-        .name_lines()
-        .filter(|l| l.stats.counters.thinks > 0)
-        .map(|l| (one_line(l.name), l.stats.counters.thinks, l.stats.counters.think_nanos))
-        .collect();
+    by_name(out, r, "Think time (by step name; in no latency):", |c| {
+        (c.thinks > 0).then(|| format!("{} pauses, mean {} ms", c.thinks, ms(c.think_nanos / c.thinks)))
+    });
+}
+
+/// A section under `title` with a line for each name whose counters `said` something about,
+/// the names aligned; nothing when it said nothing about any.
+fn by_name(out: &mut String, r: &Report, title: &str, said: impl Fn(&Counters) -> Option<String>) {
+    let lines: Vec<(String, String)> =
+        r.name_lines().filter_map(|l| Some((one_line(l.name), said(&l.stats.counters)?))).collect();
     if lines.is_empty() {
         return;
     }
-    let width = lines.iter().map(|(name, _, _)| name.chars().count()).max().unwrap_or(0);
-    let _ = writeln!(out, "Think time (by step name; in no latency):");
-    for (name, pauses, nanos) in lines {
-        let mean = ms(nanos / pauses);
-        let _ = writeln!(out, "  {name:<width$}  {pauses} pauses, mean {mean} ms");
+    let width = lines.iter().map(|(name, _)| name.chars().count()).max().unwrap_or(0);
+    let _ = writeln!(out, "{title}");
+    for (name, text) in lines {
+        let _ = writeln!(out, "  {name:<width$}  {text}");
     }
 }
 

@@ -287,20 +287,17 @@ fn a_response_carrying_retry_after_is_announced_before_it_is_counted() {
     assert!(!h.receive(OK, 1).iter().any(|e| matches!(e, Event::RetryAfter { .. })));
 }
 
+/// A config whose one request has `rules` on what is kept.
+fn judging(rules: &[crate::plan::Rule]) -> Config {
+    let checks = crate::session::KeptChecks::of(rules.iter(), &[], &[], &[], crate::session::Fields::NONE);
+    Config { kept_checks: Arc::from([checks]), ..config() }
+}
+
 /// A config whose one request has checks on the body: contains `needle`, and is `size` long.
 fn checking(needle: &[u8], size: u64) -> Config {
     use crate::plan::Rule;
     let rules = [Rule::BodyContains(needle.to_vec()), Rule::BodySize(size..=size)];
-    Config {
-        kept_checks: Arc::from([crate::session::KeptChecks::of(
-            rules.iter(),
-            &[],
-            &[],
-            &[],
-            crate::session::Fields::NONE,
-        )]),
-        ..config()
-    }
+    judging(&rules)
 }
 
 /// The verdicts pushed with the response that ends in `pieces`, fed one after another.
@@ -363,16 +360,7 @@ fn checks_on_header_fields_see_the_final_heads_fields_however_they_are_split() {
         header("x-empty", TextTest::Equals(Vec::new())),
         header("content-length", TextTest::Equals(b"2".to_vec())),
     ];
-    let config = Config {
-        kept_checks: Arc::from([crate::session::KeptChecks::of(
-            rules.iter(),
-            &[],
-            &[],
-            &[],
-            crate::session::Fields::NONE,
-        )]),
-        ..config()
-    };
+    let config = judging(&rules);
     let response: &[u8] = b"HTTP/1.1 103 Early Hints\r\nX-Early: 1\r\n\r\n\
         HTTP/1.1 200 OK\r\nContent-Type:  application/json \r\nSet-Cookie: a=1\r\nset-cookie: sid=42\r\n\
         X-Empty:\r\nContent-Length: 2\r\n\r\n{}";
@@ -391,16 +379,7 @@ fn a_folded_header_line_is_one_value_joined_by_a_space() {
         Rule::Header { name: "x-note".into(), test: TextTest::Equals(b"one two three".to_vec()) },
         Rule::Header { name: "x-after".into(), test: TextTest::Equals(b"1".to_vec()) },
     ];
-    let config = Config {
-        kept_checks: Arc::from([crate::session::KeptChecks::of(
-            rules.iter(),
-            &[],
-            &[],
-            &[],
-            crate::session::Fields::NONE,
-        )]),
-        ..config()
-    };
+    let config = judging(&rules);
     let response: &[u8] =
         b"HTTP/1.1 200 OK\r\nX-Note: one\r\n two\r\n\tthree \r\nX-After: 1\r\nContent-Length: 0\r\n\r\n";
     let mut h = Harness::new(config, 0);
