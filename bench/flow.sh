@@ -10,14 +10,17 @@
 #                body, a JSON extractor, each user's cookie jar (the session cookie), three
 #                checks (status, body_contains, status); its users send one request at a time
 #                (a flow), as every scenario tool's do
-# The report's ratios are volley-flow's (SUBJECT) over volley's.
+#   locust       (flowh1 only) the same flow as a Locust FastHttpUser (from PyPI, into a venv in
+#                bench/tools/locust on first use), one process, its users waiting 0 between
+#                iterations; Locust's client speaks HTTP/1.1 only
+# The report's ratios are volley-flow's (SUBJECT) over the others'.
 #
 # Servers: one nginx (1 worker, pinned to BENCH_SERVER_CPU) for flowh1 (plain TCP) and flowh2c
 # (prior knowledge), which answers POST /login with the same JSON token and set-cookie for
 # everyone and every other path with "hello, world!\n"; `volley serve --http3` for flowh3, which
 # does the same (serve/src/lib.rs). Clients pinned to BENCH_CLIENT_CPU with 1 thread, as in
 # bench/h1.sh; medians of interleaved runs, the driver in bench/lib/clients.sh. See
-# bench/README.md. The peers of the issue (Locust, Artillery, Tsung, Goose) are not measured here
+# bench/README.md. Of the issue's peers, Locust is measured; Artillery, Tsung and Goose are not
 # yet.
 #
 # Environment:
@@ -50,7 +53,7 @@ POINTS_DESC="connections × streams per connection ${POINTS[*]} (HTTP/1.1: conne
 . "$ROOT/bench/lib/clients.sh"
 
 # shellcheck disable=SC2034 # read through a nameref, TOOLS_$proto
-TOOLS_flowh1=(volley volley-flow)
+TOOLS_flowh1=(volley volley-flow locust)
 # shellcheck disable=SC2034
 TOOLS_flowh2c=(volley volley-flow)
 # shellcheck disable=SC2034
@@ -102,6 +105,62 @@ name = "visit"
 EOF
 }
 
+# The same flow for Locust: a FastHttpUser walking the same CSV in turn (as mode cycle does),
+# with the same extraction and checks (a failed check marks the request failed).
+write_locustfile() { # file
+  cat >"$1" <<'EOF'
+import csv
+import itertools
+import os
+
+from locust import FastHttpUser, constant, task
+
+with open(os.environ["FLOW_USERS"], newline="") as f:
+    NEXT = itertools.cycle(list(csv.DictReader(f)))
+
+
+class Visit(FastHttpUser):
+    wait_time = constant(0)
+
+    @task
+    def flow(self):
+        row = next(NEXT)
+        body = {"user": row["user"], "password": row["password"]}
+        with self.client.post("/login", json=body, name="login", catch_response=True) as r:
+            try:
+                token = r.json()["token"]
+            except Exception:
+                r.failure("no token")
+                return
+        auth = {"Authorization": f"Bearer {token}"}
+        with self.client.get("/profile", headers=auth, name="profile", catch_response=True) as r:
+            if r.status_code != 200 or "hello" not in r.text:
+                r.failure("check")
+        with self.client.get("/items", name="items", catch_response=True) as r:
+            if r.status_code != 200:
+                r.failure("check")
+EOF
+}
+
+# Locust, pinned, into a venv of its own on first use. LOCUST overrides it.
+LOCUST_VERSION=${BENCH_LOCUST_VERSION:-2.47.0}
+prepare_locust() {
+  LOCUST=${LOCUST:-$ROOT/bench/tools/locust/bin/locust}
+  if [[ ! -x $LOCUST && ${BENCH_NO_INSTALL:-0} != 1 ]]; then
+    log "installing locust $LOCUST_VERSION into bench/tools/locust (log: $RAW/locust-install.log)"
+    if ! { python3 -m venv "$ROOT/bench/tools/locust" &&
+      run_child timeout 1800 "$ROOT/bench/tools/locust/bin/pip" install "locust==$LOCUST_VERSION"; } \
+      >"$RAW/locust-install.log" 2>&1; then
+      UNAVAILABLE_REASON="pip install locust failed, see $RAW/locust-install.log"
+      return 1
+    fi
+  fi
+  if [[ ! -x $LOCUST ]]; then
+    UNAVAILABLE_REASON="locust not found (pip install locust, or set LOCUST=PATH)"
+    return 1
+  fi
+}
+
 flow_for() { # url: sets FLOW_FILE
   FLOW_FILE=$TMP/flow-$(printf '%s' "$1" | tr -c 'a-zA-Z0-9' _).toml
   [[ -s $FLOW_FILE ]] || write_flow "$1" "$FLOW_FILE"
@@ -110,6 +169,13 @@ flow_for() { # url: sets FLOW_FILE
 # Commands get CONNS SECONDS URL STREAMS.
 cmd_flowh1_volley() { CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j "$3"); }
 cmd_flowh1_volley-flow() { flow_for "$3"; CMD=("$VOLLEY" -c "$1" -t 1 -z "${2}s" -j --scenario "$FLOW_FILE"); }
+cmd_flowh1_locust() {
+  flow_for "$3"
+  local file=$TMP/locustfile.py
+  [[ -s $file ]] || write_locustfile "$file"
+  CMD=(env FLOW_USERS="${FLOW_FILE%.toml}.csv" "$LOCUST" -f "$file" --headless -u "$1" -r "$1" -t "${2}s"
+    --host "${3%/}" --json --only-summary --loglevel WARNING)
+}
 cmd_flowh2c_volley() { CMD=("$VOLLEY" --http2 -p "$4" -c "$1" -t 1 -z "${2}s" -j "$3"); }
 cmd_flowh2c_volley-flow() {
   flow_for "$3"

@@ -120,6 +120,14 @@ TARGETS = {  # keyed by the proto column
                        "0.6 × oha-mix's", cpu_vs={"volley": 1.05, "oha-mix": 0.6}),
     "mixh3": Targets("volley-mix's client CPU per request at most 1.05 × volley's single URL",
                       cpu_vs={"volley": 1.05}),
+    # Issue 37 (bench/flow.sh, subject volley-flow): the flow costs at most 1.5 × a single URL
+    # of the same protocol, and (HTTP/1.1, where Locust runs) at most a tenth of Locust's.
+    "flowh1": Targets("volley-flow's client CPU per request at most 1.5 × volley's single URL and "
+                       "0.1 × locust's", cpu_vs={"volley": 1.5, "locust": 0.1}),
+    "flowh2c": Targets("volley-flow's client CPU per request at most 1.5 × volley's single URL",
+                        cpu_vs={"volley": 1.5}),
+    "flowh3": Targets("volley-flow's client CPU per request at most 1.5 × volley's single URL",
+                       cpu_vs={"volley": 1.5}),
 }
 NO_TARGETS = Targets("", cpu_vs={})
 
@@ -206,6 +214,21 @@ def parse_oha(text: str) -> tuple[int, float]:
         raise ParseError(f"output is not oha's JSON report ({e})")
 
 
+def parse_locust(text: str) -> tuple[int, float]:
+    """locust --json: the requests that did not fail, over every name, and the span from the
+    first request's start to the last one's end."""
+    try:
+        start = text.find("[")
+        entries = json.loads(text[start:]) if start >= 0 else None
+        if not isinstance(entries, list) or not entries:
+            raise ParseError("no stats in locust's --json output")
+        ok = sum(int(e["num_requests"]) - int(e["num_failures"]) for e in entries)
+        span = max(float(e["last_request_timestamp"]) for e in entries) - min(float(e["start_time"]) for e in entries)
+        return ok, span
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise ParseError(f"output is not locust's --json stats ({e})")
+
+
 PARSERS = {"wrk": parse_wrk, "h2load": parse_h2load, "shb": parse_shb, "oha": parse_oha,
            "volley": parse_volley,
            # bench/h1.sh, h2.sh, h3.sh: volley on its epoll engine (--engine epoll).
@@ -213,7 +236,9 @@ PARSERS = {"wrk": parse_wrk, "h2load": parse_h2load, "shb": parse_shb, "oha": pa
            # bench/mix.sh: a targets file's mix through volley, and the same URLs through oha.
            "volley-mix": parse_volley, "volley-tmpl": parse_volley, "volley-feed": parse_volley, "oha-mix": parse_oha,
            # bench/flow.sh: the login flow of loadgen-rs's docs.
-           "volley-flow": parse_volley}
+           "volley-flow": parse_volley,
+           # bench/flow.sh's peer: the same flow as a Locust FastHttpUser.
+           "locust": parse_locust}
 
 
 def parse_time_file(path: str) -> tuple[float, float, int]:

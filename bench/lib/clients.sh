@@ -260,6 +260,7 @@ version_of() { # tool
     v=$(grep -ho '"shb [0-9][^ ]*' "$(dirname "$(dirname "$SHB")")/.crates.toml" ~/.cargo/.crates.toml 2>/dev/null | head -n1)
     echo "$SHB: ${v:+${v#\"}}"
     ;;
+  locust) echo "${LOCUST:-locust}: $("${LOCUST:-locust}" --version 2>&1 </dev/null | head -n1 || true)" ;;
   *) echo "?" ;;
   esac
 }
