@@ -307,7 +307,10 @@ fn the_csv_series_counts_each_seconds_verdicts_per_name_and_over_the_names() {
         let mut lines = text.lines();
         assert_eq!(
             lines.next(),
-            Some("second,requests,ok,errors,p50_seconds,p99_seconds,name,checks_passed,checks_failed")
+            Some(
+                "second,requests,ok,errors,p50_seconds,p99_seconds,name,checks_passed,checks_failed,\
+                 abandoned,extract_failed,redirects"
+            )
         );
         // Per second: (ok, passed, failed) of the run and of each name. The shop's names hold no
         // comma, so no field is quoted.
@@ -315,6 +318,8 @@ fn the_csv_series_counts_each_seconds_verdicts_per_name_and_over_the_names() {
         for line in lines {
             let row: Vec<&str> = line.split(',').collect();
             let count = |i: usize| row[i].parse::<u64>().unwrap_or_else(|_| panic!("{row:?}"));
+            // The shop is no flow and follows no redirect: nothing ends early.
+            assert_eq!((count(9), count(10), count(11)), (0, 0, 0), "{row:?}");
             seconds.entry(count(0)).or_default().insert(row[6].to_string(), (count(2), count(7), count(8)));
         }
         assert!(seconds.len() >= 2, "{extra:?}: {text}");
