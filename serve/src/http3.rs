@@ -66,11 +66,15 @@ async fn respond(resolver: RequestResolver<h3_quinn::Connection, Bytes>, mut bod
             Err(_) => return,
         }
     }
+    let location = super::redirect_of(request.uri().path()).and_then(|to| http::HeaderValue::from_str(to).ok());
     let response = if super::is_login(request.method(), request.uri().path()) {
         body = Bytes::from_static(super::LOGIN_BODY);
         http::Response::builder()
             .header(CONTENT_TYPE, "application/json")
             .header(http::header::SET_COOKIE, super::LOGIN_COOKIE)
+    } else if let Some(location) = location {
+        body = Bytes::new();
+        http::Response::builder().status(http::StatusCode::FOUND).header(http::header::LOCATION, location)
     } else {
         http::Response::builder().header(CONTENT_TYPE, "text/plain")
     };

@@ -4,7 +4,8 @@
 //! `200 OK`, `content-type: text/plain` and the configured body (by default `hello, world!\n`),
 //! but `POST /login`, which is answered as a login service would (a JSON token and a session
 //! cookie, the same for everyone: [`LOGIN_BODY`], [`LOGIN_COOKIE`]), so that a flow scenario
-//! has something to extract and carry on (`examples/scenarios/login.toml`, bench/flow.sh).
+//! has something to extract and carry on (`examples/scenarios/login.toml`, bench/flow.sh),
+//! and `/redirect/PATH`, answered `302 Found` with `location: /PATH` (a redirect to follow).
 //! A request body is read to its end before the answer goes out. HTTP/1.1 and HTTP/2 share one
 //! port: plain-text connections are told apart by the HTTP/2 prior-knowledge preface (h2c), and
 //! with TLS the client picks by ALPN (`h2`, `http/1.1`). With TLS, [`ServeConfig::http3`] also
@@ -38,9 +39,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::header::{CONTENT_TYPE, HeaderValue, SET_COOKIE};
+use hyper::header::{CONTENT_TYPE, HeaderValue, LOCATION, SET_COOKIE};
 use hyper::service::service_fn;
-use hyper::{Request, Response};
+use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use rustls::pki_types::pem::PemObject;
@@ -63,6 +64,11 @@ pub const LOGIN_COOKIE: &str = "sid=volley-demo-session; Path=/; HttpOnly";
 /// Whether a request is the login, answered with [`LOGIN_BODY`] and [`LOGIN_COOKIE`].
 fn is_login(method: &http::Method, path: &str) -> bool {
     method == http::Method::POST && path == "/login"
+}
+
+/// Where `/redirect/PATH` sends its client: `/PATH`; `None` for every other path.
+fn redirect_of(path: &str) -> Option<&str> {
+    path.strip_prefix("/redirect").filter(|rest| rest.starts_with('/'))
 }
 
 /// The port `volley serve` listens on when none is given.
@@ -391,6 +397,8 @@ async fn respond(
     // hyper never polls the body of an answer to HEAD, so such an answer is counted up front.
     let head = request.method() == hyper::Method::HEAD;
     let login = is_login(request.method(), request.uri().path());
+    // The path came in as a valid URI, so it is a valid header value too; checked all the same.
+    let location = redirect_of(request.uri().path()).and_then(|to| HeaderValue::from_str(to).ok());
     let mut incoming = request.into_body();
     // Read (and drop) the whole request body first, so the answer never overtakes it.
     while !incoming.is_end_stream() {
@@ -406,6 +414,12 @@ async fn respond(
         let headers = response.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(SET_COOKIE, HeaderValue::from_static(LOGIN_COOKIE));
+        return Ok(response);
+    }
+    if let Some(location) = location {
+        let mut response = Response::new(CountedBody::new(Bytes::new(), head, counters));
+        *response.status_mut() = StatusCode::FOUND;
+        response.headers_mut().insert(LOCATION, location);
         return Ok(response);
     }
     let mut response = Response::new(CountedBody::new(body, head, counters));
@@ -459,5 +473,20 @@ impl Body for CountedBody {
     fn size_hint(&self) -> SizeHint {
         // Exact, so hyper sends Content-Length rather than chunked encoding.
         SizeHint::with_exact(self.data.as_ref().map_or(0, |d| d.len() as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redirect_of;
+
+    #[test]
+    fn redirect_paths_send_the_client_to_the_rest_of_the_path() {
+        assert_eq!(redirect_of("/redirect/items"), Some("/items"));
+        assert_eq!(redirect_of("/redirect/a/b"), Some("/a/b"));
+        assert_eq!(redirect_of("/redirect/"), Some("/"));
+        assert_eq!(redirect_of("/redirect"), None);
+        assert_eq!(redirect_of("/redirects/items"), None);
+        assert_eq!(redirect_of("/items"), None);
     }
 }

@@ -235,10 +235,14 @@ fn the_login_example_runs_against_volley_serve_on_every_protocol_with_every_chec
         let out = support::run_volley([&["-c", "4", "-n", "200", "-j", "--scenario", example][..], extra].concat());
         assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
         let r = support::json_report(&out);
-        assert_eq!(number(&r, "/requests/ok"), 600, "{extra:?}: {r}");
-        assert_eq!(server.requests() - before, 600, "{extra:?}");
+        // Each iteration: login, profile, and items' redirect and the hop it follows.
+        assert_eq!(number(&r, "/requests/ok"), 800, "{extra:?}: {r}");
+        assert_eq!(server.requests() - before, 800, "{extra:?}");
         assert_eq!((number(&r, "/extractFailed"), number(&r, "/abandoned")), (0, 0), "{extra:?}: {r}");
         assert_eq!(checks(&r, "profile"), [(200, 0), (200, 0)], "{extra:?}");
+        let items = name(&r, "items");
+        assert_eq!(number(items, "/statusCodes/302"), 200, "{extra:?}: {items}");
+        assert_eq!(number(items, "/redirects"), 200, "{extra:?}: {items}");
         assert_eq!(checks(&r, "items"), [(200, 0)], "{extra:?}");
     }
 }
