@@ -62,8 +62,7 @@ impl Hops {
         let mut hops: Vec<(u32, NamedRequest)> = Vec::new();
         let mut follows: Vec<Option<Follow>> = vec![None; own];
         for (step, r) in mix.requests.iter().enumerate().filter(|(_, r)| r.follow_redirects > 0) {
-            let at = |hops: &Vec<(u32, NamedRequest)>| (own + hops.len()) as u32;
-            let get = at(&hops);
+            let get = (own + hops.len()) as u32;
             let keeps_method = r.spec.method.eq_ignore_ascii_case("GET") || r.spec.is_head();
             hops.push((step as u32, hop(r, true)));
             let same = if keeps_method {
