@@ -49,8 +49,8 @@ pub use plan::{
 pub use ring::{RingSupport, kernel_release, probe_io_uring};
 pub use run::{Progress, RunControl, RunResult, UDP_BUFFER_VAR, run};
 pub use stats::{
-    Counters, ErrorKind, HistogramError, Histograms, NameStats, Names, RetryAfter, RetryAfterCounts, Snapshot, Stats,
-    decode_histogram, encode_histogram, new_histogram,
+    Counters, ErrorKind, HistogramError, Histograms, Merge, NameStats, Names, RetryAfter, RetryAfterCounts,
+    ScenarioStats, Scenarios, Snapshot, Stats, decode_histogram, encode_histogram, new_histogram,
 };
 pub use target::{Scheme, Target, TargetError};
 pub use template::{TEMPLATE_BUILT_INS, TemplateError, Vocabulary, check_template, template_skeleton};

@@ -313,6 +313,7 @@ pub fn run(plan: &Plan, control: &RunControl, on_progress: &mut dyn FnMut(Progre
         cookies: cookie_urls,
         redirects,
         scenarios: plan.requests.scenarios().map(|s| s.into()),
+        steps: plan.requests.mix().map(|mix| hops.extended(mix.scenario_steps()).into()).unwrap_or_default(),
         feeder_uses: feeder_uses.into(),
         tls,
         connect_timeout: plan.connect_timeout,

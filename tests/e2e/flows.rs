@@ -88,6 +88,22 @@ fn assert_agrees(r: &serde_json::Value, app: &FlowApp, how: &str) {
     assert_eq!(checks(r, "profile"), [(issued, 0), (issued, 0)], "{how}");
     assert_eq!(checks(r, "items"), [(issued, 0)], "{how}");
     assert_eq!(number(r, "/requests/ok"), ITERATIONS + 2 * issued, "{how}: {r}");
+    // Per scenario: every iteration ended, completed with its token or abandoned without, and
+    // each completed one has its duration.
+    let user = scenario_entry(r, "user");
+    assert_eq!(iterations(user), (ITERATIONS, issued, tokenless), "{how}: {user}");
+    assert_eq!(number(user, "/durationSeconds/count"), issued, "{how}: {user}");
+}
+
+/// One scenario's entry in the report.
+fn scenario_entry<'a>(r: &'a serde_json::Value, wanted: &str) -> &'a serde_json::Value {
+    let list = r["scenarios"].as_array().unwrap_or_else(|| panic!("no scenarios in {r}"));
+    list.iter().find(|s| s["name"] == wanted).unwrap_or_else(|| panic!("no scenario {wanted} in {r}"))
+}
+
+/// A scenario's iterations, as (started, completed, abandoned).
+fn iterations(s: &serde_json::Value) -> (u64, u64, u64) {
+    (number(s, "/iterations/started"), number(s, "/iterations/completed"), number(s, "/iterations/abandoned"))
 }
 
 #[test]
@@ -282,6 +298,13 @@ name = "plain"
         assert_eq!((a1 + b1, a2, b2), (ITERATIONS, a1, b1), "{extra:?}: every iteration sent all its steps");
         assert_eq!(number(&r, "/abandoned"), 0, "{extra:?}: a last step leaves nothing to abandon: {r}");
         assert_eq!(number(&r, "/requests/ok"), 2 * ITERATIONS, "{extra:?}");
+        // Each scenario's iterations all completed, failed last step or not; only the flow's
+        // (one request at a time) have durations.
+        let (flow, plain) = (scenario_entry(&r, "flow"), scenario_entry(&r, "plain"));
+        assert_eq!(iterations(flow), (a1, a1, 0), "{extra:?}: {flow}");
+        assert_eq!(iterations(plain), (b1, b1, 0), "{extra:?}: {plain}");
+        assert_eq!(number(flow, "/durationSeconds/count"), a1, "{extra:?}: {flow}");
+        assert_eq!(number(plain, "/durationSeconds/count"), 0, "{extra:?}: {plain}");
     }
 }
 
@@ -322,6 +345,12 @@ name = "read"
         assert!((a_total - 0.6).abs() < 1e-6, "{extra:?}: six fixed pauses of 100 ms: {a_total}");
         assert!((0.12..=0.24).contains(&b_total), "{extra:?}: six of 20 to 40 ms: {b_total}");
         assert_eq!(number(&r, "/think/pauses"), 12, "{extra:?}: {r}");
+        // An iteration's duration has the pause between its steps, not the one after its last.
+        let read = scenario_entry(&r, "read");
+        assert_eq!(iterations(read), (6, 6, 0), "{extra:?}: {read}");
+        assert_eq!(number(read, "/durationSeconds/count"), 6, "{extra:?}: {read}");
+        let shortest = read["durationSeconds"]["min"].as_f64().expect("a shortest");
+        assert!(shortest >= 0.1, "{extra:?}: an iteration took {shortest} s, less than its 100 ms pause");
     }
 }
 

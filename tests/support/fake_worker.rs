@@ -146,6 +146,7 @@ pub fn stats(ok: u64, resets: u64) -> v1::Stats {
         service: Vec::new(),
         lateness: Vec::new(),
         names: Vec::new(),
+        scenarios: Vec::new(),
     }
 }
 

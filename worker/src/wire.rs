@@ -12,8 +12,9 @@ use volley_engine::{
     Check, CheckCounts, CheckPattern, CheckRule, CheckText, ConnectionIndices, Counters, Engine, EngineChoice,
     ErrorKind, ExtractSource, Extractor, HistogramError, JsonValue, Load, MAX_CHECKS, MAX_EXTRACTORS, MAX_NAMES,
     MAX_REDIRECTS, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_VARIABLES, Mix, NameStats, NamedRequest,
-    OnFailure, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario, Stage, Stats,
-    Stop, Table, Target, TargetError, Think, TlsOptions, Vocabulary, decode_histogram, encode_histogram, new_histogram,
+    OnFailure, Order, Plan, Protocol, QuicCongestion, Rate, RequestSpec, Requests, RingSupport, Scenario,
+    ScenarioStats, Stage, Stats, Stop, Table, Target, TargetError, Think, TlsOptions, Vocabulary, decode_histogram,
+    encode_histogram, new_histogram,
 };
 use volley_proto::PROTOCOL_VERSION;
 use volley_proto::v1;
@@ -515,10 +516,32 @@ fn load_from_proto(load: &v1::shard::Load) -> Load {
     }
 }
 
-/// How many names the mix of `shard` has (0 without a mix): the indices its worker's
-/// statistics may be kept under (see [`event_from_proto`]).
-pub fn shard_names(shard: &v1::Shard) -> usize {
-    shard.mix.iter().map(|r| r.name.as_str()).collect::<std::collections::HashSet<_>>().len()
+/// How many names and scenarios a shard's mix has: the indices its worker's statistics may be
+/// kept under. Statistics past them are refused before they are decoded, so a worker cannot
+/// make the controller hold histograms nobody asked for (each can grow to 264 KiB).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bounds {
+    pub names: usize,
+    pub scenarios: usize,
+}
+
+impl Bounds {
+    /// A mix of `names` names and no scenarios.
+    pub fn names(names: usize) -> Bounds {
+        Bounds { names, scenarios: 0 }
+    }
+}
+
+/// The bounds of the statistics of `shard` (see [`Bounds`]).
+pub fn shard_bounds(shard: &v1::Shard) -> Bounds {
+    let scenarios = match &shard.order {
+        Some(v1::shard::Order::Scenarios(s)) => s.scenarios.len(),
+        _ => 0,
+    };
+    Bounds {
+        names: shard.mix.iter().map(|r| r.name.as_str()).collect::<std::collections::HashSet<_>>().len(),
+        scenarios,
+    }
 }
 
 /// An HTTP token (RFC 9110): what a method or a header name may consist of.
@@ -548,6 +571,17 @@ pub fn stats_to_proto(stats: &Stats) -> v1::Stats {
                 latency: encode_unless_empty(&name.latency),
                 first_byte: encode_unless_empty(&name.ttfb),
                 checks: name.checks.iter().map(|c| v1::CheckCounts { passed: c.passed, failed: c.failed }).collect(),
+            })
+            .collect(),
+        scenarios: stats
+            .scenarios
+            .iter()
+            .map(|(index, s)| v1::ScenarioStats {
+                index: u32::try_from(index).unwrap_or(u32::MAX),
+                started: s.started,
+                completed: s.completed,
+                abandoned: s.abandoned,
+                duration: encode_unless_empty(&s.duration),
             })
             .collect(),
     }
@@ -587,11 +621,9 @@ fn counters_to_proto(c: &Counters) -> v1::Counters {
     }
 }
 
-/// The statistics in `stats`; an absent part (counters, a histogram's bytes) is empty. `names`
-/// is how many names the shard's mix has (0 without one): a name's statistics beyond them are
-/// refused before they are decoded, so a worker cannot make the controller hold histograms for
-/// names nobody asked for (each name's two can grow to 264 KiB apiece).
-pub fn stats_from_proto(stats: &v1::Stats, names: usize) -> Result<Stats, WireError> {
+/// The statistics in `stats`; an absent part (counters, a histogram's bytes) is empty. Those of
+/// a name or scenario past `bounds` are refused before they are decoded.
+pub fn stats_from_proto(stats: &v1::Stats, bounds: Bounds) -> Result<Stats, WireError> {
     let mut out = Stats::new();
     if let Some(c) = &stats.counters {
         out.counters = counters_from_proto(c)?;
@@ -607,7 +639,7 @@ pub fn stats_from_proto(stats: &v1::Stats, names: usize) -> Result<Stats, WireEr
     ] {
         *into = histogram_from_proto(bytes)?;
     }
-    let names = names.min(MAX_NAMES);
+    let names = bounds.names.min(MAX_NAMES);
     for name in &stats.names {
         let index = name.index as usize;
         if index >= names {
@@ -627,6 +659,25 @@ pub fn stats_from_proto(stats: &v1::Stats, names: usize) -> Result<Stats, WireEr
             latency: histogram_from_proto(&name.latency)?,
             ttfb: histogram_from_proto(&name.first_byte)?,
             checks: name.checks.iter().map(|c| CheckCounts { passed: c.passed, failed: c.failed }).collect(),
+        };
+    }
+    let scenarios = bounds.scenarios.min(MAX_SCENARIOS);
+    for scenario in &stats.scenarios {
+        let index = scenario.index as usize;
+        if index >= scenarios {
+            return Err(WireError::Stats(match scenarios {
+                0 => format!("statistics for scenario {index} in a run without scenarios"),
+                _ => format!("statistics for scenario {index}, past the {scenarios} scenarios of its run"),
+            }));
+        }
+        if out.scenarios.get(index).is_some() {
+            return Err(WireError::Stats(format!("statistics for scenario {index} twice")));
+        }
+        *out.scenarios.entry(index) = ScenarioStats {
+            started: scenario.started,
+            completed: scenario.completed,
+            abandoned: scenario.abandoned,
+            duration: histogram_from_proto(&scenario.duration)?,
         };
     }
     Ok(out)
@@ -773,9 +824,9 @@ pub fn event_to_proto(event: Event) -> v1::RunEvent {
     v1::RunEvent { event: Some(event) }
 }
 
-/// The event a worker sent, for a shard whose mix has `names` names (0 without a mix; see
-/// [`stats_from_proto`]). Accepted's io_uring has no kernel release here (Hello has it).
-pub fn event_from_proto(event: v1::RunEvent, names: usize) -> Result<Event, WireError> {
+/// The event a worker sent, for a shard of `bounds` (see [`stats_from_proto`]). Accepted's
+/// io_uring has no kernel release here (Hello has it).
+pub fn event_from_proto(event: v1::RunEvent, bounds: Bounds) -> Result<Event, WireError> {
     use v1::run_event::Event as E;
     let empty = v1::Stats::default();
     Ok(match event.event.ok_or(WireError::EmptyEvent)? {
@@ -787,10 +838,10 @@ pub fn event_from_proto(event: v1::RunEvent, names: usize) -> Result<Event, Wire
         E::Ready(r) => Event::Ready { connected: r.connected, failed: r.failed },
         E::Started(s) => Event::Started { at_nanos: s.at_worker_nanos },
         E::Interval(i) => {
-            Event::Interval { second: i.second, delta: stats_from_proto(i.delta.as_ref().unwrap_or(&empty), names)? }
+            Event::Interval { second: i.second, delta: stats_from_proto(i.delta.as_ref().unwrap_or(&empty), bounds)? }
         }
         E::Finished(f) => Event::Finished(Box::new(Outcome {
-            stats: stats_from_proto(f.stats.as_ref().unwrap_or(&empty), names)?,
+            stats: stats_from_proto(f.stats.as_ref().unwrap_or(&empty), bounds)?,
             duration: Duration::from_nanos(f.duration_nanos),
             threads: f.threads as usize,
             connections: f.connections as usize,
@@ -798,7 +849,7 @@ pub fn event_from_proto(event: v1::RunEvent, names: usize) -> Result<Event, Wire
             interrupted: f.interrupted,
             error_samples: error_samples_from_proto(&f.error_samples)?,
             stream_limit: Some(f.stream_limit).filter(|&l| l > 0),
-            warm_up: f.warm_up.as_ref().map(|w| stats_from_proto(w, names)).transpose()?,
+            warm_up: f.warm_up.as_ref().map(|w| stats_from_proto(w, bounds)).transpose()?,
             stopped_by: Some(f.stopped_by).filter(|why| !why.is_empty()),
         })),
         E::Failed(f) => Event::Failed(f.reason),

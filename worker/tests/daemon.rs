@@ -194,7 +194,7 @@ async fn hello_clock_and_a_run_of_500_requests() {
     let Event::Started(started) = run.next_but_intervals().await else { panic!("no Started") };
     assert!(started.at_worker_nanos + 2_000_000 >= at, "started {} before {at}", started.at_worker_nanos);
     let Event::Finished(finished) = run.next_but_intervals().await else { panic!("no Finished") };
-    let stats = wire::stats_from_proto(&finished.stats.expect("stats"), 0).expect("stats decode");
+    let stats = wire::stats_from_proto(&finished.stats.expect("stats"), wire::Bounds::default()).expect("stats decode");
     assert_eq!(stats.counters.ok, 500);
     assert_eq!(server.requests(), 500);
     assert_eq!(stats.histograms.latency.len(), 500);

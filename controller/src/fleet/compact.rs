@@ -7,7 +7,7 @@
 //! into a histogram it has the same counts, so the same encoding, percentiles, min, max and mean.
 
 use hdrhistogram::Histogram;
-use volley_engine::{Counters, Histograms, Names, Stats, new_histogram};
+use volley_engine::{Counters, Histograms, Names, Scenarios, Stats, new_histogram};
 
 /// Sub-buckets per bucket of volley's histograms (1 ns lowest, 3 significant digits: the
 /// smallest power of two above 2 × 10³), and its half's magnitude.
@@ -95,8 +95,9 @@ impl Sparse {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CompactStats {
     counters: Counters,
-    /// A mix's names, as they are (empty without a mix).
+    /// A mix's names and scenarios, as they are (empty without).
     names: Names,
+    scenarios: Scenarios,
     latency: Sparse,
     service: Sparse,
     lateness: Sparse,
@@ -115,6 +116,7 @@ impl CompactStats {
     pub(crate) fn merge(&mut self, s: &Stats) {
         self.counters.merge(&s.counters);
         self.names.merge(&s.names);
+        self.scenarios.merge(&s.scenarios);
         let h = &s.histograms;
         for (into, from) in [
             (&mut self.latency, &h.latency),
@@ -141,6 +143,7 @@ impl CompactStats {
                 hold: self.hold.to_histogram(),
             },
             names: self.names.clone(),
+            scenarios: self.scenarios.clone(),
         }
     }
 }

@@ -38,13 +38,13 @@ pub(crate) enum LinkEvent {
 /// A worker's event in its wire form, with what decoding it needs.
 pub(crate) struct Encoded {
     pub message: v1::RunEvent,
-    /// The shard's mix names: statistics for others are refused.
-    pub names: usize,
+    /// The shard's names and scenarios: statistics for others are refused.
+    pub bounds: wire::Bounds,
 }
 
 impl Encoded {
     pub(crate) fn decode(self) -> Result<Event, String> {
-        wire::event_from_proto(self.message, self.names).map_err(|e| format!("unreadable event: {e}"))
+        wire::event_from_proto(self.message, self.bounds).map_err(|e| format!("unreadable event: {e}"))
     }
 
     /// An interval: decoded by the run's thread, not by the runtime that sends the heartbeats.

@@ -56,9 +56,10 @@ pub(crate) struct Shard {
 /// the statistics twice (the measurement and the warm-up), each name with a latency and a
 /// first-byte histogram; 1,000 names of 10,000 samples spread over a second came to 4.45 MB in
 /// one copy, so 256 KiB a name leaves room for far wider distributions, and the bound stays
-/// one the user chose by the size of the mix.
-fn reply_limit(names: usize) -> usize {
-    (4 << 20) + names.saturating_mul(256 << 10)
+/// one the user chose by the size of the mix. A scenario's one histogram (its iterations'
+/// durations) gets as much room.
+fn reply_limit(bounds: wire::Bounds) -> usize {
+    (4 << 20) + bounds.names.saturating_add(bounds.scenarios).saturating_mul(256 << 10)
 }
 
 /// Drives one worker until its run ends; whatever goes wrong arrives as a Failed event.
@@ -86,10 +87,10 @@ async fn drive_run(
     results: Arc<Semaphore>,
 ) -> Result<(), String> {
     let channel = connect(address, access).await?;
-    // Statistics for names the shard does not have are refused as they are decoded, and the
-    // replies are bounded by how many it has.
-    let names = wire::shard_names(&part.shard);
-    let reply_limit = reply_limit(names);
+    // Statistics for names or scenarios the shard does not have are refused as they are
+    // decoded, and the replies are bounded by how many it has.
+    let bounds = wire::shard_bounds(&part.shard);
+    let reply_limit = reply_limit(bounds);
     let token = access.token.clone();
     let mut client = WorkerClient::with_interceptor(channel, move |mut request: tonic::Request<()>| {
         if let Some(token) = &token {
@@ -176,16 +177,16 @@ async fn drive_run(
         tokio::select! {
             message = stream.message() => match message {
                 Ok(Some(message)) if Encoded::is_interval(&message) => {
-                    let _ = events.send((index, LinkEvent::Encoded(Box::new(Encoded { message, names }))));
+                    let _ = events.send((index, LinkEvent::Encoded(Box::new(Encoded { message, bounds }))));
                 }
                 Ok(Some(message)) if Encoded::is_result(&message) => {
                     let held = results.acquire_owned().await.map_err(|_| "the run ended")?;
-                    let event = Encoded { message, names }.decode()?;
+                    let event = Encoded { message, bounds }.decode()?;
                     let _ = events.send((index, LinkEvent::Held(event, held)));
                     return Ok(());
                 }
                 Ok(Some(message)) => {
-                    let mut event = wire::event_from_proto(message, names).map_err(|e| format!("unreadable event: {e}"))?;
+                    let mut event = wire::event_from_proto(message, bounds).map_err(|e| format!("unreadable event: {e}"))?;
                     if let Event::Accepted { ring, .. } = &mut event {
                         // The kernel came with Hello, not with every event.
                         ring.kernel.clone_from(&kernel);

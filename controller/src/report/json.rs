@@ -5,7 +5,7 @@
 use base64::Engine;
 use hdrhistogram::Histogram;
 use serde_json::{Map, Value, json};
-use volley_engine::{Counters, ErrorKind, RingSupport, Stats, encode_histogram};
+use volley_engine::{Counters, ErrorKind, RingSupport, ScenarioStats, Stats, encode_histogram};
 
 use super::digest::{Digest, HistogramDigest};
 use super::{NameLine, PERCENTILES, Report, WorkerLine, per_sec};
@@ -72,9 +72,25 @@ pub(crate) fn to_json(r: &Report) -> Value {
     })
 }
 
-/// A scenario run's scenarios and their weights; empty otherwise.
+/// A scenario run's scenarios: each one's weight, its iterations (started, completed,
+/// abandoned) and, for a flow, their durations with the histogram that lets saved reports
+/// merge them exactly; empty without scenarios.
 fn scenarios(r: &Report) -> Value {
-    r.scenarios.iter().map(|s| json!({ "name": s.name, "weight": s.weight })).collect()
+    let empty = ScenarioStats::default();
+    r.scenarios
+        .iter()
+        .enumerate()
+        .map(|(index, line)| {
+            let s = r.stats.scenarios.get(index).unwrap_or(&empty);
+            json!({
+                "name": line.name,
+                "weight": line.weight,
+                "iterations": { "started": s.started, "completed": s.completed, "abandoned": s.abandoned },
+                "durationSeconds": summary(&s.duration),
+                "histograms": { "duration": encode(&s.duration) },
+            })
+        })
+        .collect()
 }
 
 /// The feeders, and what was taken of them: rows taken over all of them, and the engine
@@ -107,14 +123,14 @@ fn warm_up(w: &super::WarmUp) -> Value {
     })
 }
 
-/// One name of a mix: its outcomes, statuses and latencies, with the histograms that let
-/// saved reports merge it exactly. Its counters hold nothing else (bytes, connections and the
 /// Think-time pauses and their total, in seconds: what a flow's users spent between steps,
 /// outside every latency.
 fn think(c: &Counters) -> Value {
     json!({ "pauses": c.thinks, "totalSeconds": c.think_nanos as f64 / 1e9 })
 }
 
+/// One name of a mix: its outcomes, statuses and latencies, with the histograms that let
+/// saved reports merge it exactly. Its counters hold nothing else (bytes, connections and the
 /// schedule are the run's).
 fn name(line: &NameLine, duration: std::time::Duration) -> Value {
     let s = &line.stats;

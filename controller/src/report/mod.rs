@@ -773,7 +773,7 @@ mod tests {
                 all.counters.ok += 1;
             }
             // Through the wire, as a remote worker's result travels.
-            let travelled = wire::stats_from_proto(&wire::stats_to_proto(&mine), 0).unwrap();
+            let travelled = wire::stats_from_proto(&wire::stats_to_proto(&mine), wire::Bounds::default()).unwrap();
             workers.push(WorkerLine::measured(&format!("w{w}"), travelled));
         }
         let report = Report::from_workers("http://x/".into(), workers, true, false, Vec::new());

@@ -9,8 +9,8 @@ use base64::Engine;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 use volley_engine::{
-    CheckCounts, Counters, ErrorKind, MAX_CHECKS, MAX_NAMES, MAX_SCENARIOS, NameStats, QuicCongestion, Stats,
-    decode_histogram,
+    CheckCounts, Counters, ErrorKind, MAX_CHECKS, MAX_NAMES, MAX_SCENARIOS, NameStats, QuicCongestion, ScenarioStats,
+    Stats, decode_histogram, new_histogram,
 };
 
 use super::{HttpVersion, Protocols, Report, ScenarioLine, WorkerLine};
@@ -57,13 +57,6 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
         let bad = |why: String| CliError::BadReport { path: path.clone(), why };
         let report: Value = serde_json::from_str(text).map_err(|e| bad(format!("not a JSON report: {e}")))?;
         let url = one_line(report["url"].as_str().unwrap_or_default());
-        for s in report["scenarios"].as_array().into_iter().flatten() {
-            let name = one_line(s["name"].as_str().unwrap_or_default());
-            let weight = s["weight"].as_u64().and_then(|w| u32::try_from(w).ok()).unwrap_or(1);
-            if !scenarios.iter().any(|known| known.name == name) && scenarios.len() < MAX_SCENARIOS {
-                scenarios.push(ScenarioLine { name, weight });
-            }
-        }
         if !urls.contains(&url) {
             urls.push(url);
         }
@@ -92,6 +85,26 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
         let seconds = report["warmUp"]["seconds"].as_u64().and_then(|s| u32::try_from(s).ok()).unwrap_or(0);
         warm_up_seconds = warm_up_seconds.max(seconds);
         let mut line = line(path, &report).map_err(bad)?;
+        // Scenarios go by name too, each with the weight it first had.
+        for entry in report["scenarios"].as_array().into_iter().flatten() {
+            let name = one_line(entry["name"].as_str().unwrap_or_default());
+            let index = match scenarios.iter().position(|known| known.name == name) {
+                Some(index) => index,
+                None if scenarios.len() < MAX_SCENARIOS => {
+                    let weight = entry["weight"].as_u64().and_then(|w| u32::try_from(w).ok()).unwrap_or(1);
+                    scenarios.push(ScenarioLine { name, weight });
+                    scenarios.len() - 1
+                }
+                None => {
+                    return Err(bad(format!(
+                        "its scenarios and those of the reports before it are more than the {MAX_SCENARIOS} a run may have"
+                    )));
+                }
+            };
+            if let Some(measured) = &mut line.stats {
+                *measured.scenarios.entry(index) = scenario(entry).map_err(bad)?;
+            }
+        }
         for (name, mut stats, check_names) in mix_names(&report).map_err(bad)? {
             let index = match names.iter().position(|n| *n == name) {
                 Some(index) => index,
@@ -392,6 +405,28 @@ fn histogram(r: &Value, field: &str) -> Result<Option<Histogram<u64>>, String> {
         .decode(text)
         .map_err(|e| format!("histograms.{field} is not base64: {e}"))?;
     decode_histogram(&bytes).map(Some).map_err(|e| format!("histograms.{field}: {e}"))
+}
+
+/// A scenario's iterations and durations (reports from before they were counted have none:
+/// zeros and an empty histogram).
+fn scenario(entry: &Value) -> Result<ScenarioStats, String> {
+    let iterations = &entry["iterations"];
+    let n = |field: &str| iterations[field].as_u64().unwrap_or(0);
+    let s = ScenarioStats {
+        started: n("started"),
+        completed: n("completed"),
+        abandoned: n("abandoned"),
+        duration: histogram(entry, "duration")?.unwrap_or_else(new_histogram),
+    };
+    if s.duration.len() > s.completed {
+        return Err(format!(
+            "its scenario '{}' has {} iteration durations but {} completed iterations",
+            one_line(entry["name"].as_str().unwrap_or_default()),
+            s.duration.len(),
+            s.completed
+        ));
+    }
+    Ok(s)
 }
 
 /// A report's `think` (absent in reports from before think time was reported): the pauses and

@@ -117,6 +117,9 @@ pub(crate) fn to_text(r: &Report) -> String {
     if hold.max() > 0 {
         summary_line(&mut out, "Client hold (ms):", hold);
     }
+    if !r.scenarios.is_empty() {
+        scenarios(&mut out, r);
+    }
     if !r.names.is_empty() {
         names(&mut out, r);
         checks(&mut out, r, std::io::stdout().is_terminal());
@@ -158,19 +161,60 @@ fn names(out: &mut String, r: &Report) {
             ]
         })
         .collect();
-    let width = |column: usize| {
-        rows.iter().map(|row| row[column].chars().count()).chain([HEAD[column].chars().count()]).max().unwrap_or(0)
-    };
-    let widths: Vec<usize> = (0..HEAD.len()).map(width).collect();
     let _ = writeln!(out, "Names (latency in ms):");
-    let head = HEAD.map(String::from);
-    for row in std::iter::once(&head).chain(&rows) {
-        // The name and the status codes read from the left, the numbers line up on the right.
+    // The name and the status codes read from the left, the numbers line up on the right.
+    table(out, HEAD, &rows, true);
+}
+
+/// A scenario run: per scenario, its iterations and (for a flow, whose iterations are a user's
+/// journey) how long the completed ones took.
+fn scenarios(out: &mut String, r: &Report) {
+    const HEAD: [&str; 9] = ["scenario", "weight", "started", "completed", "abandoned", "p50", "p90", "p99", "max"];
+    let empty = volley_engine::ScenarioStats::default();
+    let rows: Vec<[String; 9]> = r
+        .scenarios
+        .iter()
+        .enumerate()
+        .map(|(index, line)| {
+            let s = r.stats.scenarios.get(index).unwrap_or(&empty);
+            let d = &s.duration;
+            let at = |q: f64| if d.is_empty() { "-".to_string() } else { ms(d.value_at_quantile(q)) };
+            [
+                one_line(&line.name),
+                line.weight.to_string(),
+                s.started.to_string(),
+                s.completed.to_string(),
+                s.abandoned.to_string(),
+                at(0.5),
+                at(0.9),
+                at(0.99),
+                if d.is_empty() { "-".to_string() } else { ms(d.max()) },
+            ]
+        })
+        .collect();
+    let _ = writeln!(out, "Scenarios (iteration duration in ms, flows only; think time included):");
+    table(out, HEAD, &rows, false);
+}
+
+/// `rows` under `head`, each column as wide as its widest cell: the first column reads from
+/// the left, the others line up on the right, but the last, which reads from the left when
+/// `last_left`.
+fn table<const N: usize>(out: &mut String, head: [&str; N], rows: &[[String; N]], last_left: bool) {
+    let width = |column: usize| {
+        rows.iter().map(|row| row[column].chars().count()).chain([head[column].chars().count()]).max().unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..N).map(width).collect();
+    let head = head.map(String::from);
+    let right = if last_left { N - 1 } else { N };
+    for row in std::iter::once(&head).chain(rows) {
         let _ = write!(out, "  {:<w$}", row[0], w = widths[0]);
-        for (cell, w) in row[1..9].iter().zip(&widths[1..9]) {
+        for (cell, w) in row[1..right].iter().zip(&widths[1..right]) {
             let _ = write!(out, "  {cell:>w$}");
         }
-        let _ = writeln!(out, "  {}", row[9]);
+        if last_left {
+            let _ = write!(out, "  {}", row[N - 1]);
+        }
+        out.push('\n');
     }
 }
 

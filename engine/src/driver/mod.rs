@@ -82,6 +82,9 @@ pub(crate) struct Shared {
     pub redirects: Option<crate::plan::Redirects>,
     /// The requests are the steps of these scenarios, taken as iterations.
     pub scenarios: Option<Box<[crate::plan::Scenario]>>,
+    /// Per request: its scenario and whether an iteration ends with it; empty without
+    /// scenarios.
+    pub steps: Box<[crate::plan::StepOf]>,
     /// Per request: the feeders its templates use (bit i: feeder i).
     pub feeder_uses: Box<[u32]>,
     pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,

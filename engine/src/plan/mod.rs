@@ -22,6 +22,7 @@ pub(crate) use ramp::ConnectionRamp;
 pub use ramp::{ConnectionIndices, connections_at};
 pub use redirects::{DEFAULT_REDIRECTS, MAX_REDIRECTS};
 pub(crate) use redirects::{Hops, LOCATION_VAR, Redirects, path_and_query};
+pub(crate) use requests::StepOf;
 pub use requests::{
     MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, Mix, NamedRequest, Order, Requests, Scenario, is_request_path,
 };

@@ -90,6 +90,15 @@ pub struct Scenario {
     pub steps: u32,
 }
 
+/// A step's place among a run's scenarios.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StepOf {
+    /// The scenario's index among the run's.
+    pub scenario: u16,
+    /// It is the scenario's last step: an iteration ends with it.
+    pub last: bool,
+}
+
 /// Whether `path` may go into a request line (and HTTP/2's and HTTP/3's `:path`) as it is: it
 /// starts with `/` and holds no blank or control byte, which would end the line early or
 /// smuggle in a request of its own.
@@ -307,6 +316,19 @@ impl Mix {
     }
 
     /// For each request, the index of its name in [`Mix::names`].
+    /// Per request, with scenarios: its scenario's index, and whether it is its last step (an
+    /// iteration ends with it). Empty without scenarios.
+    pub(crate) fn scenario_steps(&self) -> Vec<StepOf> {
+        let mut steps = Vec::with_capacity(self.requests.len());
+        for (index, scenario) in self.order.scenarios().unwrap_or(&[]).iter().enumerate() {
+            for step in 0..scenario.steps {
+                steps.push(StepOf { scenario: index as u16, last: step + 1 == scenario.steps });
+            }
+        }
+        steps.truncate(self.requests.len());
+        steps
+    }
+
     pub(crate) fn name_indices(&self) -> Vec<u16> {
         let mut index: std::collections::HashMap<&str, u16> = std::collections::HashMap::new();
         self.requests

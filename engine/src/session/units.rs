@@ -96,19 +96,19 @@ impl<'a> Units<'a> {
             Stats::record(counters, &mut self.stats.histograms.lateness, lateness);
         }
         self.taken += 1;
-        Some(Start { due, request: self.pick() })
+        Some(Start { due, request: self.pick(due) })
     }
 
-    /// The request taken next for a unit of the schedule, and the connection moves on; with
-    /// scenarios, the unit is an iteration and this its first step.
+    /// The request taken next for a unit of the schedule due at `due`, and the connection moves
+    /// on; with scenarios, the unit is an iteration and this its first step.
     #[inline]
-    fn pick(&mut self) -> u32 {
+    fn pick(&mut self, due: Instant) -> u32 {
         match &mut self.picks {
             None => 0,
             Some((cursor, picker)) => {
-                self.stats.counters.iterations += u64::from(picker.has_scenarios());
                 cursor.iterations += 1;
                 let request = picker.advance(cursor);
+                picker.start_iteration(cursor, request, due, self.stats);
                 self.stats.counters.feeder_rows += picker.take_rows(cursor, request);
                 request
             }
@@ -152,7 +152,7 @@ impl<'a> Units<'a> {
         }
         self.schedule.drop_claim();
         self.taken += 1;
-        Some(self.pick())
+        Some(self.pick(Instant::now()))
     }
 
     /// Whether a request may still come from here, now or later (nothing is taken): the
@@ -206,6 +206,8 @@ pub(crate) struct Cursor {
     /// in a row its step has followed.
     location: Option<Box<Url>>,
     hops: u8,
+    /// With scenarios: when the iteration under way was due to start.
+    started: Option<Instant>,
 }
 
 impl Cursor {
@@ -223,6 +225,7 @@ impl Cursor {
             cookie: Vec::new(),
             location: None,
             hops: 0,
+            started: None,
         }
     }
 
@@ -233,6 +236,11 @@ impl Cursor {
         self.hops = self.hops.saturating_add(1);
         self.location = Some(Box::new(url));
         self.again.push(hop);
+    }
+
+    /// How long the iteration under way has taken at `at`, from when it was due to start.
+    pub(crate) fn iteration_took(&self, at: Instant) -> Option<Duration> {
+        self.started.map(|started| at.saturating_duration_since(started))
     }
 
     /// Its step's redirects are over: it had its answer, or failed.
@@ -522,9 +530,15 @@ impl Picker {
         self.heads.get(request as usize).copied().unwrap_or(false)
     }
 
-    /// Requests come as the steps of scenarios: a unit of the schedule is an iteration.
-    pub(crate) fn has_scenarios(&self) -> bool {
-        self.scenarios.is_some()
+    /// With scenarios: `cursor` starts an iteration with `request`, due at `due`, counted in
+    /// `stats` (the run's and its scenario's).
+    pub(crate) fn start_iteration(&self, cursor: &mut Cursor, request: u32, due: Instant, stats: &mut Stats) {
+        let Some(scenarios) = &self.scenarios else { return };
+        cursor.started = Some(due);
+        stats.counters.iterations += 1;
+        // The scenario whose first request is the last at or before `request`.
+        let index = scenarios.cumulative.partition_point(|&(_, first)| first <= request).saturating_sub(1);
+        stats.scenarios.entry(index).started += 1;
     }
 
     /// Whether what `cursor` sends next goes on iterations already started (a step to send

@@ -126,6 +126,12 @@ impl Default for Counters {
 }
 
 impl Counters {
+    /// A user paused for `paused` after an answer (or a failure).
+    pub(crate) fn think(&mut self, paused: std::time::Duration) {
+        self.thinks += 1;
+        self.think_nanos = self.think_nanos.saturating_add(super::nanos_of(paused));
+    }
+
     pub fn error(&mut self, kind: ErrorKind) {
         self.errors[kind.index()] += 1;
     }

@@ -4,13 +4,17 @@ mod counters;
 mod histogram;
 mod names;
 mod retry_after;
+mod scenarios;
 mod spans;
+mod table;
 
 pub use counters::{Counters, ErrorKind};
 pub use histogram::{HistogramError, decode_histogram, encode_histogram, new_histogram};
 pub use names::{NameStats, Names};
 pub use retry_after::{RetryAfter, RetryAfterCounts};
+pub use scenarios::{ScenarioStats, Scenarios};
 pub(crate) use spans::Spans;
+pub use table::Merge;
 
 use hdrhistogram::Histogram;
 use std::time::Duration;
@@ -77,6 +81,8 @@ pub struct Stats {
     /// A mix's statistics per name (empty without a mix): each request is in its name's as
     /// well as in `counters` and `histograms`.
     pub names: Names,
+    /// A scenario run's statistics per scenario (empty otherwise), by its index.
+    pub scenarios: Scenarios,
 }
 
 impl Stats {
@@ -88,6 +94,7 @@ impl Stats {
         self.counters.merge(&other.counters);
         self.histograms.merge(&other.histograms);
         self.names.merge(&other.names);
+        self.scenarios.merge(&other.scenarios);
     }
 
     /// Records one sample, clamping (and counting) a value beyond the histogram's range so that
@@ -98,7 +105,7 @@ impl Stats {
 
     /// Records `n` samples of one value, as [`Stats::record`] does one.
     pub(crate) fn record_n(counters: &mut Counters, hist: &mut Histogram<u64>, value: Duration, n: u64) {
-        let mut nanos = u64::try_from(value.as_nanos()).unwrap_or(u64::MAX).max(1);
+        let mut nanos = nanos_of(value).max(1);
         if nanos > histogram::HIGHEST {
             counters.clamped += n;
             nanos = histogram::HIGHEST;
@@ -107,6 +114,11 @@ impl Stats {
         // clamp to what the counts cover so far); within HIGHEST it cannot fail.
         hist.record_n(nanos, n).expect("a value within HIGHEST fits an auto-resizing histogram");
     }
+}
+
+/// `d` in nanoseconds, saturating (at 584 years).
+pub(crate) fn nanos_of(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// One interval's worth of progress, handed out once per second while a run goes on.

@@ -7,6 +7,7 @@
 
 use hdrhistogram::Histogram;
 
+use super::table::{Merge, Table};
 use super::{Counters, new_histogram};
 use crate::plan::CheckCounts;
 
@@ -54,40 +55,11 @@ impl Default for NameStats {
 }
 
 /// Each name's statistics, by its index; a name with nothing counted yet has none.
-#[derive(Debug, Clone, Default)]
-pub struct Names(Vec<Option<Box<NameStats>>>);
+pub type Names = Table<NameStats>;
 
-impl Names {
-    /// The statistics of name `index`, made empty when it has none yet.
-    pub fn entry(&mut self, index: usize) -> &mut NameStats {
-        if self.0.len() <= index {
-            self.0.resize_with(index + 1, || None);
-        }
-        self.0[index].get_or_insert_with(Box::default)
-    }
-
-    pub fn get(&self, index: usize) -> Option<&NameStats> {
-        self.0.get(index).and_then(|s| s.as_deref())
-    }
-
-    /// The names with statistics, by index, in order.
-    pub fn iter(&self) -> impl Iterator<Item = (usize, &NameStats)> {
-        self.0.iter().enumerate().filter_map(|(i, s)| s.as_deref().map(|s| (i, s)))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.iter().all(Option::is_none)
-    }
-
-    /// One past the highest index with statistics.
-    pub fn len(&self) -> usize {
-        self.0.iter().rposition(Option::is_some).map_or(0, |i| i + 1)
-    }
-
-    pub fn merge(&mut self, other: &Names) {
-        for (index, stats) in other.iter() {
-            self.entry(index).merge(stats);
-        }
+impl Merge for NameStats {
+    fn merge(&mut self, other: &Self) {
+        NameStats::merge(self, other);
     }
 }
 

@@ -372,7 +372,8 @@ fn a_mix_survives_the_wire_exactly_in_every_part_of_a_split() {
             let wire = shard_to_proto(&part);
             assert_eq!(wire.mix.len(), 3);
             assert!(wire.method.is_empty() && wire.headers.is_empty() && wire.body.is_empty());
-            assert_eq!(shard_names(&wire), 2);
+            let scenarios = if order.scenarios().is_some() { 2 } else { 0 };
+            assert_eq!(shard_bounds(&wire), Bounds { names: 2, scenarios });
             let back = shard_from_proto(&wire).expect("valid");
             assert_same_plan(&back, &part);
             assert_eq!(back.requests, part.requests);
@@ -390,7 +391,7 @@ fn a_mix_survives_the_wire_exactly_in_every_part_of_a_split() {
     // The one request has no mix, no order and no names.
     let one = shard_to_proto(&plan(Stop::Requests(1000)));
     assert!(one.mix.is_empty() && one.order.is_none());
-    assert_eq!(shard_names(&one), 0);
+    assert_eq!(shard_bounds(&one), Bounds::default());
 }
 
 #[test]
@@ -707,6 +708,11 @@ fn assert_same_stats(a: &Stats, b: &Stats) {
         assert_same_histogram(&x.latency, &y.latency);
         assert_same_histogram(&x.ttfb, &y.ttfb);
     }
+    assert_eq!(a.scenarios.len(), b.scenarios.len());
+    for ((i, x), (j, y)) in a.scenarios.iter().zip(b.scenarios.iter()) {
+        assert_eq!((i, x.started, x.completed, x.abandoned), (j, y.started, y.completed, y.abandoned));
+        assert_same_histogram(&x.duration, &y.duration);
+    }
     for (x, y) in [
         (&a.histograms.latency, &b.histograms.latency),
         (&a.histograms.connect, &b.histograms.connect),
@@ -722,7 +728,7 @@ fn assert_same_stats(a: &Stats, b: &Stats) {
 #[test]
 fn stats_survive_the_wire_exactly() {
     let s = sample_stats();
-    let back = stats_from_proto(&stats_to_proto(&s), 0).expect("decodes");
+    let back = stats_from_proto(&stats_to_proto(&s), Bounds::names(0)).expect("decodes");
     assert_same_stats(&s, &back);
     assert_eq!(back.counters.statuses().collect::<Vec<_>>(), vec![(200, 1200), (404, 30), (503, 4)]);
     assert_eq!(back.counters.errors_of(ErrorKind::Tls), 41);
@@ -736,7 +742,7 @@ fn stats_per_name_survive_the_wire_exactly_and_names_without_any_stay_absent() {
     let wire = stats_to_proto(&s);
     assert_eq!(wire.names.iter().map(|n| n.index).collect::<Vec<_>>(), [0, 2], "only names with counts are sent");
     assert!(wire.names[1].latency.is_empty() && wire.names[1].first_byte.is_empty(), "no latency, no bytes");
-    let back = stats_from_proto(&wire, 3).expect("decodes");
+    let back = stats_from_proto(&wire, Bounds::names(3)).expect("decodes");
     assert_same_stats(&s, &back);
     assert!(back.names.get(1).is_none());
     let home = back.names.get(0).expect("sent");
@@ -749,37 +755,65 @@ fn stats_per_name_survive_the_wire_exactly_and_names_without_any_stay_absent() {
 #[test]
 fn stats_for_a_name_the_mix_does_not_have_or_for_one_twice_are_refused() {
     let wire = stats_to_proto(&sample_stats_with_names());
-    let err = stats_from_proto(&wire, 2).expect_err("past the mix").to_string();
+    let err = stats_from_proto(&wire, Bounds::names(2)).expect_err("past the mix").to_string();
     assert!(err.contains("name 2, past the 2 names of its mix"), "{err}");
-    let err = stats_from_proto(&wire, 0).expect_err("no mix").to_string();
+    let err = stats_from_proto(&wire, Bounds::names(0)).expect_err("no mix").to_string();
     assert!(err.contains("name 0 in a run without a mix"), "{err}");
     // However many names the caller says, no index reaches MAX_NAMES.
     let mut far = wire.clone();
     far.names[1].index = MAX_NAMES as u32;
-    let err = stats_from_proto(&far, usize::MAX).expect_err("past every mix").to_string();
+    let err = stats_from_proto(&far, Bounds::names(usize::MAX)).expect_err("past every mix").to_string();
     assert!(err.contains(&format!("name {MAX_NAMES}, past the {MAX_NAMES} names")), "{err}");
     far.names[1].index = u32::MAX;
-    assert!(matches!(stats_from_proto(&far, usize::MAX), Err(WireError::Stats(_))));
+    assert!(matches!(stats_from_proto(&far, Bounds::names(usize::MAX)), Err(WireError::Stats(_))));
     let mut twice = wire.clone();
     twice.names[1].index = 0;
-    let err = stats_from_proto(&twice, 3).expect_err("twice").to_string();
+    let err = stats_from_proto(&twice, Bounds::names(3)).expect_err("twice").to_string();
     assert!(err.contains("name 0 twice"), "{err}");
     let mut broken = wire.clone();
     broken.names[0].first_byte = b"garbage".to_vec();
-    assert!(matches!(stats_from_proto(&broken, 3), Err(WireError::Histogram(_))));
+    assert!(matches!(stats_from_proto(&broken, Bounds::names(3)), Err(WireError::Histogram(_))));
     let mut broken = wire.clone();
     broken.names[0].counters.as_mut().expect("counters").status.insert(1_000, 1);
-    assert!(matches!(stats_from_proto(&broken, 3), Err(WireError::Stats(_))));
+    assert!(matches!(stats_from_proto(&broken, Bounds::names(3)), Err(WireError::Stats(_))));
     // Counts of more checks than a run may have are refused before they are kept.
     let mut many = wire;
     many.names[0].checks = vec![v1::CheckCounts { passed: 1, failed: 0 }; MAX_CHECKS + 1];
-    let err = stats_from_proto(&many, 3).expect_err("too many checks").to_string();
+    let err = stats_from_proto(&many, Bounds::names(3)).expect_err("too many checks").to_string();
     assert!(err.contains(&format!("counts of {} checks for name 0", MAX_CHECKS + 1)), "{err}");
 }
 
 #[test]
+fn stats_per_scenario_survive_the_wire_exactly_and_past_the_run_s_scenarios_are_refused() {
+    let mut s = Stats::new();
+    let flow = s.scenarios.entry(1);
+    (flow.started, flow.completed, flow.abandoned) = (40, 31, 7);
+    for ms in [3, 9, 27] {
+        flow.duration.record(ms * 1_000_000).expect("in range");
+    }
+    let wire = stats_to_proto(&s);
+    assert_eq!(wire.scenarios.iter().map(|x| x.index).collect::<Vec<_>>(), [1], "only scenarios with counts");
+    let back = stats_from_proto(&wire, Bounds { names: 0, scenarios: 2 }).expect("decodes");
+    assert!(back.scenarios.get(0).is_none());
+    let flow = back.scenarios.get(1).expect("sent");
+    assert_eq!((flow.started, flow.completed, flow.abandoned), (40, 31, 7));
+    assert_same_histogram(&flow.duration, &s.scenarios.get(1).expect("kept").duration);
+    let err = stats_from_proto(&wire, Bounds { names: 0, scenarios: 1 }).expect_err("past").to_string();
+    assert!(err.contains("scenario 1, past the 1 scenarios of its run"), "{err}");
+    let err = stats_from_proto(&wire, Bounds::names(3)).expect_err("none").to_string();
+    assert!(err.contains("scenario 1 in a run without scenarios"), "{err}");
+    let mut twice = wire.clone();
+    twice.scenarios.push(twice.scenarios[0].clone());
+    let err = stats_from_proto(&twice, Bounds { names: 0, scenarios: 2 }).expect_err("twice").to_string();
+    assert!(err.contains("scenario 1 twice"), "{err}");
+    let mut broken = wire;
+    broken.scenarios[0].duration = b"garbage".to_vec();
+    assert!(matches!(stats_from_proto(&broken, Bounds { names: 0, scenarios: 2 }), Err(WireError::Histogram(_))));
+}
+
+#[test]
 fn absent_stats_are_empty() {
-    let empty = stats_from_proto(&v1::Stats::default(), 0).expect("empty is fine");
+    let empty = stats_from_proto(&v1::Stats::default(), Bounds::names(0)).expect("empty is fine");
     assert_same_stats(&empty, &Stats::new());
 }
 
@@ -787,13 +821,13 @@ fn absent_stats_are_empty() {
 fn broken_stats_are_refused() {
     let mut p = stats_to_proto(&sample_stats());
     p.latency = b"garbage".to_vec();
-    assert!(matches!(stats_from_proto(&p, 0), Err(WireError::Histogram(_))));
+    assert!(matches!(stats_from_proto(&p, Bounds::names(0)), Err(WireError::Histogram(_))));
     let mut p = stats_to_proto(&sample_stats());
     p.counters.as_mut().expect("counters").status.insert(70_000, 1);
-    assert!(matches!(stats_from_proto(&p, 0), Err(WireError::Stats(_))));
+    assert!(matches!(stats_from_proto(&p, Bounds::names(0)), Err(WireError::Stats(_))));
     let mut p = stats_to_proto(&sample_stats());
     p.counters.as_mut().expect("counters").retry_after.insert(1_000, 1);
-    assert!(matches!(stats_from_proto(&p, 0), Err(WireError::Stats(_))));
+    assert!(matches!(stats_from_proto(&p, Bounds::names(0)), Err(WireError::Stats(_))));
 }
 
 #[test]
@@ -875,7 +909,7 @@ fn events_survive_the_wire() {
         Event::Failed("the target went away".into()),
     ];
     for event in events {
-        let back = event_from_proto(event_to_proto(event.clone()), 3).expect("decodes");
+        let back = event_from_proto(event_to_proto(event.clone()), Bounds::names(3)).expect("decodes");
         match (&event, &back) {
             (
                 Event::Accepted { threads: a, connections: b, ring: r },
@@ -920,8 +954,8 @@ fn events_survive_the_wire() {
             _ => panic!("{event:?} came back as {back:?}"),
         }
     }
-    assert!(matches!(event_from_proto(v1::RunEvent { event: None }, 0), Err(WireError::EmptyEvent)));
+    assert!(matches!(event_from_proto(v1::RunEvent { event: None }, Bounds::names(0)), Err(WireError::EmptyEvent)));
     // A worker's names are held to its shard's mix in every event that carries statistics.
     let interval = Event::Interval { second: 1, delta: sample_stats_with_names() };
-    assert!(matches!(event_from_proto(event_to_proto(interval), 2), Err(WireError::Stats(_))));
+    assert!(matches!(event_from_proto(event_to_proto(interval), Bounds::names(2)), Err(WireError::Stats(_))));
 }

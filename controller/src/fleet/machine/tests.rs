@@ -512,7 +512,10 @@ fn the_warm_up_is_neither_judged_nor_counted_against_the_budget() {
 /// `event` as a remote worker's link hands it over: in its wire form.
 fn encoded(event: LinkEvent) -> LinkEvent {
     let LinkEvent::Worker(event) = event else { panic!("a worker's event") };
-    LinkEvent::Encoded(Box::new(Encoded { message: volley_worker::wire::event_to_proto(event), names: 0 }))
+    LinkEvent::Encoded(Box::new(Encoded {
+        message: volley_worker::wire::event_to_proto(event),
+        bounds: Default::default(),
+    }))
 }
 
 /// `ok` responses spread over a few latencies, different per worker: merges that lose or
@@ -579,7 +582,7 @@ fn an_encoded_event_is_taken_as_decoded_and_an_unreadable_one_fails_and_stops_it
     if let Some(volley_proto::v1::run_event::Event::Interval(i)) = &mut bad.event {
         i.delta.as_mut().expect("a delta").latency = vec![1, 2, 3];
     }
-    f.on_event(clock.at(2_100), 1, LinkEvent::Encoded(Box::new(Encoded { message: bad, names: 0 })));
+    f.on_event(clock.at(2_100), 1, LinkEvent::Encoded(Box::new(Encoded { message: bad, bounds: Default::default() })));
     let actions = drain(&mut f);
     assert_eq!(sends(&actions), vec![(1, Command::Stop)]);
     assert_eq!(seconds(&actions), vec![(1, 3, 1)]);

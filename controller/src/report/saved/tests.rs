@@ -335,20 +335,55 @@ fn a_scenario_runs_iterations_and_scenarios_are_written_read_back_and_added_up()
         (stats.counters.abandoned, stats.counters.extract_failed) = (iterations - 1, iterations - 1);
         let login = stats.names.entry(2);
         (login.counters.abandoned, login.counters.extract_failed) = (iterations - 1, iterations - 1);
+        // "browse" is a flow, whose completed iterations have durations (worker w's all take
+        // w + 1 × 10 ms); "buy" is not. The second report lists them the other way round.
+        let (browse, buy) = if worker == 0 { (0, 1) } else { (1, 0) };
+        let flow = stats.scenarios.entry(browse);
+        (flow.started, flow.completed, flow.abandoned) = (iterations, 1, iterations - 1);
+        flow.duration.record((worker as u64 + 1) * 10_000_000).unwrap();
+        stats.scenarios.entry(buy).started = 2;
         let line = WorkerLine::measured("local", stats);
         let mut report = Report::from_workers("http://x/".into(), vec![line], false, false, Vec::new());
         report.names = mix_fixture::NAMES.map(String::from).to_vec();
         report.scenarios =
             vec![ScenarioLine { name: "browse".into(), weight: 3 }, ScenarioLine { name: "buy".into(), weight: 1 }];
+        if worker > 0 {
+            report.scenarios.reverse();
+        }
         let text = crate::report::text::to_text(&report);
         assert!(text.contains(&format!("Iterations:   {iterations} ")), "{text}");
-        assert!(text.contains("of scenarios drawn by weight: browse 75%, buy 25%"), "{text}");
+        if worker == 0 {
+            assert!(text.contains("of scenarios drawn by weight: browse 75%, buy 25%"), "{text}");
+            let table: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("Scenarios (")).skip(1).take(3).collect();
+            assert_eq!(
+                table,
+                [
+                    "  scenario  weight  started  completed  abandoned     p50     p90     p99     max",
+                    "  browse         3        7          1          6  10.002  10.002  10.002  10.002",
+                    "  buy            1        2          0          0       -       -       -       -",
+                ],
+                "{text}"
+            );
+        }
         let json = crate::output::report_json(&report, &[]);
         assert_eq!(json["iterations"], iterations);
-        assert_eq!(json["scenarios"][1]["weight"], 1);
+        assert_eq!(json["scenarios"][browse]["iterations"]["abandoned"], iterations - 1);
+        assert_eq!(json["scenarios"][buy]["durationSeconds"]["count"], 0);
         named(&format!("part{worker}.json"), &json)
     };
     let merged = from_texts(&[part(0, 7), part(1, 5)]).unwrap();
+    // Each scenario merged by name, its durations exactly: one of 10 ms and one of 20 ms.
+    let browse = merged.stats.scenarios.get(0).expect("browse");
+    assert_eq!((browse.started, browse.completed, browse.abandoned), (12, 2, 10));
+    let ms = |nanos: u64| (nanos as f64 / 1e6).round();
+    assert_eq!((browse.duration.len(), ms(browse.duration.min()), ms(browse.duration.max())), (2, 10.0, 20.0));
+    let buy = merged.stats.scenarios.get(1).expect("buy");
+    assert_eq!((buy.started, buy.completed, buy.duration.len()), (4, 0, 0));
+    // A report whose durations outnumber its completed iterations is refused.
+    let mut broken: Value = serde_json::from_str(&part(0, 7).1).unwrap();
+    broken["scenarios"][0]["iterations"]["completed"] = 0.into();
+    let err = from_texts(&[named("broken.json", &broken)]).err().expect("refused").to_string();
+    assert!(err.contains("'browse' has 1 iteration durations but 0 completed iterations"), "{err}");
     assert_eq!(merged.stats.counters.iterations, 12);
     assert_eq!((merged.stats.counters.abandoned, merged.stats.counters.extract_failed), (10, 10));
     let login = &merged.stats.names.get(2).expect("login").counters;

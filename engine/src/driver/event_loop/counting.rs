@@ -8,7 +8,7 @@ use crate::driver::Judge;
 use crate::driver::conn::Phase;
 use crate::driver::ops::Io;
 use crate::session::{Event, Why};
-use crate::stats::{ErrorKind, Spans, Stats};
+use crate::stats::{Counters, ErrorKind, Spans, Stats};
 
 /// Requests a server may decline unprocessed, with no response in between, before declined
 /// ones count as errors instead of being sent again.
@@ -108,6 +108,7 @@ impl<I: Io> Loop<I> {
                         self.end_flow(i, request);
                     }
                     if !redirected {
+                        self.end_step(i, request, Some(at));
                         self.think(i, request, Some(at));
                     }
                 }
@@ -125,6 +126,7 @@ impl<I: Io> Loop<I> {
                     self.count_errors(kind, 1, why);
                     self.count_name_error(request, kind);
                     self.end_flow(i, request);
+                    self.end_step(i, request, None);
                     self.think(i, request, None);
                 }
                 Event::SetupFailed { kind, why } => self.setup_failed(i, kind, why),
@@ -173,10 +175,7 @@ impl<I: Io> Loop<I> {
             }
             return;
         }
-        self.stats.counters.extract_failed += 1;
-        if let Some(names) = &self.shared.names {
-            self.stats.names.entry(usize::from(names[request as usize])).counters.extract_failed += 1;
-        }
+        self.count_for_run_and_name(request, |c| c.extract_failed += 1);
         self.end_flow(i, request);
     }
 
@@ -186,15 +185,30 @@ impl<I: Io> Loop<I> {
         if let Some(Some(think)) = self.shared.thinks.get(request as usize) {
             let at = at.unwrap_or_else(Instant::now);
             let paused = self.picker.think(&mut self.conns[i].cursor, think, at);
-            let nanos = u64::try_from(paused.as_nanos()).unwrap_or(u64::MAX);
-            let counters = &mut self.stats.counters;
-            counters.thinks += 1;
-            counters.think_nanos = counters.think_nanos.saturating_add(nanos);
-            if let Some(names) = &self.shared.names {
-                let name = &mut self.stats.names.entry(usize::from(names[request as usize])).counters;
-                name.thinks += 1;
-                name.think_nanos = name.think_nanos.saturating_add(nanos);
-            }
+            self.count_for_run_and_name(request, |c| c.think(paused));
+        }
+    }
+
+    /// `request` had its final answer at `at` (None: it failed, now): if it is its scenario's
+    /// last step, the iteration under way is complete, counted under its scenario, with how
+    /// long it took if it is a flow (whose user is one request at a time, so the iteration is
+    /// its own). The clock is read only then.
+    fn end_step(&mut self, i: usize, request: u32, at: Option<Instant>) {
+        let Some(step) = self.shared.steps.get(request as usize).filter(|s| s.last) else { return };
+        let scenario = self.stats.scenarios.entry(usize::from(step.scenario));
+        scenario.completed += 1;
+        if self.shared.flows.get(request as usize).copied().unwrap_or(false)
+            && let Some(took) = self.conns[i].cursor.iteration_took(at.unwrap_or_else(Instant::now))
+        {
+            Stats::record(&mut self.stats.counters, &mut scenario.duration, took);
+        }
+    }
+
+    /// Counts with `count` for the run and, in a mix, for `request`'s name too.
+    fn count_for_run_and_name(&mut self, request: u32, count: impl Fn(&mut Counters)) {
+        count(&mut self.stats.counters);
+        if let Some(names) = &self.shared.names {
+            count(&mut self.stats.names.entry(usize::from(names[request as usize])).counters);
         }
     }
 
@@ -206,9 +220,9 @@ impl<I: Io> Loop<I> {
         if !self.picker.end_iteration(&mut self.conns[i].cursor, request) {
             return;
         }
-        self.stats.counters.abandoned += 1;
-        if let Some(names) = &self.shared.names {
-            self.stats.names.entry(usize::from(names[request as usize])).counters.abandoned += 1;
+        self.count_for_run_and_name(request, |c| c.abandoned += 1);
+        if let Some(step) = self.shared.steps.get(request as usize) {
+            self.stats.scenarios.entry(usize::from(step.scenario)).abandoned += 1;
         }
     }
 
@@ -224,6 +238,7 @@ impl<I: Io> Loop<I> {
             self.count_errors(ErrorKind::Reset, 1, why.into());
             self.count_name_error(request, ErrorKind::Reset);
             self.end_flow(i, request);
+            self.end_step(i, request, None);
             return;
         }
         self.stats.counters.refused += 1;
@@ -257,15 +272,19 @@ impl<I: Io> Loop<I> {
         let claimed = std::mem::take(&mut self.conns[i].claimed);
         if claimed {
             self.schedule.drop_claim();
-            self.stats.counters.iterations += u64::from(self.picker.has_scenarios());
         } else if !self.picker.owes(&self.conns[i].cursor) {
             return;
         }
         // Opened for a unit of the schedule, or for the next step of an iteration under way.
         self.count_errors(kind, 1, why);
         let request = self.picker.advance(&mut self.conns[i].cursor);
+        let now = Instant::now();
+        if claimed {
+            self.picker.start_iteration(&mut self.conns[i].cursor, request, now, &mut self.stats);
+        }
         self.count_name_error(request, kind);
         self.end_flow(i, request);
+        self.end_step(i, request, Some(now));
     }
 
     /// The transport of `i` failed, and with it every request in flight on it (or its set-up).
