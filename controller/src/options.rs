@@ -811,8 +811,8 @@ path = "/cart"
         assert_eq!(plan.stop, Stop::Requests(30), "-n counts iterations; the engine knows it from the order");
         let mix = plan.requests.mix().expect("a mix");
         let scenarios = vec![
-            volley_engine::Scenario { name: "browse".into(), weight: 3, steps: 2 },
-            volley_engine::Scenario { name: "buy".into(), weight: 1, steps: 1 },
+            volley_engine::Scenario { name: "browse".into(), weight: 3, steps: 2, pacing: None },
+            volley_engine::Scenario { name: "buy".into(), weight: 1, steps: 1, pacing: None },
         ];
         assert_eq!(mix.order, Order::Scenarios { scenarios: scenarios.clone(), seed: 9 });
         let request = |name: &str, method: &str, path: &str, headers: &[(&str, &str)]| volley_engine::NamedRequest {

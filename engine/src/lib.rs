@@ -40,8 +40,8 @@ pub use feeder::{
 pub use plan::{
     Check, CheckCounts, ConnectionIndices, DEFAULT_MAX_HOLD, DEFAULT_REDIRECTS, Extractor, JsonValue, KEPT_BODY_BYTES,
     Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_EXTRACTORS, MAX_HOLD, MAX_KEPT_BODY_BYTES,
-    MAX_KEPT_CHECKS, MAX_NAMES, MAX_RATE, MAX_REDIRECTS, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS, MAX_STAGES,
-    MAX_STREAMS, MAX_THREADS, MAX_VALUE_BYTES, MAX_VARIABLES, Mix, NamedRequest, OnFailure, Order,
+    MAX_KEPT_CHECKS, MAX_NAMES, MAX_PACING, MAX_RATE, MAX_REDIRECTS, MAX_REQUESTS, MAX_SCENARIOS, MAX_SOURCE_ADDRS,
+    MAX_STAGES, MAX_STREAMS, MAX_THREADS, MAX_VALUE_BYTES, MAX_VARIABLES, Mix, NamedRequest, OnFailure, Order,
     Pattern as CheckPattern, Plan, PlanError, Protocol, QuicCongestion, Rate, RequestSpec, Requests, Rule as CheckRule,
     Scenario, Setting, Source as ExtractSource, Stage, Stop, TextTest as CheckText, Think, ThreadLimit, TlsOptions,
     connections_at, is_request_path, is_variable_name, json_pointer, requested_between, stage_at,

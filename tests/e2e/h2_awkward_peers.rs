@@ -438,7 +438,10 @@ fn a_scenario_step_refused_unprocessed_is_sent_again_as_that_step_and_iterations
     plan.threads = 1;
     plan.requests = Requests::Mix(Mix {
         requests: (1..=3).map(step).collect(),
-        order: Order::Scenarios { scenarios: vec![Scenario { name: "walk".into(), weight: 1, steps: 3 }], seed: 1 },
+        order: Order::Scenarios {
+            scenarios: vec![Scenario { name: "walk".into(), weight: 1, steps: 3, pacing: None }],
+            seed: 1,
+        },
     });
     let result = volley_engine::run(&plan, &RunControl::new(), &mut |_| {}).expect("the run");
     let c = &result.stats.counters;

@@ -33,6 +33,7 @@ mod hostile_workers;
 mod html_report;
 mod mix;
 mod name_outputs;
+mod pacing;
 mod progress;
 mod prometheus;
 mod readme_examples;

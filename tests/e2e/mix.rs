@@ -204,8 +204,8 @@ fn scenarios(seed: u64) -> Requests {
     m.requests.swap(1, 2);
     m.order = Order::Scenarios {
         scenarios: vec![
-            Scenario { name: "browse".into(), weight: 3, steps: 2 },
-            Scenario { name: "buy".into(), weight: 1, steps: 2 },
+            Scenario { name: "browse".into(), weight: 3, steps: 2, pacing: None },
+            Scenario { name: "buy".into(), weight: 1, steps: 2, pacing: None },
         ],
         seed,
     };

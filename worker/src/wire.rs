@@ -278,7 +278,12 @@ fn order_to_proto(order: &Order) -> v1::shard::Order {
         Order::Scenarios { scenarios, seed } => v1::shard::Order::Scenarios(v1::Scenarios {
             scenarios: scenarios
                 .iter()
-                .map(|s| v1::Scenario { name: s.name.clone(), weight: s.weight, steps: s.steps })
+                .map(|s| v1::Scenario {
+                    name: s.name.clone(),
+                    weight: s.weight,
+                    steps: s.steps,
+                    pacing_nanos: s.pacing.map_or(0, nanos),
+                })
                 .collect(),
             seed: *seed,
         }),
@@ -420,7 +425,12 @@ fn requests_from_proto(shard: &v1::Shard) -> Result<Requests, WireError> {
             let scenarios = s
                 .scenarios
                 .iter()
-                .map(|s| Scenario { name: s.name.clone(), weight: s.weight, steps: s.steps })
+                .map(|s| Scenario {
+                    name: s.name.clone(),
+                    weight: s.weight,
+                    steps: s.steps,
+                    pacing: (s.pacing_nanos > 0).then(|| Duration::from_nanos(s.pacing_nanos)),
+                })
                 .collect();
             Order::Scenarios { scenarios, seed: s.seed }
         }
@@ -581,6 +591,7 @@ pub fn stats_to_proto(stats: &Stats) -> v1::Stats {
                 started: s.started,
                 completed: s.completed,
                 abandoned: s.abandoned,
+                late: s.late,
                 duration: encode_unless_empty(&s.duration),
             })
             .collect(),
@@ -677,6 +688,7 @@ pub fn stats_from_proto(stats: &v1::Stats, bounds: Bounds) -> Result<Stats, Wire
             started: scenario.started,
             completed: scenario.completed,
             abandoned: scenario.abandoned,
+            late: scenario.late,
             duration: histogram_from_proto(&scenario.duration)?,
         };
     }

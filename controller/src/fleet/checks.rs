@@ -163,7 +163,7 @@ mod tests {
             cookies: false,
             follow_redirects: 0,
         };
-        let scenario = |name: &str, steps| Scenario { name: name.into(), weight: 1, steps };
+        let scenario = |name: &str, steps| Scenario { name: name.into(), weight: 1, steps, pacing: None };
         plan.requests = Requests::Mix(Mix {
             requests: vec![request; 4],
             order: Order::Scenarios { scenarios: vec![scenario("a", 1), scenario("b", 3)], seed: 0 },

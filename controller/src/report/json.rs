@@ -85,7 +85,13 @@ fn scenarios(r: &Report) -> Value {
             json!({
                 "name": line.name,
                 "weight": line.weight,
-                "iterations": { "started": s.started, "completed": s.completed, "abandoned": s.abandoned },
+                "pacingSeconds": line.pacing.map(|p| p.as_secs_f64()),
+                "iterations": {
+                    "started": s.started,
+                    "completed": s.completed,
+                    "abandoned": s.abandoned,
+                    "late": s.late,
+                },
                 "durationSeconds": summary(&s.duration),
                 "histograms": { "duration": encode(&s.duration) },
             })

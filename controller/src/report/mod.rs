@@ -59,6 +59,8 @@ pub(crate) struct FeederLine {
 pub(crate) struct ScenarioLine {
     pub name: String,
     pub weight: u32,
+    /// Its users' cadence of iterations, if it is paced.
+    pub pacing: Option<Duration>,
 }
 
 impl PlanSummary {
@@ -74,7 +76,7 @@ impl PlanSummary {
                 .scenarios()
                 .unwrap_or_default()
                 .iter()
-                .map(|s| ScenarioLine { name: s.name.clone(), weight: s.weight })
+                .map(|s| ScenarioLine { name: s.name.clone(), weight: s.weight, pacing: s.pacing })
                 .collect(),
             feeders: plan
                 .feeders

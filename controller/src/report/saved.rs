@@ -92,7 +92,15 @@ fn from_texts(texts: &[(String, String)]) -> Result<Report, CliError> {
                 Some(index) => index,
                 None if scenarios.len() < MAX_SCENARIOS => {
                     let weight = entry["weight"].as_u64().and_then(|w| u32::try_from(w).ok()).unwrap_or(1);
-                    scenarios.push(ScenarioLine { name, weight });
+                    // Reports from before pacing have none.
+                    let pacing = match entry["pacingSeconds"].as_f64() {
+                        Some(s) if s > 0.0 && s <= volley_engine::MAX_PACING.as_secs_f64() => {
+                            Some(Duration::from_secs_f64(s))
+                        }
+                        Some(_) => return Err(bad("a scenario's pacingSeconds is out of range".into())),
+                        None => None,
+                    };
+                    scenarios.push(ScenarioLine { name, weight, pacing });
                     scenarios.len() - 1
                 }
                 None => {
@@ -416,6 +424,7 @@ fn scenario(entry: &Value) -> Result<ScenarioStats, String> {
         started: n("started"),
         completed: n("completed"),
         abandoned: n("abandoned"),
+        late: n("late"),
         duration: histogram(entry, "duration")?.unwrap_or_else(new_histogram),
     };
     if s.duration.len() > s.completed {

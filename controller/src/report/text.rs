@@ -163,56 +163,74 @@ fn names(out: &mut String, r: &Report) {
         .collect();
     let _ = writeln!(out, "Names (latency in ms):");
     // The name and the status codes read from the left, the numbers line up on the right.
-    table(out, HEAD, &rows, true);
+    table(out, &HEAD, &rows, true);
 }
 
 /// A scenario run: per scenario, its iterations and (for a flow, whose iterations are a user's
-/// journey) how long the completed ones took.
+/// journey) how long the completed ones took; with pacing, its cadence and the iterations that
+/// started late.
 fn scenarios(out: &mut String, r: &Report) {
-    const HEAD: [&str; 9] = ["scenario", "weight", "started", "completed", "abandoned", "p50", "p90", "p99", "max"];
+    let paced = r.scenarios.iter().any(|s| s.pacing.is_some());
+    let mut head = vec!["scenario", "weight", "started", "completed", "abandoned"];
+    if paced {
+        head.extend(["pacing", "late"]);
+    }
+    head.extend(["p50", "p90", "p99", "max"]);
     let empty = volley_engine::ScenarioStats::default();
-    let rows: Vec<[String; 9]> = r
+    let dash = || "-".to_string();
+    let rows: Vec<Vec<String>> = r
         .scenarios
         .iter()
         .enumerate()
         .map(|(index, line)| {
             let s = r.stats.scenarios.get(index).unwrap_or(&empty);
             let d = &s.duration;
-            let at = |q: f64| if d.is_empty() { "-".to_string() } else { ms(d.value_at_quantile(q)) };
-            [
+            let at = |q: f64| if d.is_empty() { dash() } else { ms(d.value_at_quantile(q)) };
+            let mut row = vec![
                 one_line(&line.name),
                 line.weight.to_string(),
                 s.started.to_string(),
                 s.completed.to_string(),
                 s.abandoned.to_string(),
-                at(0.5),
-                at(0.9),
-                at(0.99),
-                if d.is_empty() { "-".to_string() } else { ms(d.max()) },
-            ]
+            ];
+            if paced {
+                let pacing = line.pacing.map_or_else(dash, |p| ms(u64::try_from(p.as_nanos()).unwrap_or(u64::MAX)));
+                row.extend([pacing, s.late.to_string()]);
+            }
+            row.extend([at(0.5), at(0.9), at(0.99), if d.is_empty() { dash() } else { ms(d.max()) }]);
+            row
         })
         .collect();
-    let _ = writeln!(out, "Scenarios (iteration duration in ms, flows only; think time included):");
-    table(out, HEAD, &rows, false);
+    let _ = writeln!(
+        out,
+        "Scenarios (iteration duration{} in ms, flows only; think time included):",
+        if paced { " and pacing" } else { "" }
+    );
+    table(out, &head, &rows, false);
 }
 
 /// `rows` under `head`, each column as wide as its widest cell: the first column reads from
 /// the left, the others line up on the right, but the last, which reads from the left when
 /// `last_left`.
-fn table<const N: usize>(out: &mut String, head: [&str; N], rows: &[[String; N]], last_left: bool) {
+fn table<R: AsRef<[String]>>(out: &mut String, head: &[&str], rows: &[R], last_left: bool) {
+    let n = head.len();
     let width = |column: usize| {
-        rows.iter().map(|row| row[column].chars().count()).chain([head[column].chars().count()]).max().unwrap_or(0)
+        rows.iter()
+            .map(|row| row.as_ref()[column].chars().count())
+            .chain([head[column].chars().count()])
+            .max()
+            .unwrap_or(0)
     };
-    let widths: Vec<usize> = (0..N).map(width).collect();
-    let head = head.map(String::from);
-    let right = if last_left { N - 1 } else { N };
-    for row in std::iter::once(&head).chain(rows) {
+    let widths: Vec<usize> = (0..n).map(width).collect();
+    let head: Vec<String> = head.iter().map(|h| h.to_string()).collect();
+    let right = if last_left { n - 1 } else { n };
+    for row in std::iter::once(head.as_slice()).chain(rows.iter().map(AsRef::as_ref)) {
         let _ = write!(out, "  {:<w$}", row[0], w = widths[0]);
         for (cell, w) in row[1..right].iter().zip(&widths[1..right]) {
             let _ = write!(out, "  {cell:>w$}");
         }
         if last_left {
-            let _ = write!(out, "  {}", row[N - 1]);
+            let _ = write!(out, "  {}", row[n - 1]);
         }
         out.push('\n');
     }

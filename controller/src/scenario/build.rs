@@ -6,13 +6,14 @@ use std::collections::{HashMap, HashSet};
 use std::ops::{Range, RangeInclusive};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use toml::Spanned;
 use volley_engine::{
     Check, CheckPattern, CheckRule, CheckText, DEFAULT_REDIRECTS, ExtractSource, Extractor, Feeder, FeederMode,
-    JsonValue, MAX_CHECKS, MAX_EXTRACTORS, MAX_FEEDERS, MAX_KEPT_CHECKS, MAX_NAMES, MAX_REDIRECTS, MAX_REQUESTS,
-    MAX_SCENARIOS, MAX_VARIABLES, NamedRequest, OnFailure, RequestSpec, Scenario, Target, Think, Vocabulary,
-    check_template, is_feeder_name, is_variable_name, json_pointer, template_skeleton,
+    JsonValue, MAX_CHECKS, MAX_EXTRACTORS, MAX_FEEDERS, MAX_KEPT_CHECKS, MAX_NAMES, MAX_PACING, MAX_REDIRECTS,
+    MAX_REQUESTS, MAX_SCENARIOS, MAX_VARIABLES, NamedRequest, OnFailure, RequestSpec, Scenario, Target, Think,
+    Vocabulary, check_template, is_feeder_name, is_variable_name, json_pointer, template_skeleton,
 };
 
 use super::ScenarioFile;
@@ -113,7 +114,14 @@ pub(super) fn build(
             requests.push(request);
         }
         let weight = table.weight.map_or(1, |w| w.into_inner().0);
-        scenarios.push(Scenario { name, weight, steps });
+        let pacing = match &table.pacing {
+            Some(text) => Some(pacing(text.get_ref()).map_err(|what| Located::new(at(text.span()), what))?),
+            None => None,
+        };
+        if let Some(first) = scenarios.first().filter(|s: &&Scenario| s.pacing.is_some() != pacing.is_some()) {
+            return Err(Located::new(name_at, Problem::PacingOfSome { first: shown(&first.name) }));
+        }
+        scenarios.push(Scenario { name, weight, steps, pacing });
     }
     match origin.into_target() {
         Some(origin) => Ok(ScenarioFile { origin, requests, scenarios, feeders }),
@@ -380,6 +388,16 @@ fn request(
         cookies: step.cookies.unwrap_or(inherited.cookies),
         follow_redirects,
     })
+}
+
+/// A scenario's `pacing`: a duration from 1 ns to [`MAX_PACING`].
+fn pacing(text: &str) -> Result<Duration, Problem> {
+    let bad = |why: String| Problem::Pacing { what: format!("'{}' {why}", shown(text)) };
+    let pacing = crate::duration::parse(text).map_err(|e| bad(format!("is not a duration: {e}")))?;
+    if pacing.is_zero() || pacing > MAX_PACING {
+        return Err(bad(format!("is not between 1 ns and {} s", MAX_PACING.as_secs())));
+    }
+    Ok(pacing)
 }
 
 /// A step's `think`: a duration, or a table of one distribution; what is wrong with it, else.

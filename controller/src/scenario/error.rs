@@ -111,6 +111,12 @@ pub(crate) enum Problem {
         "think {what}: give a duration (\"2s\"), {{ uniform = [\"1s\", \"3s\"] }} or {{ exponential = \"2s\" }} (its mean)"
     )]
     Think { what: String },
+    #[error("pacing {what}: give a duration such as \"20ms\" (each user starts an iteration that often)")]
+    Pacing { what: String },
+    #[error(
+        "pacing is every scenario's or none's (a user's cadence runs across the iterations it draws), and this scenario differs from the first, '{first}'"
+    )]
+    PacingOfSome { first: String },
     #[error("max_redirects = {given}: a step follows 1 to {MAX_REDIRECTS} redirects in a row")]
     MaxRedirects { given: u64 },
     #[error(

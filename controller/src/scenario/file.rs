@@ -66,6 +66,10 @@ pub(super) struct ScenarioTable {
     /// With `follow`: how many redirects in a row a step follows (10 by default).
     #[serde(default)]
     pub max_redirects: Option<Spanned<u64>>,
+    /// Each of its users starts an iteration every this long (a duration): the cadence of a
+    /// real-time client. None: each starts the next when the last is done.
+    #[serde(default)]
+    pub pacing: Option<Spanned<String>>,
     /// `[[scenario.step]]`, sent in this order.
     #[serde(default, rename = "step")]
     pub steps: Vec<Spanned<Step>>,

@@ -183,7 +183,7 @@ fn what_is_wrong_is_pointed_at_by_line_and_column() {
         ),
         (
             "[[scenario]]\nname = \"a\"\nsteps = []\n".to_string(),
-            "s.toml:3:1: unknown field `steps`, expected one of `name`, `weight`, `cookies`, `redirects`, `max_redirects`, `step`",
+            "s.toml:3:1: unknown field `steps`, expected one of `name`, `weight`, `cookies`, `redirects`, `max_redirects`, `pacing`, `step`",
         ),
         (format!("[defaults]\nheader = {{}}\n{step}"), "s.toml:2:1: unknown field `header`, expected `headers`"),
         (

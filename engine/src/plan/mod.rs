@@ -24,7 +24,7 @@ pub use redirects::{DEFAULT_REDIRECTS, MAX_REDIRECTS};
 pub(crate) use redirects::{Hops, LOCATION_VAR, Redirects, path_and_query};
 pub(crate) use requests::StepOf;
 pub use requests::{
-    MAX_NAMES, MAX_REQUESTS, MAX_SCENARIOS, Mix, NamedRequest, Order, Requests, Scenario, is_request_path,
+    MAX_NAMES, MAX_PACING, MAX_REQUESTS, MAX_SCENARIOS, Mix, NamedRequest, Order, Requests, Scenario, is_request_path,
 };
 pub(crate) use source_addrs::validate_source_addrs;
 pub(crate) use stages::Curve;

@@ -2,6 +2,8 @@
 //! file's, or the steps of a scenario file's weighted scenarios), each name with statistics of
 //! its own.
 
+use std::time::Duration;
+
 use super::RequestSpec;
 use super::checks::{Check, OnFailure};
 use super::extract::Extractor;
@@ -80,6 +82,9 @@ pub enum Order {
     Scenarios { scenarios: Vec<Scenario>, seed: u64 },
 }
 
+/// The longest pacing a scenario may have: an hour between a user's iterations.
+pub const MAX_PACING: Duration = Duration::from_secs(3600);
+
 /// A scenario of a mix: its steps are the next `steps` requests of the list after those of the
 /// scenarios before it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +93,9 @@ pub struct Scenario {
     /// Its share of iterations: `weight` over the sum of all scenarios' weights.
     pub weight: u32,
     pub steps: u32,
+    /// Pacing: each of its users starts its iterations on this cadence (a user's next iteration
+    /// is due this long after its last one was); None: as soon as the last one is done.
+    pub pacing: Option<Duration>,
 }
 
 /// A step's place among a run's scenarios.
@@ -386,7 +394,7 @@ mod tests {
     #[test]
     fn an_iteration_sends_at_most_its_longest_scenarios_steps_and_the_redirects_they_follow() {
         let follows = |n| NamedRequest { follow_redirects: n, ..request("s") };
-        let scenario = |steps| Scenario { name: "s".into(), weight: 1, steps };
+        let scenario = |steps| Scenario { name: "s".into(), weight: 1, steps, pacing: None };
         let mix = Mix {
             requests: vec![request("a"), follows(10), request("b"), request("c"), request("d"), request("e")],
             order: Order::Scenarios { scenarios: vec![scenario(2), scenario(4)], seed: 0 },

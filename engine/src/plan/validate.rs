@@ -12,8 +12,8 @@ use crate::template::{Template, Vocabulary, check_template};
 
 use super::{
     Load, MAX_BODY_BYTES, MAX_CHECKS, MAX_CONNECTIONS, MAX_DURATION, MAX_EXTRACTORS, MAX_HOLD, MAX_KEPT_BODY_BYTES,
-    MAX_KEPT_CHECKS, MAX_NAMES, MAX_RATE, MAX_REDIRECTS, MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES, MAX_STREAMS,
-    MAX_THREADS, MAX_VARIABLES, Mix, Plan, Protocol, Scenario, Source, Stop, Think, is_variable_name,
+    MAX_KEPT_CHECKS, MAX_NAMES, MAX_PACING, MAX_RATE, MAX_REDIRECTS, MAX_REQUESTS, MAX_SCENARIOS, MAX_STAGES,
+    MAX_STREAMS, MAX_THREADS, MAX_VARIABLES, Mix, Plan, Protocol, Scenario, Source, Stop, Think, is_variable_name,
 };
 
 /// Why a plan cannot run: the setting it concerns, and words that name the limit it broke.
@@ -73,6 +73,12 @@ fn validate_scenarios(scenarios: &[Scenario], requests: usize) -> Result<(), Pla
     }
     if let Some(s) = scenarios.iter().find(|s| s.weight == 0) {
         return bad(format!("scenario {}: a weight must be at least 1", s.name));
+    }
+    if let Some(s) = scenarios.iter().find(|s| s.pacing.is_some_and(|p| p.is_zero() || p > MAX_PACING)) {
+        return bad(format!("scenario {}: pacing runs from 1 ns to {} s", s.name, MAX_PACING.as_secs()));
+    }
+    if scenarios.iter().any(|s| s.pacing.is_some()) && scenarios.iter().any(|s| s.pacing.is_none()) {
+        return bad("pacing is every scenario's or none's: a user's cadence runs across its iterations".into());
     }
     let steps: u64 = scenarios.iter().map(|s| u64::from(s.steps)).sum();
     if steps != requests as u64 {
@@ -266,6 +272,12 @@ impl Plan {
             }
             if let Some(scenarios) = mix.order.scenarios() {
                 validate_scenarios(scenarios, mix.requests.len())?;
+                if self.load.is_open() && scenarios.iter().any(|s| s.pacing.is_some()) {
+                    return Err(PlanError {
+                        setting: Setting::Scenario,
+                        why: "pacing gives each user its own cadence: it cannot go with --rate".into(),
+                    });
+                }
             }
             validate_extractors(mix, &vocabulary)?;
             for r in mix.requests.iter().filter(|r| r.think.is_some()) {

@@ -71,6 +71,14 @@ impl<'a> Units<'a> {
             self.taken += 1;
             return Some(Start { due: now, request: picker.advance(cursor) });
         }
+        if let Some((cursor, picker)) = &mut self.picks
+            && let Some(slot) = picker.slot(cursor, now)
+            && slot > now
+        {
+            // A paced user waits for its next iteration's slot, as it waits out a think time.
+            cursor.resume_at = Some(slot);
+            return None;
+        }
         let (due, late) = match self.schedule.take(now, self.claimed) {
             Take::Now => (now, None),
             Take::Due(due) => (due, Some(now.saturating_duration_since(due))),
@@ -96,21 +104,23 @@ impl<'a> Units<'a> {
             Stats::record(counters, &mut self.stats.histograms.lateness, lateness);
         }
         self.taken += 1;
-        Some(Start { due, request: self.pick(due) })
+        let (request, due) = self.pick(due);
+        Some(Start { due, request })
     }
 
     /// The request taken next for a unit of the schedule due at `due`, and the connection moves
-    /// on; with scenarios, the unit is an iteration and this its first step.
+    /// on; with scenarios, the unit is an iteration and this its first step. With the instant
+    /// it is due: `due`, or a paced iteration's slot.
     #[inline]
-    fn pick(&mut self, due: Instant) -> u32 {
+    fn pick(&mut self, due: Instant) -> (u32, Instant) {
         match &mut self.picks {
-            None => 0,
+            None => (0, due),
             Some((cursor, picker)) => {
                 cursor.iterations += 1;
                 let request = picker.advance(cursor);
-                picker.start_iteration(cursor, request, due, self.stats);
+                let due = picker.start_iteration(cursor, request, due, self.stats);
                 self.stats.counters.feeder_rows += picker.take_rows(cursor, request);
-                request
+                (request, due)
             }
         }
     }
@@ -152,7 +162,7 @@ impl<'a> Units<'a> {
         }
         self.schedule.drop_claim();
         self.taken += 1;
-        Some(self.pick(Instant::now()))
+        Some(self.pick(Instant::now()).0)
     }
 
     /// Whether a request may still come from here, now or later (nothing is taken): the
@@ -208,6 +218,8 @@ pub(crate) struct Cursor {
     hops: u8,
     /// With scenarios: when the iteration under way was due to start.
     started: Option<Instant>,
+    /// Pacing: when its next iteration is due (its first, once the user has its phase).
+    slot: Option<Instant>,
 }
 
 impl Cursor {
@@ -226,6 +238,7 @@ impl Cursor {
             location: None,
             hops: 0,
             started: None,
+            slot: None,
         }
     }
 
@@ -321,6 +334,9 @@ struct Scenarios {
     /// Per scenario, in order: the sum of the weights up to and including it, and its first
     /// request.
     cumulative: Box<[(u64, u32)]>,
+    /// Per scenario: its pacing, if it has one; `paced`: some scenario has.
+    pacing: Box<[Option<Duration>]>,
+    paced: bool,
     /// Per request: it is its scenario's first step (an iteration starts with it) and its
     /// last (the iteration ends after it).
     first: Box<[bool]>,
@@ -351,7 +367,9 @@ impl Picker {
                     (weight, start)
                 })
                 .collect();
-            Scenarios { cumulative, first: first.into(), last: last.into() }
+            let pacing: Box<[Option<Duration>]> = list.iter().map(|s| s.pacing).collect();
+            let paced = pacing.iter().any(Option::is_some);
+            Scenarios { cumulative, pacing, paced, first: first.into(), last: last.into() }
         });
         Picker {
             heads,
@@ -530,15 +548,39 @@ impl Picker {
         self.heads.get(request as usize).copied().unwrap_or(false)
     }
 
-    /// With scenarios: `cursor` starts an iteration with `request`, due at `due`, counted in
-    /// `stats` (the run's and its scenario's).
-    pub(crate) fn start_iteration(&self, cursor: &mut Cursor, request: u32, due: Instant, stats: &mut Stats) {
-        let Some(scenarios) = &self.scenarios else { return };
+    /// With scenarios: `cursor` starts an iteration with `request`, taken at `taken`, counted
+    /// in `stats` (the run's and its scenario's). The instant it was due: `taken`, or a paced
+    /// iteration's slot, which sets the next one's; one taken over [`LATE`] after its slot is
+    /// counted late.
+    pub(crate) fn start_iteration(
+        &self,
+        cursor: &mut Cursor,
+        request: u32,
+        taken: Instant,
+        stats: &mut Stats,
+    ) -> Instant {
+        let Some(scenarios) = &self.scenarios else { return taken };
+        let index = scenarios.index_of(request);
+        let mut due = taken;
+        if let Some(period) = scenarios.pacing.get(index).copied().flatten() {
+            let slot = cursor.slot.unwrap_or(taken).min(taken);
+            stats.scenarios.entry(index).late += u64::from(taken.saturating_duration_since(slot) > LATE);
+            cursor.slot = Some(slot + period);
+            due = slot;
+        }
         cursor.started = Some(due);
         stats.counters.iterations += 1;
-        // The scenario whose first request is the last at or before `request`.
-        let index = scenarios.cumulative.partition_point(|&(_, first)| first <= request).saturating_sub(1);
         stats.scenarios.entry(index).started += 1;
+        due
+    }
+
+    /// Pacing: when the iteration `cursor` starts next is due, its user's first at `now` plus
+    /// the user's phase. None when it is not paced.
+    #[inline]
+    fn slot(&self, cursor: &mut Cursor, now: Instant) -> Option<Instant> {
+        let scenarios = self.scenarios.as_ref().filter(|s| s.paced)?;
+        let period = scenarios.pacing.get(scenarios.index_of(cursor.next)).copied().flatten()?;
+        Some(*cursor.slot.get_or_insert_with(|| now + phase(cursor.vu, period)))
     }
 
     /// Whether what `cursor` sends next goes on iterations already started (a step to send
@@ -564,6 +606,12 @@ impl Picker {
 }
 
 impl Scenarios {
+    /// The index of the scenario `request` is a step of: the last whose first request is at or
+    /// before it.
+    fn index_of(&self, request: u32) -> usize {
+        self.cumulative.partition_point(|&(_, first)| first <= request).saturating_sub(1)
+    }
+
     /// The first request of a scenario drawn by weight.
     fn draw(&self, state: &mut u64) -> u32 {
         let total = self.cumulative.last().map_or(1, |&(w, _)| w.max(1));
@@ -571,6 +619,14 @@ impl Scenarios {
         let k = self.cumulative.partition_point(|&(w, _)| w <= r);
         self.cumulative.get(k).map_or(0, |&(_, start)| start)
     }
+}
+
+/// Where in its pacing `period` user `vu` starts: the golden ratio's multiples modulo 1 spread
+/// any number of users nearly evenly over the period, without knowing how many there are, so
+/// that their iterations do not all fall due at once.
+fn phase(vu: u64, period: Duration) -> Duration {
+    let fraction = (vu.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11) as f64 / (1u64 << 53) as f64;
+    period.mul_f64(fraction)
 }
 
 /// A request index in `0..len`, uniformly enough (len ≤ 100,000 against 64 random bits).
@@ -607,11 +663,52 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_paced_user_waits_for_its_slot_keeps_the_cadence_and_counts_a_late_start() {
+        let period = Duration::from_millis(20);
+        let scenarios = [Scenario { name: "frame".into(), weight: 1, steps: 1, pacing: Some(period) }];
+        let mut picker = Picker::new(vec![false].into(), Some(1), Some(&scenarios));
+        let mut stats = Stats::new();
+        let t0 = Instant::now();
+        let mut cursor = Cursor::at(picker.first(0), 5);
+        // Its first slot is its phase into the period, from the first take.
+        let first = picker.slot(&mut cursor, t0).expect("paced");
+        assert_eq!(first, t0 + phase(5, period));
+        assert_eq!(picker.slot(&mut cursor, t0 + period), Some(first), "the slot stays until taken");
+        // Taken on time: due at its slot, the next one a period on.
+        let request = picker.advance(&mut cursor);
+        assert_eq!(picker.start_iteration(&mut cursor, request, first, &mut stats), first);
+        assert_eq!(picker.slot(&mut cursor, first), Some(first + period));
+        // Taken 5 ms after its slot: late, due at the slot all the same, and the cadence holds.
+        let request = picker.advance(&mut cursor);
+        let taken = first + period + Duration::from_millis(5);
+        assert_eq!(picker.start_iteration(&mut cursor, request, taken, &mut stats), first + period);
+        assert_eq!(picker.slot(&mut cursor, taken), Some(first + 2 * period));
+        let frame = stats.scenarios.get(0).expect("counted");
+        assert_eq!((frame.started, frame.late, stats.counters.iterations), (2, 1, 2));
+        // Unpaced scenarios have no slot.
+        let mut unpaced = two_scenarios(1);
+        let mut cursor = Cursor::at(unpaced.first(0), 0);
+        assert_eq!(unpaced.slot(&mut cursor, t0), None);
+    }
+
+    #[test]
+    fn users_phases_spread_over_the_period() {
+        let period = Duration::from_millis(100);
+        let mut tenths = [0; 10];
+        for vu in 0..1000 {
+            let p = phase(vu, period);
+            assert!(p < period);
+            tenths[(p.as_millis() / 10) as usize] += 1;
+        }
+        assert!(tenths.iter().all(|&n| (90..=110).contains(&n)), "{tenths:?}");
+    }
+
     /// Two scenarios: "browse" of steps 0, 1, 2 (weight 3) and "buy" of steps 3, 4 (weight 1).
     fn two_scenarios(seed: u64) -> Picker {
         let scenarios = [
-            Scenario { name: "browse".into(), weight: 3, steps: 3 },
-            Scenario { name: "buy".into(), weight: 1, steps: 2 },
+            Scenario { name: "browse".into(), weight: 3, steps: 3, pacing: None },
+            Scenario { name: "buy".into(), weight: 1, steps: 2, pacing: None },
         ];
         Picker::new(vec![false; 5].into(), Some(seed), Some(&scenarios))
     }

@@ -1,5 +1,5 @@
 //! Statistics per scenario of a scenario run: its iterations started, completed and
-//! abandoned, and how long a flow's completed iterations took, merged exactly like the rest.
+//! abandoned (and, paced, late), and how long a flow's completed iterations took, merged exactly like the rest.
 //!
 //! An iteration is complete when its scenario's last step has ended (answered, after any
 //! redirects it follows, or failed), whatever the answers; it is abandoned when a failed step
@@ -20,6 +20,9 @@ pub struct ScenarioStats {
     pub started: u64,
     pub completed: u64,
     pub abandoned: u64,
+    /// Pacing: iterations that started over a millisecond after their slot (their user was
+    /// still busy with the one before, or the client was).
+    pub late: u64,
     /// A flow's completed iterations, from the first step's due instant (its start, in the
     /// closed model) to the end of its last step, in nanoseconds; think time included.
     pub duration: Histogram<u64>,
@@ -27,7 +30,7 @@ pub struct ScenarioStats {
 
 impl Default for ScenarioStats {
     fn default() -> Self {
-        ScenarioStats { started: 0, completed: 0, abandoned: 0, duration: new_histogram() }
+        ScenarioStats { started: 0, completed: 0, abandoned: 0, late: 0, duration: new_histogram() }
     }
 }
 
@@ -36,6 +39,7 @@ impl Merge for ScenarioStats {
         self.started = self.started.saturating_add(other.started);
         self.completed = self.completed.saturating_add(other.completed);
         self.abandoned = self.abandoned.saturating_add(other.abandoned);
+        self.late = self.late.saturating_add(other.late);
         self.duration.add(&other.duration).expect("volley histograms share one range");
     }
 }

@@ -353,8 +353,8 @@ fn a_shard_the_engine_cannot_run_is_refused() {
 #[test]
 fn a_mix_survives_the_wire_exactly_in_every_part_of_a_split() {
     let scenarios = vec![
-        Scenario { name: "browse".into(), weight: 3, steps: 2 },
-        Scenario { name: "login".into(), weight: 1, steps: 1 },
+        Scenario { name: "browse".into(), weight: 3, steps: 2, pacing: Some(Duration::from_millis(50)) },
+        Scenario { name: "login".into(), weight: 1, steps: 1, pacing: Some(Duration::from_millis(20)) },
     ];
     for order in [
         Order::InTurn,
@@ -563,7 +563,7 @@ fn extracting_plan() -> Plan {
     };
     let mut p = plan(Stop::Requests(100));
     p.warm_up = None;
-    let scenarios = vec![Scenario { name: "flow".into(), weight: 1, steps: 2 }];
+    let scenarios = vec![Scenario { name: "flow".into(), weight: 1, steps: 2, pacing: None }];
     p.requests = Requests::Mix(Mix { requests: vec![login, me], order: Order::Scenarios { scenarios, seed: 5 } });
     p
 }
@@ -710,7 +710,7 @@ fn assert_same_stats(a: &Stats, b: &Stats) {
     }
     assert_eq!(a.scenarios.len(), b.scenarios.len());
     for ((i, x), (j, y)) in a.scenarios.iter().zip(b.scenarios.iter()) {
-        assert_eq!((i, x.started, x.completed, x.abandoned), (j, y.started, y.completed, y.abandoned));
+        assert_eq!((i, x.started, x.completed, x.abandoned, x.late), (j, y.started, y.completed, y.abandoned, y.late));
         assert_same_histogram(&x.duration, &y.duration);
     }
     for (x, y) in [
@@ -787,7 +787,7 @@ fn stats_for_a_name_the_mix_does_not_have_or_for_one_twice_are_refused() {
 fn stats_per_scenario_survive_the_wire_exactly_and_past_the_run_s_scenarios_are_refused() {
     let mut s = Stats::new();
     let flow = s.scenarios.entry(1);
-    (flow.started, flow.completed, flow.abandoned) = (40, 31, 7);
+    (flow.started, flow.completed, flow.abandoned, flow.late) = (40, 31, 7, 2);
     for ms in [3, 9, 27] {
         flow.duration.record(ms * 1_000_000).expect("in range");
     }
@@ -796,7 +796,7 @@ fn stats_per_scenario_survive_the_wire_exactly_and_past_the_run_s_scenarios_are_
     let back = stats_from_proto(&wire, Bounds { names: 0, scenarios: 2 }).expect("decodes");
     assert!(back.scenarios.get(0).is_none());
     let flow = back.scenarios.get(1).expect("sent");
-    assert_eq!((flow.started, flow.completed, flow.abandoned), (40, 31, 7));
+    assert_eq!((flow.started, flow.completed, flow.abandoned, flow.late), (40, 31, 7, 2));
     assert_same_histogram(&flow.duration, &s.scenarios.get(1).expect("kept").duration);
     let err = stats_from_proto(&wire, Bounds { names: 0, scenarios: 1 }).expect_err("past").to_string();
     assert!(err.contains("scenario 1, past the 1 scenarios of its run"), "{err}");

@@ -78,7 +78,7 @@ fn a_mix_with_checks_adds_each_seconds_verdicts_per_name_and_over_the_names() {
 #[test]
 fn a_run_of_scenarios_adds_each_seconds_abandoned_iterations_failed_extractions_and_redirects() {
     let mut r = mix_fixture::report();
-    r.scenarios = vec![crate::report::ScenarioLine { name: "browse".into(), weight: 1 }];
+    r.scenarios = vec![crate::report::ScenarioLine { name: "browse".into(), weight: 1, pacing: None }];
     r.intervals = (0..2)
         .map(|w| {
             let mut stats = mix_fixture::worker_stats(w);

@@ -64,7 +64,7 @@ fn iterations_ended_early_and_failed_extractions_are_counted_per_name_and_for_a_
     // Without scenarios the run has no iterations to count.
     let json = to_json(&report);
     assert_eq!((&json["abandoned"], &json["extractFailed"]), (&Value::Null, &Value::Null));
-    report.scenarios = vec![crate::report::ScenarioLine { name: "flow".into(), weight: 1 }];
+    report.scenarios = vec![crate::report::ScenarioLine { name: "flow".into(), weight: 1, pacing: None }];
     let json = to_json(&report);
     assert_eq!((&json["abandoned"], &json["extractFailed"]), (&serde_json::json!(7), &serde_json::json!(3)));
     let names = &json["names"];

@@ -345,8 +345,10 @@ fn a_scenario_runs_iterations_and_scenarios_are_written_read_back_and_added_up()
         let line = WorkerLine::measured("local", stats);
         let mut report = Report::from_workers("http://x/".into(), vec![line], false, false, Vec::new());
         report.names = mix_fixture::NAMES.map(String::from).to_vec();
-        report.scenarios =
-            vec![ScenarioLine { name: "browse".into(), weight: 3 }, ScenarioLine { name: "buy".into(), weight: 1 }];
+        report.scenarios = vec![
+            ScenarioLine { name: "browse".into(), weight: 3, pacing: None },
+            ScenarioLine { name: "buy".into(), weight: 1, pacing: None },
+        ];
         if worker > 0 {
             report.scenarios.reverse();
         }

@@ -142,7 +142,7 @@ fn flow(from: crate::plan::Source, path: &str) -> Requests {
         follow_redirects: 0,
     };
     let login = step("login", "/login", vec![crate::plan::Extractor { var: "token".into(), from }]);
-    let scenario = crate::plan::Scenario { name: "s".into(), weight: 1, steps: 2 };
+    let scenario = crate::plan::Scenario { name: "s".into(), weight: 1, steps: 2, pacing: None };
     Requests::Mix(Mix {
         requests: vec![login, step("next", path, vec![])],
         order: Order::Scenarios { scenarios: vec![scenario], seed: 1 },

@@ -1,0 +1,89 @@
+//! End to end: pacing. A paced scenario's users each start an iteration on a fixed cadence, so
+//! a run's iterations are its users over the pacing per second, whatever the server's speed;
+//! an iteration that starts after its slot (its user still busy with the one before) is counted
+//! late, and its latency counts from its slot.
+
+use crate::support;
+
+use support::{Behavior, TestServer, WorkerProcess, describe_output, number, scenario_file};
+
+const PACED: &str = r#"
+[[scenario]]
+name = "frame"
+pacing = "50ms"
+  [[scenario.step]]
+  path = "/frame"
+"#;
+
+/// The scenario's iterations, as (started, completed, late).
+fn iterations(r: &serde_json::Value) -> (u64, u64, u64) {
+    let s = &r["scenarios"][0];
+    (number(s, "/iterations/started"), number(s, "/iterations/completed"), number(s, "/iterations/late"))
+}
+
+#[test]
+fn paced_users_start_one_iteration_per_period_each_locally_and_across_workers() {
+    let server = TestServer::start(Behavior::ok(10));
+    let (_dir, file) = scenario_file("paced.toml", server.url().trim_end_matches('/'), PACED);
+    let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[])];
+    let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
+    for extra in [&[][..], &["--http2", "-p", "2"][..], &["--workers", &list][..]] {
+        let before = server.requests();
+        let args = [&["-c", "4", "-z", "1s", "-j", "--scenario", &file][..], extra].concat();
+        let out = support::run_volley(&args);
+        assert!(out.status.success(), "{extra:?}: {}", describe_output(&out));
+        let r = support::json_report(&out);
+        let (started, completed, late) = iterations(&r);
+        // 4 users, one iteration each per 50 ms for a second, each from its own phase: 19 to
+        // 21 apiece, where an unpaced run against this server would make thousands.
+        assert!((72..=88).contains(&started), "{extra:?}: {started} iterations: {r}");
+        assert!(started - completed <= 4, "{extra:?}: at most one a user under way at the end: {r}");
+        // The server answered every request counted ok, and may have answered one a user had
+        // in flight at the end, which the report counts aborted.
+        let (served, ok) = (server.requests() - before, number(&r, "/requests/ok"));
+        assert!((ok..=ok + 4).contains(&served), "{extra:?}: served {served}, ok {ok}");
+        assert!(late * 10 <= started, "{extra:?}: {late} of {started} late against a server this fast: {r}");
+        assert_eq!(r["scenarios"][0]["pacingSeconds"].as_f64(), Some(0.05), "{extra:?}");
+    }
+}
+
+#[test]
+fn an_iteration_that_starts_after_its_slot_is_late_and_its_latency_counts_from_the_slot() {
+    // Each answer takes 30 ms, each user's slots come every 20 ms: from its second on, every
+    // iteration starts late, later each time (10 ms more per iteration).
+    let server = TestServer::start(Behavior::ok(10).delay(std::time::Duration::from_millis(30)));
+    let paced = PACED.replace("50ms", "20ms");
+    let (_dir, file) = scenario_file("late.toml", server.url().trim_end_matches('/'), &paced);
+    let out = support::run_volley(["-c", "2", "-t", "1", "-n", "20", "-j", "--scenario", &file]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let r = support::json_report(&out);
+    let (started, completed, late) = iterations(&r);
+    assert_eq!((started, completed), (20, 20), "{r}");
+    assert!((18..=20).contains(&late), "all but each user's first: {late}: {r}");
+    let slowest = r["latencySeconds"]["max"].as_f64().expect("a max");
+    assert!(slowest >= 0.09, "a last iteration 60 ms or more behind its slot waited that long too: {slowest} s");
+    let text =
+        String::from_utf8_lossy(&support::run_volley(["-c", "2", "-t", "1", "-n", "4", "--scenario", &file]).stdout)
+            .into_owned();
+    assert!(text.contains("Scenarios (iteration duration and pacing in ms"), "{text}");
+    assert!(text.lines().any(|l| l.trim_start().starts_with("frame") && l.contains("20.000")), "{text}");
+}
+
+#[test]
+fn pacing_out_of_range_on_some_scenarios_only_or_with_a_rate_is_refused_in_one_line() {
+    let two = format!("{PACED}\n[[scenario]]\nname = \"other\"\n  [[scenario.step]]\n  path = \"/other\"\n");
+    for (scenario, extra, wanted) in [
+        (PACED.replace("50ms", "2h"), &[][..], "paced.toml:5:10: pacing '2h' is not between 1 ns and 3600 s"),
+        (PACED.replace("50ms", "0ms"), &[][..], "pacing '0ms' is not a duration: duration must be more than zero"),
+        (PACED.replace("50ms", "often"), &[][..], "pacing 'often' is not a duration"),
+        (two, &[][..], "pacing is every scenario's or none's"),
+        (PACED.to_string(), &["--rate", "10"][..], "pacing gives each user its own cadence: it cannot go with --rate"),
+    ] {
+        let (_dir, path) = scenario_file("paced.toml", "http://127.0.0.1:9", &scenario);
+        let out = support::run_volley([&["-n", "1", "--scenario", &path][..], extra].concat());
+        assert_eq!(out.status.code(), Some(2), "{wanted}: {}", describe_output(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(wanted), "{wanted}: {stderr}");
+    }
+}
