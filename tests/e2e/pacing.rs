@@ -87,3 +87,20 @@ fn pacing_out_of_range_on_some_scenarios_only_or_with_a_rate_is_refused_in_one_l
         assert!(stderr.contains(wanted), "{wanted}: {stderr}");
     }
 }
+
+#[test]
+fn the_frames_example_keeps_its_cadence_against_volley_serve() {
+    let server = volley_serve::Server::start(volley_serve::ServeConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        ..volley_serve::ServeConfig::default()
+    })
+    .unwrap();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scenarios/frames.toml");
+    let out = support::run_volley(["-c", "4", "-z", "1s", "-j", "--scenario", example, &server.url()]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let r = support::json_report(&out);
+    let (started, completed, late) = iterations(&r);
+    // 4 users, a frame each per 20 ms for a second: 49 to 51 apiece.
+    assert!((190..=210).contains(&started), "{started} frames: {r}");
+    assert!(started - completed <= 4 && late * 10 <= started, "{r}");
+}
