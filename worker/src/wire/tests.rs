@@ -353,8 +353,8 @@ fn a_shard_the_engine_cannot_run_is_refused() {
 #[test]
 fn a_mix_survives_the_wire_exactly_in_every_part_of_a_split() {
     let scenarios = vec![
-        Scenario { name: "browse".into(), weight: 3, steps: 2, pacing: Some(Duration::from_millis(50)) },
-        Scenario { name: "login".into(), weight: 1, steps: 1, pacing: Some(Duration::from_millis(20)) },
+        Scenario { name: "browse".into(), weight: 3, steps: 2, pacing: None },
+        Scenario { name: "login".into(), weight: 1, steps: 1, pacing: None },
     ];
     for order in [
         Order::InTurn,
@@ -566,6 +566,19 @@ fn extracting_plan() -> Plan {
     let scenarios = vec![Scenario { name: "flow".into(), weight: 1, steps: 2, pacing: None }];
     p.requests = Requests::Mix(Mix { requests: vec![login, me], order: Order::Scenarios { scenarios, seed: 5 } });
     p
+}
+
+#[test]
+fn a_scenarios_pacing_survives_the_wire_in_the_closed_model() {
+    let mut p = extracting_plan();
+    p.load = Load::Closed { ramp: Vec::new(), indices: ConnectionIndices::WHOLE };
+    let Requests::Mix(mix) = &mut p.requests else { panic!("a mix") };
+    let Order::Scenarios { scenarios, .. } = &mut mix.order else { panic!("scenarios") };
+    scenarios[0].pacing = Some(Duration::from_millis(20));
+    let wire = shard_to_proto(&p);
+    let back = shard_from_proto(&wire).expect("valid");
+    assert_eq!(back.requests.scenarios().expect("scenarios")[0].pacing, Some(Duration::from_millis(20)));
+    assert_same_plan(&back, &p);
 }
 
 #[test]
