@@ -323,7 +323,6 @@ impl Mix {
         self.check_names().iter().map(Vec::len).sum()
     }
 
-    /// For each request, the index of its name in [`Mix::names`].
     /// Per request, with scenarios: its scenario's index, and whether it is its last step (an
     /// iteration ends with it). Empty without scenarios.
     pub(crate) fn scenario_steps(&self) -> Vec<StepOf> {
@@ -337,6 +336,7 @@ impl Mix {
         steps
     }
 
+    /// For each request, the index of its name in [`Mix::names`].
     pub(crate) fn name_indices(&self) -> Vec<u16> {
         let mut index: std::collections::HashMap<&str, u16> = std::collections::HashMap::new();
         self.requests

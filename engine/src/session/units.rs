@@ -561,16 +561,17 @@ impl Picker {
     ) -> Instant {
         let Some(scenarios) = &self.scenarios else { return taken };
         let index = scenarios.index_of(request);
+        let scenario = stats.scenarios.entry(index);
+        scenario.started += 1;
         let mut due = taken;
         if let Some(period) = scenarios.pacing.get(index).copied().flatten() {
             let slot = cursor.slot.unwrap_or(taken).min(taken);
-            stats.scenarios.entry(index).late += u64::from(taken.saturating_duration_since(slot) > LATE);
+            scenario.late += u64::from(taken.saturating_duration_since(slot) > LATE);
             cursor.slot = Some(slot + period);
             due = slot;
         }
         cursor.started = Some(due);
         stats.counters.iterations += 1;
-        stats.scenarios.entry(index).started += 1;
         due
     }
 
