@@ -5,12 +5,15 @@
 //! percentiles (and its scenario checks' counts, and the iterations that ended early at its
 //! step, where some did) in its system-out and properties: a CI viewer
 //! then lists the requests of a mix as it lists tests, and a slow one stands out by name. A
-//! failed check fails no testcase by itself: `--threshold 'checks>X%'` is the gate.
+//! failed check fails no testcase by itself: `--threshold 'checks>X%'` is the gate. A scenario
+//! run also has one per scenario (classname `volley.scenarios`) with its iterations (started,
+//! completed, abandoned, and with pacing the late ones) and a flow's iteration durations, which
+//! fails nothing either.
 
 use std::fmt::Write;
 
 use crate::gate::Verdict;
-use crate::report::{NameLine, Report};
+use crate::report::{NameLine, Report, ScenarioRow};
 
 pub(crate) fn testsuites(report: &Report, verdicts: &[Verdict]) -> String {
     let names: Vec<NameLine<'_>> = report.name_lines().collect();
@@ -18,7 +21,8 @@ pub(crate) fn testsuites(report: &Report, verdicts: &[Verdict]) -> String {
     let failures = verdicts.iter().filter(|v| !v.passed).count() + failed_names;
     let run_error = report.outcome().err().map(|e| e.to_string());
     let errors = usize::from(run_error.is_some());
-    let tests = verdicts.len() + 1 + names.len();
+    let scenarios: Vec<ScenarioRow<'_>> = report.scenario_rows().collect();
+    let tests = verdicts.len() + 1 + names.len() + scenarios.len();
     let time = report.duration.as_secs_f64();
     let suite = format!("volley {}", report.url);
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -65,6 +69,9 @@ pub(crate) fn testsuites(report: &Report, verdicts: &[Verdict]) -> String {
     }
     for line in &names {
         name_case(&mut out, line, verdicts);
+    }
+    for row in &scenarios {
+        scenario_case(&mut out, row);
     }
     out.push_str("  </testsuite>\n</testsuites>\n");
     out
@@ -136,6 +143,35 @@ fn name_case(out: &mut String, line: &NameLine<'_>, verdicts: &[Verdict]) {
     if c.redirects > 0 {
         let _ = write!(text, "\nredirects followed {}", c.redirects);
     }
+    let _ = writeln!(out, "      <system-out>{}</system-out>\n    </testcase>", escape(&text));
+}
+
+/// One scenario's testcase: its iterations and a flow's durations, as properties and in
+/// system-out.
+fn scenario_case(out: &mut String, row: &ScenarioRow<'_>) {
+    let s = &row.stats;
+    let _ =
+        writeln!(out, "    <testcase name=\"{}\" classname=\"volley.scenarios\" time=\"0\">", escape(&row.line.name));
+    let mut properties = vec![
+        ("weight", row.line.weight.to_string()),
+        ("started", s.started.to_string()),
+        ("completed", s.completed.to_string()),
+        ("abandoned", s.abandoned.to_string()),
+    ];
+    let mut text = format!("iterations started {}, completed {}, abandoned {}", s.started, s.completed, s.abandoned);
+    if let Some(pacing) = row.pacing_ms() {
+        properties.extend([("pacing_ms", format!("{pacing:.6}")), ("late", s.late.to_string())]);
+        let _ = write!(text, "\npacing {pacing:.3} ms, late {}", s.late);
+    }
+    if let (Some(p50), Some(p99)) = (row.duration_ms(0.5), row.duration_ms(0.99)) {
+        properties.extend([("duration_p50_ms", format!("{p50:.6}")), ("duration_p99_ms", format!("{p99:.6}"))]);
+        let _ = write!(text, "\niteration duration p50 {p50:.3} ms, p99 {p99:.3} ms");
+    }
+    out.push_str("      <properties>\n");
+    for (key, value) in properties {
+        let _ = writeln!(out, "        <property name=\"{key}\" value=\"{value}\"/>");
+    }
+    out.push_str("      </properties>\n");
     let _ = writeln!(out, "      <system-out>{}</system-out>\n    </testcase>", escape(&text));
 }
 

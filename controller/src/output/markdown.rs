@@ -62,6 +62,7 @@ pub(crate) fn summary(report: &Report, verdicts: &[Verdict]) -> String {
         let _ = writeln!(out, "Status codes: {}\n", statuses.join(", "));
     }
     names(&mut out, report);
+    scenarios(&mut out, report);
     checks(&mut out, report);
     abandoned(&mut out, report);
     redirects(&mut out, report);
@@ -96,6 +97,42 @@ fn names(out: &mut String, report: &Report) {
             ms(0.99),
             statuses.join(", ")
         );
+    }
+    out.push('\n');
+}
+
+/// A scenario run's scenarios, a row each in the file's order: iterations started, completed
+/// and abandoned, with pacing its cadence and the late starts, and a flow's iteration
+/// durations (ms).
+fn scenarios(out: &mut String, report: &Report) {
+    let rows: Vec<_> = report.scenario_rows().collect();
+    if rows.is_empty() {
+        return;
+    }
+    let paced = report.is_paced();
+    out.push_str("| Scenario | Weight | Started | Completed | Abandoned |");
+    if paced {
+        out.push_str(" Pacing (ms) | Late |");
+    }
+    out.push_str(" Duration p50 (ms) | Duration p99 (ms) |\n| --- |");
+    out.push_str(&" --: |".repeat(if paced { 8 } else { 6 }));
+    out.push('\n');
+    let ms = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{v:.3}"));
+    for row in &rows {
+        let s = &row.stats;
+        let _ = write!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            cell(&row.line.name),
+            row.line.weight,
+            s.started,
+            s.completed,
+            s.abandoned
+        );
+        if paced {
+            let _ = write!(out, " {} | {} |", ms(row.pacing_ms()), s.late);
+        }
+        let _ = writeln!(out, " {} | {} |", ms(row.duration_ms(0.5)), ms(row.duration_ms(0.99)));
     }
     out.push('\n');
 }
@@ -209,6 +246,25 @@ mod tests {
                 "| home | status is 200 | 13 | 1 | 92.86% |",
                 "| home | a\\|b | 0 | 0 | – |",
                 "| login | never | 0 | 0 | – |"
+            ],
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn scenarios_have_a_row_each_with_pacing_and_late_starts_when_paced_and_a_run_without_has_none() {
+        assert!(!summary(&mix_fixture::report(), &[]).contains("| Scenario |"));
+        let text = summary(&mix_fixture::paced_report(), &[]);
+        let rows: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("| Scenario |")).take(5).collect();
+        assert_eq!(
+            rows,
+            [
+                "| Scenario | Weight | Started | Completed | Abandoned | Pacing (ms) | Late | Duration p50 (ms) | Duration p99 (ms) |",
+                "| --- | --: | --: | --: | --: | --: | --: | --: | --: |",
+                // 55 and 80 ms as the histogram holds them: the top of each's bucket.
+                "| browse | 3 | 10 | 8 | 1 | 20.000 | 2 | 55.017 | 80.019 |",
+                "| buy | 1 | 0 | 0 | 0 | 20.000 | 0 | – | – |",
+                ""
             ],
             "{text}"
         );

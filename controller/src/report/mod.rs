@@ -8,7 +8,9 @@ mod text;
 
 use std::time::Duration;
 
-use volley_engine::{CheckCounts, ErrorKind, NameStats, Plan, Protocol, QuicCongestion, RingSupport, Stage, Stats};
+use volley_engine::{
+    CheckCounts, ErrorKind, NameStats, Plan, Protocol, QuicCongestion, RingSupport, ScenarioStats, Stage, Stats,
+};
 
 pub(crate) use protocols::{HttpVersion, Protocols};
 
@@ -154,6 +156,27 @@ impl NameLine<'_> {
             .iter()
             .enumerate()
             .map(|(k, name)| (name.as_str(), self.stats.checks.get(k).copied().unwrap_or_default()))
+    }
+}
+
+/// One scenario of the run with what was counted for it, for the reports' per-scenario
+/// sections.
+pub(crate) struct ScenarioRow<'a> {
+    pub line: &'a ScenarioLine,
+    pub stats: std::borrow::Cow<'a, ScenarioStats>,
+}
+
+impl ScenarioRow<'_> {
+    /// Its completed iterations' duration at quantile `q`, in milliseconds; none when it has
+    /// none (a scenario that is not a flow, or one that completed nothing).
+    pub(crate) fn duration_ms(&self, q: f64) -> Option<f64> {
+        let d = &self.stats.duration;
+        (!d.is_empty()).then(|| d.value_at_quantile(q) as f64 / 1e6)
+    }
+
+    /// Its pacing in milliseconds, if it is paced.
+    pub(crate) fn pacing_ms(&self) -> Option<f64> {
+        self.line.pacing.map(|p| p.as_secs_f64() * 1e3)
     }
 }
 
@@ -407,6 +430,22 @@ impl Report {
                 None => std::borrow::Cow::Owned(NameStats::new()),
             },
         })
+    }
+
+    /// Each scenario in the file's order, with what was counted for it.
+    pub(crate) fn scenario_rows(&self) -> impl Iterator<Item = ScenarioRow<'_>> {
+        self.scenarios.iter().enumerate().map(|(index, line)| ScenarioRow {
+            line,
+            stats: match self.stats.scenarios.get(index) {
+                Some(stats) => std::borrow::Cow::Borrowed(stats),
+                None => std::borrow::Cow::Owned(ScenarioStats::default()),
+            },
+        })
+    }
+
+    /// Whether the run's scenarios are paced (all are, or none).
+    pub(crate) fn is_paced(&self) -> bool {
+        self.scenarios.iter().any(|s| s.pacing.is_some())
     }
 
     /// Everything the run counted, its warm-up included: what its seconds add up to.
@@ -737,6 +776,24 @@ pub(crate) mod mix_fixture {
         let workers = (0..2).map(|w| WorkerLine::measured(&format!("w{w}"), worker_stats(w))).collect();
         let mut report = Report::from_workers("http://x/".into(), workers, true, false, Vec::new());
         report.names = NAMES.map(String::from).to_vec();
+        report
+    }
+
+    /// The same run as two paced scenarios' (20 ms): "browse" (weight 3) started 10
+    /// iterations, completed 8 (taking 40 to 80 ms) and abandoned 1, 2 of them late; "buy"
+    /// (weight 1) started none.
+    pub(crate) fn paced_report() -> Report {
+        let mut report = report();
+        let pacing = Some(std::time::Duration::from_millis(20));
+        report.scenarios = vec![
+            super::ScenarioLine { name: "browse".into(), weight: 3, pacing },
+            super::ScenarioLine { name: "buy".into(), weight: 1, pacing },
+        ];
+        let browse = report.stats.scenarios.entry(0);
+        (browse.started, browse.completed, browse.abandoned, browse.late) = (10, 8, 1, 2);
+        for ms in [40, 45, 50, 55, 60, 65, 70, 80] {
+            browse.duration.record(ms * 1_000_000).expect("in range");
+        }
         report
     }
 }

@@ -170,35 +170,31 @@ fn names(out: &mut String, r: &Report) {
 /// journey) how long the completed ones took; with pacing, its cadence and the iterations that
 /// started late.
 fn scenarios(out: &mut String, r: &Report) {
-    let paced = r.scenarios.iter().any(|s| s.pacing.is_some());
+    let paced = r.is_paced();
     let mut head = vec!["scenario", "weight", "started", "completed", "abandoned"];
     if paced {
         head.extend(["pacing", "late"]);
     }
     head.extend(["p50", "p90", "p99", "max"]);
-    let empty = volley_engine::ScenarioStats::default();
     let dash = || "-".to_string();
     let rows: Vec<Vec<String>> = r
-        .scenarios
-        .iter()
-        .enumerate()
-        .map(|(index, line)| {
-            let s = r.stats.scenarios.get(index).unwrap_or(&empty);
-            let d = &s.duration;
-            let at = |q: f64| if d.is_empty() { dash() } else { ms(d.value_at_quantile(q)) };
-            let mut row = vec![
-                one_line(&line.name),
-                line.weight.to_string(),
+        .scenario_rows()
+        .map(|row| {
+            let s = &row.stats;
+            let at = |q: f64| row.duration_ms(q).map_or_else(dash, |v| format!("{v:.3}"));
+            let mut cells = vec![
+                one_line(&row.line.name),
+                row.line.weight.to_string(),
                 s.started.to_string(),
                 s.completed.to_string(),
                 s.abandoned.to_string(),
             ];
             if paced {
-                let pacing = line.pacing.map_or_else(dash, |p| ms(u64::try_from(p.as_nanos()).unwrap_or(u64::MAX)));
-                row.extend([pacing, s.late.to_string()]);
+                cells.extend([row.pacing_ms().map_or_else(dash, |p| format!("{p:.3}")), s.late.to_string()]);
             }
-            row.extend([at(0.5), at(0.9), at(0.99), if d.is_empty() { dash() } else { ms(d.max()) }]);
-            row
+            let max = if s.duration.is_empty() { dash() } else { ms(s.duration.max()) };
+            cells.extend([at(0.5), at(0.9), at(0.99), max]);
+            cells
         })
         .collect();
     let _ = writeln!(

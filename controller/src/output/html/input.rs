@@ -33,6 +33,34 @@ pub(super) struct Saved {
     /// A mix's names, in the targets file's order; none without a mix.
     #[serde(default)]
     pub names: Vec<SavedName>,
+    /// A scenario run's scenarios, in the file's order; none without (or in reports from
+    /// before scenarios counted their iterations).
+    #[serde(default)]
+    pub scenarios: Vec<SavedScenario>,
+}
+
+/// One scenario, as the report's `scenarios` hold it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct SavedScenario {
+    pub name: String,
+    pub weight: u64,
+    #[serde(default)]
+    pub pacing_seconds: Option<f64>,
+    #[serde(default)]
+    pub iterations: Option<SavedIterations>,
+    #[serde(default)]
+    pub duration_seconds: Option<Summary>,
+}
+
+/// A scenario's iterations.
+#[derive(Debug, Deserialize)]
+pub(super) struct SavedIterations {
+    pub started: u64,
+    pub completed: u64,
+    pub abandoned: u64,
+    #[serde(default)]
+    pub late: u64,
 }
 
 /// One name of a mix, as the report's `names` hold it.

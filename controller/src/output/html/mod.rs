@@ -56,7 +56,7 @@ pub(crate) fn page(report: &Value) -> Result<String, PageError> {
          <title>volley: {title}</title>\n<script>{ERROR_HOOK}</script>\n\
          <style>{UPLOT_CSS}</style>\n<style>{REPORT_CSS}</style>\n</head>\n<body>\n\
          <header><h1>volley report</h1><p class=\"target\">{title} · {protocol}</p>\n{verdict}</header>\n\
-         {summary}{names}{checks}{abandoned}{redirects}{thresholds}{warnings}<h2>Charts</h2>\n{figures}{workers}\
+         {summary}{names}{scenarios}{checks}{abandoned}{redirects}{thresholds}{warnings}<h2>Charts</h2>\n{figures}{workers}\
          <footer>Charts drawn by uPlot {UPLOT_VERSION} (MIT licence), embedded in this file: it needs no network access.</footer>\n\
          <pre id=\"render-check\" hidden>{{\"done\":false}}</pre>\n\
          <script type=\"application/json\" id=\"report-data\">{data}</script>\n\
@@ -65,6 +65,7 @@ pub(crate) fn page(report: &Value) -> Result<String, PageError> {
         verdict = tables::verdict(&r),
         summary = tables::summary(&r),
         names = tables::names(&r),
+        scenarios = tables::scenarios(&r),
         checks = tables::checks(&r),
         abandoned = tables::abandoned(&r),
         redirects = tables::redirects(&r),

@@ -137,6 +137,50 @@ pub(super) fn names(r: &Saved) -> String {
     out
 }
 
+/// A scenario run's scenarios, a row each in the file's order: iterations started, completed
+/// and abandoned, with pacing its cadence and the late starts, and a flow's iteration
+/// durations (ms). Nothing without scenarios.
+pub(super) fn scenarios(r: &Saved) -> String {
+    if r.scenarios.is_empty() {
+        return String::new();
+    }
+    let paced = r.scenarios.iter().any(|s| s.pacing_seconds.is_some());
+    let mut out = String::from(
+        "<h2>Scenarios</h2>\n<table class=\"scenarios\">\n<tr><th>scenario</th><th>weight</th><th>started</th>\
+         <th>completed</th><th>abandoned</th>",
+    );
+    if paced {
+        out.push_str("<th>pacing (ms)</th><th>late</th>");
+    }
+    out.push_str("<th>duration p50 (ms)</th><th>p90 (ms)</th><th>p99 (ms)</th><th>max (ms)</th></tr>\n");
+    for s in &r.scenarios {
+        let (started, completed, abandoned, late) =
+            s.iterations.as_ref().map_or((0, 0, 0, 0), |i| (i.started, i.completed, i.abandoned, i.late));
+        let class = if abandoned > 0 || late > 0 { " class=\"fail\"" } else { "" };
+        let _ = write!(
+            out,
+            "<tr{class}><td><code>{}</code></td><td>{}</td><td>{started}</td><td>{completed}</td><td>{abandoned}</td>",
+            escape(&s.name),
+            s.weight
+        );
+        if paced {
+            let _ = write!(out, "<td>{}</td><td>{late}</td>", ms(s.pacing_seconds));
+        }
+        let d = s.duration_seconds.as_ref();
+        let p = |name: &str| ms(d.and_then(|d| d.percentiles.get(name).copied()));
+        let _ = writeln!(
+            out,
+            "<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            p("p50"),
+            p("p90"),
+            p("p99"),
+            ms(d.and_then(|d| d.max))
+        );
+    }
+    out.push_str("</table>\n");
+    out
+}
+
 /// A scenario's checks, a row each under its name: passed, failed and the share passed.
 pub(super) fn checks(r: &Saved) -> String {
     if r.names.iter().all(|n| n.checks.is_empty()) {
@@ -319,6 +363,28 @@ mod tests {
         let page = super::super::page(&crate::output::report_json(&report, &[])).expect("a page");
         assert!(page.contains("<h2>Redirects followed</h2>"), "{page}");
         assert!(page.contains("<tr><td><code>login</code></td><td>3</td></tr>"), "{page}");
+    }
+
+    #[test]
+    fn scenarios_have_a_row_each_from_the_saved_report_and_a_run_without_has_no_table() {
+        let page = super::super::page(&crate::output::report_json(&mix_fixture::report(), &[])).expect("a page");
+        assert!(!page.contains("<h2>Scenarios</h2>"), "no scenarios, no table");
+        let report = mix_fixture::paced_report();
+        let page = super::super::page(&crate::output::report_json(&report, &[])).expect("a page");
+        assert!(page.contains("<th>pacing (ms)</th><th>late</th>"), "{page}");
+        let d = &report.stats.scenarios.get(0).expect("browse").duration;
+        let at = |q: f64| format!("{:.3}", d.value_at_quantile(q) as f64 / 1e6);
+        let browse = format!(
+            "<tr class=\"fail\"><td><code>browse</code></td><td>3</td><td>10</td><td>8</td><td>1</td><td>20.000</td><td>2</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td></tr>",
+            at(0.5),
+            at(0.9),
+            at(0.99),
+            d.max() as f64 / 1e6
+        );
+        assert!(page.contains(&browse), "{browse}\n{page}");
+        assert!(page.contains(
+            "<tr><td><code>buy</code></td><td>1</td><td>0</td><td>0</td><td>0</td><td>20.000</td><td>0</td><td>–</td><td>–</td><td>–</td><td>–</td></tr>"
+        ));
     }
 
     #[test]
