@@ -352,12 +352,18 @@ pub(crate) struct FindMaxArgs {
     /// p99<20ms, error_rate<0.1% (or errors<0.1%), status_5xx<1%. At least one.
     #[arg(long = "slo", value_name = "EXPR")]
     pub slos: Vec<String>,
-    /// The first step's rate, in requests per second; each step that holds doubles it.
+    /// The first step's rate, in requests per second (with a paced scenario, its users); each
+    /// step that holds doubles it.
     #[arg(long, value_name = "R", default_value = "100", allow_hyphen_values = true)]
     pub start: String,
-    /// The highest rate tried: a target that holds it is reported as holding at least that.
-    #[arg(long, value_name = "R", default_value = "1000000", allow_hyphen_values = true)]
-    pub max_rate: String,
+    /// The highest rate tried: a target that holds it is reported as holding at least that
+    /// [default: 1000000].
+    #[arg(long, value_name = "R", allow_hyphen_values = true)]
+    pub max_rate: Option<String>,
+    /// With a paced scenario, which makes the search count users: the most users tried
+    /// [default: 10000].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub max_users: Option<String>,
     /// The most steps run, whatever the search still wants: the capacity is then the highest
     /// rate that held so far.
     #[arg(long, value_name = "N", default_value = "30", allow_hyphen_values = true)]

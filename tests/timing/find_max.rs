@@ -11,8 +11,18 @@ use std::time::Duration;
 use serde_json::Value;
 use support::{
     BackgroundProcess, Behavior, KNEE_WINDOW, TestServer, WorkerProcess, assert_valid_find_max, describe_output,
-    one_error_line, run_volley, run_volley_timeout, volley_command,
+    one_error_line, run_volley, run_volley_timeout, scenario_file, volley_command,
 };
+
+/// A scenario whose users each start an iteration (one request) every 20 ms: 50 requests/s a
+/// user.
+const PACED: &str = r#"
+[[scenario]]
+name = "frame"
+pacing = "20ms"
+  [[scenario.step]]
+  path = "/frame"
+"#;
 
 /// A search's own flags for these tests: 2 s steps, bounded.
 const SHORT: [&str; 6] = ["--step-duration", "2s", "--max-rate", "5000", "--max-steps", "12"];
@@ -128,6 +138,84 @@ fn find_max_across_two_workers_lands_within_ten_percent_of_a_rate_limit() {
 }
 
 #[test]
+fn with_a_paced_scenario_find_max_counts_the_users_a_rate_limit_serves_on_cadence() {
+    // 10 users make 500 requests/s, under the server's 520; 11 make 550, over it.
+    let server = TestServer::start(Behavior::ok(10).rate_limit(520));
+    let (_dir, file) = scenario_file("paced.toml", server.url().trim_end_matches('/'), PACED);
+    let _alone = crate::one_at_a_time();
+    let args = [
+        "find-max",
+        "--slo",
+        "status_5xx<1%",
+        "--start",
+        "2",
+        "--max-users",
+        "64",
+        "--step-duration",
+        "2s",
+        "--max-steps",
+        "12",
+        "--step-pause",
+        "500ms",
+        "-j",
+        "--scenario",
+        &file,
+    ];
+    let out = run_volley_timeout(args, Duration::from_secs(90));
+    assert_eq!(out.status.code(), Some(0), "{}", describe_output(&out));
+    let doc = search_json(&out);
+    assert_eq!((doc["searched"].as_str(), doc["outcome"].as_str()), (Some("users"), Some("found")), "{doc:#}");
+    let users = |s: &Value| s["users"].as_u64().expect("a step's users");
+    let rows: Vec<String> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| format!("{}: {} {}", users(s), s["verdict"], s["failed"]))
+        .collect();
+    let found = doc["capacityUsers"].as_u64().unwrap_or_else(|| panic!("no capacity in {doc:#}"));
+    assert!((9..=10).contains(&found), "found {found} users for a limit of 10.4:\n{}", rows.join("\n"));
+    assert!(server.rate_limited() > 0, "the steps above it were turned away");
+    for step in doc["steps"].as_array().unwrap() {
+        let (started, late) =
+            (step["iterations"]["started"].as_u64().unwrap(), step["iterations"]["late"].as_u64().unwrap());
+        // Each user starts an iteration every 20 ms: 100 in a 2 s step, give or take one.
+        let expected = users(step) * 100;
+        assert!(started.abs_diff(expected) <= users(step), "{} users started {started}: {step:#}", users(step));
+        if step["verdict"] == "pass" {
+            assert!(late * 100 <= started, "{step:#}");
+        } else {
+            assert!(users(step) > found, "{step:#}");
+            let why = step["failed"].as_array().unwrap();
+            assert!(why.iter().any(|w| w.as_str().unwrap().starts_with("status_5xx<1%")), "{step:#}");
+        }
+    }
+}
+
+#[test]
+fn paced_users_a_slow_server_keeps_behind_their_slots_fail_the_first_step_on_cadence() {
+    // An answer takes 30 ms, a user's slots come every 20 ms: nearly every iteration is late.
+    let server = TestServer::start(Behavior::ok(10).delay(Duration::from_millis(30)));
+    let (_dir, file) = scenario_file("paced.toml", server.url().trim_end_matches('/'), PACED);
+    let _alone = crate::one_at_a_time();
+    let args = ["find-max", "--slo", "p99<10s", "--start", "2", "--step-duration", "1s", "--scenario", &file];
+    let out = run_volley_timeout(args, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(5), "{}", describe_output(&out));
+    let line = one_error_line(&out);
+    assert!(line.starts_with("volley: error: no capacity found: the first step, 2 users, failed: on time "), "{line}");
+    assert!(line.contains("of iterations (below 99%: "), "{line}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for wanted in [
+        "paced users)",
+        "and the cadence (99% of iterations or more started within 1 ms of their slot)",
+        "doubling from 2 users up to 10000 users",
+        " step      users  iterations/s    on time ",
+        "No capacity:  even the first step, 2 users, failed; try a lower --start, or a longer pacing",
+    ] {
+        assert!(text.contains(wanted), "no '{wanted}' in\n{text}");
+    }
+}
+
+#[test]
 fn the_text_report_has_the_table_of_steps_and_the_capacity_and_o_json_writes_the_search() {
     let server = TestServer::start(Behavior::ok(10).rate_limit(250));
     let args =
@@ -229,10 +317,24 @@ fn bad_search_flags_are_usage_errors_with_one_line() {
         (&["--slo", "p99<20ms", "-n", "100"], "find-max: -n/--requests does not apply"),
         (&["--slo", "p99<20ms", "-o", "csv:x.csv"], "find-max writes only json:FILE"),
     ];
-    for (flags, says) in cases {
-        // Nothing listens there: a usage error comes before any connection.
-        let args = [&["find-max"], *flags, &["http://127.0.0.1:9/"]].concat();
-        let out = run_volley_timeout(args, Duration::from_secs(10));
+    // Nothing listens there: a usage error comes before any connection.
+    let (_dir, paced) = scenario_file("paced.toml", "http://127.0.0.1:9", PACED);
+    let paced_cases: &[(&[&str], &str)] = &[
+        (&["--slo", "p99<20ms", "-c", "4"], "find-max: -c/--connections does not apply: with a paced scenario"),
+        (
+            &["--slo", "p99<20ms", "--max-rate", "100"],
+            "--max-rate does not apply: a paced scenario's search counts users",
+        ),
+        (&["--slo", "p99<20ms", "--start", "0"], "--start: '0' is zero: give at least 1 user"),
+        (&["--slo", "p99<20ms", "--start", "1.5"], "--start: '1.5' is not a whole number of users"),
+        (&["--slo", "p99<20ms", "--start", "10", "--max-users", "5"], "--max-users (5) is below --start (10)"),
+    ];
+    let unpaced = [&["--slo", "p99<20ms", "--max-users", "10"][..], &["http://127.0.0.1:9/"]].concat();
+    let plain = cases.iter().map(|(flags, says)| ([*flags, &["http://127.0.0.1:9/"][..]].concat(), *says));
+    let scenario = paced_cases.iter().map(|(flags, says)| ([*flags, &["--scenario", &paced][..]].concat(), *says));
+    let rate = std::iter::once((unpaced, "--max-users is for a paced scenario"));
+    for (flags, says) in plain.chain(scenario).chain(rate) {
+        let out = run_volley_timeout([&["find-max"][..], &flags].concat(), Duration::from_secs(10));
         assert_eq!(out.status.code(), Some(2), "{flags:?}\n{}", describe_output(&out));
         let line = one_error_line(&out);
         assert!(line.starts_with("volley: error: ") && line.contains(says), "{flags:?}: {line}");

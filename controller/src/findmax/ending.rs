@@ -1,6 +1,7 @@
 //! How a search ended, what it found, and the exit status that says so.
 
 use super::search::{Conclusion, Search};
+use super::searched::Searched;
 use crate::error::CliError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,10 +35,13 @@ impl Found {
     }
 
     /// The JSON's `outcome`.
-    pub(crate) fn name(&self) -> &'static str {
+    pub(crate) fn name(&self, searched: Searched) -> &'static str {
         match self.ending {
             Ending::Concluded(Conclusion::Found { .. }) => "found",
-            Ending::Concluded(Conclusion::ReachedMax { .. }) => "reachedMaxRate",
+            Ending::Concluded(Conclusion::ReachedMax { .. }) => match searched {
+                Searched::Rate => "reachedMaxRate",
+                Searched::Users => "reachedMaxUsers",
+            },
             Ending::Concluded(Conclusion::StepLimit { .. }) => "stepLimit",
             Ending::Concluded(Conclusion::FirstStepFailed { .. }) => "firstStepFailed",
             Ending::Interrupted => "interrupted",
@@ -49,10 +53,11 @@ impl Found {
     /// The exit status, once the table is printed: 0 when a capacity was found, 5 when even
     /// the first step failed, 130 for Ctrl-C, 3 for a step a worker did not complete, 1 for
     /// one that could not run at all. `first_failure` says what failed the first step.
-    pub(crate) fn outcome(&self, first_failure: Option<String>) -> Result<(), CliError> {
+    pub(crate) fn outcome(&self, searched: Searched, first_failure: Option<String>) -> Result<(), CliError> {
         match &self.ending {
             Ending::Concluded(Conclusion::FirstStepFailed { failed }) => Err(CliError::NoCapacity(format!(
-                "the first step, {failed} requests/s, failed: {}",
+                "the first step, {}, failed: {}",
+                searched.amount(*failed),
                 first_failure.unwrap_or_else(|| "see the table".into())
             ))),
             Ending::Concluded(_) => Ok(()),

@@ -4,9 +4,11 @@
 //! the cadence (sent at least 99% of the rate). The rate doubles from `--start` while steps
 //! hold, then bisects between the highest that held and the lowest that failed until they are
 //! within `--precision`; `--max-rate` and `--max-steps` bound it, and Ctrl-C stops it with what
-//! it found so far.
+//! it found so far. With a paced scenario the search counts users instead of a rate
+//! (`searched.rs`): each step runs that many users for the step, and keeps the cadence when
+//! 99% of their iterations started on time.
 //!
-//! `search.rs` is the policy (no I/O), `runner.rs` runs a step, `step.rs` judges one,
+//! `search.rs` is the policy (no I/O), `searched.rs` what it varies, `runner.rs` runs a step, `step.rs` judges one,
 //! `settings.rs` checks the flags, `text.rs` and `json.rs` print the result, `ending.rs` says
 //! how it ended and with which exit status.
 
@@ -15,6 +17,7 @@ mod ending;
 mod json;
 mod runner;
 mod search;
+mod searched;
 mod settings;
 mod step;
 mod text;
@@ -33,6 +36,7 @@ use crate::signals;
 use ending::{Ending, Found};
 use runner::Runner;
 use search::{Next, Search};
+use searched::Searched;
 use settings::Settings;
 use step::{Step, StepOutcome};
 use text::Header;
@@ -43,14 +47,24 @@ pub(crate) fn run(args: &FindMaxArgs, matches: Option<&ArgMatches>) -> Result<()
     if let Some(matches) = matches {
         args::refuse_load_only_flags(matches)?;
     }
-    let settings = Settings::parse(args)?;
-    let mut file = json_file(&args.load.outputs)?;
     let runner = Runner::new(&args.load)?;
+    let searched = runner.searched();
+    if searched == Searched::Users && args.load.connections.is_some() {
+        return Err(CliError::Usage(
+            "find-max: -c/--connections does not apply: with a paced scenario the search chooses the number of users (see --start and --max-users)".into(),
+        ));
+    }
+    let settings = Settings::parse(args, searched)?;
+    let mut file = json_file(&args.load.outputs)?;
     crate::gate::check_names(&settings.slos, &runner.names(), "--slo")?;
     let workers = runner.workers();
     if settings.start < workers as u64 {
+        let each = match searched {
+            Searched::Rate => "each sends whole requests per second",
+            Searched::Users => "each runs whole users",
+        };
         return Err(CliError::Usage(format!(
-            "--start ({}) must be at least the number of workers ({workers}): each sends whole requests per second",
+            "--start ({}) must be at least the number of workers ({workers}): {each}",
             settings.start
         )));
     }
@@ -58,7 +72,7 @@ pub(crate) fn run(args: &FindMaxArgs, matches: Option<&ArgMatches>) -> Result<()
     // the first whole (its split over the workers, and each worker's message, whose size the
     // rate does not change), the last against the plan's limits, without encoding its shards.
     runner.shards(settings.start, settings.step)?;
-    runner.step_plan(settings.max_rate, settings.step)?;
+    runner.step_plan(settings.max, settings.step)?;
     let interrupt = RunControl::new();
     signals::stop_on_ctrl_c(&interrupt);
     let (steps, found) = run_steps(&runner, &settings, &interrupt);
@@ -88,30 +102,30 @@ pub(crate) fn run(args: &FindMaxArgs, matches: Option<&ArgMatches>) -> Result<()
         why.extend(s.failures());
         why.join("; ")
     });
-    found.outcome(first_failure)
+    found.outcome(settings.searched, first_failure)
 }
 
 /// Steps until the search concludes, Ctrl-C, or a step that cannot be judged.
 fn run_steps(runner: &Runner, settings: &Settings, interrupt: &RunControl) -> (Vec<Step>, Found) {
-    let mut search = Search::new(settings.start, settings.max_rate, settings.max_steps, settings.precision);
+    let mut search = Search::new(settings.start, settings.max, settings.max_steps, settings.precision);
     let mut steps: Vec<Step> = Vec::new();
     let live = std::io::stderr().is_terminal();
     let ending = loop {
-        let rate = match search.next() {
-            Next::Run(rate) => rate,
+        let level = match search.next() {
+            Next::Run(level) => level,
             Next::Done(conclusion) => break Ending::Concluded(conclusion),
         };
         if !steps.is_empty() && !pause(settings.pause, interrupt) {
             break Ending::Interrupted;
         }
-        let report = match runner.run(rate, settings.step, interrupt) {
+        let report = match runner.run(level, settings.step, interrupt) {
             Ok(report) => report,
             Err(e) => break Ending::CouldNotRun(e.to_string()),
         };
         if !report.workers.iter().any(crate::report::WorkerLine::has_numbers) {
             break Ending::CouldNotRun(report.failure().unwrap_or_else(|| "no worker could run".into()));
         }
-        let step = Step::judge(rate, &report, &settings.slos);
+        let step = Step::judge(settings.searched, level, &report, &settings.slos);
         if live {
             let verdict = match step.outcome {
                 StepOutcome::Held => "pass".to_string(),
@@ -119,14 +133,15 @@ fn run_steps(runner: &Runner, settings: &Settings, interrupt: &RunControl) -> (V
                 StepOutcome::Interrupted => "interrupted".into(),
                 StepOutcome::Incomplete => "incomplete".into(),
             };
-            eprintln!("\r\x1b[Kfind-max: step {} at {rate}/s: {verdict}", steps.len() + 1);
+            let at = settings.searched.short(level);
+            eprintln!("\r\x1b[Kfind-max: step {} at {at}: {verdict}", steps.len() + 1);
         }
         let outcome = step.outcome;
         let note = step.note.clone();
         steps.push(step);
         match outcome {
-            StepOutcome::Held => search.record(rate, true),
-            StepOutcome::Failed => search.record(rate, false),
+            StepOutcome::Held => search.record(level, true),
+            StepOutcome::Failed => search.record(level, false),
             StepOutcome::Interrupted => break Ending::Interrupted,
             StepOutcome::Incomplete => break Ending::Incomplete(note.unwrap_or_else(|| "a worker failed".into())),
         }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::searched::Searched;
 use crate::cli::FindMaxArgs;
 use crate::error::CliError;
 use crate::gate::Threshold;
@@ -13,12 +14,19 @@ use crate::options::{parse_duration, parse_whole_rate};
 const SHORTEST_STEP: Duration = Duration::from_secs(1);
 /// Enough to double from 1 request a second to the engine's highest rate and bisect to 0.1%.
 const MOST_STEPS: u32 = 1000;
+/// The default top of a rate search: requests per second.
+const MAX_RATE: &str = "1000000";
+/// The default top of a search of paced users.
+const MAX_USERS: &str = "10000";
 
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
     pub slos: Vec<Threshold>,
+    /// What the search varies, which `start` and `max` count.
+    pub searched: Searched,
     pub start: u64,
-    pub max_rate: u64,
+    /// The highest rate (or number of users) tried.
+    pub max: u64,
     pub max_steps: u32,
     pub step: Duration,
     pub pause: Duration,
@@ -28,18 +36,36 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    pub(crate) fn parse(args: &FindMaxArgs) -> Result<Settings, CliError> {
+    /// `searched` is what the plan makes the search vary: it decides what `--start` counts and
+    /// which of `--max-rate` and `--max-users` applies.
+    pub(crate) fn parse(args: &FindMaxArgs, searched: Searched) -> Result<Settings, CliError> {
         if args.slos.is_empty() {
             return Err(CliError::Usage(
                 "find-max needs at least one --slo, e.g. --slo 'p99<20ms' --slo 'error_rate<0.1%'".into(),
             ));
         }
         let slos = args.slos.iter().map(|s| Threshold::parse_as(s, "--slo")).collect::<Result<Vec<_>, _>>()?;
-        let start = parse_whole_rate(&args.start, "--start")?;
-        let max_rate = parse_whole_rate(&args.max_rate, "--max-rate")?;
-        if max_rate < start {
+        let start = parse_level(&args.start, "--start", searched)?;
+        let max = match (searched, &args.max_rate, &args.max_users) {
+            (Searched::Rate, rate, None) => parse_level(rate.as_deref().unwrap_or(MAX_RATE), "--max-rate", searched)?,
+            (Searched::Users, None, users) => {
+                parse_level(users.as_deref().unwrap_or(MAX_USERS), "--max-users", searched)?
+            }
+            (Searched::Rate, _, Some(_)) => {
+                return Err(CliError::Usage(
+                    "--max-users is for a paced scenario, whose users a search counts: this one searches a rate (--max-rate)".into(),
+                ));
+            }
+            (Searched::Users, Some(_), _) => {
+                return Err(CliError::Usage(
+                    "--max-rate does not apply: a paced scenario's search counts users (--start, --max-users)".into(),
+                ));
+            }
+        };
+        let flag = searched.max_flag();
+        if max < start {
             return Err(CliError::Usage(format!(
-                "--max-rate ({max_rate}) is below --start ({start}): the search would have nothing to try"
+                "{flag} ({max}) is below --start ({start}): the search would have nothing to try"
             )));
         }
         let max_steps = parse_steps(&args.max_steps)?;
@@ -55,7 +81,20 @@ impl Settings {
             text => parse_duration(text, "--step-pause")?,
         };
         let precision = parse_precision(&args.precision)?;
-        Ok(Settings { slos, start, max_rate, max_steps, step, pause, precision })
+        Ok(Settings { slos, searched, start, max, max_steps, step, pause, precision })
+    }
+}
+
+/// A whole rate, or a whole number of users, of at least 1.
+fn parse_level(text: &str, flag: &str, searched: Searched) -> Result<u64, CliError> {
+    if searched == Searched::Rate {
+        return parse_whole_rate(text, flag);
+    }
+    let bad = |why: &str| CliError::Usage(format!("{flag}: '{text}' {why}"));
+    match text.trim().parse::<u64>() {
+        Ok(0) => Err(bad("is zero: give at least 1 user")),
+        Ok(n) => Ok(n),
+        Err(_) => Err(bad("is not a whole number of users")),
     }
 }
 
@@ -89,7 +128,7 @@ mod tests {
     fn settings(flags: &[&str]) -> Result<Settings, CliError> {
         let args = [&["volley", "find-max"], flags, &["http://127.0.0.1:1/"]].concat();
         match crate::cli::Cli::try_parse_from(args).expect("parses").command {
-            Some(crate::cli::Command::FindMax(args)) => Settings::parse(&args),
+            Some(crate::cli::Command::FindMax(args)) => Settings::parse(&args, Searched::Rate),
             other => panic!("not find-max: {other:?}"),
         }
     }
@@ -97,7 +136,7 @@ mod tests {
     #[test]
     fn the_defaults_are_doubling_from_100_for_10s_steps_to_within_5_percent() {
         let s = settings(&["--slo", "p99<20ms"]).expect("valid");
-        assert_eq!((s.start, s.max_rate, s.max_steps), (100, 1_000_000, 30));
+        assert_eq!((s.start, s.max, s.max_steps), (100, 1_000_000, 30));
         assert_eq!((s.step, s.pause), (Duration::from_secs(10), Duration::from_secs(1)));
         assert!((s.precision - 0.05).abs() < 1e-12);
         assert_eq!(s.slos.len(), 1);

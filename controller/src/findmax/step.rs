@@ -1,9 +1,11 @@
 //! One step of the search judged: what it measured (kept small, since a search holds every
 //! step while a report holds histograms per second) and whether it held every SLO and the
-//! cadence.
+//! cadence: in a rate search, 99% of the rate sent; in a search of paced users, 99% of their
+//! iterations started on time.
 
 use std::time::Duration;
 
+use super::searched::Searched;
 use crate::gate::{self, Threshold, Verdict};
 use crate::report::{KEPT_RATE, Report};
 
@@ -21,10 +23,13 @@ pub(crate) enum StepOutcome {
 
 #[derive(Debug, Clone)]
 pub(crate) struct Step {
-    /// Requests per second asked for.
-    pub rate: u64,
-    /// Requests sent per second of the step.
+    pub searched: Searched,
+    /// Requests per second asked for, or paced users.
+    pub level: u64,
+    /// Requests sent per second of the step; with paced users, iterations started.
     pub achieved: f64,
+    /// With paced users: the iterations started, and those of them that started late.
+    pub iterations: Option<Iterations>,
     pub duration: Duration,
     pub ok: u64,
     pub errors: u64,
@@ -38,23 +43,56 @@ pub(crate) struct Step {
     /// Requests that were due while no connection was free.
     pub blocked: u64,
     pub slos: Vec<Verdict>,
-    /// achieved / rate; the step holds the cadence at [`KEPT_RATE`] or above.
+    /// achieved / rate, or with paced users the share of iterations that started on time; the
+    /// step holds the cadence at [`KEPT_RATE`] or above.
     pub cadence: f64,
     pub outcome: StepOutcome,
     /// Why a run went wrong beyond its SLOs (a worker failed, nothing succeeded), for people.
     pub note: Option<String>,
 }
 
+/// A step's iterations of paced users, over all its scenarios.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Iterations {
+    pub started: u64,
+    pub late: u64,
+}
+
+impl Iterations {
+    fn of(report: &Report) -> Iterations {
+        let each = report.stats.scenarios.iter().map(|(_, s)| s);
+        each.fold(Iterations { started: 0, late: 0 }, |sum, s| Iterations {
+            started: sum.started + s.started,
+            late: sum.late + s.late,
+        })
+    }
+
+    /// The share that started on time; none on time when none started.
+    fn on_time(self) -> f64 {
+        if self.started == 0 { 0.0 } else { 1.0 - self.late as f64 / self.started as f64 }
+    }
+}
+
 impl Step {
-    /// Judges a step's report at `rate` against `slos`.
-    pub(crate) fn judge(rate: u64, report: &Report, slos: &[Threshold]) -> Step {
+    /// Judges a step's report at `level` (a rate, or paced users) against `slos`.
+    pub(crate) fn judge(searched: Searched, level: u64, report: &Report, slos: &[Threshold]) -> Step {
         let c = &report.stats.counters;
         let latency = &report.stats.histograms.latency;
         let share = |n: u64| (c.total() > 0).then(|| n as f64 / c.total() as f64);
         let quantile = |q: f64| (!latency.is_empty()).then(|| latency.value_at_quantile(q) as f64 / 1e9);
         let fives: u64 = c.statuses().filter(|(code, _)| code / 100 == 5).map(|(_, n)| n).sum();
-        let achieved = report.achieved_rate().unwrap_or(0.0);
-        let cadence = achieved / rate as f64;
+        let (achieved, iterations, cadence) = match searched {
+            Searched::Rate => {
+                let achieved = report.achieved_rate().unwrap_or(0.0);
+                (achieved, None, achieved / level as f64)
+            }
+            Searched::Users => {
+                let iterations = Iterations::of(report);
+                let seconds = report.duration.as_secs_f64();
+                let achieved = if seconds > 0.0 { iterations.started as f64 / seconds } else { 0.0 };
+                (achieved, Some(iterations), iterations.on_time())
+            }
+        };
         let verdicts = gate::judge(slos, report);
         let failed_workers = report.failed_workers();
         let outcome = if report.interrupted {
@@ -68,8 +106,10 @@ impl Step {
         };
         let note = if failed_workers.is_empty() { report.failure() } else { Some(failed_workers.join("; ")) };
         Step {
-            rate,
+            searched,
+            level,
             achieved,
+            iterations,
             duration: report.duration,
             ok: c.ok,
             errors: c.errors(),
@@ -85,7 +125,8 @@ impl Step {
         }
     }
 
-    /// Whether the cadence held: requests went out at 99% of the rate or more.
+    /// Whether the cadence held: requests went out at 99% of the rate or more, or 99% of the
+    /// paced users' iterations started on time.
     pub(crate) fn kept_cadence(&self) -> bool {
         self.cadence >= KEPT_RATE
     }
@@ -94,7 +135,15 @@ impl Step {
     /// cadence when it was not kept.
     pub(crate) fn failures(&self) -> Vec<String> {
         let mut failed: Vec<String> = self.slos.iter().filter(|v| !v.passed).map(Verdict::failure_text).collect();
-        if !self.kept_cadence() {
+        if let (false, Some(i)) = (self.kept_cadence(), self.iterations) {
+            failed.push(format!(
+                "on time {:.1}% of iterations (below {:.0}%: {} of {} started over 1 ms after their slot)",
+                self.cadence * 100.0,
+                KEPT_RATE * 100.0,
+                i.late,
+                i.started
+            ));
+        } else if !self.kept_cadence() {
             let blocked = match self.blocked {
                 0 => String::new(),
                 n => format!(", {n} waited for a free connection"),
@@ -140,7 +189,8 @@ mod tests {
 
     #[test]
     fn a_step_holds_when_every_slo_holds_and_it_sent_99_percent_of_its_rate() {
-        let step = Step::judge(1000, &report(1000, 990, Duration::from_millis(2), 0), &slos(&["p99<5ms"]));
+        let step =
+            Step::judge(Searched::Rate, 1000, &report(1000, 990, Duration::from_millis(2), 0), &slos(&["p99<5ms"]));
         assert_eq!(step.outcome, StepOutcome::Held, "{:?}", step.failures());
         assert!(step.failures().is_empty());
         assert!(step.p99.is_some_and(|p99| (p99 - 0.002).abs() < 0.00001), "{:?}", step.p99);
@@ -148,7 +198,8 @@ mod tests {
 
     #[test]
     fn a_step_that_held_its_slos_but_not_the_cadence_fails_and_says_so() {
-        let step = Step::judge(1000, &report(1000, 989, Duration::from_millis(2), 0), &slos(&["p99<5ms"]));
+        let step =
+            Step::judge(Searched::Rate, 1000, &report(1000, 989, Duration::from_millis(2), 0), &slos(&["p99<5ms"]));
         assert_eq!(step.outcome, StepOutcome::Failed);
         assert_eq!(step.failures(), vec!["cadence 98.9% of the rate (below 99%)".to_string()]);
     }
@@ -156,6 +207,7 @@ mod tests {
     #[test]
     fn a_step_fails_naming_each_slo_that_did_not_hold_with_what_it_measured() {
         let step = Step::judge(
+            Searched::Rate,
             1000,
             &report(1000, 1000, Duration::from_millis(8), 20),
             &slos(&["p99<5ms", "status_5xx<1%", "errors<0.1%"]),
@@ -167,5 +219,38 @@ mod tests {
         assert_eq!(failures[1], "status_5xx<1% (measured 2.000%)");
         assert_eq!(step.status_5xx_rate, Some(0.02));
         assert_eq!(step.error_rate, Some(0.0));
+    }
+
+    /// A step of paced users whose two scenarios started these iterations, (started, late)
+    /// each, every request answered 200 in 2 ms.
+    fn paced(scenarios: [(u64, u64); 2]) -> Report {
+        let mut stats = Stats::new();
+        for (index, (started, late)) in scenarios.into_iter().enumerate() {
+            let s = stats.scenarios.entry(index);
+            (s.started, s.completed, s.late) = (started, started, late);
+            for _ in 0..started {
+                stats.histograms.latency.record(2_000_000).unwrap();
+            }
+            stats.counters.ok += started;
+            stats.counters.add_status(200, started);
+        }
+        let worker = WorkerLine { connections: 10, ..WorkerLine::measured("local", stats) };
+        Report::from_workers("http://127.0.0.1:1/".into(), vec![worker], false, false, Vec::new())
+    }
+
+    #[test]
+    fn paced_users_hold_the_cadence_when_99_percent_of_their_iterations_over_all_scenarios_start_on_time() {
+        let step = Step::judge(Searched::Users, 10, &paced([(60, 1), (40, 0)]), &slos(&["p99<5ms"]));
+        assert_eq!(step.outcome, StepOutcome::Held, "{:?}", step.failures());
+        assert_eq!(step.iterations, Some(Iterations { started: 100, late: 1 }));
+        assert!((step.cadence - 0.99).abs() < 1e-12, "{}", step.cadence);
+        let step = Step::judge(Searched::Users, 10, &paced([(60, 1), (40, 1)]), &slos(&["p99<5ms"]));
+        assert_eq!(step.outcome, StepOutcome::Failed);
+        assert_eq!(
+            step.failures(),
+            ["on time 98.0% of iterations (below 99%: 2 of 100 started over 1 ms after their slot)"]
+        );
+        let none = Step::judge(Searched::Users, 10, &paced([(0, 0), (0, 0)]), &[]);
+        assert_eq!((none.outcome, none.cadence), (StepOutcome::Failed, 0.0), "no iteration is none on time");
     }
 }

@@ -2,6 +2,7 @@
 
 use super::ending::{Ending, Found};
 use super::search::Conclusion;
+use super::searched::Searched;
 use super::settings::Settings;
 use super::step::{Step, StepOutcome};
 use crate::report::KEPT_RATE;
@@ -22,22 +23,29 @@ pub(crate) fn to_text(header: &Header<'_>, steps: &[Step], found: &Found) -> Str
         1 => String::new(),
         n => format!(" over {n} workers"),
     };
-    out.push_str(&format!(
-        "Capacity search: {} ({}, {} connections{workers})\n",
-        header.url, header.protocol, header.connections
-    ));
+    let (shape, cadence, head) = match s.searched {
+        Searched::Rate => (
+            format!("{} connections", header.connections),
+            format!("requests sent at {:.0}% of the rate or more", KEPT_RATE * 100.0),
+            " step     rate/s  achieved/s     p50 ms     p99 ms    errors       5xx  verdict\n",
+        ),
+        Searched::Users => (
+            "paced users".to_string(),
+            format!("{:.0}% of iterations or more started within 1 ms of their slot", KEPT_RATE * 100.0),
+            " step      users  iterations/s    on time     p50 ms     p99 ms    errors       5xx  verdict\n",
+        ),
+    };
+    out.push_str(&format!("Capacity search: {} ({}, {shape}{workers})\n", header.url, header.protocol));
     let slos: Vec<&str> = s.slos.iter().map(|t| t.text.as_str()).collect();
-    out.push_str(&format!(
-        "SLOs:         {}, and the cadence (requests sent at {:.0}% of the rate or more)\n",
-        slos.join(", "),
-        KEPT_RATE * 100.0
-    ));
+    out.push_str(&format!("SLOs:         {}, and the cadence ({cadence})\n", slos.join(", ")));
     let (step, precision) = (s.step.as_secs_f64(), percent(s.precision));
     out.push_str(&format!(
-        "Search:       steps of {step}s, doubling from {}/s up to {}/s, then bisecting to within {precision}% (at most {} steps)\n\n",
-        s.start, s.max_rate, s.max_steps
+        "Search:       steps of {step}s, doubling from {} up to {}, then bisecting to within {precision}% (at most {} steps)\n\n",
+        s.searched.short(s.start),
+        s.searched.short(s.max),
+        s.max_steps
     ));
-    out.push_str(" step     rate/s  achieved/s     p50 ms     p99 ms    errors       5xx  verdict\n");
+    out.push_str(head);
     for (i, step) in steps.iter().enumerate() {
         out.push_str(&row(i + 1, step));
     }
@@ -59,49 +67,62 @@ fn row(n: usize, step: &Step) -> String {
             format!("incomplete (not judged): {}", step.note.as_deref().unwrap_or("a worker failed"))
         }
     };
-    format!(
-        "{n:>5} {:>10} {:>11.1} {:>10} {:>10} {:>9} {:>9}  {verdict}\n",
-        step.rate,
-        step.achieved,
-        ms(step.p50),
-        ms(step.p99),
-        share(step.error_rate),
-        share(step.status_5xx_rate),
-    )
+    let (p50, p99, errors, fives) = (ms(step.p50), ms(step.p99), share(step.error_rate), share(step.status_5xx_rate));
+    match step.searched {
+        Searched::Rate => format!(
+            "{n:>5} {:>10} {:>11.1} {p50:>10} {p99:>10} {errors:>9} {fives:>9}  {verdict}\n",
+            step.level, step.achieved
+        ),
+        Searched::Users => format!(
+            "{n:>5} {:>10} {:>13.1} {:>10} {p50:>10} {p99:>10} {errors:>9} {fives:>9}  {verdict}\n",
+            step.level,
+            step.achieved,
+            share(Some(step.cadence))
+        ),
+    }
 }
 
 /// The closing line, as its label and its sentence: the capacity, or why there is none.
 pub(crate) fn conclusion(found: &Found, s: &Settings) -> (&'static str, String) {
     let precision = percent(s.precision);
+    let (amount, short) = (|n: u64| s.searched.amount(n), |n: u64| s.searched.short(n));
     let so_far = match found.capacity {
-        Some(c) => format!("the highest rate that held so far is {c} requests/s"),
+        Some(c) => format!("the highest {} that held so far is {}", s.searched.name(), amount(c)),
         None => "no step had held".to_string(),
     };
-    let steps = s.max_steps;
+    let (steps, max_flag) = (s.max_steps, s.searched.max_flag());
+    let lower = match s.searched {
+        Searched::Rate => "a lower --start",
+        Searched::Users => "a lower --start, or a longer pacing",
+    };
     match &found.ending {
         Ending::Concluded(Conclusion::Found { capacity, failed }) => {
             let above = (*failed as f64 / *capacity as f64 - 1.0) * 100.0;
             let sentence = format!(
-                "{capacity} requests/s held every SLO and the cadence; {failed}/s did not ({above:.1}% above, within the {precision}% asked)"
+                "{} held every SLO and the cadence; {} did not ({above:.1}% above, within the {precision}% asked)",
+                amount(*capacity),
+                short(*failed)
             );
             ("Capacity", sentence)
         }
         Ending::Concluded(Conclusion::ReachedMax { capacity }) => (
             "Capacity",
-            format!("at least {capacity} requests/s: every step held, up to --max-rate; raise it to search further"),
+            format!("at least {}: every step held, up to {max_flag}; raise it to search further", amount(*capacity)),
         ),
         Ending::Concluded(Conclusion::StepLimit { capacity, failed: Some(failed) }) => (
             "Capacity",
             format!(
-                "{capacity} requests/s held every SLO and the cadence; {failed}/s did not; --max-steps ({steps}) ended the search before the two were within {precision}%"
+                "{} held every SLO and the cadence; {} did not; --max-steps ({steps}) ended the search before the two were within {precision}%",
+                amount(*capacity),
+                short(*failed)
             ),
         ),
         Ending::Concluded(Conclusion::StepLimit { capacity, failed: None }) => (
             "Capacity",
-            format!("at least {capacity} requests/s: every step held until --max-steps ({steps}) ended the search"),
+            format!("at least {}: every step held until --max-steps ({steps}) ended the search", amount(*capacity)),
         ),
         Ending::Concluded(Conclusion::FirstStepFailed { failed }) => {
-            ("No capacity", format!("even the first step, {failed} requests/s, failed; try a lower --start"))
+            ("No capacity", format!("even the first step, {}, failed; try {lower}", amount(*failed)))
         }
         Ending::Interrupted => ("Interrupted", format!("Ctrl-C stopped the search; {so_far}")),
         Ending::Incomplete(why) => ("Stopped", format!("a worker failed during a step ({why}); {so_far}")),
