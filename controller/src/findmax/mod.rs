@@ -8,9 +8,9 @@
 //! (`searched.rs`): each step runs that many users for the step, and keeps the cadence when
 //! 99% of their iterations started on time.
 //!
-//! `search.rs` is the policy (no I/O), `searched.rs` what it varies, `runner.rs` runs a step, `step.rs` judges one,
-//! `settings.rs` checks the flags, `text.rs` and `json.rs` print the result, `ending.rs` says
-//! how it ended and with which exit status.
+//! `search.rs` is the policy (no I/O), `searched.rs` what it varies, `runner.rs` runs a step,
+//! `step.rs` judges one, `settings.rs` checks the flags, `text.rs` and `json.rs` print the
+//! result, `ending.rs` says how it ended and with which exit status.
 
 mod args;
 mod ending;
