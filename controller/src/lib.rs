@@ -171,6 +171,7 @@ pub(crate) fn run_and_report(args: &LoadArgs, runtime: Option<&tokio::runtime::H
     let mut watch = grace.map(|grace| gate::Watch::new(&thresholds, grace, &summary.names));
     if let Some(log) = &mut hlog {
         log.names(&summary.names);
+        log.scenarios(&summary.scenarios.iter().map(|s| s.name.clone()).collect::<Vec<_>>());
     }
     if let Some(warning) = options::rate_warning(&plan) {
         eprintln!("volley: warning: {warning}");

@@ -186,6 +186,51 @@ fn two_workers_seconds_at_a_rate_are_logged_merged_and_add_up_to_the_report_per_
 }
 
 #[test]
+fn a_flows_iteration_durations_are_logged_per_scenario_over_two_workers_and_add_up_to_the_report() {
+    let server = volley_serve::Server::start(volley_serve::ServeConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        ..volley_serve::ServeConfig::default()
+    })
+    .unwrap();
+    let (a, b) = (WorkerProcess::start(&[]), WorkerProcess::start(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.hlog");
+    let workers = format!("{},{}", a.address(), b.address());
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scenarios/login.toml");
+    let (log_path, url) = (log.to_str().unwrap(), server.url());
+    let out = run(&[
+        "--workers",
+        &workers,
+        "-z",
+        "2500ms",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--hlog",
+        log_path,
+        "-j",
+        "--scenario",
+        example,
+        &url,
+    ]);
+    assert_success(&out);
+    let report = json_report(&out);
+    let visit = &report["scenarios"][0];
+    assert_eq!(visit["name"], "visit");
+    let Some(read) = read_with_hdrhistogram_py(&log) else { return };
+    let logged = &read["tags"]["duration@visit"];
+    // Every completed iteration's duration is in the log once: in the second it completed in,
+    // or in the rest after the last whole second.
+    let completed = number(visit, "/durationSeconds/count");
+    assert!(completed > 0 && completed == number(visit, "/iterations/completed"), "{visit}");
+    assert_eq!(logged["count"].as_u64(), Some(completed), "{logged}");
+    assert!(logged["intervals"].as_array().map_or(0, Vec::len) >= 2, "seconds of their own: {logged}");
+    let ours = decode(&visit["histograms"]["duration"]);
+    assert!(ours.equivalent(ours.max(), number(logged, "/max")), "{logged}");
+}
+
+#[test]
 fn an_interval_log_that_cannot_be_written_is_a_usage_error_before_any_load() {
     let server = TestServer::start(Behavior::ok(14));
     let out = run_volley(["-n", "10", "--hlog", "/nonexistent-dir/run.hlog", &server.url()]);

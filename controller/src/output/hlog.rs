@@ -12,9 +12,12 @@
 //! since the epoch.
 //!
 //! A run of a mix adds, for each name that finished requests in a second, its latency and time
-//! to first byte, tagged `latency@NAME` and `ttfb@NAME`; the last interval holds each name's
-//! rest too. A tag ends at a comma and readers split lines on blanks, so a name's bytes other
-//! than ASCII letters, digits and `-._~/:` are percent-encoded (`latency@GET%20/users`).
+//! to first byte, tagged `latency@NAME` and `ttfb@NAME`; a run of flows adds, for each scenario
+//! that completed iterations in a second, their durations, tagged `duration@SCENARIO`. The last
+//! interval holds each one's rest too. A tag ends at a comma and readers split lines on blanks,
+//! so a name's bytes other than ASCII letters, digits and `-._~/:` are percent-encoded
+//! (`latency@GET%20/users`). Checks are counts, not latencies: an interval log holds histograms
+//! only, so their counts per second are in the CSV series instead.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -57,12 +60,55 @@ pub(crate) struct IntervalLog {
     logged_until: u32,
     /// Per kind, the seconds logged so far: what the last interval takes from the totals.
     logged: Vec<Histogram<u64>>,
-    /// A mix's names as tags, in index order; empty without a mix.
-    names: Vec<String>,
-    /// Per name, its latency and first-byte seconds logged so far (made when it first moves):
-    /// as large again as the report's own histograms of the names it keeps.
-    logged_names: Vec<Option<Box<[Histogram<u64>; 2]>>>,
+    /// A mix's names: their latency and first byte.
+    names: Tagged<2>,
+    /// A run's scenarios: their iterations' durations.
+    scenarios: Tagged<1>,
     failure: Option<std::io::Error>,
+}
+
+/// Histograms kept per index (a mix's names, a run's scenarios), logged as `KIND@TAG`: the
+/// tags, and per index what its seconds logged so far add up to (made when it first moves, so
+/// as large again as the report's own histograms of those it keeps), to log the rest at the end.
+struct Tagged<const N: usize> {
+    kinds: [&'static str; N],
+    tags: Vec<String>,
+    logged: Vec<Option<Box<[Histogram<u64>; N]>>>,
+}
+
+impl<const N: usize> Tagged<N> {
+    fn new(kinds: [&'static str; N]) -> Self {
+        Tagged { kinds, tags: Vec::new(), logged: Vec::new() }
+    }
+
+    /// The names in index order, once the plan is known.
+    fn name(&mut self, names: &[String]) {
+        self.tags = names.iter().map(|n| tag_text(n)).collect();
+        self.logged = names.iter().map(|_| None).collect();
+    }
+
+    /// Index `index`'s histograms of a second, added to what is logged.
+    fn add(&mut self, index: usize, histograms: [&Histogram<u64>; N]) {
+        if let Some(slot) = self.logged.get_mut(index) {
+            let logged = slot.get_or_insert_with(|| Box::new(std::array::from_fn(|_| new_histogram())));
+            for (sum, h) in logged.iter_mut().zip(histograms) {
+                // Both share volley's bounds, so adding cannot fail.
+                let _ = sum.add(h);
+            }
+        }
+    }
+
+    /// Index `index`'s `totals` beyond its seconds logged; none when they lack logged samples
+    /// (a worker's discarded: no rest is honest) or nothing is left.
+    fn rest(&self, index: usize, totals: [&Histogram<u64>; N]) -> Option<[Histogram<u64>; N]> {
+        let mut rest: [Histogram<u64>; N] = std::array::from_fn(|k| totals[k].clone());
+        if let Some(Some(logged)) = self.logged.get(index) {
+            for (h, logged) in rest.iter_mut().zip(logged.iter()) {
+                h.subtract(logged).ok()?;
+            }
+        }
+        rest.iter().any(|h| !h.is_empty()).then_some(rest)
+    }
 }
 
 impl IntervalLog {
@@ -78,25 +124,35 @@ impl IntervalLog {
             header_written: false,
             logged_until: 0,
             logged: KINDS.iter().map(|_| new_histogram()).collect(),
-            names: Vec::new(),
-            logged_names: Vec::new(),
+            names: Tagged::new(["latency", "ttfb"]),
+            scenarios: Tagged::new(["duration"]),
             failure: None,
         })
     }
 
     /// The mix's names in index order, once the plan is known: each second logs its names too.
     pub(crate) fn names(&mut self, names: &[String]) {
-        self.names = names.iter().map(|n| tag_text(n)).collect();
-        self.logged_names = names.iter().map(|_| None).collect();
+        self.names.name(names);
     }
 
-    /// Logs the latency and first byte of each name in `names` (a second's, or the rest).
-    fn name_lines(&mut self, names: &volley_engine::Names, start: f64, length: f64) {
-        for (index, n) in names.iter() {
-            let Some(tag) = self.names.get(index).cloned() else { continue };
-            for (kind, h) in [("latency", &n.latency), ("ttfb", &n.ttfb)] {
-                self.line(&format!("{kind}@{tag}"), start, length, h);
-            }
+    /// The run's scenarios in index order, once the plan is known: each second logs the
+    /// durations of the iterations they completed.
+    pub(crate) fn scenarios(&mut self, scenarios: &[String]) {
+        self.scenarios.name(scenarios);
+    }
+
+    /// Logs `histograms` of the index `index` of `set` under its kinds' tags.
+    fn tagged_lines<const N: usize>(
+        &mut self,
+        set: fn(&IntervalLog) -> &Tagged<N>,
+        index: usize,
+        histograms: [&Histogram<u64>; N],
+        (start, length): (f64, f64),
+    ) {
+        let Some(tag) = set(self).tags.get(index).cloned() else { return };
+        let kinds = set(self).kinds;
+        for (kind, h) in kinds.iter().zip(histograms) {
+            self.line(&format!("{kind}@{tag}"), start, length, h);
         }
     }
 
@@ -114,14 +170,15 @@ impl IntervalLog {
             let _ = self.logged[i].add(h);
             self.line(tag, f64::from(start), 1.0, h);
         }
+        let span = (f64::from(start), 1.0);
         for (index, n) in delta.names.iter() {
-            if let Some(slot) = self.logged_names.get_mut(index) {
-                let logged = slot.get_or_insert_with(|| Box::new([new_histogram(), new_histogram()]));
-                let _ = logged[0].add(&n.latency);
-                let _ = logged[1].add(&n.ttfb);
-            }
+            self.names.add(index, [&n.latency, &n.ttfb]);
+            self.tagged_lines(|log| &log.names, index, [&n.latency, &n.ttfb], span);
         }
-        self.name_lines(&delta.names, f64::from(start), 1.0);
+        for (index, s) in delta.scenarios.iter().filter(|(_, s)| !s.duration.is_empty()) {
+            self.scenarios.add(index, [&s.duration]);
+            self.tagged_lines(|log| &log.scenarios, index, [&s.duration], span);
+        }
         self.logged_until = self.logged_until.max(second);
         self.flush();
     }
@@ -150,9 +207,18 @@ impl IntervalLog {
             }
         }
         if rest.len() == KINDS.len() {
-            let names = self.name_rests(&totals.names);
             let start = f64::from(self.logged_until);
-            self.name_lines(&names, start, (duration.as_secs_f64() - start).max(0.0));
+            let span = (start, (duration.as_secs_f64() - start).max(0.0));
+            for (index, n) in totals.names.iter() {
+                if let Some([latency, ttfb]) = self.names.rest(index, [&n.latency, &n.ttfb]) {
+                    self.tagged_lines(|log| &log.names, index, [&latency, &ttfb], span);
+                }
+            }
+            for (index, s) in totals.scenarios.iter() {
+                if let Some([duration]) = self.scenarios.rest(index, [&s.duration]) {
+                    self.tagged_lines(|log| &log.scenarios, index, [&duration], span);
+                }
+            }
         }
         self.header();
         self.flush();
@@ -160,26 +226,6 @@ impl IntervalLog {
             None => Ok(()),
             Some(e) => Err(CliError::File { path: format!("--hlog {}", self.path.display()), why: e.to_string() }),
         }
-    }
-
-    /// Each name's totals beyond its seconds logged; a name whose totals lack logged samples
-    /// (a worker's discarded) has no honest rest and none.
-    fn name_rests(&self, totals: &volley_engine::Names) -> volley_engine::Names {
-        let mut rests = volley_engine::Names::default();
-        for (index, n) in totals.iter() {
-            let (mut latency, mut ttfb) = (n.latency.clone(), n.ttfb.clone());
-            if let Some(Some(logged)) = self.logged_names.get(index)
-                && (latency.subtract(&logged[0]).is_err() || ttfb.subtract(&logged[1]).is_err())
-            {
-                continue;
-            }
-            if !latency.is_empty() || !ttfb.is_empty() {
-                let rest = rests.entry(index);
-                rest.latency = latency;
-                rest.ttfb = ttfb;
-            }
-        }
-        rests
     }
 
     fn line(&mut self, tag: &str, start: f64, length: f64, h: &Histogram<u64>) {
@@ -206,8 +252,11 @@ impl IntervalLog {
         let start = Duration::from_millis(u64::try_from(start.as_millis()).unwrap_or(u64::MAX));
         let epoch = start.as_secs_f64();
         let mut tags: Vec<&str> = KINDS.iter().map(|(tag, _)| *tag).collect();
-        if !self.names.is_empty() {
+        if !self.names.tags.is_empty() {
             tags.push("and latency@NAME and ttfb@NAME per name of the mix (percent-encoded)");
+        }
+        if !self.scenarios.tags.is_empty() {
+            tags.push("and duration@SCENARIO per scenario, a flow's iterations (percent-encoded)");
         }
         self.write(format_args!(
             "#[Histogram log format version 1.3]\n\
@@ -359,6 +408,45 @@ mod tests {
         assert_eq!(count("latency@POST%20/log%2Cin"), [3]);
         assert!(count("latency@search").is_empty(), "a name that never moved has no line");
         assert_eq!(count("latency"), [12, 5], "the run's own lines are unchanged");
+    }
+
+    #[test]
+    fn each_flows_durations_have_their_tag_and_their_intervals_add_up_to_its_totals() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.hlog");
+        let mut log = IntervalLog::create(&path).unwrap();
+        log.scenarios(&["visit".into(), "not a flow".into()]);
+        let second = |durations: &[u64]| {
+            let mut s = Stats::new();
+            let visit = s.scenarios.entry(0);
+            for &d in durations {
+                visit.duration.record(d).unwrap();
+            }
+            // A scenario that is not a flow starts and completes iterations without durations.
+            (s.scenarios.entry(1).started, s.scenarios.entry(1).completed) = (5, 5);
+            s
+        };
+        let (one, two, tail) = (second(&[40_000_000, 50_000_000]), second(&[]), second(&[70_000_000]));
+        log.second(1, &one);
+        log.second(2, &two);
+        let mut totals = Stats::new();
+        for s in [&one, &two, &tail] {
+            totals.merge(s);
+        }
+        log.finish(&totals, Duration::from_millis(2_500)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("and duration@SCENARIO per scenario"), "{text}");
+        let lines: Vec<(String, u64)> = text
+            .lines()
+            .filter(|l| l.starts_with("Tag=duration@"))
+            .map(|l| {
+                let fields: Vec<&str> = l.splitn(5, ',').collect();
+                let bytes = base64::engine::general_purpose::STANDARD.decode(fields[4]).unwrap();
+                (format!("{} {}", fields[0], fields[1]), volley_engine::decode_histogram(&bytes).unwrap().len())
+            })
+            .collect();
+        // Second 1's two, none in second 2 (no line), the rest's one from 2 s on.
+        assert_eq!(lines, [("Tag=duration@visit 0.000".to_string(), 2), ("Tag=duration@visit 2.000".to_string(), 1)]);
     }
 
     #[test]
