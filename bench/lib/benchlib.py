@@ -49,7 +49,8 @@ With --streams (HTTP/2 streams per connection), the CSV gets a `streams` column 
 `conns`, and the summary keys its points by connections × streams.
 
 Requests completed means successful responses: volley `requests.total`, wrk's
-"N requests" minus its "Non-2xx or 3xx responses", h2load's "N succeeded".
+"N requests" minus its "Non-2xx or 3xx responses", h2load's "N succeeded"; for bench/flow.sh's
+peers (Locust, Artillery, Tsung, Goose), the requests that did not fail their status or checks.
 """
 
 from __future__ import annotations
@@ -121,9 +122,12 @@ TARGETS = {  # keyed by the proto column
     "mixh3": Targets("volley-mix's client CPU per request at most 1.05 × volley's single URL",
                       cpu_vs={"volley": 1.05}),
     # Issue 37 (bench/flow.sh, subject volley-flow): the flow costs at most 1.5 × a single URL
-    # of the same protocol, and (HTTP/1.1, where Locust runs) at most a tenth of Locust's.
-    "flowh1": Targets("volley-flow's client CPU per request at most 1.5 × volley's single URL and "
-                       "0.1 × locust's", cpu_vs={"volley": 1.5, "locust": 0.1}),
+    # of the same protocol, and (HTTP/1.1, where the peers run) at most half of the best peer's
+    # (Locust, Artillery, Tsung, Goose: half of each's) and a tenth of Locust's.
+    "flowh1": Targets("volley-flow's client CPU per request at most 1.5 × volley's single URL, "
+                       "0.5 × the best of Locust's, Artillery's, Tsung's and Goose's, and 0.1 × "
+                       "locust's", cpu_vs={"volley": 1.5, "locust": 0.1, "artillery": 0.5,
+                                           "tsung": 0.5, "goose": 0.5}),
     "flowh2c": Targets("volley-flow's client CPU per request at most 1.5 × volley's single URL",
                         cpu_vs={"volley": 1.5}),
     "flowh3": Targets("volley-flow's client CPU per request at most 1.5 × volley's single URL",
@@ -229,6 +233,62 @@ def parse_locust(text: str) -> tuple[int, float]:
         raise ParseError(f"output is not locust's --json stats ({e})")
 
 
+def parse_artillery(text: str) -> tuple[int, float]:
+    """artillery run --output, the report printed after it: the requests that passed their
+    checks, over every name (the counters flow.NAME.ok of bench/flow.sh's hooks), and the span
+    from its first metric to its last."""
+    try:
+        start = text.find("{")
+        doc = json.loads(text[start:]) if start >= 0 else None
+        if not isinstance(doc, dict) or "aggregate" not in doc:
+            raise ParseError("no JSON report from artillery")
+        agg = doc["aggregate"]
+        flow = {k: int(v) for k, v in agg["counters"].items() if k.startswith("flow.")}
+        if not flow:
+            raise ParseError("artillery's report has no flow.NAME counters (did its hooks run?)")
+        ok = sum(v for k, v in flow.items() if k.endswith(".ok"))
+        return ok, (float(agg["lastMetricAt"]) - float(agg["firstMetricAt"])) / 1000
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ParseError(f"output is not artillery's JSON report ({e})")
+
+
+def parse_tsung(text: str) -> tuple[int, float]:
+    """tsung -m - (its statistics, dump by dump), then bench/flow.sh's "load duration: S s": the
+    requests completed less the failed checks (nomatch) and the answers of another status than
+    200, summed over the dumps, and the test's duration (its users ran from its start to it;
+    Tsung prints no start time). Not its 200s: it counts a status when the head arrives, so
+    those of the requests still under way at the end are in it."""
+    if "EndMonitor" not in text:
+        raise ParseError("no EndMonitor line: tsung did not end its statistics")
+    d = re.search(r"^load duration: ([\d.]+) s$", text, re.M)
+    if not d:
+        raise ParseError('no "load duration: S s" line after tsung\'s output')
+    sums: dict[str, int] = {}
+    for m in re.finditer(r"^stats: (\S+) (\d+)", text, re.M):  # the first number: this dump's
+        sums[m.group(1)] = sums.get(m.group(1), 0) + int(m.group(2))
+    if not any(k.startswith("tr_") for k in sums):
+        raise ParseError("no transactions (tr_login, ...) in tsung's statistics")
+    other_status = sum(n for k, n in sums.items() if k.isdigit() and k != "200")
+    return sums.get("request", 0) - sums.get("nomatch", 0) - other_status, float(d.group(1))
+
+
+def parse_goose(text: str) -> tuple[int, float]:
+    """bench/goose's last line, {"goose": ..., "requests": {NAME: {"ok", "failed"}}, "seconds"}:
+    the requests that did not fail, over every name, and the seconds from the first step of
+    Goose's test plan to its last."""
+    for line in reversed(text.splitlines()):
+        if line.startswith("{") and '"goose"' in line:
+            try:
+                doc = json.loads(line)
+                names = doc["requests"]
+                if not names:
+                    raise ParseError("bench/goose's summary has no requests")
+                return sum(int(n["ok"]) for n in names.values()), float(doc["seconds"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
+                raise ParseError(f"bench/goose's summary line is not valid ({e})")
+    raise ParseError("no summary line from bench/goose's program")
+
+
 PARSERS = {"wrk": parse_wrk, "h2load": parse_h2load, "shb": parse_shb, "oha": parse_oha,
            "volley": parse_volley,
            # bench/h1.sh, h2.sh, h3.sh: volley on its epoll engine (--engine epoll).
@@ -237,8 +297,10 @@ PARSERS = {"wrk": parse_wrk, "h2load": parse_h2load, "shb": parse_shb, "oha": pa
            "volley-mix": parse_volley, "volley-tmpl": parse_volley, "volley-feed": parse_volley, "oha-mix": parse_oha,
            # bench/flow.sh: the login flow of loadgen-rs's docs.
            "volley-flow": parse_volley,
-           # bench/flow.sh's peer: the same flow as a Locust FastHttpUser.
-           "locust": parse_locust}
+           # bench/flow.sh's peers: the same flow as a Locust FastHttpUser, an Artillery
+           # script, a Tsung session and a Goose transaction.
+           "locust": parse_locust, "artillery": parse_artillery, "tsung": parse_tsung,
+           "goose": parse_goose}
 
 
 def parse_time_file(path: str) -> tuple[float, float, int]:

@@ -261,6 +261,20 @@ version_of() { # tool
     echo "$SHB: ${v:+${v#\"}}"
     ;;
   locust) echo "${LOCUST:-locust}: $("${LOCUST:-locust}" --version 2>&1 </dev/null | head -n1 || true)" ;;
+  artillery) # --version prints a banner, then "Artillery: X"
+    echo "${ARTILLERY:-artillery}: Artillery $(timeout 30 "${ARTILLERY:-artillery}" --version 2>&1 </dev/null |
+      sed -n 's/^Artillery: *//p' | head -n1 || true), Node $(node --version 2>&1 || true)"
+    ;;
+  tsung)
+    local otp
+    otp=$(timeout 20 erl -noshell -eval 'io:format("~s", [erlang:system_info(otp_release)]), halt().' 2>&1 </dev/null || true)
+    echo "${TSUNG:-tsung}: $("${TSUNG:-tsung}" -v 2>&1 </dev/null | head -n1 || true), Erlang/OTP $otp"
+    ;;
+  goose) # bench/goose's program; the crate's version from its lock file
+    local v
+    v=$(grep -A1 '^name = "goose"$' "$ROOT/bench/goose/Cargo.lock" 2>/dev/null | sed -n 's/^version = "\(.*\)"/\1/p')
+    echo "${GOOSE:-goose-flow}: goose ${v:-?} (bench/goose/Cargo.lock)"
+    ;;
   *) echo "?" ;;
   esac
 }
