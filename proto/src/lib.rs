@@ -5,7 +5,7 @@
 
 /// The protocol version both sides must speak. Bump it on any change that an older peer would
 /// misread; Hello and Shard carry it, and a mismatch is refused with a clear message.
-pub const PROTOCOL_VERSION: u32 = 16;
+pub const PROTOCOL_VERSION: u32 = 17;
 
 /// The largest message a worker takes (tonic's default is 4 MiB). A shard carries the run's
 /// whole request body (`-d`, up to 64 MiB) with its headers, URL and `--cacert` certificates;

@@ -7,13 +7,10 @@ use crate::support;
 
 use support::{Behavior, TestServer, WorkerProcess, describe_output, number, scenario_file};
 
-const PACED: &str = r#"
-[[scenario]]
-name = "frame"
-pacing = "50ms"
-  [[scenario.step]]
-  path = "/frame"
-"#;
+/// Every 50 ms.
+fn paced() -> String {
+    support::paced_scenario("50ms")
+}
 
 /// The scenario's iterations, as (started, completed, late).
 fn iterations(r: &serde_json::Value) -> (u64, u64, u64) {
@@ -24,7 +21,7 @@ fn iterations(r: &serde_json::Value) -> (u64, u64, u64) {
 #[test]
 fn paced_users_start_one_iteration_per_period_each_locally_and_across_workers() {
     let server = TestServer::start(Behavior::ok(10));
-    let (_dir, file) = scenario_file("paced.toml", server.url().trim_end_matches('/'), PACED);
+    let (_dir, file) = scenario_file("paced.toml", server.url().trim_end_matches('/'), &paced());
     let workers = [WorkerProcess::start(&[]), WorkerProcess::start(&[])];
     let list = workers.iter().map(|w| w.address()).collect::<Vec<_>>().join(",");
     for extra in [&[][..], &["--http2", "-p", "2"][..], &["--workers", &list][..]] {
@@ -46,6 +43,8 @@ fn paced_users_start_one_iteration_per_period_each_locally_and_across_workers() 
         // wakes that late now and then; the timing tests, alone on the machine, hold a paced
         // search's steps to 1%.
         assert!(late * 4 <= started, "{extra:?}: {late} of {started} late against a server this fast: {r}");
+        let missed = number(&r["scenarios"][0], "/iterations/missed");
+        assert!(missed <= 4, "{extra:?}: at most the slot a user was waking for at the end: {r}");
         assert_eq!(r["scenarios"][0]["pacingSeconds"].as_f64(), Some(0.05), "{extra:?}");
     }
 }
@@ -55,8 +54,7 @@ fn an_iteration_that_starts_after_its_slot_is_late_and_its_latency_counts_from_t
     // Each answer takes 30 ms, each user's slots come every 20 ms: from its second on, every
     // iteration starts late, later each time (10 ms more per iteration).
     let server = TestServer::start(Behavior::ok(10).delay(std::time::Duration::from_millis(30)));
-    let paced = PACED.replace("50ms", "20ms");
-    let (_dir, file) = scenario_file("late.toml", server.url().trim_end_matches('/'), &paced);
+    let (_dir, file) = scenario_file("late.toml", server.url().trim_end_matches('/'), &support::paced_scenario("20ms"));
     let out = support::run_volley(["-c", "2", "-t", "1", "-n", "20", "-j", "--scenario", &file]);
     assert!(out.status.success(), "{}", describe_output(&out));
     let r = support::json_report(&out);
@@ -65,6 +63,15 @@ fn an_iteration_that_starts_after_its_slot_is_late_and_its_latency_counts_from_t
     assert!((18..=20).contains(&late), "all but each user's first: {late}: {r}");
     let slowest = r["latencySeconds"]["max"].as_f64().expect("a max");
     assert!(slowest >= 0.09, "a last iteration 60 ms or more behind its slot waited that long too: {slowest} s");
+    // For a second: each user's 50 slots came due, it started one every 30 ms and missed the
+    // rest, still behind at the end.
+    let out = support::run_volley(["-c", "2", "-t", "1", "-z", "1s", "-j", "--scenario", &file]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let r = support::json_report(&out);
+    let (started, missed) =
+        (number(&r["scenarios"][0], "/iterations/started"), number(&r["scenarios"][0], "/iterations/missed"));
+    assert!((96..=102).contains(&(started + missed)), "2 users × 50 slots: {started} + {missed}: {r}");
+    assert!((25..=40).contains(&missed), "a third of them missed: {missed}: {r}");
     let text =
         String::from_utf8_lossy(&support::run_volley(["-c", "2", "-t", "1", "-n", "4", "--scenario", &file]).stdout)
             .into_owned();
@@ -74,13 +81,13 @@ fn an_iteration_that_starts_after_its_slot_is_late_and_its_latency_counts_from_t
 
 #[test]
 fn pacing_out_of_range_on_some_scenarios_only_or_with_a_rate_is_refused_in_one_line() {
-    let two = format!("{PACED}\n[[scenario]]\nname = \"other\"\n  [[scenario.step]]\n  path = \"/other\"\n");
+    let two = format!("{}\n[[scenario]]\nname = \"other\"\n  [[scenario.step]]\n  path = \"/other\"\n", paced());
     for (scenario, extra, wanted) in [
-        (PACED.replace("50ms", "2h"), &[][..], "paced.toml:5:10: pacing '2h' is not between 1 ns and 3600 s"),
-        (PACED.replace("50ms", "0ms"), &[][..], "pacing '0ms' is not a duration: duration must be more than zero"),
-        (PACED.replace("50ms", "often"), &[][..], "pacing 'often' is not a duration"),
+        (support::paced_scenario("2h"), &[][..], "paced.toml:5:10: pacing '2h' is not between 1 ns and 3600 s"),
+        (support::paced_scenario("0ms"), &[][..], "pacing '0ms' is not a duration: duration must be more than zero"),
+        (support::paced_scenario("often"), &[][..], "pacing 'often' is not a duration"),
         (two, &[][..], "pacing is every scenario's or none's"),
-        (PACED.to_string(), &["--rate", "10"][..], "pacing gives each user its own cadence: it cannot go with --rate"),
+        (paced(), &["--rate", "10"][..], "pacing gives each user its own cadence: it cannot go with --rate"),
     ] {
         let (_dir, path) = scenario_file("paced.toml", "http://127.0.0.1:9", &scenario);
         let out = support::run_volley([&["-n", "1", "--scenario", &path][..], extra].concat());

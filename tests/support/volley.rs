@@ -206,6 +206,12 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("local_addr").port()
 }
 
+/// A scenario `frame` of one step, GET /frame, each of whose users starts an iteration every
+/// `pacing` (its text in the file: `"50ms"`). Its `pacing` is on the file's line 5, column 10.
+pub fn paced_scenario(pacing: &str) -> String {
+    format!("\n[[scenario]]\nname = \"frame\"\npacing = \"{pacing}\"\n  [[scenario.step]]\n  path = \"/frame\"\n")
+}
+
 /// A scenario file `name` in a fresh directory (which lives as long as the handle): `origin`
 /// and then `scenario`'s text. Its path comes as text, as the command line takes it.
 pub fn scenario_file(name: &str, origin: &str, scenario: &str) -> (tempfile::TempDir, String) {

@@ -592,6 +592,7 @@ pub fn stats_to_proto(stats: &Stats) -> v1::Stats {
                 completed: s.completed,
                 abandoned: s.abandoned,
                 late: s.late,
+                missed: s.missed,
                 duration: encode_unless_empty(&s.duration),
             })
             .collect(),
@@ -689,6 +690,7 @@ pub fn stats_from_proto(stats: &v1::Stats, bounds: Bounds) -> Result<Stats, Wire
             completed: scenario.completed,
             abandoned: scenario.abandoned,
             late: scenario.late,
+            missed: scenario.missed,
             duration: histogram_from_proto(&scenario.duration)?,
         };
     }

@@ -70,7 +70,7 @@ fn step_json(n: usize, step: &Step) -> Value {
         None => doc["requestedPerSec"] = json!(step.level),
         Some(i) => {
             doc["users"] = json!(step.level);
-            doc["iterations"] = json!({ "started": i.started, "late": i.late });
+            doc["iterations"] = json!({ "started": i.started, "late": i.late, "missed": i.missed });
         }
     }
     doc

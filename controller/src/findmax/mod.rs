@@ -6,7 +6,7 @@
 //! within `--precision`; `--max-rate` and `--max-steps` bound it, and Ctrl-C stops it with what
 //! it found so far. With a paced scenario the search counts users instead of a rate
 //! (`searched.rs`): each step runs that many users for the step, and keeps the cadence when
-//! 99% of their iterations started on time.
+//! they started 99% of the slots that came due.
 //!
 //! `search.rs` is the policy (no I/O), `searched.rs` what it varies, `runner.rs` runs a step,
 //! `step.rs` judges one, `settings.rs` checks the flags, `text.rs` and `json.rs` print the

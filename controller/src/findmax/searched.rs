@@ -1,10 +1,12 @@
 //! What a search varies. In the open model it is the rate: each step sends requests on a
 //! schedule, and keeps the cadence when it sent 99% of them. With a paced scenario it is the
 //! number of users: each user starts an iteration every pacing period (the closed model), so
-//! the load is the users over the pacing, and a step keeps the cadence when 99% of its
-//! iterations started on time (within 1 ms of their slot, the engine's `LATE`). That is the
-//! capacity question of a real-time service: how many clients, each sending a frame every
-//! 20 ms, does it serve on cadence?
+//! the load is the users over the pacing, and a step keeps the cadence when its users started
+//! 99% of the slots that came due (those a user was still behind on at the end are missed),
+//! as a rate search's step keeps it when it sent 99% of its rate; an iteration's latency counts
+//! from its slot, so one that started late shows in the latency SLOs. That is the capacity
+//! question of a real-time service: how many clients, each sending a frame every 20 ms, does
+//! it serve on cadence?
 
 use volley_engine::Plan;
 

@@ -31,8 +31,8 @@ pub(crate) fn to_text(header: &Header<'_>, steps: &[Step], found: &Found) -> Str
         ),
         Searched::Users => (
             "paced users".to_string(),
-            format!("{:.0}% of iterations or more started within 1 ms of their slot", KEPT_RATE * 100.0),
-            " step      users  iterations/s    on time     p50 ms     p99 ms    errors       5xx  verdict\n",
+            format!("{:.0}% of the slots due or more started, latency counted from the slot", KEPT_RATE * 100.0),
+            " step      users  iterations/s       kept     p50 ms     p99 ms    errors       5xx  verdict\n",
         ),
     };
     out.push_str(&format!("Capacity search: {} ({}, {shape}{workers})\n", header.url, header.protocol));

@@ -160,8 +160,9 @@ fn scenario_case(out: &mut String, row: &ScenarioRow<'_>) {
     ];
     let mut text = format!("iterations started {}, completed {}, abandoned {}", s.started, s.completed, s.abandoned);
     if let Some(pacing) = row.pacing_ms() {
-        properties.extend([("pacing_ms", format!("{pacing:.6}")), ("late", s.late.to_string())]);
-        let _ = write!(text, "\npacing {pacing:.3} ms, late {}", s.late);
+        let (late, missed) = (s.late.to_string(), s.missed.to_string());
+        properties.extend([("pacing_ms", format!("{pacing:.6}")), ("late", late), ("missed", missed)]);
+        let _ = write!(text, "\npacing {pacing:.3} ms, late {}, slots missed {}", s.late, s.missed);
     }
     if let (Some(p50), Some(p99)) = (row.duration_ms(0.5), row.duration_ms(0.99)) {
         properties.extend([("duration_p50_ms", format!("{p50:.6}")), ("duration_p99_ms", format!("{p99:.6}"))]);

@@ -102,8 +102,8 @@ fn names(out: &mut String, report: &Report) {
 }
 
 /// A scenario run's scenarios, a row each in the file's order: iterations started, completed
-/// and abandoned, with pacing its cadence and the late starts, and a flow's iteration
-/// durations (ms).
+/// and abandoned, with pacing its cadence, the late starts and the slots missed, and a flow's
+/// iteration durations (ms).
 fn scenarios(out: &mut String, report: &Report) {
     let rows: Vec<_> = report.scenario_rows().collect();
     if rows.is_empty() {
@@ -112,10 +112,10 @@ fn scenarios(out: &mut String, report: &Report) {
     let paced = report.is_paced();
     out.push_str("| Scenario | Weight | Started | Completed | Abandoned |");
     if paced {
-        out.push_str(" Pacing (ms) | Late |");
+        out.push_str(" Pacing (ms) | Late | Missed |");
     }
     out.push_str(" Duration p50 (ms) | Duration p99 (ms) |\n| --- |");
-    out.push_str(&" --: |".repeat(if paced { 8 } else { 6 }));
+    out.push_str(&" --: |".repeat(if paced { 9 } else { 6 }));
     out.push('\n');
     let ms = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{v:.3}"));
     for row in &rows {
@@ -130,7 +130,7 @@ fn scenarios(out: &mut String, report: &Report) {
             s.abandoned
         );
         if paced {
-            let _ = write!(out, " {} | {} |", ms(row.pacing_ms()), s.late);
+            let _ = write!(out, " {} | {} | {} |", ms(row.pacing_ms()), s.late, s.missed);
         }
         let _ = writeln!(out, " {} | {} |", ms(row.duration_ms(0.5)), ms(row.duration_ms(0.99)));
     }
@@ -259,11 +259,11 @@ mod tests {
         assert_eq!(
             rows,
             [
-                "| Scenario | Weight | Started | Completed | Abandoned | Pacing (ms) | Late | Duration p50 (ms) | Duration p99 (ms) |",
-                "| --- | --: | --: | --: | --: | --: | --: | --: | --: |",
+                "| Scenario | Weight | Started | Completed | Abandoned | Pacing (ms) | Late | Missed | Duration p50 (ms) | Duration p99 (ms) |",
+                "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: |",
                 // 55 and 80 ms as the histogram holds them: the top of each's bucket.
-                "| browse | 3 | 10 | 8 | 1 | 20.000 | 2 | 55.017 | 80.019 |",
-                "| buy | 1 | 0 | 0 | 0 | 20.000 | 0 | – | – |",
+                "| browse | 3 | 10 | 8 | 1 | 20.000 | 2 | 1 | 55.017 | 80.019 |",
+                "| buy | 1 | 0 | 0 | 0 | 20.000 | 0 | 0 | – | – |",
                 ""
             ],
             "{text}"

@@ -91,6 +91,7 @@ fn scenarios(r: &Report) -> Value {
                     "completed": s.completed,
                     "abandoned": s.abandoned,
                     "late": s.late,
+                    "missed": s.missed,
                 },
                 "durationSeconds": summary(&s.duration),
                 "histograms": { "duration": encode(&s.duration) },

@@ -780,8 +780,8 @@ pub(crate) mod mix_fixture {
     }
 
     /// The same run as two paced scenarios' (20 ms): "browse" (weight 3) started 10
-    /// iterations, completed 8 (taking 40 to 80 ms) and abandoned 1, 2 of them late; "buy"
-    /// (weight 1) started none.
+    /// iterations, completed 8 (taking 40 to 80 ms) and abandoned 1, 2 of them late, and missed
+    /// 1 slot; "buy" (weight 1) started none.
     pub(crate) fn paced_report() -> Report {
         let mut report = report();
         let pacing = Some(std::time::Duration::from_millis(20));
@@ -790,7 +790,7 @@ pub(crate) mod mix_fixture {
             super::ScenarioLine { name: "buy".into(), weight: 1, pacing },
         ];
         let browse = report.stats.scenarios.entry(0);
-        (browse.started, browse.completed, browse.abandoned, browse.late) = (10, 8, 1, 2);
+        (browse.started, browse.completed, browse.abandoned, browse.late, browse.missed) = (10, 8, 1, 2, 1);
         for ms in [40, 45, 50, 55, 60, 65, 70, 80] {
             browse.duration.record(ms * 1_000_000).expect("in range");
         }

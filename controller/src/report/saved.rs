@@ -425,6 +425,7 @@ fn scenario(entry: &Value) -> Result<ScenarioStats, String> {
         completed: n("completed"),
         abandoned: n("abandoned"),
         late: n("late"),
+        missed: n("missed"),
         duration: histogram(entry, "duration")?.unwrap_or_else(new_histogram),
     };
     if s.duration.len() > s.completed {

@@ -173,7 +173,7 @@ fn scenarios(out: &mut String, r: &Report) {
     let paced = r.is_paced();
     let mut head = vec!["scenario", "weight", "started", "completed", "abandoned"];
     if paced {
-        head.extend(["pacing", "late"]);
+        head.extend(["pacing", "late", "missed"]);
     }
     head.extend(["p50", "p90", "p99", "max"]);
     let dash = || "-".to_string();
@@ -190,7 +190,8 @@ fn scenarios(out: &mut String, r: &Report) {
                 s.abandoned.to_string(),
             ];
             if paced {
-                cells.extend([row.pacing_ms().map_or_else(dash, |p| format!("{p:.3}")), s.late.to_string()]);
+                let pacing = row.pacing_ms().map_or_else(dash, |p| format!("{p:.3}"));
+                cells.extend([pacing, s.late.to_string(), s.missed.to_string()]);
             }
             let max = if s.duration.is_empty() { dash() } else { ms(s.duration.max()) };
             cells.extend([at(0.5), at(0.9), at(0.99), max]);

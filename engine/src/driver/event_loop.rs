@@ -217,6 +217,9 @@ impl<I: Io> Loop<I> {
         let outcome = self.run_load();
         // The load's end: closing what is left is not part of the run's measured time.
         let ended = Instant::now();
+        if outcome.is_ok() && !self.schedule.is_spent() {
+            self.count_missed_slots(self.lifecycle.end().map_or(ended, |end| end.min(ended)));
+        }
         if outcome.is_err() {
             // One thread failing fails the run: the others need not go on to the deadline.
             self.lifecycle.stop_all();
@@ -242,6 +245,15 @@ impl<I: Io> Loop<I> {
             std::mem::forget(self);
         }
         outcome
+    }
+
+    /// Pacing, when the run stops (its time is up, or it is stopped) rather than its budget
+    /// ending it: the slots its users had come due for by `end` and not started, each user
+    /// behind its cadence. Users a ramp has closed have no cadence to keep.
+    fn count_missed_slots(&mut self, end: Instant) {
+        for c in &self.conns[..self.open_allowed.min(self.conns.len())] {
+            self.picker.count_missed(&c.cursor, end, &mut self.stats);
+        }
     }
 
     fn run_load(&mut self) -> io::Result<()> {

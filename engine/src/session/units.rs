@@ -575,6 +575,19 @@ impl Picker {
         due
     }
 
+    /// Pacing, as a timed run ends at `end`: the slots of `cursor`'s user that came due by
+    /// then and that it had not started (it was behind its cadence), counted to the scenario
+    /// it starts next.
+    pub(crate) fn count_missed(&self, cursor: &Cursor, end: Instant, stats: &mut Stats) {
+        let Some(scenarios) = self.scenarios.as_ref().filter(|s| s.paced) else { return };
+        let Some(slot) = cursor.slot.filter(|&slot| slot <= end) else { return };
+        let index = scenarios.index_of(cursor.next);
+        let Some(period) = scenarios.pacing.get(index).copied().flatten() else { return };
+        let behind = end.duration_since(slot).as_nanos() / period.as_nanos().max(1);
+        let missed = &mut stats.scenarios.entry(index).missed;
+        *missed = missed.saturating_add(u64::try_from(behind).unwrap_or(u64::MAX).saturating_add(1));
+    }
+
     /// Pacing: when the iteration `cursor` starts next is due, its user's first at `now` plus
     /// the user's phase. None when it is not paced.
     #[inline]
@@ -665,7 +678,7 @@ mod tests {
     }
 
     #[test]
-    fn a_paced_user_waits_for_its_slot_keeps_the_cadence_and_counts_a_late_start() {
+    fn a_paced_user_waits_for_its_slot_keeps_the_cadence_and_counts_late_starts_and_missed_slots() {
         let period = Duration::from_millis(20);
         let scenarios = [Scenario { name: "frame".into(), weight: 1, steps: 1, pacing: Some(period) }];
         let mut picker = Picker::new(vec![false].into(), Some(1), Some(&scenarios));
@@ -687,10 +700,20 @@ mod tests {
         assert_eq!(picker.slot(&mut cursor, taken), Some(first + 2 * period));
         let frame = stats.scenarios.get(0).expect("counted");
         assert_eq!((frame.started, frame.late, stats.counters.iterations), (2, 1, 2));
+        // The run ends with its next slot not yet due: nothing missed. Ending 2.5 periods after
+        // it, three slots came due that it never started.
+        let next = first + 2 * period;
+        picker.count_missed(&cursor, next - Duration::from_nanos(1), &mut stats);
+        assert_eq!(stats.scenarios.get(0).map(|s| s.missed), Some(0));
+        picker.count_missed(&cursor, next + period * 5 / 2, &mut stats);
+        assert_eq!(stats.scenarios.get(0).map(|s| s.missed), Some(3));
         // Unpaced scenarios have no slot.
         let mut unpaced = two_scenarios(1);
         let mut cursor = Cursor::at(unpaced.first(0), 0);
         assert_eq!(unpaced.slot(&mut cursor, t0), None);
+        let mut none = Stats::new();
+        unpaced.count_missed(&cursor, t0 + period, &mut none);
+        assert!(none.scenarios.is_empty(), "nothing to miss");
     }
 
     #[test]

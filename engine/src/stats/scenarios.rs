@@ -1,5 +1,6 @@
 //! Statistics per scenario of a scenario run: its iterations started, completed and
-//! abandoned (and, paced, late), and how long a flow's completed iterations took, merged exactly like the rest.
+//! abandoned (and, paced, late, and the slots missed), and how long a flow's completed
+//! iterations took, merged exactly like the rest.
 //!
 //! An iteration is complete when its scenario's last step has ended (answered, after any
 //! redirects it follows, or failed), whatever the answers; it is abandoned when a failed step
@@ -23,6 +24,9 @@ pub struct ScenarioStats {
     /// Pacing: iterations that started over a millisecond after their slot (their user was
     /// still busy with the one before, or the client was).
     pub late: u64,
+    /// Pacing: slots that came due by the run's end which their users had not started, being
+    /// behind their cadence (counted when a timed run ends).
+    pub missed: u64,
     /// A flow's completed iterations, from the first step's due instant (its start, in the
     /// closed model) to the end of its last step, in nanoseconds; think time included.
     pub duration: Histogram<u64>,
@@ -30,7 +34,7 @@ pub struct ScenarioStats {
 
 impl Default for ScenarioStats {
     fn default() -> Self {
-        ScenarioStats { started: 0, completed: 0, abandoned: 0, late: 0, duration: new_histogram() }
+        ScenarioStats { started: 0, completed: 0, abandoned: 0, late: 0, missed: 0, duration: new_histogram() }
     }
 }
 
@@ -40,6 +44,7 @@ impl Merge for ScenarioStats {
         self.completed = self.completed.saturating_add(other.completed);
         self.abandoned = self.abandoned.saturating_add(other.abandoned);
         self.late = self.late.saturating_add(other.late);
+        self.missed = self.missed.saturating_add(other.missed);
         self.duration.add(&other.duration).expect("volley histograms share one range");
     }
 }

@@ -723,7 +723,11 @@ fn assert_same_stats(a: &Stats, b: &Stats) {
     }
     assert_eq!(a.scenarios.len(), b.scenarios.len());
     for ((i, x), (j, y)) in a.scenarios.iter().zip(b.scenarios.iter()) {
-        assert_eq!((i, x.started, x.completed, x.abandoned, x.late), (j, y.started, y.completed, y.abandoned, y.late));
+        let (xs, ys) = (
+            (x.started, x.completed, x.abandoned, x.late, x.missed),
+            (y.started, y.completed, y.abandoned, y.late, y.missed),
+        );
+        assert_eq!((i, xs), (j, ys));
         assert_same_histogram(&x.duration, &y.duration);
     }
     for (x, y) in [
@@ -800,7 +804,7 @@ fn stats_for_a_name_the_mix_does_not_have_or_for_one_twice_are_refused() {
 fn stats_per_scenario_survive_the_wire_exactly_and_past_the_run_s_scenarios_are_refused() {
     let mut s = Stats::new();
     let flow = s.scenarios.entry(1);
-    (flow.started, flow.completed, flow.abandoned, flow.late) = (40, 31, 7, 2);
+    (flow.started, flow.completed, flow.abandoned, flow.late, flow.missed) = (40, 31, 7, 2, 5);
     for ms in [3, 9, 27] {
         flow.duration.record(ms * 1_000_000).expect("in range");
     }
@@ -809,7 +813,7 @@ fn stats_per_scenario_survive_the_wire_exactly_and_past_the_run_s_scenarios_are_
     let back = stats_from_proto(&wire, Bounds { names: 0, scenarios: 2 }).expect("decodes");
     assert!(back.scenarios.get(0).is_none());
     let flow = back.scenarios.get(1).expect("sent");
-    assert_eq!((flow.started, flow.completed, flow.abandoned, flow.late), (40, 31, 7, 2));
+    assert_eq!((flow.started, flow.completed, flow.abandoned, flow.late, flow.missed), (40, 31, 7, 2, 5));
     assert_same_histogram(&flow.duration, &s.scenarios.get(1).expect("kept").duration);
     let err = stats_from_proto(&wire, Bounds { names: 0, scenarios: 1 }).expect_err("past").to_string();
     assert!(err.contains("scenario 1, past the 1 scenarios of its run"), "{err}");

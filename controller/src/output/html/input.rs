@@ -61,6 +61,8 @@ pub(super) struct SavedIterations {
     pub abandoned: u64,
     #[serde(default)]
     pub late: u64,
+    #[serde(default)]
+    pub missed: u64,
 }
 
 /// One name of a mix, as the report's `names` hold it.

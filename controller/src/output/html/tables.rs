@@ -150,13 +150,13 @@ pub(super) fn scenarios(r: &Saved) -> String {
          <th>completed</th><th>abandoned</th>",
     );
     if paced {
-        out.push_str("<th>pacing (ms)</th><th>late</th>");
+        out.push_str("<th>pacing (ms)</th><th>late</th><th>missed</th>");
     }
     out.push_str("<th>duration p50 (ms)</th><th>p90 (ms)</th><th>p99 (ms)</th><th>max (ms)</th></tr>\n");
     for s in &r.scenarios {
-        let (started, completed, abandoned, late) =
-            s.iterations.as_ref().map_or((0, 0, 0, 0), |i| (i.started, i.completed, i.abandoned, i.late));
-        let class = if abandoned > 0 || late > 0 { " class=\"fail\"" } else { "" };
+        let (started, completed, abandoned, late, missed) =
+            s.iterations.as_ref().map_or((0, 0, 0, 0, 0), |i| (i.started, i.completed, i.abandoned, i.late, i.missed));
+        let class = if abandoned > 0 || late > 0 || missed > 0 { " class=\"fail\"" } else { "" };
         let _ = write!(
             out,
             "<tr{class}><td><code>{}</code></td><td>{}</td><td>{started}</td><td>{completed}</td><td>{abandoned}</td>",
@@ -164,7 +164,7 @@ pub(super) fn scenarios(r: &Saved) -> String {
             s.weight
         );
         if paced {
-            let _ = write!(out, "<td>{}</td><td>{late}</td>", ms(s.pacing_seconds));
+            let _ = write!(out, "<td>{}</td><td>{late}</td><td>{missed}</td>", ms(s.pacing_seconds));
         }
         let d = s.duration_seconds.as_ref();
         let p = |name: &str| ms(d.and_then(|d| d.percentiles.get(name).copied()));
@@ -371,11 +371,11 @@ mod tests {
         assert!(!page.contains("<h2>Scenarios</h2>"), "no scenarios, no table");
         let report = mix_fixture::paced_report();
         let page = super::super::page(&crate::output::report_json(&report, &[])).expect("a page");
-        assert!(page.contains("<th>pacing (ms)</th><th>late</th>"), "{page}");
+        assert!(page.contains("<th>pacing (ms)</th><th>late</th><th>missed</th>"), "{page}");
         let d = &report.stats.scenarios.get(0).expect("browse").duration;
         let at = |q: f64| format!("{:.3}", d.value_at_quantile(q) as f64 / 1e6);
         let browse = format!(
-            "<tr class=\"fail\"><td><code>browse</code></td><td>3</td><td>10</td><td>8</td><td>1</td><td>20.000</td><td>2</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td></tr>",
+            "<tr class=\"fail\"><td><code>browse</code></td><td>3</td><td>10</td><td>8</td><td>1</td><td>20.000</td><td>2</td><td>1</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td></tr>",
             at(0.5),
             at(0.9),
             at(0.99),
@@ -383,7 +383,7 @@ mod tests {
         );
         assert!(page.contains(&browse), "{browse}\n{page}");
         assert!(page.contains(
-            "<tr><td><code>buy</code></td><td>1</td><td>0</td><td>0</td><td>0</td><td>20.000</td><td>0</td><td>–</td><td>–</td><td>–</td><td>–</td></tr>"
+            "<tr><td><code>buy</code></td><td>1</td><td>0</td><td>0</td><td>0</td><td>20.000</td><td>0</td><td>0</td><td>–</td><td>–</td><td>–</td><td>–</td></tr>"
         ));
     }
 

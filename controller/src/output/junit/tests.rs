@@ -126,14 +126,22 @@ fn each_scenario_is_a_testcase_with_its_iterations_and_durations_that_fails_noth
         xml[start..start + len].to_string()
     };
     let browse = scenario("browse");
-    for property in
-        [("started", "10"), ("completed", "8"), ("abandoned", "1"), ("late", "2"), ("pacing_ms", "20.000000")]
-    {
+    for property in [
+        ("started", "10"),
+        ("completed", "8"),
+        ("abandoned", "1"),
+        ("late", "2"),
+        ("missed", "1"),
+        ("pacing_ms", "20.000000"),
+    ] {
         assert!(browse.contains(&format!("<property name=\"{}\" value=\"{}\"/>", property.0, property.1)), "{browse}");
     }
     let p99 = report.stats.scenarios.get(0).expect("browse").duration.value_at_quantile(0.99) as f64 / 1e6;
     assert!(browse.contains("iteration duration p50 ") && browse.contains(&format!("p99 {p99:.3} ms")), "{browse}");
-    assert!(browse.contains("iterations started 10, completed 8, abandoned 1\npacing 20.000 ms, late 2"), "{browse}");
+    assert!(
+        browse.contains("iterations started 10, completed 8, abandoned 1\npacing 20.000 ms, late 2, slots missed 1"),
+        "{browse}"
+    );
     let buy = scenario("buy");
     assert!(!buy.contains("duration") && !buy.contains("<failure"), "no durations, no failure: {buy}");
     assert!(!testsuites(&mix_fixture::report(), &[]).contains("volley.scenarios"), "a run without scenarios has none");
