@@ -141,17 +141,20 @@ impl ResponseStream {
     }
 }
 
-/// Every field of a final head, decoded, into `kept`. The head's framing was read once already;
-/// a field whose Huffman string does not decode is left out, as the plain reading steps over
-/// fields it does not need without decoding them, so that checks never fail a response the run
-/// would otherwise count.
+/// The fields of a final head that `kept` keeps, decoded, into it. The head's framing was read
+/// once already; a field whose Huffman string does not decode is left out, as the plain reading
+/// steps over fields it does not need without decoding them, so that checks never fail a
+/// response the run would otherwise count. A value is decoded only for a name kept: a jar
+/// keeps only `set-cookie`, and decoding every other value (a date, a server's name, Huffman
+/// coded) cost a scenario's HTTP/3 responses 0.3 to 0.5 µs each.
 fn keep_fields_of(section: &[u8], kept: &mut Kept) {
     let Ok(lines) = qpack::field_lines(section) else { return };
     let (mut name, mut value) = (Vec::new(), Vec::new());
     for line in lines.map_while(Result::ok) {
         name.clear();
         value.clear();
-        if line.name.decode_to(&mut name).is_ok() && line.value.decode_to(&mut value).is_ok() {
+        if line.name.decode_to(&mut name).is_ok() && kept.keeps_field(&name) && line.value.decode_to(&mut value).is_ok()
+        {
             kept.push_field(&name, &value);
         }
     }

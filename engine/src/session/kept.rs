@@ -210,6 +210,12 @@ impl Kept {
         }
     }
 
+    /// Whether a field named `name` would be kept: a decoder need not decode the value of one
+    /// that is not.
+    pub(crate) fn keeps_field(&self, name: &[u8]) -> bool {
+        self.fields_kept.keeps(name)
+    }
+
     /// A header field of the final head, kept while there is room.
     pub(crate) fn push_field(&mut self, name: &[u8], value: &[u8]) {
         if !self.fields_kept.keeps(name) || self.fields.len() + name.len() + value.len() > KEPT_FIELD_BYTES {
