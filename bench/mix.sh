@@ -16,13 +16,18 @@
 #
 # Servers: one nginx (1 worker, pinned to BENCH_SERVER_CPU) for mixh1 (plain TCP) and mixh2c
 # (prior knowledge), answering 200 "hello, world!\n" on every path; `volley serve --http3` for
-# mixh3 (every path too). Clients pinned to BENCH_CLIENT_CPU with 1 thread, as in bench/h1.sh;
-# medians of interleaved runs, the driver in bench/lib/clients.sh. See bench/README.md.
+# mixh3 (every path too); ngtcp2's gtlsserver for mixh3ngtcp2, serving files for the mix's
+# paths (the 8 requests' and every path the templates and the feeder make), quick enough that
+# the client, not the server, is what a closed loop measures there (volley serve, answering
+# the larger requests slower, made the client's cost per request a count of its wake-ups).
+# gtlsserver answers a path that is a folder (/items) with a 308, every other with its file.
+# Clients pinned to BENCH_CLIENT_CPU with 1 thread, as in bench/h1.sh; medians of interleaved
+# runs, the driver in bench/lib/clients.sh. See bench/README.md.
 #
 # Environment:
 #   BENCH_SECONDS=5                  duration of each client run
 #   BENCH_POINTS="32x16"             connections × streams (streams for h2c and h3 only)
-#   BENCH_PROTOS="mixh1 mixh2c mixh3"
+#   BENCH_PROTOS="mixh1 mixh2c mixh3 mixh3ngtcp2"
 #   BENCH_RUNS=5                     repetitions (tools interleaved, order rotated per run)
 #   BENCH_CLIENT_CPU=0 / BENCH_SERVER_CPU=1
 #   VOLLEY=./target/release/volley   BENCH_NO_BUILD=1   BENCH_NO_INSTALL=1
@@ -35,12 +40,13 @@ NAME=mix
 TITLE="volley request mix benchmark"
 SUBJECT=volley-mix
 read -r -a POINTS <<<"${BENCH_POINTS:-32x16}"
-read -r -a PROTOS <<<"${BENCH_PROTOS:-mixh1 mixh2c mixh3}"
+read -r -a PROTOS <<<"${BENCH_PROTOS:-mixh1 mixh2c mixh3 mixh3ngtcp2}"
 for p in "${POINTS[@]}"; do
   [[ $p =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || { echo "mix.sh: BENCH_POINTS: '$p' is not CONNSxSTREAMS, e.g. 32x16" >&2; exit 2; }
 done
 for p in "${PROTOS[@]}"; do
-  [[ $p == mixh1 || $p == mixh2c || $p == mixh3 ]] || { echo "mix.sh: BENCH_PROTOS: '$p' is not mixh1, mixh2c or mixh3" >&2; exit 2; }
+  [[ $p == mixh1 || $p == mixh2c || $p == mixh3 || $p == mixh3ngtcp2 ]] ||
+    { echo "mix.sh: BENCH_PROTOS: '$p' is not mixh1, mixh2c, mixh3 or mixh3ngtcp2" >&2; exit 2; }
 done
 ((${#POINTS[@]} && ${#PROTOS[@]})) || { echo "mix.sh: BENCH_POINTS and BENCH_PROTOS must not be empty" >&2; exit 2; }
 POINTS_DESC="connections × streams per connection ${POINTS[*]} (HTTP/1.1: connections only)"
@@ -54,6 +60,8 @@ TOOLS_mixh1=(volley volley-mix volley-tmpl volley-feed oha-mix)
 TOOLS_mixh2c=(volley volley-mix volley-tmpl volley-feed oha-mix)
 # shellcheck disable=SC2034
 TOOLS_mixh3=(volley volley-mix volley-tmpl volley-feed)
+# shellcheck disable=SC2034
+TOOLS_mixh3ngtcp2=(volley volley-mix volley-tmpl volley-feed)
 
 # The 8 requests, at URL's origin: a targets file for volley, a URL list for oha.
 write_targets() { # url file
@@ -210,7 +218,32 @@ cmd_mixh3_volley-tmpl() {
   CMD=("$VOLLEY" --http3 -k -p "$4" -c "$1" -t 1 -z "${2}s" -j --scenario "$SCENARIO_FILE")
 }
 
+cmd_mixh3ngtcp2_volley() { cmd_mixh3_volley "$@"; }
+cmd_mixh3ngtcp2_volley-mix() { cmd_mixh3_volley-mix "$@"; }
+cmd_mixh3ngtcp2_volley-tmpl() { cmd_mixh3_volley-tmpl "$@"; }
+cmd_mixh3ngtcp2_volley-feed() { cmd_mixh3_volley-feed "$@"; }
+
 prepare_oha-mix() { prepare_oha; }
+
+# gtlsserver's files: "hello, world!\n" at every path the mix, the templates ({{random_int 1
+# 1000}} items, {{vu}}'s users) and the feeder (10,000 items) ask for; /items is a folder.
+ngtcp2_htdocs() { # dir
+  python3 - "$1" <<'PY'
+import os
+import sys
+
+root = sys.argv[1]
+paths = ["index.html", "search", "static/app.js", "health"]
+paths += [f"items/{i}" for i in range(1, 1001)]
+paths += [f"items/{i:05d}" for i in range(10000)]
+paths += [f"users/{vu}/orders" for vu in range(4096)]
+for path in paths:
+    full = os.path.join(root, path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w") as f:
+        f.write("hello, world!\n")
+PY
+}
 
 # ---------------------------------------------------------------------------------------
 # nginx for the TCP protocols, `volley serve --http3` for HTTP/3.
@@ -219,6 +252,8 @@ listen_mixh2c() { echo "listen 127.0.0.1:$1 http2;"; }
 # shellcheck source-path=SCRIPTDIR source=lib/nginx_and_serve.sh
 . "$ROOT/bench/lib/nginx_and_serve.sh"
 H3_PROTO=mixh3
+NGTCP2_PROTO=mixh3ngtcp2
+NGTCP2_NOTE="the mix's paths as files; a 308 for /items?page=N and POST /items, /items being a folder"
 NGINX_NOTE="200 on every path"
 SERVE_NOTE="every path answered"
 header_notes() {

@@ -121,6 +121,8 @@ TARGETS = {  # keyed by the proto column
                        "0.6 × oha-mix's", cpu_vs={"volley": 1.05, "oha-mix": 0.6}),
     "mixh3": Targets("volley-mix's client CPU per request at most 1.05 × volley's single URL",
                       cpu_vs={"volley": 1.05}),
+    "mixh3ngtcp2": Targets("volley-mix's client CPU per request at most 1.05 × volley's single URL",
+                            cpu_vs={"volley": 1.05}),
     # Issue 37 (bench/flow.sh, subject volley-flow): the flow costs at most 1.5 × a single URL
     # of the same protocol, and (HTTP/1.1, where the peers run) at most half of the best peer's
     # (Locust, Artillery, Tsung, Goose: half of each's) and a tenth of Locust's.
