@@ -49,11 +49,6 @@ pub(crate) fn run(args: &FindMaxArgs, matches: Option<&ArgMatches>) -> Result<()
     }
     let runner = Runner::new(&args.load)?;
     let searched = runner.searched();
-    if searched == Searched::Users && args.load.connections.is_some() {
-        return Err(CliError::Usage(
-            "find-max: -c/--connections does not apply: with a paced scenario the search chooses the number of users (see --start and --max-users)".into(),
-        ));
-    }
     let settings = Settings::parse(args, searched)?;
     let mut file = json_file(&args.load.outputs)?;
     crate::gate::check_names(&settings.slos, &runner.names(), "--slo")?;

@@ -36,9 +36,14 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    /// `searched` is what the plan makes the search vary: it decides what `--start` counts and
-    /// which of `--max-rate` and `--max-users` applies.
+    /// `searched` is what the plan makes the search vary: it decides what `--start` counts,
+    /// which of `--max-rate` and `--max-users` applies, and whether `-c` may be given.
     pub(crate) fn parse(args: &FindMaxArgs, searched: Searched) -> Result<Settings, CliError> {
+        if searched == Searched::Users && args.load.connections.is_some() {
+            return Err(CliError::Usage(
+                "find-max: -c/--connections does not apply: with a paced scenario the search chooses the number of users (see --start and --max-users)".into(),
+            ));
+        }
         if args.slos.is_empty() {
             return Err(CliError::Usage(
                 "find-max needs at least one --slo, e.g. --slo 'p99<20ms' --slo 'error_rate<0.1%'".into(),

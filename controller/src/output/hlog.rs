@@ -87,6 +87,12 @@ impl<const N: usize> Tagged<N> {
         self.logged = names.iter().map(|_| None).collect();
     }
 
+    /// Index `index`'s tags, a kind each (`latency@home`); none past the names.
+    fn tags(&self, index: usize) -> Option<[String; N]> {
+        let tag = self.tags.get(index)?;
+        Some(self.kinds.map(|kind| format!("{kind}@{tag}")))
+    }
+
     /// Index `index`'s histograms of a second, added to what is logged.
     fn add(&mut self, index: usize, histograms: [&Histogram<u64>; N]) {
         if let Some(slot) = self.logged.get_mut(index) {
@@ -141,18 +147,15 @@ impl IntervalLog {
         self.scenarios.name(scenarios);
     }
 
-    /// Logs `histograms` of the index `index` of `set` under its kinds' tags.
+    /// Logs `histograms` under `tags` (a `Tagged` set's, for one index), if it has them.
     fn tagged_lines<const N: usize>(
         &mut self,
-        set: fn(&IntervalLog) -> &Tagged<N>,
-        index: usize,
+        tags: Option<[String; N]>,
         histograms: [&Histogram<u64>; N],
         (start, length): (f64, f64),
     ) {
-        let Some(tag) = set(self).tags.get(index).cloned() else { return };
-        let kinds = set(self).kinds;
-        for (kind, h) in kinds.iter().zip(histograms) {
-            self.line(&format!("{kind}@{tag}"), start, length, h);
+        for (tag, h) in tags.iter().flatten().zip(histograms) {
+            self.line(tag, start, length, h);
         }
     }
 
@@ -173,11 +176,11 @@ impl IntervalLog {
         let span = (f64::from(start), 1.0);
         for (index, n) in delta.names.iter() {
             self.names.add(index, [&n.latency, &n.ttfb]);
-            self.tagged_lines(|log| &log.names, index, [&n.latency, &n.ttfb], span);
+            self.tagged_lines(self.names.tags(index), [&n.latency, &n.ttfb], span);
         }
         for (index, s) in delta.scenarios.iter().filter(|(_, s)| !s.duration.is_empty()) {
             self.scenarios.add(index, [&s.duration]);
-            self.tagged_lines(|log| &log.scenarios, index, [&s.duration], span);
+            self.tagged_lines(self.scenarios.tags(index), [&s.duration], span);
         }
         self.logged_until = self.logged_until.max(second);
         self.flush();
@@ -211,12 +214,12 @@ impl IntervalLog {
             let span = (start, (duration.as_secs_f64() - start).max(0.0));
             for (index, n) in totals.names.iter() {
                 if let Some([latency, ttfb]) = self.names.rest(index, [&n.latency, &n.ttfb]) {
-                    self.tagged_lines(|log| &log.names, index, [&latency, &ttfb], span);
+                    self.tagged_lines(self.names.tags(index), [&latency, &ttfb], span);
                 }
             }
             for (index, s) in totals.scenarios.iter() {
                 if let Some([duration]) = self.scenarios.rest(index, [&s.duration]) {
-                    self.tagged_lines(|log| &log.scenarios, index, [&duration], span);
+                    self.tagged_lines(self.scenarios.tags(index), [&duration], span);
                 }
             }
         }

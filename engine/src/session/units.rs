@@ -579,10 +579,8 @@ impl Picker {
     /// then and that it had not started (it was behind its cadence), counted to the scenario
     /// it starts next.
     pub(crate) fn count_missed(&self, cursor: &Cursor, end: Instant, stats: &mut Stats) {
-        let Some(scenarios) = self.scenarios.as_ref().filter(|s| s.paced) else { return };
         let Some(slot) = cursor.slot.filter(|&slot| slot <= end) else { return };
-        let index = scenarios.index_of(cursor.next);
-        let Some(period) = scenarios.pacing.get(index).copied().flatten() else { return };
+        let Some((index, period)) = self.next_pacing(cursor) else { return };
         let behind = end.duration_since(slot).as_nanos() / period.as_nanos().max(1);
         let missed = &mut stats.scenarios.entry(index).missed;
         *missed = missed.saturating_add(u64::try_from(behind).unwrap_or(u64::MAX).saturating_add(1));
@@ -592,9 +590,16 @@ impl Picker {
     /// the user's phase. None when it is not paced.
     #[inline]
     fn slot(&self, cursor: &mut Cursor, now: Instant) -> Option<Instant> {
-        let scenarios = self.scenarios.as_ref().filter(|s| s.paced)?;
-        let period = scenarios.pacing.get(scenarios.index_of(cursor.next)).copied().flatten()?;
+        let (_, period) = self.next_pacing(cursor)?;
         Some(*cursor.slot.get_or_insert_with(|| now + phase(cursor.vu, period)))
+    }
+
+    /// The scenario `cursor` sends next and its pacing, if it is paced.
+    #[inline]
+    fn next_pacing(&self, cursor: &Cursor) -> Option<(usize, Duration)> {
+        let scenarios = self.scenarios.as_ref().filter(|s| s.paced)?;
+        let index = scenarios.index_of(cursor.next);
+        Some((index, scenarios.pacing.get(index).copied().flatten()?))
     }
 
     /// Whether what `cursor` sends next goes on iterations already started (a step to send
