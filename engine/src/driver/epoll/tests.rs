@@ -228,3 +228,74 @@ fn a_hold_returns_once_its_batch_is_ready_and_at_its_limit_when_the_batch_never_
     assert_eq!(of(&batch, Op::Recv).len(), 1, "{batch:?}");
     assert!(took >= Duration::from_millis(30) && took < Duration::from_secs(1), "held {took:?}");
 }
+
+/// Writes one byte to `first` now and to each of `rest` `after` from now; returns them.
+fn answer(
+    first: &mut std::net::TcpStream,
+    rest: Vec<std::net::TcpStream>,
+    after: Duration,
+) -> std::thread::JoinHandle<Vec<std::net::TcpStream>> {
+    first.write_all(b"a").unwrap();
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        for mut s in &rest {
+            s.write_all(b"b").unwrap();
+        }
+        rest
+    })
+}
+
+/// Waits for the first completion, holds for `batch` up to `limit`; how long the hold took and
+/// how many receives it gathered.
+fn first_then_hold(io: &mut Epoll, batch: usize, limit: Duration) -> (Duration, usize) {
+    let start = Instant::now();
+    while io.ready() == 0 {
+        io.wait(Instant::now(), start + Duration::from_secs(2)).unwrap();
+        assert!(start.elapsed() < Duration::from_secs(2), "the first answer never came");
+    }
+    let held = Instant::now();
+    io.hold(batch, limit).unwrap();
+    let took = held.elapsed();
+    let mut got = Vec::new();
+    io.completions(&mut got);
+    let recvs = of(&got, Op::Recv);
+    for &(_, flags) in &recvs {
+        io.recycle(cqueue::buffer_select(flags).expect("a buffer"));
+    }
+    (took, recvs.len())
+}
+
+#[test]
+fn after_a_hold_that_ran_out_the_next_sleeps_through_its_limit_and_then_paces_again() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut io = Epoll::new(4, Duration::from_secs(1), 16, 64).unwrap();
+    let mut servers = receiving(&mut io, &listener, 4);
+    let mut batch = Vec::new();
+    io.completions(&mut batch);
+
+    // Two of four answer: the hold runs out.
+    let second = servers.remove(1);
+    let late = answer(&mut servers[0], vec![second], Duration::ZERO);
+    let (took, got) = first_then_hold(&mut io, 4, Duration::from_millis(30));
+    servers.extend(late.join().unwrap());
+    assert_eq!(got, 2);
+    assert!(took >= Duration::from_millis(25), "held {took:?}");
+
+    // All four answer within 5 ms, yet this hold sleeps through its 80 ms: one wake-up, not
+    // one per guess of the pace.
+    let (mut first, rest) = (servers.remove(0), std::mem::take(&mut servers));
+    let late = answer(&mut first, rest, Duration::from_millis(5));
+    let (took, got) = first_then_hold(&mut io, 4, Duration::from_millis(80));
+    servers.push(first);
+    servers.extend(late.join().unwrap());
+    assert_eq!(got, 4);
+    assert!(took >= Duration::from_millis(75), "held {took:?}");
+
+    // That hold's batch came: this one ends when its batch is in, long before its limit.
+    let (mut first, rest) = (servers.remove(0), std::mem::take(&mut servers));
+    let late = answer(&mut first, rest, Duration::from_millis(5));
+    let (took, got) = first_then_hold(&mut io, 4, Duration::from_secs(1));
+    let _kept_open = late.join().unwrap();
+    assert_eq!(got, 4);
+    assert!(took < Duration::from_millis(500), "held {took:?}");
+}
