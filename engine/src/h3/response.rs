@@ -81,7 +81,10 @@ impl ResponseStream {
                             *status = Some(code);
                             *retry_after = head.retry_after;
                             *phase = Phase::Body;
-                            if *keep_fields && let Some(kept) = kept {
+                            if *keep_fields
+                                && let Some(kept) = kept
+                                && (head.cookie_or_location || kept.keeps_every_field())
+                            {
                                 keep_fields_of(section, kept);
                             }
                         }

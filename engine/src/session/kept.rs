@@ -216,6 +216,12 @@ impl Kept {
         self.fields_kept.keeps(name)
     }
 
+    /// Whether every field is kept (a check or extractor reads them), not only those a jar
+    /// and redirects read.
+    pub(crate) fn keeps_every_field(&self) -> bool {
+        self.fields_kept.all
+    }
+
     /// A header field of the final head, kept while there is room.
     pub(crate) fn push_field(&mut self, name: &[u8], value: &[u8]) {
         if !self.fields_kept.keeps(name) || self.fields.len() + name.len() + value.len() > KEPT_FIELD_BYTES {

@@ -203,6 +203,8 @@ impl<'a> Iterator for FieldLines<'a> {
 
 const STATUS: &[u8] = b":status";
 const RETRY_AFTER: &[u8] = b"retry-after";
+const SET_COOKIE: &[u8] = b"set-cookie";
+const LOCATION: &[u8] = b"location";
 /// Longer `retry-after` values are neither delay-seconds nor a date: counted as a date, as
 /// HTTP/1.1's scanner and the HPACK decoder count one too long to read.
 const RETRY_AFTER_MAX_LEN: usize = 32;
@@ -214,11 +216,14 @@ pub(crate) struct Head {
     pub status: Option<u16>,
     /// The last `retry-after` field's value.
     pub retry_after: Option<RetryAfter>,
+    /// A `set-cookie` or `location` field is among them: all that a jar and redirects read, so
+    /// a scenario's response without either is not walked again to keep its fields.
+    pub cookie_or_location: bool,
 }
 
-/// A response field section's `:status` and `retry-after`. Every other field is stepped over
-/// by its length; only names that may be one of the two (by their length) and their values are
-/// decoded.
+/// A response field section's `:status` and `retry-after`, and whether it has a `set-cookie` or
+/// `location`. Every other field is stepped over by its length; only names that may be one of
+/// these (by their length) are decoded, and only the first two's values.
 pub(crate) fn decode_head(section: &[u8]) -> Result<Head, QpackError> {
     let mut head = Head::default();
     for line in field_lines(section)? {
@@ -231,6 +236,7 @@ pub(crate) fn decode_head(section: &[u8]) -> Result<Head, QpackError> {
                 None => continue,
             },
         };
+        head.cookie_or_location |= name.eq_ignore_ascii_case(SET_COOKIE) || name.eq_ignore_ascii_case(LOCATION);
         if name == STATUS {
             if head.status.is_some() {
                 return Err(QpackError::DuplicateStatus);

@@ -175,7 +175,11 @@ fn retry_after_is_read_from_plain_and_huffman_literals_beside_the_status() {
         literal("x-other", "1", huffman, &mut s);
         literal("retry-after", "120", huffman, &mut s);
         let head = decode_head(&s).expect("valid section");
-        assert_eq!(head, Head { status: Some(503), retry_after: Some(RetryAfter::Seconds(120)) }, "huffman {huffman}");
+        assert_eq!(
+            head,
+            Head { status: Some(503), retry_after: Some(RetryAfter::Seconds(120)), ..Head::default() },
+            "huffman {huffman}"
+        );
         // A date is counted as one; so is a value too long to be either.
         let mut s = hex("0000");
         s.push(0xc0 | 28);
@@ -187,11 +191,28 @@ fn retry_after_is_read_from_plain_and_huffman_literals_beside_the_status() {
         assert_eq!(decode_head(&s).unwrap().retry_after, Some(RetryAfter::Date));
     }
     // Without one, none; the last of several counts.
-    assert_eq!(decode_head(&hex("0000 d9")).unwrap(), Head { status: Some(200), retry_after: None });
+    assert_eq!(decode_head(&hex("0000 d9")).unwrap(), Head { status: Some(200), retry_after: None, ..Head::default() });
     let mut s = hex("0000 d9");
     literal("retry-after", "1", false, &mut s);
     literal("retry-after", "2", true, &mut s);
     assert_eq!(decode_head(&s).unwrap().retry_after, Some(RetryAfter::Seconds(2)));
+}
+
+#[test]
+fn a_head_says_whether_it_has_a_set_cookie_or_location_whatever_the_names_form() {
+    let with = |line: &dyn Fn(&mut Vec<u8>)| {
+        let mut s = hex("0000 d9");
+        literal("x-set-cookie", "1", false, &mut s);
+        line(&mut s);
+        decode_head(&s).expect("valid section").cookie_or_location
+    };
+    assert!(!with(&|_| {}), "none");
+    // Literals with a static name reference (§4.5.4): set-cookie is entry 14, location 12.
+    assert!(with(&|s| s.extend([0x50 | 14, 3, b'a', b'=', b'1'])), "set-cookie by reference");
+    assert!(with(&|s| s.extend([0x50 | 12, 2, b'/', b'x'])), "location by reference");
+    assert!(with(&|s| literal("set-cookie", "a=1", true, s)), "Huffman literal name");
+    assert!(with(&|s| literal("Location", "/x", false, s)), "plain literal name, any case");
+    assert!(!with(&|s| literal("location-x", "/x", true, s)), "a longer name");
 }
 
 #[test]
@@ -202,8 +223,8 @@ fn a_head_cache_answers_a_repeated_section_and_decodes_a_changed_one() {
     let mut busy = hex("0000");
     busy.push(0xc0 | 28); // :status 503
     literal("retry-after", "7", true, &mut busy);
-    let want_ok = Head { status: Some(200), retry_after: None };
-    let want_busy = Head { status: Some(503), retry_after: Some(RetryAfter::Seconds(7)) };
+    let want_ok = Head { status: Some(200), retry_after: None, ..Head::default() };
+    let want_busy = Head { status: Some(503), retry_after: Some(RetryAfter::Seconds(7)), ..Head::default() };
     assert_eq!(heads.decode(&ok).unwrap(), want_ok);
     assert_eq!(heads.decode(&ok).unwrap(), want_ok);
     assert_eq!(heads.decode(&busy).unwrap(), want_busy);
@@ -211,12 +232,12 @@ fn a_head_cache_answers_a_repeated_section_and_decodes_a_changed_one() {
     // One byte changed: decoded again, not answered from the cache.
     let mut other = ok.clone();
     other[2] = 0xc0 | 27; // :status 404
-    assert_eq!(heads.decode(&other).unwrap(), Head { status: Some(404), retry_after: None });
+    assert_eq!(heads.decode(&other).unwrap(), Head { status: Some(404), retry_after: None, ..Head::default() });
     // A malformed section is an error every time, and does not replace what is kept.
     let bad = hex("0000 ff");
     assert!(heads.decode(&bad).is_err());
     assert!(heads.decode(&bad).is_err());
-    assert_eq!(heads.decode(&other).unwrap(), Head { status: Some(404), retry_after: None });
+    assert_eq!(heads.decode(&other).unwrap(), Head { status: Some(404), retry_after: None, ..Head::default() });
     // Sections too long to keep still decode.
     let mut long = hex("0000 d9");
     literal("x-long", &"a".repeat(400), false, &mut long);
