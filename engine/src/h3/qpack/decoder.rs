@@ -263,26 +263,41 @@ pub(crate) fn decode_head(section: &[u8]) -> Result<Head, QpackError> {
 /// Sections longer than this are decoded every time rather than kept.
 const HEAD_CACHE_MAX: usize = 256;
 
-/// The last final field section decoded on a connection and what it said. Servers repeat their
-/// response fields byte for byte (a date changes once a second), so a section equal to the last
-/// one is compared, not walked again: decoding is a pure function of the bytes.
+/// Sections kept: a request mix's answers come in a few kinds (a 200, a redirect, a 201 to a
+/// POST), and one kept section was replaced at nearly every response of a mix.
+const HEAD_CACHE_SECTIONS: usize = 4;
+
+/// The last few final field sections decoded on a connection and what they said. Servers
+/// repeat their response fields byte for byte (a date changes once a second), so a section
+/// equal to one kept is compared, not walked again: decoding is a pure function of the bytes.
 #[derive(Debug, Default)]
 pub(crate) struct HeadCache {
-    section: Vec<u8>,
-    head: Head,
+    kept: [(Vec<u8>, Head); HEAD_CACHE_SECTIONS],
+    /// The one that answered last, looked at first; a new section replaces the one after it.
+    last: usize,
 }
 
 impl HeadCache {
-    /// [`decode_head`], from the cache when `section` is the one decoded last.
+    /// [`decode_head`], from the cache when `section` is one kept.
     pub(crate) fn decode(&mut self, section: &[u8]) -> Result<Head, QpackError> {
-        if !section.is_empty() && self.section == section {
-            return Ok(self.head);
+        if section.is_empty() {
+            return decode_head(section);
+        }
+        for k in 0..HEAD_CACHE_SECTIONS {
+            let at = (self.last + HEAD_CACHE_SECTIONS - k) % HEAD_CACHE_SECTIONS;
+            let (kept, head) = &self.kept[at];
+            if kept.as_slice() == section {
+                self.last = at;
+                return Ok(*head);
+            }
         }
         let head = decode_head(section)?;
         if section.len() <= HEAD_CACHE_MAX {
-            self.section.clear();
-            self.section.extend_from_slice(section);
-            self.head = head;
+            self.last = (self.last + 1) % HEAD_CACHE_SECTIONS;
+            let (kept, kept_head) = &mut self.kept[self.last];
+            kept.clear();
+            kept.extend_from_slice(section);
+            *kept_head = head;
         }
         Ok(head)
     }

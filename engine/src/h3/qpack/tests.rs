@@ -243,6 +243,21 @@ fn a_head_cache_answers_a_repeated_section_and_decodes_a_changed_one() {
     literal("x-long", &"a".repeat(400), false, &mut long);
     assert_eq!(heads.decode(&long).unwrap(), want_ok);
     assert_eq!(heads.decode(&long).unwrap(), want_ok);
+    // More kinds of answer than it keeps, in turns and at random: every one read right.
+    let kinds: Vec<(Vec<u8>, u16)> = (0..7u8)
+        .map(|k| {
+            // :status by static name reference (entry 24), its value a literal: 200 to 206.
+            let mut s = hex("0000 5f09 03");
+            s.extend(format!("20{k}").bytes());
+            literal("x-kind", &k.to_string(), k % 2 == 0, &mut s);
+            (s, 200 + u16::from(k))
+        })
+        .collect();
+    let mut rng = Rng(7);
+    for turn in 0..200 {
+        let k = if turn < 100 { turn % kinds.len() } else { rng.below(kinds.len()) };
+        assert_eq!(heads.decode(&kinds[k].0).unwrap().status, Some(kinds[k].1), "turn {turn}");
+    }
 }
 
 #[test]
