@@ -103,6 +103,8 @@ pub(super) struct Loop<I: Io> {
     completions: Vec<Completion>,
     /// What the session being handled reported (reused).
     events: Vec<Event>,
+    /// A mix's names' spans pending while a session's events are counted (`counting.rs`).
+    name_spans: Vec<counting::NameSpans>,
     /// Connections with output to write once this batch of completions is handled.
     dirty: Vec<usize>,
     /// No connection's deadline (TLS handshake, session timer) is before this: the one wait
@@ -192,6 +194,7 @@ impl<I: Io> Loop<I> {
             plain: Vec::with_capacity(16 * 1024),
             plain_out: Vec::new(),
             events: Vec::new(),
+            name_spans: Vec::new(),
             dirty: Vec::new(),
             next_deadline: None,
             connects_ok: 0,
