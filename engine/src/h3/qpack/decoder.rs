@@ -263,44 +263,53 @@ pub(crate) fn decode_head(section: &[u8]) -> Result<Head, QpackError> {
 /// Sections longer than this are decoded every time rather than kept.
 const HEAD_CACHE_MAX: usize = 256;
 
-/// Sections kept: a request mix's answers come in a few kinds (a 200, a redirect, a 201 to a
-/// POST), and one kept section was replaced at nearly every response of a mix.
-const HEAD_CACHE_SECTIONS: usize = 4;
+/// Sections kept, each in the slot its bytes hash to: a request mix's answers come in a few
+/// kinds (each path's own length, etag or last-modified; a redirect), and one kept section
+/// was replaced at nearly every response of a mix, which then walked every head again.
+const HEAD_CACHE_SLOTS: usize = 8;
 
-/// The last few final field sections decoded on a connection and what they said. Servers
-/// repeat their response fields byte for byte (a date changes once a second), so a section
-/// equal to one kept is compared, not walked again: decoding is a pure function of the bytes.
+/// Final field sections decoded on a connection and what they said. Servers repeat their
+/// response fields byte for byte (a date changes once a second), so a section equal to one
+/// kept is compared, not walked again: decoding is a pure function of the bytes.
 #[derive(Debug, Default)]
 pub(crate) struct HeadCache {
-    kept: [(Vec<u8>, Head); HEAD_CACHE_SECTIONS],
-    /// The one that answered last, looked at first; a new section replaces the one after it.
-    last: usize,
+    kept: [(Vec<u8>, Head); HEAD_CACHE_SLOTS],
 }
 
 impl HeadCache {
     /// [`decode_head`], from the cache when `section` is one kept.
     pub(crate) fn decode(&mut self, section: &[u8]) -> Result<Head, QpackError> {
-        if section.is_empty() {
-            return decode_head(section);
-        }
-        for k in 0..HEAD_CACHE_SECTIONS {
-            let at = (self.last + HEAD_CACHE_SECTIONS - k) % HEAD_CACHE_SECTIONS;
-            let (kept, head) = &self.kept[at];
-            if kept.as_slice() == section {
-                self.last = at;
-                return Ok(*head);
-            }
+        let (kept, kept_head) = &mut self.kept[slot_of(section)];
+        if !section.is_empty() && kept.as_slice() == section {
+            return Ok(*kept_head);
         }
         let head = decode_head(section)?;
         if section.len() <= HEAD_CACHE_MAX {
-            self.last = (self.last + 1) % HEAD_CACHE_SECTIONS;
-            let (kept, kept_head) = &mut self.kept[self.last];
             kept.clear();
             kept.extend_from_slice(section);
             *kept_head = head;
         }
         Ok(head)
     }
+}
+
+/// The cache slot of `section`: a hash of its length and of three of its 8-byte words (first,
+/// middle, last), since hashing every byte cost as much as walking the head. Heads that differ
+/// elsewhere may share a slot, and the slot's compare tells them apart.
+fn slot_of(section: &[u8]) -> usize {
+    let word = |at: usize| {
+        let mut word = [0u8; 8];
+        let bytes = section.get(at..).unwrap_or_default();
+        let n = bytes.len().min(8);
+        word[..n].copy_from_slice(&bytes[..n]);
+        u64::from_le_bytes(word)
+    };
+    let len = section.len();
+    let mut hash = len as u64;
+    for at in [0, len / 2, len.saturating_sub(8)] {
+        hash = (hash ^ word(at)).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+    (hash % HEAD_CACHE_SLOTS as u64) as usize
 }
 
 /// A response field section's `:status`, or `None` for one without (trailers).
