@@ -13,7 +13,7 @@ use crate::ring::{RingSupport, kernel_release, probe_io_uring};
 
 /// What epoll costs against io_uring, as the fallback's line says it (bench/h1.sh, h2.sh, h3.sh).
 pub const EPOLL_COST: &str =
-    "more CPU per request than io_uring (in bench/: about 1.1x on HTTP/1.1, up to 1.4x on HTTP/2 and 1.5x on HTTP/3)";
+    "more CPU per request than io_uring (in bench/: 1.0 to 1.3x on HTTP/1.1 and HTTP/3, about the same on HTTP/2)";
 
 /// Decides the engine for `choice`: io_uring must work when asked for by name (else its
 /// one-line reason); auto takes it when it works and otherwise falls back to epoll, saying why
