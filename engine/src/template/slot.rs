@@ -134,10 +134,16 @@ impl Fill<'_> {
             Slot::Worker => decimal(out, self.worker),
             Slot::Thread => decimal(out, self.thread),
             Slot::RandomInt { low, high } => {
-                // Within the span's 2⁶⁴ values, the bias of a modulo is below 2⁻⁶⁴ × span:
-                // nothing a load test can see.
-                let span = (high as i128 - low as i128 + 1) as u128;
-                let drawn = low as i128 + (u128::from(next_random(self.rng)) % span) as i128;
+                // The draw scaled to the span (its high 64 bits of draw × span): its bias, as a
+                // modulo's, is below 2⁻⁶⁴ × span, nothing a load test can see, and it takes one
+                // multiplication where a 128-bit modulo took a call (5 ns a request).
+                let draw = next_random(self.rng);
+                let offset = match u64::try_from(high as i128 - low as i128 + 1) {
+                    Ok(span) => ((u128::from(draw) * u128::from(span)) >> 64) as i128,
+                    // The whole of i64: every draw is in it.
+                    Err(_) => i128::from(draw),
+                };
+                let drawn = low as i128 + offset;
                 if drawn < 0 {
                     out.push(b'-');
                 }

@@ -35,6 +35,11 @@ fn random_int_stays_within_its_bounds_and_the_same_seed_draws_the_same_numbers()
     assert_eq!(rendered("{{random_int 5 5}}", &mut a), "5");
     let wide = rendered(&format!("{{{{random_int {} {}}}}}", i64::MIN, i64::MAX), &mut a);
     assert!(wide.parse::<i64>().is_ok(), "{wide}");
+    // A span of 2⁶⁴ - 1, the widest short of all of i64, and one near the top.
+    for (low, high) in [(i64::MIN + 1, i64::MAX), (i64::MAX - 1, i64::MAX)] {
+        let drawn: i64 = rendered(&format!("{{{{random_int {low} {high}}}}}"), &mut a).parse().unwrap();
+        assert!((low..=high).contains(&drawn), "{drawn} outside {low}..={high}");
+    }
 }
 
 #[test]
