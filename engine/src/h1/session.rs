@@ -177,8 +177,8 @@ impl Session {
         }
         if let Some(checks) = kept_checks(&self.config.kept_checks, self.request)
             && let Some(kept) = self.scanner.kept()
+            && let Some((failed, extracted)) = checks.judge(kept)
         {
-            let (failed, extracted) = checks.judge(kept);
             events.push(Event::Judged { failed, extracted });
         }
         let (request, status, due, sent_at) = (self.request, response.status, self.due, self.sent_at);

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::frame::{self, Frame, FrameError, code, setting};
 use super::hpack::{self, HpackError};
+use crate::plan::SET_COOKIE;
 use crate::session::{Extracted, Kept, KeptCheckTable, OpenStreams, SpareKept, kept_checks};
 use crate::stats::RetryAfter;
 use crate::template::{self, Fill};
@@ -819,7 +820,7 @@ impl Connection {
                     // Only a jar reads them: a head without set-cookie costs what `decode` does.
                     Some((_, kept)) if only_set_cookie => {
                         kept.clear_fields();
-                        self.hpack.decode_set_cookies(block, &mut |value| kept.push_field(b"set-cookie", value))?
+                        self.hpack.decode_set_cookies(block, &mut |value| kept.push_field(SET_COOKIE, value))?
                     }
                     Some((_, kept)) => {
                         kept.clear_fields();
@@ -860,9 +861,8 @@ impl Connection {
         if self.streams.get(i).kept {
             let (id, request) = (self.streams.id(i) as u32, self.streams.get(i).request);
             if let Some((_, kept)) = self.kept.iter().find(|(k, _)| *k == id)
-                && let Some(checks) = kept_checks(&self.kept_checks, request)
+                && let Some((failed, extracted)) = kept_checks(&self.kept_checks, request).and_then(|c| c.judge(kept))
             {
-                let (failed, extracted) = checks.judge(kept);
                 events.push(Event::Judged { stream: id, failed, extracted });
             }
         }

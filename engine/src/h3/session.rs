@@ -508,8 +508,9 @@ impl Session {
         match finished {
             Ok(response) => {
                 if let Some(kept) = self.requests.get_mut(i).response.take_kept() {
-                    if let Some(checks) = kept_checks(&self.setup.kept_checks, which) {
-                        let (failed, extracted) = checks.judge(&kept);
+                    if let Some((failed, extracted)) =
+                        kept_checks(&self.setup.kept_checks, which).and_then(|checks| checks.judge(&kept))
+                    {
                         events.push(Event::Judged { failed, extracted });
                     }
                     self.spare_kept.give(kept);

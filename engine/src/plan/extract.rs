@@ -8,6 +8,10 @@
 use super::checks::{KeptResponse, ParsedJson, Pattern};
 use crate::template::BUILT_IN_NAMES;
 
+/// The field a jar takes its cookies from. Every part that looks for the fields a jar and
+/// redirects read (the decoders' fast paths, what a response keeps) names them from here.
+pub(crate) const SET_COOKIE: &[u8] = b"set-cookie";
+
 /// The most extractors one step may have.
 pub const MAX_EXTRACTORS: usize = 16;
 
@@ -69,7 +73,7 @@ impl Source {
             Source::Regex { pattern, group } => pattern.captures(kept.body(), *group)?.to_vec(),
             Source::Cookie { name } => {
                 let mut found = None;
-                kept.any_header(b"set-cookie", &mut |value| {
+                kept.any_header(SET_COOKIE, &mut |value| {
                     found = cookie_value(value, name.as_bytes()).map(<[u8]>::to_vec);
                     found.is_some()
                 });

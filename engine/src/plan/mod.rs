@@ -17,11 +17,12 @@ pub use checks::{
     Pattern, Rule, TextTest, json_pointer,
 };
 pub(crate) use checks::{KeptResponse, ParsedJson};
+pub(crate) use extract::SET_COOKIE;
 pub use extract::{Extractor, MAX_EXTRACTORS, MAX_VALUE_BYTES, MAX_VARIABLES, Source, is_variable_name};
 pub(crate) use ramp::ConnectionRamp;
 pub use ramp::{ConnectionIndices, connections_at};
 pub use redirects::{DEFAULT_REDIRECTS, MAX_REDIRECTS};
-pub(crate) use redirects::{Hops, LOCATION_VAR, Redirects, path_and_query};
+pub(crate) use redirects::{Hops, LOCATION, LOCATION_VAR, Redirects, path_and_query};
 pub(crate) use requests::StepOf;
 pub use requests::{
     MAX_NAMES, MAX_PACING, MAX_REQUESTS, MAX_SCENARIOS, Mix, NamedRequest, Order, Requests, Scenario, is_request_path,

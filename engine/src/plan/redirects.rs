@@ -23,6 +23,8 @@ pub const DEFAULT_REDIRECTS: u8 = 10;
 
 /// The variable a hop's path is filled from: a name no extractor may take.
 pub(crate) const LOCATION_VAR: &str = "@location";
+/// The field redirects follow.
+pub(crate) const LOCATION: &[u8] = b"location";
 
 /// A mix's hop requests, and for each of its requests (hops included) how it follows
 /// redirects.

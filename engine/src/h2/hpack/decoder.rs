@@ -10,6 +10,7 @@
 use super::HpackError;
 use super::huffman;
 use super::table::{DynamicTable, STATIC_TABLE};
+use crate::plan::SET_COOKIE;
 use crate::stats::RetryAfter;
 
 /// What a header block says, as far as we need it.
@@ -266,7 +267,7 @@ impl Decoder {
         let decoded = self.decode_fields(
             block,
             Some(&mut |name: &[u8], value: &[u8]| {
-                if name == b"set-cookie" {
+                if name == SET_COOKIE {
                     found = true;
                     collect(value);
                 }

@@ -9,6 +9,7 @@
 use super::QpackError;
 use super::static_table::STATIC_TABLE;
 use crate::h2::hpack::{HpackError, huffman};
+use crate::plan::{LOCATION, SET_COOKIE};
 use crate::stats::RetryAfter;
 
 /// A name or a value as the section carries it.
@@ -203,8 +204,6 @@ impl<'a> Iterator for FieldLines<'a> {
 
 const STATUS: &[u8] = b":status";
 const RETRY_AFTER: &[u8] = b"retry-after";
-const SET_COOKIE: &[u8] = b"set-cookie";
-const LOCATION: &[u8] = b"location";
 /// Longer `retry-after` values are neither delay-seconds nor a date: counted as a date, as
 /// HTTP/1.1's scanner and the HPACK decoder count one too long to read.
 const RETRY_AFTER_MAX_LEN: usize = 32;
