@@ -283,19 +283,24 @@ fn after_a_hold_that_ran_out_the_next_sleeps_through_its_limit_and_then_paces_ag
 
     // All four answer within 5 ms, yet this hold sleeps through its 80 ms: one wake-up, not
     // one per guess of the pace.
-    let (mut first, rest) = (servers.remove(0), std::mem::take(&mut servers));
-    let late = answer(&mut first, rest, Duration::from_millis(5));
-    let (took, got) = first_then_hold(&mut io, 4, Duration::from_millis(80));
-    servers.push(first);
-    servers.extend(late.join().unwrap());
+    let (took, got) = all_answer_then_hold(&mut io, &mut servers, Duration::from_millis(80));
     assert_eq!(got, 4);
     assert!(took >= Duration::from_millis(75), "held {took:?}");
 
     // That hold's batch came: this one ends when its batch is in, long before its limit.
-    let (mut first, rest) = (servers.remove(0), std::mem::take(&mut servers));
-    let late = answer(&mut first, rest, Duration::from_millis(5));
-    let (took, got) = first_then_hold(&mut io, 4, Duration::from_secs(1));
-    let _kept_open = late.join().unwrap();
+    let (took, got) = all_answer_then_hold(&mut io, &mut servers, Duration::from_secs(1));
     assert_eq!(got, 4);
     assert!(took < Duration::from_millis(500), "held {took:?}");
+}
+
+/// Every one of `servers` answers, the first at once and the rest 5 ms later, while `io` holds
+/// for all of them up to `limit`: how long the hold took and how many answers it had.
+fn all_answer_then_hold(io: &mut Epoll, servers: &mut Vec<std::net::TcpStream>, limit: Duration) -> (Duration, usize) {
+    let batch = servers.len();
+    let (mut first, rest) = (servers.remove(0), std::mem::take(servers));
+    let late = answer(&mut first, rest, Duration::from_millis(5));
+    let held = first_then_hold(io, batch, limit);
+    servers.push(first);
+    servers.extend(late.join().unwrap());
+    held
 }
