@@ -640,34 +640,34 @@ impl Session {
 /// Hands the request's bytes to QUIC as far as its windows take them, and its end after.
 /// Hands QUIC as much of `request` (its head, from `heads`, then its body) as it takes.
 fn write_request(transport: &mut Transport, heads: &Bytes, config: &RequestConfig, request: &mut Request) {
-    let stream = request.stream;
-    // A filled request is all head: its body is in it.
+    // A filled request is all head: its body is in it. Read in place, not cloned: a clone of
+    // a `Bytes` cut from the arena is a count of references moved up and down again.
     static NO_BODY: Bytes = Bytes::new();
-    let filled = request.filled.clone();
-    let (heads, head, body) = match &filled {
+    let Request { stream, request: which, written, filled, .. } = request;
+    let (heads, head, body) = match filled.as_ref() {
         Some(filled) => (filled, 0..filled.len(), &NO_BODY),
-        None => (heads, config.head_range(request.request), config.body(request.request)),
+        None => (heads, config.head_range(*which), config.body(*which)),
     };
     let total = head.len() + body.len();
-    while request.written < total {
-        let rest = if request.written < head.len() {
-            heads.slice(head.start + request.written..head.end)
+    while *written < total {
+        let rest = if *written < head.len() {
+            heads.slice(head.start + *written..head.end)
         } else {
-            body.slice(request.written - head.len()..)
+            body.slice(*written - head.len()..)
         };
-        match transport.write(stream, rest) {
+        match transport.write(*stream, rest) {
             Ok(0) => return,
-            Ok(n) => request.written += n,
+            Ok(n) => *written += n,
             // The server stopped the stream: what it does with it shows on the read side
             // (a response, or a reset).
             Err(_) => {
-                request.written = total;
+                *written = total;
                 return;
             }
         }
     }
     // Closed or stopped: as above, the read side tells.
-    let _ = transport.finish(stream);
+    let _ = transport.finish(*stream);
 }
 
 /// An HTTP/3 error code's name, for reasons shown to the user.
