@@ -162,14 +162,22 @@ impl Template {
         }
         scratch.clear();
         self.body.render(fill, scratch);
-        head.clear();
-        frame::encode_request_head(section, scratch.len(), head);
-        let len = head.len() + scratch.len();
+        // The frames' heads go through `head`, their payloads straight into the arena: the
+        // section is copied once, not once into a head and again into the arena.
+        let len = section.len() + scratch.len() + 2 * MAX_FRAME_HEAD;
         if arena.capacity() < len {
             arena.reserve(len.max(ARENA));
         }
+        head.clear();
+        frame::encode_head(frame::kind::HEADERS, section.len() as u64, head);
         arena.extend_from_slice(head);
-        arena.extend_from_slice(scratch);
+        arena.extend_from_slice(section);
+        if !scratch.is_empty() {
+            head.clear();
+            frame::encode_head(frame::kind::DATA, scratch.len() as u64, head);
+            arena.extend_from_slice(head);
+            arena.extend_from_slice(scratch);
+        }
         arena.split().freeze()
     }
 }
@@ -189,6 +197,9 @@ pub(crate) struct Filled {
 
 /// The arena's size: a hundred or so small requests.
 const ARENA: usize = 16 * 1024;
+
+/// A frame's type and length, each a variable-length integer of at most 8 bytes.
+const MAX_FRAME_HEAD: usize = 16;
 
 #[cfg(test)]
 mod tests {
