@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::Template;
 use super::scanner::{Response, Scanner};
-use crate::session::{Event, KeptCheckTable, Transmit, Units, Why, kept_checks};
+use crate::session::{Event, KeptCheckTable, Transmit, Units, Why, judge, kept_checks};
 use crate::stats::ErrorKind;
 
 /// What every HTTP/1.1 session of a run shares.
@@ -175,9 +175,8 @@ impl Session {
         if let Some(value) = response.retry_after {
             events.push(Event::RetryAfter { status: response.status, value });
         }
-        if let Some(checks) = kept_checks(&self.config.kept_checks, self.request)
-            && let Some(kept) = self.scanner.kept()
-            && let Some((failed, extracted)) = checks.judge(kept)
+        if let Some(kept) = self.scanner.kept()
+            && let Some((failed, extracted)) = judge(&self.config.kept_checks, self.request, kept)
         {
             events.push(Event::Judged { failed, extracted });
         }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::frame::{self, Frame, FrameError, code, setting};
 use super::hpack::{self, HpackError};
 use crate::plan::SET_COOKIE;
-use crate::session::{Extracted, Kept, KeptCheckTable, OpenStreams, SpareKept, kept_checks};
+use crate::session::{Extracted, Kept, KeptCheckTable, OpenStreams, SpareKept, judge, kept_checks};
 use crate::stats::RetryAfter;
 use crate::template::{self, Fill};
 
@@ -861,7 +861,7 @@ impl Connection {
         if self.streams.get(i).kept {
             let (id, request) = (self.streams.id(i) as u32, self.streams.get(i).request);
             if let Some((_, kept)) = self.kept.iter().find(|(k, _)| *k == id)
-                && let Some((failed, extracted)) = kept_checks(&self.kept_checks, request).and_then(|c| c.judge(kept))
+                && let Some((failed, extracted)) = judge(&self.kept_checks, request, kept)
             {
                 events.push(Event::Judged { stream: id, failed, extracted });
             }

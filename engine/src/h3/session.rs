@@ -47,7 +47,7 @@ use super::request::{Config as RequestConfig, Filled};
 use super::response::ResponseStream;
 use super::uni::{ControlEvent, SeenStreams, UniStream};
 use crate::quic::{self, Event as QuicEvent, ReadEnd, StreamId, Transport};
-use crate::session::{Event, KeptCheckTable, OpenStreams, SpareKept, Units, Why, kept_checks};
+use crate::session::{Event, KeptCheckTable, OpenStreams, SpareKept, Units, Why, judge, kept_checks};
 use crate::stats::ErrorKind;
 
 /// How long the requests a GOAWAY names as unprocessed are left to the server (a response, or
@@ -508,9 +508,7 @@ impl Session {
         match finished {
             Ok(response) => {
                 if let Some(kept) = self.requests.get_mut(i).response.take_kept() {
-                    if let Some((failed, extracted)) =
-                        kept_checks(&self.setup.kept_checks, which).and_then(|checks| checks.judge(&kept))
-                    {
+                    if let Some((failed, extracted)) = judge(&self.setup.kept_checks, which, &kept) {
                         events.push(Event::Judged { failed, extracted });
                     }
                     self.spare_kept.give(kept);
@@ -637,8 +635,8 @@ impl Session {
     }
 }
 
-/// Hands the request's bytes to QUIC as far as its windows take them, and its end after.
-/// Hands QUIC as much of `request` (its head, from `heads`, then its body) as it takes.
+/// Hands QUIC as much of `request` (its head, from `heads`, then its body) as its windows
+/// take, and the stream's end after.
 fn write_request(transport: &mut Transport, heads: &Bytes, config: &RequestConfig, request: &mut Request) {
     // A filled request is all head: its body is in it. Read in place, not cloned: a clone of
     // a `Bytes` cut from the arena is a count of references moved up and down again.

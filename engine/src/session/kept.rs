@@ -85,6 +85,14 @@ pub(crate) fn kept_checks(table: &KeptCheckTable, request: u32) -> Option<&KeptC
     table.get(request as usize).and_then(Option::as_ref)
 }
 
+/// The verdicts on `kept`, what was kept of the response to `request`, and the values its
+/// extractors took; none when the request has no checks on what is kept, or they have nothing
+/// to say ([`KeptChecks::judge`]). What HTTP/1.1, HTTP/2 and HTTP/3 each send as their
+/// `Judged` event.
+pub(crate) fn judge(table: &KeptCheckTable, request: u32, kept: &Kept) -> Option<(u64, Extracted)> {
+    kept_checks(table, request)?.judge(kept)
+}
+
 impl KeptChecks {
     /// A request's checks on what is kept, from all its rules, its extractors (`variables`:
     /// the plan's, in order; `in_path`: per variable, some step's path uses it) and the fields

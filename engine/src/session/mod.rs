@@ -20,7 +20,7 @@ use std::time::Instant;
 
 pub(crate) use event::{Event, Why};
 pub(crate) use jar::CookieUrls;
-pub(crate) use kept::{Extracted, Fields, Kept, KeptCheckTable, KeptChecks, SpareKept, kept_checks};
+pub(crate) use kept::{Extracted, Fields, Kept, KeptCheckTable, KeptChecks, SpareKept, judge, kept_checks};
 pub(crate) use open_streams::OpenStreams;
 pub(crate) use schedule::Schedule;
 pub(crate) use units::{Cursor, Numbering, Picker, Units};
