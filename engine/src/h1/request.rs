@@ -68,8 +68,7 @@ impl Template {
         // The body first: its length goes before it.
         body.clear();
         self.body.render(fill, body);
-        // Raw holes need no scratch buffer, and an empty Vec allocates nothing.
-        self.head.render(fill, out, &mut Vec::new());
+        self.head.render(fill, out);
         if self.content_length {
             out.extend_from_slice(b"Content-Length: ");
             template::decimal(out, body.len() as u64);

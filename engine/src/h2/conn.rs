@@ -250,9 +250,8 @@ pub(crate) struct Connection {
     block: Vec<u8>,
     /// Templated requests' filled bodies, by their stream's place in `streams`.
     filled_bodies: Vec<Vec<u8>>,
-    /// A templated request's filled header block, and room to fill a value in.
+    /// A templated request's filled header block.
     filled_block: Vec<u8>,
-    scratch: Vec<u8>,
     pending: Option<Pending>,
     hpack: hpack::Decoder,
     peer_settings_seen: bool,
@@ -299,7 +298,6 @@ impl Connection {
             block: Vec::new(),
             filled_bodies: Vec::new(),
             filled_block: Vec::new(),
-            scratch: Vec::new(),
             pending: None,
             hpack: hpack::Decoder::new(DEFAULT_HEADER_TABLE),
             peer_settings_seen: false,
@@ -461,7 +459,7 @@ impl Connection {
                 &blocks.plain
             }
         };
-        block.render(fill, &mut self.filled_block, &mut self.scratch);
+        block.render(fill, &mut self.filled_block);
         if !fill.cookie.is_empty() {
             hpack::cookie(&mut self.filled_block, fill.cookie);
         }

@@ -286,10 +286,10 @@ mod tests {
         let mut rng = 1;
         let mut unique = 1;
         let mut fill = crate::template::Fill::of_user(31, 4, &mut rng, &mut unique);
-        let (mut out, mut scratch) = (Vec::new(), Vec::new());
+        let mut out = Vec::new();
         let mut filled = |block: &crate::template::Encoded| {
             out.clear();
-            block.render(&mut fill, &mut out, &mut scratch);
+            block.render(&mut fill, &mut out);
             out.clone()
         };
         let t: Vec<&Template> = requests.iter().map(|r| r.template.as_deref().expect("slots")).collect();

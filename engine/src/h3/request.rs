@@ -156,7 +156,7 @@ impl Template {
     pub(crate) fn render(&self, fill: &mut Fill<'_>, into: &mut Filled) -> Bytes {
         let Filled { section, scratch, head, arena } = into;
         section.clear();
-        self.section.render(fill, section, scratch);
+        self.section.render(fill, section);
         if !fill.cookie.is_empty() {
             qpack::cookie(section, fill.cookie);
         }

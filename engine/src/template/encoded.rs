@@ -100,34 +100,43 @@ impl Encoded {
         self.parts.iter().any(|p| matches!(p, Part::Hole(..)))
     }
 
-    /// Appends the bytes with every hole filled; `scratch` is a buffer the caller reuses.
-    pub(crate) fn render(&self, fill: &mut Fill<'_>, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+    /// Appends the bytes with every hole filled.
+    pub(crate) fn render(&self, fill: &mut Fill<'_>, out: &mut Vec<u8>) {
         for part in &self.parts {
             match part {
                 Part::Bytes(bytes) => out.extend_from_slice(bytes),
                 Part::Hole(template, Framing::Raw) => template.render(fill, out),
                 Part::Hole(template, Framing::Literal) => {
-                    scratch.clear();
-                    template.render(fill, scratch);
-                    literal_length(out, scratch.len());
-                    out.extend_from_slice(scratch);
+                    // Rendered in place after a one-byte length, the common case; a value too
+                    // long for one byte is moved up to make room for its length's other bytes.
+                    // Rendered elsewhere and copied, every value was written twice.
+                    let at = out.len();
+                    out.push(0);
+                    template.render(fill, out);
+                    let len = out.len() - at - 1;
+                    if len < 0x7f {
+                        out[at] = len as u8;
+                    } else {
+                        let (prefix, n) = long_literal_length(len);
+                        out.splice(at..at + 1, prefix[..n].iter().copied());
+                    }
                 }
             }
         }
     }
 }
 
-/// RFC 7541 §5.1's integer with a 7-bit prefix and the bit above it (Huffman) clear.
-fn literal_length(out: &mut Vec<u8>, mut n: usize) {
-    if n < 0x7f {
-        out.push(n as u8);
-        return;
-    }
-    out.push(0x7f);
+/// RFC 7541 §5.1's integer with a 7-bit prefix and the bit above it (Huffman) clear, for a
+/// length of at least 0x7f (one that does not fit the prefix): its bytes, and how many.
+fn long_literal_length(mut n: usize) -> ([u8; 11], usize) {
+    let mut bytes = [0x7f; 11];
+    let mut k = 1;
     n -= 0x7f;
     while n >= 0x80 {
-        out.push(0x80 | (n & 0x7f) as u8);
+        bytes[k] = 0x80 | (n & 0x7f) as u8;
         n >>= 7;
+        k += 1;
     }
-    out.push(n as u8);
+    bytes[k] = n as u8;
+    (bytes, k + 1)
 }

@@ -101,8 +101,8 @@ fn an_encoded_hole_is_framed_as_the_protocol_frames_a_string() {
     encoded.value(&long, Framing::Literal, |_| unreachable!());
     encoded.value("{{thread}}", Framing::Raw, |_| unreachable!());
     assert!(encoded.has_holes());
-    let (mut out, mut scratch, mut rng) = (Vec::new(), Vec::new(), [1, 1]);
-    encoded.render(&mut fill(&mut rng), &mut out, &mut scratch);
+    let (mut out, mut rng) = (Vec::new(), [1, 1]);
+    encoded.render(&mut fill(&mut rng), &mut out);
     let mut expected = b"\x04\x02/7\x05plain".to_vec();
     // 132 bytes: 127 in the prefix, then 5.
     expected.extend_from_slice(&[0x7f, 5]);
@@ -113,6 +113,39 @@ fn an_encoded_hole_is_framed_as_the_protocol_frames_a_string() {
     let mut plain = Encoded::default();
     plain.value("{{ not a template", Framing::Raw, |out| out.extend_from_slice(b"as is"));
     assert!(!plain.has_holes());
+}
+
+#[test]
+fn a_filled_holes_length_takes_as_many_bytes_as_rfc_7541_gives_it_at_every_boundary() {
+    // `{{vu}}` fills as "7": each value is `len - 1` bytes of x and then the 7.
+    for len in [1, 126, 127, 128, 254, 255, 256, 16_510, 16_511, 70_000] {
+        let mut encoded = Encoded::new(&Vocabulary::default());
+        encoded.bytes(b"\x04");
+        encoded.value(&format!("{}{{{{vu}}}}", "x".repeat(len - 1)), Framing::Literal, |_| unreachable!());
+        encoded.bytes(b"\x05");
+        let (mut out, mut rng) = (Vec::new(), [1, 1]);
+        encoded.render(&mut fill(&mut rng), &mut out);
+        // RFC 7541 §5.1, read back: a 7-bit prefix, then 7 bits a byte while the top bit is set.
+        assert_eq!(out[0], 0x04);
+        let (mut n, mut at) = (usize::from(out[1] & 0x7f), 2);
+        if n == 0x7f {
+            let mut shift = 0;
+            loop {
+                let b = out[at];
+                at += 1;
+                n += usize::from(b & 0x7f) << shift;
+                shift += 7;
+                if b & 0x80 == 0 {
+                    break;
+                }
+            }
+        }
+        assert_eq!(n, len, "length {len}");
+        let mut value = "x".repeat(len - 1).into_bytes();
+        value.push(b'7');
+        assert_eq!(&out[at..at + len], value.as_slice(), "length {len}");
+        assert_eq!(&out[at + len..], b"\x05", "length {len}");
+    }
 }
 
 #[test]
