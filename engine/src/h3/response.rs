@@ -11,7 +11,7 @@
 use super::H3Error;
 use super::frame::{Frame, FrameDecoder};
 use super::qpack;
-use crate::session::{Kept, KeptChecks};
+use crate::session::{Fields, Kept, KeptChecks};
 use crate::stats::RetryAfter;
 
 /// A response read to its end.
@@ -46,6 +46,10 @@ pub(crate) struct ResponseStream {
     kept: Option<Kept>,
     /// The final head's fields are kept too.
     keep_fields: bool,
+    /// Only these fields are read (a jar's, redirects'): kept, in a `Kept` made then, only
+    /// when the final head has one. Most heads have none; taking, preparing and giving back a
+    /// spare for each cost a scenario with a jar about 15 ns a response.
+    keep_only: Fields,
 }
 
 impl Default for ResponseStream {
@@ -58,6 +62,7 @@ impl Default for ResponseStream {
             retry_after: None,
             kept: None,
             keep_fields: false,
+            keep_only: Fields::NONE,
         }
     }
 }
@@ -67,7 +72,7 @@ impl ResponseStream {
     /// stream is done: a connection error (see [`H3Error::is_connection_error`]) ends the
     /// connection, another this stream only. `heads` is the connection's: its responses share it.
     pub(crate) fn receive(&mut self, mut input: &[u8], heads: &mut qpack::HeadCache) -> Result<(), H3Error> {
-        let ResponseStream { frames, phase, status, body_bytes, retry_after, kept, keep_fields } = self;
+        let ResponseStream { frames, phase, status, body_bytes, retry_after, kept, keep_fields, keep_only } = self;
         while let Some(frame) = frames.next(&mut input)? {
             match (frame, *phase) {
                 (Frame::Headers(section), Phase::Head) => {
@@ -86,6 +91,8 @@ impl ResponseStream {
                                 && (head.cookie_or_location || kept.keeps_every_field())
                             {
                                 keep_fields_of(section, kept);
+                            } else if head.cookie_or_location && *keep_only != Fields::NONE {
+                                keep_fields_of(section, kept.insert(Kept::of_fields(*keep_only)));
                             }
                         }
                     }
@@ -115,6 +122,11 @@ impl ResponseStream {
         checks.prepare(&mut kept);
         self.keep_fields = checks.wants_headers();
         self.kept = Some(kept);
+    }
+
+    /// Keeps `fields` of the final head, if it has any of them ([`KeptChecks::only_fields`]).
+    pub(crate) fn keep_only(&mut self, fields: Fields) {
+        self.keep_only = fields;
     }
 
     /// The body kept, if `keep` asked for it.

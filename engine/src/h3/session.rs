@@ -234,7 +234,10 @@ impl Session {
                 filled: None,
             };
             if let Some(checks) = kept_checks(&self.setup.kept_checks, start.request) {
-                request.response.keep(self.spare_kept.take(), checks);
+                match checks.only_fields() {
+                    Some(fields) => request.response.keep_only(fields),
+                    None => request.response.keep(self.spare_kept.take(), checks),
+                }
             }
             if let Some(mut fill) = units.fill(start.request)
                 && let Some(template) = self.setup.request.template(start.request, &fill)

@@ -71,6 +71,33 @@ fn kept_at(bytes: &[u8], at: usize) -> Vec<u8> {
 }
 
 #[test]
+fn a_jars_response_is_kept_only_when_its_final_head_has_a_set_cookie() {
+    use crate::session::{Fields, KeptChecks};
+    let jar = Fields { set_cookie: true, ..Fields::NONE };
+    let checks = KeptChecks::of(std::iter::empty(), &[], &[], &[], jar).expect("a jar reads set-cookie");
+    let only = checks.only_fields().expect("a jar reads only fields");
+    let read = |parts: &[Vec<u8>]| {
+        let mut stream = ResponseStream::default();
+        stream.keep_only(only);
+        let mut heads = HeadCache::default();
+        stream.receive(&concat(parts), &mut heads).expect("a good response");
+        stream.finish().expect("whole");
+        stream.take_kept()
+    };
+    assert!(read(&[headers(OK), data(b"hi")]).is_none(), "no set-cookie: nothing kept, nothing to judge");
+    // set-cookie by static reference (14) in a 103's head is not the final head's.
+    let early = headers("0000 ff00 5e 03 613d30");
+    assert!(read(&[early.clone(), headers(OK), data(b"hi")]).is_none());
+    let kept = read(&[early, headers("0000 d9 5e 03 613d31"), data(b"hi")]).expect("the final head has a set-cookie");
+    let (_, extracted) = checks.judge(&kept).expect("a verdict");
+    assert_eq!(extracted.set_cookies, [b"a=1".to_vec()]);
+    assert_eq!(crate::plan::KeptResponse::body(&kept), b"", "the body is not kept for a jar");
+    // A rule on the body reads more than fields: its response is kept from the start.
+    let rules = [crate::plan::Rule::BodySize(0..=u64::MAX)];
+    assert!(KeptChecks::of(rules.iter(), &[], &[], &[], jar).expect("a rule").only_fields().is_none());
+}
+
+#[test]
 fn a_kept_body_is_the_data_frames_payloads_only_at_every_split() {
     let bytes = concat(&[
         headers("0000 d8"),

@@ -143,6 +143,13 @@ impl KeptChecks {
         self.headers == Fields { set_cookie: true, ..Fields::NONE }
     }
 
+    /// The fields a jar or redirects read, when that is all these checks read (no rule, no
+    /// extractor): a response without those fields then has nothing to judge, and need not
+    /// be kept at all until its head shows one of them.
+    pub(crate) fn only_fields(&self) -> Option<Fields> {
+        (self.rules.is_empty() && self.extractors.is_empty() && !self.body && !self.headers.all).then_some(self.headers)
+    }
+
     /// `kept`, empty, ready for a response to the request: it keeps the body only if a rule
     /// reads it, and only the fields something reads.
     pub(crate) fn prepare(&self, kept: &mut Kept) {
@@ -214,6 +221,12 @@ impl Default for Kept {
 }
 
 impl Kept {
+    /// Empty, keeping only `fields` of a head and nothing of the body: what [`KeptChecks::only_fields`]
+    /// reads.
+    pub(crate) fn of_fields(fields: Fields) -> Kept {
+        Kept { body_bound: 0, fields_kept: fields, ..Kept::default() }
+    }
+
     /// The next bytes of the body: counted, and kept while there is room.
     #[inline]
     pub(crate) fn push(&mut self, bytes: &[u8]) {
