@@ -51,7 +51,7 @@ pub(crate) fn read_with_hdrhistogram_py(path: &Path) -> Option<Value> {
 }
 
 /// The value of the `rank`-th smallest sample (from 1), as HdrHistogram reports values.
-fn value_at_rank(h: &Histogram<u64>, rank: u64) -> u64 {
+pub(crate) fn value_at_rank(h: &Histogram<u64>, rank: u64) -> u64 {
     let mut seen = 0;
     for v in h.iter_recorded() {
         seen += v.count_since_last_iteration();
@@ -62,7 +62,8 @@ fn value_at_rank(h: &Histogram<u64>, rank: u64) -> u64 {
     h.max()
 }
 
-fn decode(b64: &Value) -> Histogram<u64> {
+/// A histogram of the JSON report, as the report encodes it.
+pub(crate) fn decode(b64: &Value) -> Histogram<u64> {
     let bytes = base64::engine::general_purpose::STANDARD.decode(b64.as_str().expect("base64 text")).expect("base64");
     volley_engine::decode_histogram(&bytes).expect("an HdrHistogram")
 }
