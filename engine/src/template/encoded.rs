@@ -117,8 +117,12 @@ impl Encoded {
                     if len < 0x7f {
                         out[at] = len as u8;
                     } else {
-                        let (prefix, n) = long_literal_length(len);
-                        out.splice(at..at + 1, prefix[..n].iter().copied());
+                        // The length's bytes go after the value, then rotate in front of it.
+                        out.remove(at);
+                        let end = out.len();
+                        integer(out, 0x00, 7, len);
+                        let tail = out.len() - end;
+                        out[at..].rotate_right(tail);
                     }
                 }
             }
@@ -126,17 +130,19 @@ impl Encoded {
     }
 }
 
-/// RFC 7541 §5.1's integer with a 7-bit prefix and the bit above it (Huffman) clear, for a
-/// length of at least 0x7f (one that does not fit the prefix): its bytes, and how many.
-fn long_literal_length(mut n: usize) -> ([u8; 11], usize) {
-    let mut bytes = [0x7f; 11];
-    let mut k = 1;
-    n -= 0x7f;
-    while n >= 0x80 {
-        bytes[k] = 0x80 | (n & 0x7f) as u8;
-        n >>= 7;
-        k += 1;
+/// RFC 7541 §5.1's integer (also QPACK's, RFC 9204 §4.1.1): `value` in the low `prefix_bits`
+/// of a byte whose high bits are `flags`, and what does not fit in 7-bit groups after it.
+pub(crate) fn integer(out: &mut impl Out, flags: u8, prefix_bits: u32, mut value: usize) {
+    let max = (1usize << prefix_bits) - 1;
+    if value < max {
+        out.push(flags | value as u8);
+        return;
     }
-    bytes[k] = n as u8;
-    (bytes, k + 1)
+    out.push(flags | max as u8);
+    value -= max;
+    while value >= 0x80 {
+        out.push(0x80 | (value & 0x7f) as u8);
+        value >>= 7;
+    }
+    out.push(value as u8);
 }

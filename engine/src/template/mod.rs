@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use crate::feeder::Feeder;
 
-pub(crate) use encoded::{Encoded, Framing, Out};
+pub(crate) use encoded::{Encoded, Framing, Out, integer};
 use slot::Slot;
 pub(crate) use slot::{Fill, decimal};
 

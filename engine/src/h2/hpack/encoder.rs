@@ -8,7 +8,7 @@
 //! few bytes once, at the cost of a code path to test.
 
 use super::table::{ENTRY_OVERHEAD, STATIC_TABLE};
-use crate::template::{Encoded, Framing, Out, Vocabulary};
+use crate::template::{Encoded, Framing, Out, Vocabulary, integer};
 
 /// Encodes a request header block: `:method`, `:scheme`, `:authority`, `:path`, then the
 /// regular headers (names already lowercased by the caller), in that order, as HTTP/2 wants
@@ -208,22 +208,6 @@ const COOKIE_INDEX: usize = 32;
 /// §6.3: a dynamic table size update, which must open a header block.
 pub(crate) fn size_update(out: &mut Vec<u8>, size: usize) {
     integer(out, 0x20, 5, size);
-}
-
-/// §5.1: `value` with an N-bit prefix, `flags` in the bits above it.
-fn integer(out: &mut impl Out, flags: u8, prefix_bits: u32, mut value: usize) {
-    let max = (1usize << prefix_bits) - 1;
-    if value < max {
-        out.push(flags | value as u8);
-        return;
-    }
-    out.push(flags | max as u8);
-    value -= max;
-    while value >= 0x80 {
-        out.push(0x80 | (value & 0x7f) as u8);
-        value >>= 7;
-    }
-    out.push(value as u8);
 }
 
 /// §5.2, not Huffman-coded.

@@ -9,7 +9,7 @@
 
 use super::static_table::STATIC_TABLE;
 use crate::h2::hpack::huffman;
-use crate::template::{Encoded, Framing, Out, Vocabulary};
+use crate::template::{Encoded, Framing, Out, Vocabulary, integer};
 
 /// Encodes a request's field section: `:method`, `:scheme`, `:authority`, `:path`, then the
 /// regular fields (names already lowercased by the caller), in that order, as HTTP/3 wants
@@ -111,22 +111,6 @@ pub(crate) fn cookie(out: &mut Vec<u8>, value: &[u8]) {
 
 /// `cookie`'s index in the static table (RFC 9204 Appendix A).
 const COOKIE_INDEX: usize = 5;
-
-/// §4.1.1: `value` with an N-bit prefix, `flags` in the bits above it.
-fn integer(out: &mut Vec<u8>, flags: u8, prefix_bits: u32, mut value: usize) {
-    let max = (1usize << prefix_bits) - 1;
-    if value < max {
-        out.push(flags | value as u8);
-        return;
-    }
-    out.push(flags | max as u8);
-    value -= max;
-    while value >= 0x80 {
-        out.push(0x80 | (value & 0x7f) as u8);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
 
 /// §4.1.2: a string literal whose length has an N-bit prefix and whose Huffman flag is the bit
 /// above it; Huffman-coded when strictly shorter.
