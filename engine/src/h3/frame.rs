@@ -8,6 +8,8 @@
 //! reused buffer only when they did not; unknown types skipped by their length. Which frame is
 //! allowed on which stream is the business of the stream's reader (`response`, `uni`).
 
+use bytes::BufMut;
+
 use super::H3Error;
 use crate::quic::varint;
 
@@ -348,7 +350,7 @@ fn one_varint_name(kind: u64) -> &'static str {
 }
 
 /// Appends a frame header.
-pub(crate) fn encode_head(kind: u64, len: u64, out: &mut Vec<u8>) {
+pub(crate) fn encode_head(kind: u64, len: u64, out: &mut impl BufMut) {
     varint::encode(kind, out);
     varint::encode(len, out);
 }
@@ -370,9 +372,9 @@ pub(crate) fn encode_control_stream(out: &mut Vec<u8>) {
 /// Appends a request stream's frames before its body: HEADERS with `field_section`, then, when
 /// there is a body, the header of the one DATA frame that carries it (the body's bytes follow
 /// it on the stream).
-pub(crate) fn encode_request_head(field_section: &[u8], body_len: usize, out: &mut Vec<u8>) {
+pub(crate) fn encode_request_head(field_section: &[u8], body_len: usize, out: &mut impl BufMut) {
     encode_head(kind::HEADERS, field_section.len() as u64, out);
-    out.extend_from_slice(field_section);
+    out.put_slice(field_section);
     if body_len > 0 {
         encode_head(kind::DATA, body_len as u64, out);
     }

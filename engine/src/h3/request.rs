@@ -154,7 +154,7 @@ impl Template {
 
     /// The request stream's bytes, its slots filled: HEADERS, then DATA with the body.
     pub(crate) fn render(&self, fill: &mut Fill<'_>, into: &mut Filled) -> Bytes {
-        let Filled { section, scratch, head, arena } = into;
+        let Filled { section, scratch, arena } = into;
         section.clear();
         self.section.render(fill, section);
         if !fill.cookie.is_empty() {
@@ -162,22 +162,13 @@ impl Template {
         }
         scratch.clear();
         self.body.render(fill, scratch);
-        // The frames' heads go through `head`, their payloads straight into the arena: the
-        // section is copied once, not once into a head and again into the arena.
+        // The frames go straight into the arena: the section is copied once.
         let len = section.len() + scratch.len() + 2 * MAX_FRAME_HEAD;
         if arena.capacity() < len {
             arena.reserve(len.max(ARENA));
         }
-        head.clear();
-        frame::encode_head(frame::kind::HEADERS, section.len() as u64, head);
-        arena.extend_from_slice(head);
-        arena.extend_from_slice(section);
-        if !scratch.is_empty() {
-            head.clear();
-            frame::encode_head(frame::kind::DATA, scratch.len() as u64, head);
-            arena.extend_from_slice(head);
-            arena.extend_from_slice(scratch);
-        }
+        frame::encode_request_head(section, scratch.len(), arena);
+        arena.extend_from_slice(scratch);
         arena.split().freeze()
     }
 }
@@ -191,7 +182,6 @@ impl Template {
 pub(crate) struct Filled {
     section: Vec<u8>,
     scratch: Vec<u8>,
-    head: Vec<u8>,
     arena: BytesMut,
 }
 

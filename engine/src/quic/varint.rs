@@ -2,6 +2,8 @@
 //! stream types, settings and ids: the two high bits of the first byte give the length (1, 2, 4
 //! or 8 bytes), the rest is the value, big-endian, up to 2^62 - 1.
 
+use bytes::BufMut;
+
 /// The largest value a varint holds.
 pub(crate) const MAX: u64 = (1 << 62) - 1;
 
@@ -34,15 +36,15 @@ pub(crate) fn encoded_len(value: u64) -> usize {
     }
 }
 
-/// Appends `value` in its shortest encoding. Values above [`MAX`] cannot be encoded; callers
-/// only encode lengths and constants, far below it.
-pub(crate) fn encode(value: u64, out: &mut Vec<u8>) {
+/// Appends `value` in its shortest encoding, to a `Vec` or a `BytesMut`. Values above [`MAX`]
+/// cannot be encoded; callers only encode lengths and constants, far below it.
+pub(crate) fn encode(value: u64, out: &mut impl BufMut) {
     debug_assert!(value <= MAX);
     match encoded_len(value) {
-        1 => out.push(value as u8),
-        2 => out.extend_from_slice(&(0x4000 | value as u16).to_be_bytes()),
-        4 => out.extend_from_slice(&(0x8000_0000 | value as u32).to_be_bytes()),
-        _ => out.extend_from_slice(&(0xc000_0000_0000_0000 | value).to_be_bytes()),
+        1 => out.put_u8(value as u8),
+        2 => out.put_u16(0x4000 | value as u16),
+        4 => out.put_u32(0x8000_0000 | value as u32),
+        _ => out.put_u64(0xc000_0000_0000_0000 | value),
     }
 }
 
