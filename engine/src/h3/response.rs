@@ -44,12 +44,21 @@ pub(crate) struct ResponseStream {
     retry_after: Option<RetryAfter>,
     /// What is kept for its step's checks.
     kept: Option<Kept>,
-    /// The final head's fields are kept too.
-    keep_fields: bool,
-    /// Only these fields are read (a jar's, redirects'): kept, in a `Kept` made then, only
-    /// when the final head has one. Most heads have none; taking, preparing and giving back a
-    /// spare for each cost a scenario with a jar about 20 ns a response.
-    keep_only: Fields,
+    keep: Keep,
+}
+
+/// What a response keeps for its step's checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// No check reads it.
+    Nothing,
+    /// Into the `Kept` given at the start: what it keeps of the body, and of the final head's
+    /// fields when `fields`.
+    Given { fields: bool },
+    /// Only these fields of the final head (a jar's, redirects'), into a `Kept` made when the
+    /// head has one. Most heads have none; taking, preparing and giving back a spare for each
+    /// cost a scenario with a jar about 20 ns a response.
+    Only(Fields),
 }
 
 impl Default for ResponseStream {
@@ -61,8 +70,7 @@ impl Default for ResponseStream {
             body_bytes: 0,
             retry_after: None,
             kept: None,
-            keep_fields: false,
-            keep_only: Fields::NONE,
+            keep: Keep::Nothing,
         }
     }
 }
@@ -72,7 +80,7 @@ impl ResponseStream {
     /// stream is done: a connection error (see [`H3Error::is_connection_error`]) ends the
     /// connection, another this stream only. `heads` is the connection's: its responses share it.
     pub(crate) fn receive(&mut self, mut input: &[u8], heads: &mut qpack::HeadCache) -> Result<(), H3Error> {
-        let ResponseStream { frames, phase, status, body_bytes, retry_after, kept, keep_fields, keep_only } = self;
+        let ResponseStream { frames, phase, status, body_bytes, retry_after, kept, keep } = self;
         while let Some(frame) = frames.next(&mut input)? {
             match (frame, *phase) {
                 (Frame::Headers(section), Phase::Head) => {
@@ -86,13 +94,16 @@ impl ResponseStream {
                             *status = Some(code);
                             *retry_after = head.retry_after;
                             *phase = Phase::Body;
-                            if *keep_fields
-                                && let Some(kept) = kept
-                                && (head.cookie_or_location || kept.keeps_every_field())
-                            {
-                                keep_fields_of(section, kept);
-                            } else if head.cookie_or_location && *keep_only != Fields::NONE {
-                                keep_fields_of(section, kept.insert(Kept::of_fields(*keep_only)));
+                            match (*keep, &mut *kept) {
+                                (Keep::Given { fields: true }, Some(kept))
+                                    if head.cookie_or_location || kept.keeps_every_field() =>
+                                {
+                                    keep_fields_of(section, kept);
+                                }
+                                (Keep::Only(fields), kept) if head.cookie_or_location => {
+                                    keep_fields_of(section, kept.insert(Kept::of_fields(fields)));
+                                }
+                                _ => {}
                             }
                         }
                     }
@@ -120,13 +131,13 @@ impl ResponseStream {
     /// Keeps what `checks` read in `kept`.
     pub(crate) fn keep(&mut self, mut kept: Kept, checks: &KeptChecks) {
         checks.prepare(&mut kept);
-        self.keep_fields = checks.wants_headers();
+        self.keep = Keep::Given { fields: checks.wants_headers() };
         self.kept = Some(kept);
     }
 
     /// Keeps `fields` of the final head, if it has any of them ([`KeptChecks::only_fields`]).
     pub(crate) fn keep_only(&mut self, fields: Fields) {
-        self.keep_only = fields;
+        self.keep = if fields == Fields::NONE { Keep::Nothing } else { Keep::Only(fields) };
     }
 
     /// What was kept: always after `keep`; after `keep_only`, when the final head had one of
