@@ -50,7 +50,7 @@ use crate::feeder::Feeds;
 use crate::plan::ConnectionRamp;
 use crate::random::generator_state;
 use crate::session::{Cursor, Event, Numbering, Picker, Schedule, Units};
-use crate::stats::{ErrorKind, Stats};
+use crate::stats::{ErrorKind, NameSamples, Stats};
 
 /// Receive buffers: small, since benchmark responses are small and RSS counts.
 const BUF_SIZE: usize = 4096;
@@ -105,6 +105,9 @@ pub(super) struct Loop<I: Io> {
     events: Vec<Event>,
     /// A mix's names' spans pending while a session's events are counted (`counting.rs`).
     name_spans: Vec<counting::NameSpans>,
+    /// A mix's names' samples waiting to be recorded in a batch: recorded before the
+    /// statistics are handed out.
+    name_samples: NameSamples,
     /// Connections with output to write once this batch of completions is handled.
     dirty: Vec<usize>,
     /// No connection's deadline (TLS handshake, session timer) is before this: the one wait
@@ -195,6 +198,7 @@ impl<I: Io> Loop<I> {
             plain_out: Vec::new(),
             events: Vec::new(),
             name_spans: Vec::new(),
+            name_samples: NameSamples::default(),
             dirty: Vec::new(),
             next_deadline: None,
             connects_ok: 0,
@@ -231,6 +235,7 @@ impl<I: Io> Loop<I> {
         // The counts are final once every connection is closing, so the report need not wait
         // for the kernel to close them: 10,000 TCP closes over loopback cost this thread 200 ms
         // of FINs (the server's side of each included), a late report on a loaded machine.
+        self.name_samples.record(&mut self.stats.names);
         let done = ThreadDone {
             thread: self.lifecycle.thread(),
             rest: std::mem::take(&mut self.stats),

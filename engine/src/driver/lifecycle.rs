@@ -91,9 +91,14 @@ impl Lifecycle {
         self.end
     }
 
+    /// Whether a second has completed since the last tick.
+    pub(super) fn tick_due(&self, now: Instant) -> bool {
+        self.released && now >= self.next_tick
+    }
+
     /// Hands the second just completed to the collector, if one has; returns its tick.
     pub(super) fn tick(&mut self, now: Instant, stats: &mut Stats) -> Option<u32> {
-        if !self.released || now < self.next_tick {
+        if !self.tick_due(now) {
             return None;
         }
         let delta = std::mem::take(stats);

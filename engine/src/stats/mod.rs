@@ -10,6 +10,7 @@ mod table;
 
 pub use counters::{Counters, ErrorKind};
 pub use histogram::{HistogramError, decode_histogram, encode_histogram, new_histogram};
+pub(crate) use names::{Kind, NameSamples};
 pub use names::{NameStats, Names};
 pub use retry_after::{RetryAfter, RetryAfterCounts};
 pub use scenarios::{ScenarioStats, Scenarios};

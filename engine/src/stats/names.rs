@@ -5,10 +5,12 @@
 //! names without a sample in a part (a thread's second, a worker's interval) are absent from
 //! it, so a second in which few names moved costs only those.
 
+use std::time::Duration;
+
 use hdrhistogram::Histogram;
 
 use super::table::{Merge, Table};
-use super::{Counters, new_histogram};
+use super::{Counters, Stats, new_histogram};
 use crate::plan::CheckCounts;
 
 /// What one name measured. Of its counters, the outcomes (ok, errors by kind) and the status
@@ -63,6 +65,51 @@ impl Merge for NameStats {
     }
 }
 
+/// Which of a name's histograms a sample is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    FirstByte,
+    Latency,
+}
+
+/// How many samples wait before they are recorded.
+const BATCH: usize = 256;
+
+/// Names' samples waiting to be recorded, a batch at a time. A mix's samples come in turn
+/// from each of its names, and each name's two histograms cover the spread of its latencies
+/// (at 3 digits, some thousands of counts): recorded one at a time, as they came, nearly every
+/// one missed the cache, 25 ns a sample with 8 names and 90 with 64. Recorded together, in one
+/// tight loop, the misses overlap. [`NameSamples::record`] before the names are read: what
+/// waits is in no histogram yet.
+#[derive(Debug, Default)]
+pub(crate) struct NameSamples {
+    waiting: Vec<(u32, Kind, Duration, u64)>,
+}
+
+impl NameSamples {
+    /// `n` samples of `span` for `name`'s `kind` histogram; the batch is recorded into `names`
+    /// once it is full.
+    #[inline]
+    pub(crate) fn add(&mut self, names: &mut Names, name: usize, kind: Kind, span: Duration, n: u64) {
+        self.waiting.push((name as u32, kind, span, n));
+        if self.waiting.len() >= BATCH {
+            self.record(names);
+        }
+    }
+
+    /// Records every sample waiting into `names`.
+    pub(crate) fn record(&mut self, names: &mut Names) {
+        for (name, kind, span, n) in self.waiting.drain(..) {
+            let stats = names.entry(name as usize);
+            let hist = match kind {
+                Kind::FirstByte => &mut stats.ttfb,
+                Kind::Latency => &mut stats.latency,
+            };
+            Stats::record_n(&mut stats.counters, hist, span, n);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -82,6 +129,28 @@ mod tests {
             a.checks,
             [CheckCounts { passed: 3, failed: 0 }, CheckCounts::default(), CheckCounts { passed: 0, failed: 1 }]
         );
+    }
+
+    #[test]
+    fn names_samples_wait_for_a_full_batch_or_a_record_and_each_goes_to_its_names_histogram() {
+        let (mut names, mut samples) = (Names::default(), NameSamples::default());
+        let ms = Duration::from_millis;
+        samples.add(&mut names, 2, Kind::FirstByte, ms(1), 3);
+        samples.add(&mut names, 0, Kind::Latency, ms(2), 1);
+        samples.add(&mut names, 2, Kind::Latency, Duration::from_secs(7200), 2);
+        assert!(names.is_empty(), "nothing is recorded before the batch is full");
+        samples.record(&mut names);
+        let two = names.get(2).expect("recorded");
+        assert_eq!((two.ttfb.len(), two.ttfb.count_at(1_000_000)), (3, 3));
+        assert_eq!(two.latency.len(), 2);
+        assert_eq!(two.counters.clamped, 2, "a span beyond the range is clamped and counted");
+        assert_eq!(names.get(0).expect("recorded").latency.count_at(2_000_000), 1);
+        samples.record(&mut names);
+        assert_eq!(names.get(2).expect("recorded").ttfb.len(), 3, "a second record adds nothing again");
+        for _ in 0..BATCH {
+            samples.add(&mut names, 1, Kind::Latency, ms(3), 1);
+        }
+        assert_eq!(names.get(1).expect("a full batch is recorded").latency.len(), BATCH as u64);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::driver::Judge;
 use crate::driver::conn::Phase;
 use crate::driver::ops::Io;
 use crate::session::{Event, Why};
-use crate::stats::{Counters, ErrorKind, Spans, Stats};
+use crate::stats::{Counters, ErrorKind, Kind, Spans, Stats};
 
 /// Requests a server may decline unprocessed, with no response in between, before declined
 /// ones count as errors instead of being sent again.
@@ -71,12 +71,12 @@ impl<I: Io> Loop<I> {
                     ttfb.add(sent_at, at, &mut self.stats.counters, &mut self.stats.histograms.ttfb);
                     if let Some(names) = &self.shared.names {
                         let index = usize::from(names[request as usize]);
-                        let name = self.stats.names.entry(index);
-                        match spans_of(&mut self.name_spans, index) {
-                            Some(pending) => pending.ttfb.add(sent_at, at, &mut name.counters, &mut name.ttfb),
-                            None => {
-                                Stats::record(&mut name.counters, &mut name.ttfb, at.saturating_duration_since(sent_at))
-                            }
+                        let ended = match spans_of(&mut self.name_spans, index) {
+                            Some(pending) => pending.ttfb.push(sent_at, at),
+                            None => Some((at.saturating_duration_since(sent_at), 1)),
+                        };
+                        if let Some((span, n)) = ended {
+                            self.name_samples.add(&mut self.stats.names, index, Kind::FirstByte, span, n);
                         }
                     }
                 }
@@ -113,14 +113,17 @@ impl<I: Io> Loop<I> {
                     }
                     if let Some(names) = &self.shared.names {
                         let index = usize::from(names[request as usize]);
+                        let took = at.saturating_duration_since(due);
+                        let ended = match spans_of(&mut self.name_spans, index) {
+                            Some(pending) => pending.latency.push(due, at),
+                            None => Some((took, 1)),
+                        };
+                        if let Some((span, n)) = ended {
+                            self.name_samples.add(&mut self.stats.names, index, Kind::Latency, span, n);
+                        }
                         let name = self.stats.names.entry(index);
                         name.counters.ok += 1;
                         name.counters.status(status);
-                        let took = at.saturating_duration_since(due);
-                        match spans_of(&mut self.name_spans, index) {
-                            Some(pending) => pending.latency.add(due, at, &mut name.counters, &mut name.latency),
-                            None => Stats::record(&mut name.counters, &mut name.latency, took),
-                        }
                         name.counters.redirects += u64::from(redirected);
                         if let Some(checks) = self.shared.checks.as_ref().filter(|_| !redirected) {
                             // A response whose step has checks on what is kept and no verdicts
@@ -178,9 +181,11 @@ impl<I: Io> Loop<I> {
         latency.flush(counters, &mut h.latency);
         service.flush(counters, &mut h.service);
         for mut pending in self.name_spans.drain(..) {
-            let name = self.stats.names.entry(pending.name);
-            pending.ttfb.flush(&mut name.counters, &mut name.ttfb);
-            pending.latency.flush(&mut name.counters, &mut name.latency);
+            for (kind, spans) in [(Kind::FirstByte, &mut pending.ttfb), (Kind::Latency, &mut pending.latency)] {
+                if let Some((span, n)) = spans.take() {
+                    self.name_samples.add(&mut self.stats.names, pending.name, kind, span, n);
+                }
+            }
         }
         self.events = events;
     }

@@ -37,6 +37,10 @@ impl<I: Io> Loop<I> {
     /// Hands out the second just completed, if one has. The warm-up ends with its last tick:
     /// what was counted until then is the warm-up's, and a `-n` budget begins.
     pub(super) fn tick(&mut self, now: Instant) {
+        if !self.lifecycle.tick_due(now) {
+            return;
+        }
+        self.name_samples.record(&mut self.stats.names);
         if self.warm_up_ticks == 0 {
             self.lifecycle.tick(now, &mut self.stats);
             return;
