@@ -50,8 +50,27 @@ pub(crate) fn read_with_hdrhistogram_py(path: &Path) -> Option<Value> {
     }
 }
 
+/// The value HdrHistogram_py gives at percentile `p` of `h`'s samples: the sample at rank
+/// round(p * n), where HdrHistogram's Rust and Java ones take ceil(p * n).
+pub(crate) fn value_at_py_percentile(h: &Histogram<u64>, p: f64) -> u64 {
+    value_at_rank(h, ((p * h.len() as f64 / 100.0) + 0.5).floor().max(1.0) as u64)
+}
+
+/// `ours`'s buckets (value, count) are those `hlog_read.py` found for a tag (`found`).
+pub(crate) fn assert_same_buckets(ours: &Histogram<u64>, found: &Value, what: &str) {
+    let recorded: Vec<(u64, u64)> =
+        ours.iter_recorded().map(|v| (v.value_iterated_to(), v.count_since_last_iteration())).collect();
+    let theirs: Vec<(u64, u64)> = found["recorded"]
+        .as_array()
+        .expect("recorded values")
+        .iter()
+        .map(|pair| (pair[0].as_u64().expect("a value"), pair[1].as_u64().expect("a count")))
+        .collect();
+    assert_eq!(recorded, theirs, "{what}: the report's buckets and those of the log's intervals added up");
+}
+
 /// The value of the `rank`-th smallest sample (from 1), as HdrHistogram reports values.
-pub(crate) fn value_at_rank(h: &Histogram<u64>, rank: u64) -> u64 {
+fn value_at_rank(h: &Histogram<u64>, rank: u64) -> u64 {
     let mut seen = 0;
     for v in h.iter_recorded() {
         seen += v.count_since_last_iteration();
@@ -109,22 +128,13 @@ fn assert_log_is_the_report(log: &Value, report: &Value) {
             continue;
         }
         // The same samples, bucket for bucket.
-        let recorded: Vec<(u64, u64)> =
-            ours.iter_recorded().map(|v| (v.value_iterated_to(), v.count_since_last_iteration())).collect();
-        let theirs: Vec<(u64, u64)> = found["recorded"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|pair| (pair[0].as_u64().unwrap(), pair[1].as_u64().unwrap()))
-            .collect();
-        assert_eq!(recorded, theirs, "{tag}: the report's buckets and those of the log's intervals added up");
-        // Their percentiles are ours. HdrHistogram_py takes the sample at rank round(p * n),
-        // HdrHistogram's Rust and Java ones at ceil(p * n), so the report's own p99.99 may be
-        // the next sample up: each is compared with the sample its rule names.
+        assert_same_buckets(&ours, found, tag);
+        // Their percentiles are ours. HdrHistogram_py's rank rule is not the Rust crate's, so
+        // the report's own p99.99 may be the next sample up: each is compared with the sample
+        // its rule names.
         for (p, theirs) in found["percentiles"].as_object().unwrap() {
             let theirs = theirs.as_u64().unwrap();
-            let rank = ((p.parse::<f64>().unwrap() * expected as f64 / 100.0) + 0.5).floor().max(1.0) as u64;
-            let mine = value_at_rank(&ours, rank);
+            let mine = value_at_py_percentile(&ours, p.parse::<f64>().unwrap());
             assert!(ours.equivalent(mine, theirs), "{tag} p{p}: the report's {mine} ns, the log's {theirs} ns");
             // "99.9e-2" parses to the very quantile the report uses (0.999), where 99.9 / 100.0
             // is one ulp above it: with 10,000 samples that is the next rank up.

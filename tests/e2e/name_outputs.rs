@@ -255,21 +255,12 @@ fn the_hlog_has_tags_per_name_that_hdrhistogram_py_reads_back_to_each_names_coun
             assert_eq!(got["count"], n["requests"]["ok"], "{tag}: {got}");
             // The log's intervals added up hold the name's samples, bucket for bucket.
             let ours = crate::hlog::decode(&n["histograms"][histogram]);
-            let recorded: Vec<(u64, u64)> =
-                ours.iter_recorded().map(|v| (v.value_iterated_to(), v.count_since_last_iteration())).collect();
-            let theirs: Vec<(u64, u64)> = got["recorded"]
-                .as_array()
-                .expect("recorded values")
-                .iter()
-                .map(|pair| (pair[0].as_u64().expect("a value"), pair[1].as_u64().expect("a count")))
-                .collect();
-            assert_eq!(recorded, theirs, "{tag}");
-            // HdrHistogram_py's p99 is the sample at rank round(0.99 n), the report's at
-            // ceil(0.99 n): with a name's few tail samples those can be buckets apart, so the
-            // log's p99 is compared with the sample its own rule names.
+            crate::hlog::assert_same_buckets(&ours, got, &tag);
+            // HdrHistogram_py's p99 and the report's take different ranks: with a name's few
+            // tail samples those can be buckets apart, so the log's p99 is compared with the
+            // sample its own rule names.
             let p99 = got["percentiles"]["99"].as_u64().expect("a p99");
-            let rank = (0.99 * ours.len() as f64 + 0.5).floor().max(1.0) as u64;
-            let mine = crate::hlog::value_at_rank(&ours, rank);
+            let mine = crate::hlog::value_at_py_percentile(&ours, 99.0);
             assert!(ours.equivalent(mine, p99), "{tag}: the log's p99 {p99} ns, the name's sample {mine} ns");
             let reported =
                 n[if kind == "latency" { "latencySeconds" } else { "firstByteSeconds" }]["percentiles"]["p99"]
