@@ -103,10 +103,8 @@ pub(super) struct Loop<I: Io> {
     completions: Vec<Completion>,
     /// What the session being handled reported (reused).
     events: Vec<Event>,
-    /// A mix's names' spans pending while a session's events are counted (`counting.rs`).
-    name_spans: Vec<counting::NameSpans>,
-    /// A mix's names' samples waiting to be recorded in a batch: recorded before the
-    /// statistics are handed out.
+    /// A mix's names' samples on their way into their histograms (`counting.rs`): recorded
+    /// before the statistics are handed out.
     name_samples: NameSamples,
     /// Connections with output to write once this batch of completions is handled.
     dirty: Vec<usize>,
@@ -197,7 +195,6 @@ impl<I: Io> Loop<I> {
             plain: Vec::with_capacity(16 * 1024),
             plain_out: Vec::new(),
             events: Vec::new(),
-            name_spans: Vec::new(),
             name_samples: NameSamples::default(),
             dirty: Vec::new(),
             next_deadline: None,
@@ -232,10 +229,10 @@ impl<I: Io> Loop<I> {
             self.lifecycle.stop_all();
         }
         let closing = self.end_load();
+        self.name_samples.record(&mut self.stats.names);
         // The counts are final once every connection is closing, so the report need not wait
         // for the kernel to close them: 10,000 TCP closes over loopback cost this thread 200 ms
         // of FINs (the server's side of each included), a late report on a loaded machine.
-        self.name_samples.record(&mut self.stats.names);
         let done = ThreadDone {
             thread: self.lifecycle.thread(),
             rest: std::mem::take(&mut self.stats),

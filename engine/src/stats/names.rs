@@ -5,12 +5,12 @@
 //! names without a sample in a part (a thread's second, a worker's interval) are absent from
 //! it, so a second in which few names moved costs only those.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
 use super::table::{Merge, Table};
-use super::{Counters, Stats, new_histogram};
+use super::{Counters, Spans, Stats, new_histogram};
 use crate::plan::CheckCounts;
 
 /// What one name measured. Of its counters, the outcomes (ok, errors by kind) and the status
@@ -75,30 +75,85 @@ pub(crate) enum Kind {
 /// How many samples wait before they are recorded.
 const BATCH: usize = 256;
 
-/// Names' samples waiting to be recorded, a batch at a time. A mix's samples come in turn
-/// from each of its names, and each name's two histograms cover the spread of its latencies
-/// (at 3 digits, some thousands of counts): recorded one at a time, as they came, nearly every
-/// one missed the cache, 25 ns a sample with 8 names and 90 with 64. Recorded together, in one
+/// Names whose runs of equal spans are gathered at once within a receive; a sample of
+/// another name waits on its own.
+const RUNS: usize = 8;
+
+/// Names' samples on their way into their histograms, in two steps.
+///
+/// Within a receive, a name's spans often repeat (its responses share an arrival, and their
+/// requests a send): equal spans in a row are one sample of n, as the run's totals' are
+/// ([`Spans`]). A name's run ends at a different span, or at [`NameSamples::end_receive`].
+///
+/// Ended runs wait and are recorded a batch at a time. A mix's samples come in turn from each
+/// of its names, and each name's two histograms cover the spread of its latencies (at 3
+/// digits, some thousands of counts): recorded one at a time, as they came, nearly every one
+/// missed the cache, 25 ns a sample with 8 names and 90 with 64. Recorded together, in one
 /// tight loop, the misses overlap. [`NameSamples::record`] before the names are read: what
 /// waits is in no histogram yet.
 #[derive(Debug, Default)]
 pub(crate) struct NameSamples {
+    runs: Vec<NameRuns>,
     waiting: Vec<(u32, Kind, Duration, u64)>,
 }
 
+/// One name's runs of equal spans, pending within a receive.
+#[derive(Debug)]
+struct NameRuns {
+    name: usize,
+    ttfb: Spans,
+    latency: Spans,
+}
+
+impl NameRuns {
+    fn of(&mut self, kind: Kind) -> &mut Spans {
+        match kind {
+            Kind::FirstByte => &mut self.ttfb,
+            Kind::Latency => &mut self.latency,
+        }
+    }
+}
+
 impl NameSamples {
-    /// `n` samples of `span` for `name`'s `kind` histogram; the batch is recorded into `names`
-    /// once it is full.
+    /// A span from `from` to `to` (zero if `to` is earlier) for `name`'s `kind` histogram.
     #[inline]
-    pub(crate) fn add(&mut self, names: &mut Names, name: usize, kind: Kind, span: Duration, n: u64) {
-        self.waiting.push((name as u32, kind, span, n));
-        if self.waiting.len() >= BATCH {
-            self.record(names);
+    pub(crate) fn span(&mut self, names: &mut Names, name: usize, kind: Kind, from: Instant, to: Instant) {
+        let ended = match self.runs.iter().position(|r| r.name == name) {
+            Some(k) => self.runs[k].of(kind).push(from, to),
+            None if self.runs.len() < RUNS => {
+                let mut runs = NameRuns { name, ttfb: Spans::default(), latency: Spans::default() };
+                runs.of(kind).push(from, to);
+                self.runs.push(runs);
+                None
+            }
+            None => Some((to.saturating_duration_since(from), 1)),
+        };
+        if let Some((span, n)) = ended {
+            self.wait(names, name, kind, span, n);
         }
     }
 
-    /// Records every sample waiting into `names`.
+    /// The receive is handled: every name's run ends.
+    pub(crate) fn end_receive(&mut self, names: &mut Names) {
+        let mut runs = std::mem::take(&mut self.runs);
+        for r in &mut runs {
+            for kind in [Kind::FirstByte, Kind::Latency] {
+                if let Some((span, n)) = r.of(kind).take() {
+                    self.wait(names, r.name, kind, span, n);
+                }
+            }
+        }
+        runs.clear();
+        self.runs = runs;
+    }
+
+    /// Records every sample pending, runs and batch, into `names`.
     pub(crate) fn record(&mut self, names: &mut Names) {
+        self.end_receive(names);
+        self.record_waiting(names);
+    }
+
+    fn record_waiting(&mut self, names: &mut Names) {
         for (name, kind, span, n) in self.waiting.drain(..) {
             let stats = names.entry(name as usize);
             let hist = match kind {
@@ -108,11 +163,20 @@ impl NameSamples {
             Stats::record_n(&mut stats.counters, hist, span, n);
         }
     }
+
+    /// `n` samples of `span`, waiting; the batch is recorded once it is full.
+    #[inline]
+    fn wait(&mut self, names: &mut Names, name: usize, kind: Kind, span: Duration, n: u64) {
+        self.waiting.push((name as u32, kind, span, n));
+        if self.waiting.len() >= BATCH {
+            self.record_waiting(names);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use super::*;
     use crate::stats::Stats;
@@ -134,10 +198,15 @@ mod tests {
     #[test]
     fn names_samples_wait_for_a_full_batch_or_a_record_and_each_goes_to_its_names_histogram() {
         let (mut names, mut samples) = (Names::default(), NameSamples::default());
-        let ms = Duration::from_millis;
-        samples.add(&mut names, 2, Kind::FirstByte, ms(1), 3);
-        samples.add(&mut names, 0, Kind::Latency, ms(2), 1);
-        samples.add(&mut names, 2, Kind::Latency, Duration::from_secs(7200), 2);
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        for _ in 0..3 {
+            samples.span(&mut names, 2, Kind::FirstByte, t0, ms(1));
+        }
+        samples.span(&mut names, 0, Kind::Latency, t0, ms(2));
+        samples.span(&mut names, 2, Kind::Latency, t0, t0 + Duration::from_secs(7200));
+        samples.span(&mut names, 2, Kind::Latency, t0, t0 + Duration::from_secs(7200));
+        samples.end_receive(&mut names);
         assert!(names.is_empty(), "nothing is recorded before the batch is full");
         samples.record(&mut names);
         let two = names.get(2).expect("recorded");
@@ -147,10 +216,33 @@ mod tests {
         assert_eq!(names.get(0).expect("recorded").latency.count_at(2_000_000), 1);
         samples.record(&mut names);
         assert_eq!(names.get(2).expect("recorded").ttfb.len(), 3, "a second record adds nothing again");
-        for _ in 0..BATCH {
-            samples.add(&mut names, 1, Kind::Latency, ms(3), 1);
+        // Each span differs from the one before: BATCH runs end, and the batch is recorded.
+        for k in 0..=BATCH as u64 {
+            samples.span(&mut names, 1, Kind::Latency, t0, t0 + Duration::from_micros(k + 1));
         }
         assert_eq!(names.get(1).expect("a full batch is recorded").latency.len(), BATCH as u64);
+        samples.record(&mut names);
+        assert_eq!(names.get(1).expect("recorded").latency.len(), BATCH as u64 + 1);
+    }
+
+    #[test]
+    fn a_receive_of_more_names_than_runs_records_every_names_samples() {
+        let (mut names, mut samples) = (Names::default(), NameSamples::default());
+        let t0 = Instant::now();
+        let names_n = RUNS + 3;
+        for round in 0..2 {
+            for name in 0..names_n {
+                samples.span(&mut names, name, Kind::Latency, t0, t0 + Duration::from_micros(100 + round));
+                samples.span(&mut names, name, Kind::FirstByte, t0, t0 + Duration::from_micros(50));
+            }
+        }
+        samples.record(&mut names);
+        for name in 0..names_n {
+            let stats = names.get(name).expect("recorded");
+            assert_eq!((stats.latency.len(), stats.ttfb.len()), (2, 2), "name {name}");
+            assert_eq!(stats.latency.count_at(100_000), 1, "name {name}");
+            assert_eq!(stats.ttfb.count_at(50_000), 2, "name {name}");
+        }
     }
 
     #[test]

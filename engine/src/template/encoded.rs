@@ -117,12 +117,16 @@ impl Encoded {
                     if len < 0x7f {
                         out[at] = len as u8;
                     } else {
-                        // The length's bytes go after the value, then rotate in front of it.
-                        out.remove(at);
+                        // The length's first byte has every prefix bit set, 0x7f, and takes
+                        // the placeholder's place; its other bytes go after the value, then
+                        // rotate in front of it: the value moves once.
+                        out[at] = 0x7f;
                         let end = out.len();
                         integer(out, 0x00, 7, len);
+                        debug_assert_eq!(out[end], 0x7f);
+                        out.remove(end);
                         let tail = out.len() - end;
-                        out[at..].rotate_right(tail);
+                        out[at + 1..].rotate_right(tail);
                     }
                 }
             }

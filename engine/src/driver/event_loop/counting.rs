@@ -14,33 +14,6 @@ use crate::stats::{Counters, ErrorKind, Kind, Spans, Stats};
 /// ones count as errors instead of being sent again.
 const REFUSED_IN_A_ROW: u64 = 1000;
 
-/// Names whose spans are gathered at once while a session's events are counted; a response of
-/// another name is recorded on its own.
-const NAME_SPANS: usize = 8;
-
-/// A mix's name's first-byte and latency spans pending while a session's events are counted:
-/// a receive's responses are of a few names, each a run of equal spans as the totals are, and
-/// recording every response into its name's histograms cost a mix over HTTP/3 about 3% of its
-/// CPU.
-#[derive(Default)]
-pub(super) struct NameSpans {
-    name: usize,
-    ttfb: Spans,
-    latency: Spans,
-}
-
-/// The spans pending for `name`, if it has them or there is room for them.
-fn spans_of(pending: &mut Vec<NameSpans>, name: usize) -> Option<&mut NameSpans> {
-    match pending.iter().position(|p| p.name == name) {
-        Some(k) => Some(&mut pending[k]),
-        None if pending.len() < NAME_SPANS => {
-            pending.push(NameSpans { name, ..NameSpans::default() });
-            pending.last_mut()
-        }
-        None => None,
-    }
-}
-
 impl<I: Io> Loop<I> {
     /// The connection is set up: counted, and its connect time recorded.
     pub(super) fn established(&mut self, i: usize, now: Instant) {
@@ -70,14 +43,8 @@ impl<I: Io> Loop<I> {
                 Event::FirstByte { request, sent_at, at } => {
                     ttfb.add(sent_at, at, &mut self.stats.counters, &mut self.stats.histograms.ttfb);
                     if let Some(names) = &self.shared.names {
-                        let index = usize::from(names[request as usize]);
-                        let ended = match spans_of(&mut self.name_spans, index) {
-                            Some(pending) => pending.ttfb.push(sent_at, at),
-                            None => Some((at.saturating_duration_since(sent_at), 1)),
-                        };
-                        if let Some((span, n)) = ended {
-                            self.name_samples.add(&mut self.stats.names, index, Kind::FirstByte, span, n);
-                        }
+                        let name = usize::from(names[request as usize]);
+                        self.name_samples.span(&mut self.stats.names, name, Kind::FirstByte, sent_at, at);
                     }
                 }
                 Event::Response { request, status, due, sent_at, at } => {
@@ -113,14 +80,7 @@ impl<I: Io> Loop<I> {
                     }
                     if let Some(names) = &self.shared.names {
                         let index = usize::from(names[request as usize]);
-                        let took = at.saturating_duration_since(due);
-                        let ended = match spans_of(&mut self.name_spans, index) {
-                            Some(pending) => pending.latency.push(due, at),
-                            None => Some((took, 1)),
-                        };
-                        if let Some((span, n)) = ended {
-                            self.name_samples.add(&mut self.stats.names, index, Kind::Latency, span, n);
-                        }
+                        self.name_samples.span(&mut self.stats.names, index, Kind::Latency, due, at);
                         let name = self.stats.names.entry(index);
                         name.counters.ok += 1;
                         name.counters.status(status);
@@ -129,6 +89,7 @@ impl<I: Io> Loop<I> {
                             // A response whose step has checks on what is kept and no verdicts
                             // fails them: a check passes only on evidence.
                             let kept_failed = kept_verdicts.unwrap_or(u64::MAX);
+                            let took = at.saturating_duration_since(due);
                             for check in &checks[request as usize] {
                                 let counts = name.check(usize::from(check.index));
                                 let passed = match &check.judge {
@@ -180,13 +141,7 @@ impl<I: Io> Loop<I> {
         ttfb.flush(counters, &mut h.ttfb);
         latency.flush(counters, &mut h.latency);
         service.flush(counters, &mut h.service);
-        for mut pending in self.name_spans.drain(..) {
-            for (kind, spans) in [(Kind::FirstByte, &mut pending.ttfb), (Kind::Latency, &mut pending.latency)] {
-                if let Some((span, n)) = spans.take() {
-                    self.name_samples.add(&mut self.stats.names, pending.name, kind, span, n);
-                }
-            }
-        }
+        self.name_samples.end_receive(&mut self.stats.names);
         self.events = events;
     }
 
