@@ -32,6 +32,8 @@
 #   BENCH_PROTOS="mixh1 mixh2c mixh3 mixh3ngtcp2"
 #   BENCH_RUNS=5                     repetitions (tools interleaved, order rotated per run)
 #   BENCH_CLIENT_CPU=0 / BENCH_SERVER_CPU=1
+#   BENCH_CLIENT_QUOTA=PCT           hold each client to PCT% of its CPU (a CFS quota, as root),
+#                                    so that it sets the pace (bench/lib/clients.sh)
 #   VOLLEY=./target/release/volley   BENCH_NO_BUILD=1   BENCH_NO_INSTALL=1
 #   OHA=PATH                         the oha to measure (default: on PATH, else bench/tools)
 set -euo pipefail

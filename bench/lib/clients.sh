@@ -31,6 +31,8 @@ S=${BENCH_SECONDS:-5}
 RUNS=${BENCH_RUNS:-5}
 CLIENT_CPU=${BENCH_CLIENT_CPU:-0}
 SERVER_CPU=${BENCH_SERVER_CPU:-1}
+# Percent of its CPU a client may use (10 to 99), or empty: no limit. See client_quota.
+CLIENT_QUOTA=${BENCH_CLIENT_QUOTA:-}
 VOLLEY_DEFAULT=./target/release/volley
 VOLLEY=${VOLLEY:-$VOLLEY_DEFAULT}
 KILL_AFTER=5        # timeout -k: SIGKILL this long after the SIGTERM
@@ -148,13 +150,44 @@ check_server() { check_nginx; }
 server_header() { echo "- nginx: $("$NGINX" -v 2>&1 | head -n1) — 1 worker, pinned to CPU $SERVER_CPU"; }
 server_commands() { echo "$(show_cmd "${NGINX_CMD[@]}")  # config: bench/results/${NAME}-$STAMP.nginx.conf"; }
 
+# BENCH_CLIENT_QUOTA=PCT holds each client to PCT% of its CPU with a CFS quota (a cgroup of
+# the run's own, 10 ms periods), so that the client, not the server, sets a closed loop's
+# pace. On two cores no server on the other core outpaces volley, and at a server's pace a
+# client's cost per request is mostly its wake-ups (bench/README.md). A row whose client CPU %
+# stays below PCT was still at the server's pace. Sets CLIENT_CGROUP and QUOTA_PREFIX.
+QUOTA_PREFIX=()
+client_quota() {
+  [[ -n $CLIENT_QUOTA ]] || return 0
+  [[ $CLIENT_QUOTA =~ ^[1-9][0-9]$ ]] ||
+    die "BENCH_CLIENT_QUOTA: '$CLIENT_QUOTA' is not a percentage from 10 to 99 (the kernel's least quota is 1 ms of a 10 ms period)"
+  local period=10000 quota=$((CLIENT_QUOTA * 100)) base=/sys/fs/cgroup
+  if [[ -w /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then # cgroup v1
+    CLIENT_CGROUP=/sys/fs/cgroup/cpu/volley-bench-$$
+    mkdir "$CLIENT_CGROUP" || die "cannot make the client's cgroup $CLIENT_CGROUP"
+    if ! { echo "$period" >"$CLIENT_CGROUP/cpu.cfs_period_us" && echo "$quota" >"$CLIENT_CGROUP/cpu.cfs_quota_us"; }; then
+      die "cannot set the client's CPU quota in $CLIENT_CGROUP"
+    fi
+  elif grep -qw cpu "$base/cgroup.controllers" 2>/dev/null; then # v2
+    grep -qw cpu "$base/cgroup.subtree_control" || echo +cpu >"$base/cgroup.subtree_control" ||
+      die "cannot enable the cpu controller under $base"
+    CLIENT_CGROUP=$base/volley-bench-$$
+    mkdir "$CLIENT_CGROUP" || die "cannot make the client's cgroup $CLIENT_CGROUP"
+    echo "$quota $period" >"$CLIENT_CGROUP/cpu.max" || die "cannot set the client's CPU quota in $CLIENT_CGROUP"
+  else
+    die "BENCH_CLIENT_QUOTA needs a writable cgroup cpu controller (as root)"
+  fi
+  # The shell joins the cgroup and becomes the client: its children are in it too.
+  # shellcheck disable=SC2016 # $$, $0 and $@ are that shell's
+  QUOTA_PREFIX=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CLIENT_CGROUP")
+}
+
 # The full command line of one measured client run (sets CMD, then wraps it).
 wrapped_cmd() { # proto tool point seconds timefile
   split_point "$3"
   "cmd_$1_$2" "$P_CONNS" "$4" "${URLS[$1]}" ${P_STREAMS:+"$P_STREAMS"}
   WRAPPED=(timeout -k "$KILL_AFTER" "$(($4 + 20))"
     python3 "$LIB" rusage -o "$5" --
-    taskset -c "$CLIENT_CPU" "${CMD[@]}")
+    "${QUOTA_PREFIX[@]}" taskset -c "$CLIENT_CPU" "${CMD[@]}")
 }
 
 # Runs one measured client run and appends its row to the CSV.
@@ -294,6 +327,8 @@ print_header() {
   done
   for note in "${UNAVAILABLE_NOTES[@]}"; do echo "- $note"; done
   echo "- each point: ${S} s, 1 client thread pinned to CPU $CLIENT_CPU, $POINTS_DESC, runs $RUNS (tools interleaved, order rotated per run); medians below"
+  [[ -z $CLIENT_CGROUP ]] ||
+    echo "- each client held to ${CLIENT_QUOTA}% of CPU $CLIENT_CPU by a CFS quota (BENCH_CLIENT_QUOTA; cgroup $CLIENT_CGROUP, 10 ms periods), so that the client sets the pace: a row whose client CPU % is below ${CLIENT_QUOTA} was at the server's"
   echo "- CPU µs/req = client (user+sys) time (wait4, µs) × 1e6 / requests completed; peak RSS = GNU time %M"
   echo
   echo "Commands (\`FILE\` is the per-run CPU time and peak RSS under $RAW_REL/, see \`benchlib.py rusage\`):"
@@ -319,6 +354,7 @@ clients_main() { # ensure_packages specs of the tools
   ensure_packages "$@"
   NGINX=$(command -v nginx || echo /usr/sbin/nginx)
   check_cpus
+  client_quota
 
   new_results RESULTS csv
   CSV=$RESULTS/$NAME-$STAMP.csv

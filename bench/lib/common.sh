@@ -28,6 +28,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/volley-bench.XXXXXX")
 NGINX_PID=
 CHILD_PID=
 POLICY_RC_CREATED=
+CLIENT_CGROUP= # a CPU cgroup of this run's own (bench/lib/clients.sh's BENCH_CLIENT_QUOTA)
 
 stop_pid() { # pid: TERM, up to 5 s, then KILL
   local pid=$1
@@ -56,6 +57,7 @@ cleanup() {
     [[ -z $workers ]] || kill -KILL $workers 2>/dev/null
   fi
   [[ -n $POLICY_RC_CREATED ]] && rm -f /usr/sbin/policy-rc.d
+  [[ -z $CLIENT_CGROUP ]] || rmdir "$CLIENT_CGROUP" 2>/dev/null
   rm -rf "$TMP"
   exit "$rc"
 }
