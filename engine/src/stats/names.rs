@@ -134,7 +134,11 @@ impl NameSamples {
     }
 
     /// The receive is handled: every name's run ends.
+    #[inline]
     pub(crate) fn end_receive(&mut self, names: &mut Names) {
+        if self.runs.is_empty() {
+            return;
+        }
         let mut runs = std::mem::take(&mut self.runs);
         for r in &mut runs {
             for kind in [Kind::FirstByte, Kind::Latency] {
