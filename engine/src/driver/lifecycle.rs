@@ -96,17 +96,12 @@ impl Lifecycle {
         self.released && now >= self.next_tick
     }
 
-    /// Hands the second just completed to the collector, if one has; returns its tick.
-    pub(super) fn tick(&mut self, now: Instant, stats: &mut Stats) -> Option<u32> {
-        if !self.tick_due(now) {
-            return None;
-        }
+    /// Hands the second just completed to the collector; call it once [`Lifecycle::tick_due`].
+    pub(super) fn tick(&mut self, stats: &mut Stats) {
         let delta = std::mem::take(stats);
-        let tick = self.tick;
-        let _ = self.tx.send(ThreadMsg::Interval { thread: self.thread, tick, delta });
+        let _ = self.tx.send(ThreadMsg::Interval { thread: self.thread, tick: self.tick, delta });
         self.tick += 1;
         self.next_tick += Duration::from_secs(1);
-        Some(tick)
     }
 
     /// True every `CHECK_EVERY`: time to read the stop flag and retry idle connections.

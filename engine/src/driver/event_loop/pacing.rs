@@ -41,12 +41,9 @@ impl<I: Io> Loop<I> {
             return;
         }
         self.name_samples.record(&mut self.stats.names);
-        if self.warm_up_ticks == 0 {
-            self.lifecycle.tick(now, &mut self.stats);
-            return;
-        }
         let resolved = self.stats.counters.total();
-        if self.lifecycle.tick(now, &mut self.stats).is_some() {
+        self.lifecycle.tick(&mut self.stats);
+        if self.warm_up_ticks > 0 {
             self.warm_up_resolved += resolved;
             self.warm_up_ticks -= 1;
             if self.warm_up_ticks == 0 {
