@@ -157,6 +157,7 @@ impl NameSamples {
         self.record_waiting(names);
     }
 
+    /// Records the batch (not the runs still pending) into `names`.
     fn record_waiting(&mut self, names: &mut Names) {
         for (name, kind, span, n) in self.waiting.drain(..) {
             let stats = names.entry(name as usize);
