@@ -139,16 +139,17 @@ impl NameSamples {
         if self.runs.is_empty() {
             return;
         }
-        let mut runs = std::mem::take(&mut self.runs);
-        for r in &mut runs {
+        for r in &mut self.runs {
             for kind in [Kind::FirstByte, Kind::Latency] {
                 if let Some((span, n)) = r.of(kind).take() {
-                    self.wait(names, r.name, kind, span, n);
+                    self.waiting.push((r.name as u32, kind, span, n));
                 }
             }
         }
-        runs.clear();
-        self.runs = runs;
+        self.runs.clear();
+        if self.waiting.len() >= BATCH {
+            self.record_waiting(names);
+        }
     }
 
     /// Records every sample pending, runs and batch, into `names`.
